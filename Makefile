@@ -1,0 +1,50 @@
+# Two commands for a fresh machine with Python 3.11 and pip:
+#   make tutorial   create .venv, install, execute every notebook headlessly (papermill)
+#   make test       create/use .venv and run the whole test suite
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+KERNEL := tutorial-lib
+EXECUTED := build/notebooks
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+
+.PHONY: install test tutorial check-notebooks sync lab clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	# torch first, pinned: 2.13.0 is the local CPU wheel, anything else pulls a CUDA build.
+	$(BIN)/python -m pip install torch==2.13.0
+	$(BIN)/python -m pip install -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (tutorial_lib)"
+	touch $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest
+
+# Committed notebooks carry no outputs or widget state, have one `parameters` cell and match their .py pair.
+check-notebooks: install
+	$(BIN)/python -m pytest -q tests/test_notebook_hygiene.py
+
+tutorial: check-notebooks
+	mkdir -p $(EXECUTED) figures
+	@for nb in $(NOTEBOOKS); do \
+		name=$$(basename $$nb .ipynb); start=$$(date +%s); \
+		$(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar $$nb $(EXECUTED)/$$name.ipynb \
+			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
+		echo "$$name: executed in $$(( $$(date +%s) - start )) s -> $(EXECUTED)/$$name.ipynb"; \
+	done
+	@echo "figures written to figures/: $$(ls figures)"
+
+# After editing a notebook's .py (or .ipynb) file, bring its pair up to date.
+sync: install
+	$(BIN)/jupytext --sync notebooks/*.ipynb
+	$(BIN)/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
+
+lab: install
+	$(BIN)/jupyter lab notebooks/
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis

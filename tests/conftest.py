@@ -1,0 +1,23 @@
+import pytest
+import torch
+
+
+@pytest.fixture(autouse=True)
+def _deterministic():
+    torch.manual_seed(0)
+    yield
+
+
+@pytest.fixture(scope="session")
+def world():
+    from tutorial_lib.toyworld import ToyWorld
+    return ToyWorld()
+
+
+# CI explores the same hypothesis examples every run; locally each run explores new ones.
+import os  # noqa: E402
+
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))

@@ -1,0 +1,64 @@
+"""Algorithm 4's accept/reject step: its output law (chi-square) and Lemma 2 (lossy speculative sampling)."""
+import pytest
+import torch
+from scipy import stats
+
+import tutorial_lib as tl
+
+q = torch.tensor([0.30, 0.25, 0.20, 0.12, 0.08, 0.05], dtype=torch.float64)
+p = torch.tensor([0.05, 0.15, 0.35, 0.10, 0.05, 0.30], dtype=torch.float64)
+
+CASES = [("spec", 0.0, 1.0), ("drafter", 0.0, 1.0), ("verifier", 0.0, 1.0),
+         ("lossy", 0.3, 1.0), ("lossy", 0.6, "normalize"), ("bild", 0.2, 1.0), ("chow", 0.75, 1.0),
+         ("diff", -0.1, 1.0), ("opt", -0.2, 1.0), ("token_v1", 0.15, 1.0), ("token_v2", 0.2, 1.0),
+         ("token_v3", 0.5, 1.0)]
+
+
+def expected_law(pi, q):
+    """min(q, pi) + (sum max(0, q - pi)) * norm(max(0, pi - q)), written out."""
+    excess = (pi - q).clamp_min(0)
+    return torch.minimum(q, pi) + (q - pi).clamp_min(0).sum() * excess / excess.sum()
+
+
+@pytest.mark.parametrize("rule,alpha,beta", CASES)
+def test_output_law_chi_square(rule, alpha, beta):
+    pi = tl.target_distribution(rule, q, p, alpha, beta=beta)
+    law = expected_law(pi, q) if (pi - q).clamp_min(0).sum() > 0 else q
+    if rule != "lossy" or beta == "normalize":
+        torch.testing.assert_close(law, pi, atol=1e-12, rtol=0)   # the law is pi itself
+    n = 20_000
+    g = torch.Generator().manual_seed(1234)
+    draft = tl.targets.sample(q.expand(n, -1), g)
+    tokens, accepted = tl.targets.verify_draft(pi.expand(n, -1), q.expand(n, -1), draft, g)
+    observed = torch.bincount(tokens, minlength=len(q)).double()
+    assert observed[law == 0].sum() == 0
+    keep = law > 0
+    result = stats.chisquare(observed[keep].numpy(), (law[keep] * n).numpy())
+    assert result.pvalue > 1e-3, (rule, observed / n, law)
+    rejected = 1 - accepted.double().mean()
+    se = (tl.rejection_probability(pi, q) * (1 - tl.rejection_probability(pi, q)) / n).sqrt()
+    assert abs(rejected - tl.rejection_probability(pi, q)) < 4 * se + 1e-12
+
+
+def lossy_speculative_sampling(q, p, alpha, beta):
+    """Tran-Thien's lossy speculative sampling, from its own definition (not from the target)."""
+    accept = torch.minimum(torch.ones_like(q), p / ((1 - alpha) * q))
+    residual = (p / beta - q).clamp_min(0)
+    return accept, residual / residual.sum()
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.7])
+@pytest.mark.parametrize("beta", [1.0, "normalize"])
+def test_lemma2_lossy_target_is_lossy_speculative_sampling(alpha, beta):
+    for _ in range(50):
+        qq = torch.distributions.Dirichlet(torch.ones(8, dtype=torch.float64)).sample()
+        pp = torch.distributions.Dirichlet(torch.ones(8, dtype=torch.float64)).sample()
+        b = tl.lossy_beta(qq, pp, alpha).item() if beta == "normalize" else beta
+        if b == float("inf") or ((pp / b - qq).clamp_min(0).sum() == 0):
+            continue   # the residual is never used there: nothing to compare
+        pi = tl.target_distribution("lossy", qq, pp, alpha, beta=beta)
+        tokens = torch.arange(8)
+        ours = tl.acceptance_probability(pi.expand(8, -1), qq.expand(8, -1), tokens)
+        theirs, their_residual = lossy_speculative_sampling(qq, pp, alpha, b)
+        torch.testing.assert_close(ours, theirs, atol=1e-9, rtol=0)
+        torch.testing.assert_close(tl.residual_distribution(pi, qq), their_residual, atol=1e-9, rtol=0)
