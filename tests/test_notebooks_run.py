@@ -3,7 +3,6 @@ import json
 from pathlib import Path
 
 import papermill
-import pytest
 from jupyter_client.kernelspec import find_kernel_specs
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"

@@ -25,6 +25,15 @@ def test_verifier_beats_drafter_on_average_under_both_losses(world):
     assert losses["truth"]["log"] <= losses["verifier"]["log"]
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_strengths_hold_by_construction_for_every_seed(seed):
+    w = ToyWorld(seed=seed)
+    everywhere, blind = w.model_losses(), w.model_losses("blind")
+    for loss in ("zero_one", "log"):
+        assert everywhere["verifier"][loss] < everywhere["drafter"][loss]
+        assert blind["drafter"][loss] < blind["verifier"][loss]
+
+
 def test_drafter_beats_verifier_in_the_blind_spots(world):
     assert world.blind_spot_tokens
     blind = world.model_losses("blind")

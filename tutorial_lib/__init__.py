@@ -23,3 +23,10 @@ from .targets import (
 from .toyworld import ToyWorld
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "lemmas", "notebook", "plotting", "targets", "toyworld", "savefig", "ToyWorld",
+    "ALPHA_RANGES", "PREFIX_RULES", "RULES", "TOKEN_RULES", "acceptance_probability", "acceptance_set",
+    "alpha_grid", "deferral_decision", "deferral_weight", "lossy_beta", "output_distribution",
+    "probabilities", "rejection_probability", "residual_distribution", "target_distribution", "tv_distance",
+]

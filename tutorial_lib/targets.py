@@ -271,7 +271,7 @@ def deferral_weight(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscale
     """
     _check_rule(rule)
     q, p = _pair(q, p)
-    ones = torch.ones(q.shape[:-1], dtype=q.dtype)
+    ones = q.new_ones(q.shape[:-1])
     if rule in ("spec", "verifier"):
         return ones
     if rule == "drafter":
@@ -289,7 +289,7 @@ def deferral_weight(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscale
 # Target distributions
 # --------------------------------------------------------------------------------------------
 
-def _lossy_target(q: torch.Tensor, p: torch.Tensor, alpha: float, beta: torch.Tensor) -> torch.Tensor:
+def _lossy_target(q: torch.Tensor, p: torch.Tensor, alpha: float, beta) -> torch.Tensor:
     return torch.maximum(torch.minimum(q, p / (1.0 - alpha)), p / beta)
 
 
@@ -308,7 +308,7 @@ def lossy_beta(q, p, alpha: float, *, iterations: int = 60) -> torch.Tensor:
     q, p = _pair(q, p)
     q64, p64 = q.double(), p.double()
     m = torch.minimum(q64, p64 / (1.0 - alpha))
-    lo = torch.zeros(q.shape[:-1], dtype=torch.float64)
+    lo = q64.new_zeros(q.shape[:-1])
     hi = torch.full_like(lo, 1.0 / (1.0 - alpha))
     for _ in range(iterations):
         mid = (lo + hi) / 2
@@ -354,7 +354,7 @@ def target_distribution(rule: str, q, p, alpha: float = 0.0, *, q_unscaled=None,
         if not beta_value >= 1.0 - alpha - 1e-12 or beta_value <= 0:
             raise ValueError(f"beta={beta_value} is below 1 - alpha = {1 - alpha:.6g}; the lossy target "
                              "needs beta >= 1 - alpha (beta = 1 is the usual choice).")
-        return _lossy_target(q, p, alpha, torch.tensor(beta_value, dtype=q.dtype))
+        return _lossy_target(q, p, alpha, beta_value)
     w = deferral_weight(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled,
                         distance=distance).unsqueeze(-1)
     if rule in PREFIX_RULES:
@@ -389,7 +389,7 @@ def acceptance_probability(pi, q, tokens) -> torch.Tensor:
     A token the drafter gives probability 0 cannot be drafted; it is given acceptance 1.
     """
     pi, q = _target_and_draft(pi, q)
-    tokens = torch.as_tensor(tokens, dtype=torch.long)
+    tokens = torch.as_tensor(tokens, dtype=torch.long, device=q.device)
     if tokens.shape != q.shape[:-1]:
         raise ValueError(f"tokens has shape {tuple(tokens.shape)}; expected {tuple(q.shape[:-1])}, "
                          "one drafted token per position.")
@@ -448,6 +448,7 @@ def verify_draft(pi, q, draft, generator: Optional[torch.Generator] = None):
     `(tokens, accepted)`; the emitted token follows `output_distribution(pi, q)`.
     """
     keep = acceptance_probability(pi, q, draft)
-    accepted = torch.rand(keep.shape, generator=generator, dtype=keep.dtype) < keep
+    accepted = torch.rand(keep.shape, generator=generator, dtype=keep.dtype, device=keep.device) < keep
     replacement = sample(residual_distribution(pi, q), generator)
-    return torch.where(accepted, torch.as_tensor(draft, dtype=torch.long), replacement), accepted
+    draft = torch.as_tensor(draft, dtype=torch.long, device=keep.device)
+    return torch.where(accepted, draft, replacement), accepted

@@ -26,6 +26,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+import numpy as np
 import torch
 
 from . import targets
@@ -111,7 +112,7 @@ class ToyWorld:
     `verifier_sharpness` (miscalibration exponents, 1 = as built).
     """
 
-    def __init__(self, n_words: int = 14, max_len: int = 12, seed: int = 1, *,
+    def __init__(self, n_words: int = 14, max_len: int = 12, seed: int = 0, *,
                  drafter_noise: float = 0.3, verifier_noise: float = 0.15, n_blind_spots: int = 2,
                  drafter_sharpness: float = 1.0, verifier_sharpness: float = 1.0):
         if not 2 <= n_words <= 62:
@@ -132,31 +133,30 @@ class ToyWorld:
                              drafter_sharpness=drafter_sharpness, verifier_sharpness=verifier_sharpness)
         V = self.vocab_size = n_words + 2
         self.tokens = ["<bos>", "<eos>"] + [_word_name(i) for i in range(n_words)]
-        g = torch.Generator().manual_seed(seed)
-        words = torch.arange(2, V)
-        self.blind_spot_tokens = sorted((words[torch.randperm(n_words, generator=g)[:n_blind_spots]]).tolist())
+        rng = np.random.default_rng(seed)
+        self.blind_spot_tokens = sorted(int(t) for t in 2 + rng.permutation(n_words)[:n_blind_spots])
 
-        self.P = self._build_truth(g)                       # (V, V, V): P[a, b] = P(. | a, b)
+        self.P = self._build_truth(rng)                       # (V, V, V): P[a, b] = P(. | a, b)
         self.occupancy_truth = self._occupancy(self.P)      # (V, V) expected visits under P
         q_base = self._bigram_projection()
         p_base = self._blind_verifier()
-        self.q = _perturb(q_base, drafter_noise, drafter_sharpness, g)
-        self.p = _perturb(p_base, verifier_noise, verifier_sharpness, g)
+        self.q = _perturb(q_base, drafter_noise, drafter_sharpness, rng)
+        self.p = _perturb(p_base, verifier_noise, verifier_sharpness, rng)
         self.truth = ToyLanguageModel(self.P, "truth")
         self.drafter = ToyLanguageModel(self.q, "drafter")
         self.verifier = ToyLanguageModel(self.p, "verifier")
 
     # ---- construction -------------------------------------------------------------------
 
-    def _build_truth(self, g: torch.Generator) -> torch.Tensor:
+    def _build_truth(self, rng: np.random.Generator) -> torch.Tensor:
         V, n = self.vocab_size, self.n_words
         P = torch.zeros(V, V, V, dtype=torch.float64)
-        # Peaked and flat contexts side by side: the concentration varies over two orders of magnitude.
-        concentration = 10 ** (-1.3 + 1.3 * torch.rand(V, V, generator=g, dtype=torch.float64))
+        # Peaked and flat contexts side by side: Dirichlet concentrations over two orders of magnitude.
+        concentration = 10 ** (-1.3 + 1.3 * rng.random((V, V)))
         concentration[BOS, BOS] = 1.0  # varied first words
-        gamma_draws = torch._standard_gamma(concentration.unsqueeze(-1).expand(V, V, n).contiguous(), generator=g)
+        gamma_draws = torch.from_numpy(rng.gamma(np.broadcast_to(concentration[..., None], (V, V, n))))
         word_probs = gamma_draws / gamma_draws.sum(-1, keepdim=True)
-        stop = 0.04 + 0.2 * torch.rand(V, V, generator=g, dtype=torch.float64)
+        stop = torch.from_numpy(0.04 + 0.2 * rng.random((V, V)))
         P[:, :, 2:] = (1 - stop).unsqueeze(-1) * word_probs
         P[:, :, EOS] = stop
         for b in self.blind_spot_tokens:  # after a blind-spot token, the last token alone decides
@@ -183,15 +183,17 @@ class ToyWorld:
         return q_b.unsqueeze(0).expand_as(self.P).clone()
 
     def _blind_verifier(self) -> torch.Tensor:
-        """The truth, except that after a blind-spot token the likeliest word trades places with another."""
+        """The truth, except after a blind-spot token: there it puts 60% of its mass on one wrong word.
+
+        The rest of its mass stays proportional to P, so its log loss there stays finite (within
+        log(1/0.4) nats of the truth's) while its argmax is always wrong.
+        """
         p = self.P.clone()
         for b in self.blind_spot_tokens:
-            row = p[:, b, 2:]                                   # (V, n_words)
-            top = row.argmax(-1, keepdim=True)
-            wrong = (top + self.n_words // 2) % self.n_words
-            top_val, wrong_val = row.gather(-1, top), row.gather(-1, wrong)
-            row.scatter_(-1, top, wrong_val)
-            row.scatter_(-1, wrong, top_val)
+            words = self.P[:, b, 2:]                                    # (V, n_words)
+            wrong = 2 + (words.argmax(-1) + self.n_words // 2) % self.n_words
+            p[:, b] = 0.4 * self.P[:, b]
+            p[torch.arange(self.vocab_size), b, wrong] += 0.6
         return p
 
     # ---- tables -------------------------------------------------------------------------
@@ -208,7 +210,7 @@ class ToyWorld:
     def contexts(self, temperature: float = 1.0) -> ContextTable:
         """All reachable contexts with their truth, drafter and verifier rows (see `ContextTable`)."""
         idx = (self.occupancy_truth > 0).nonzero().tolist()
-        a = torch.tensor([i for i, _ in idx]); b = torch.tensor([j for _, j in idx])
+        a, b = torch.tensor(idx).T
         q_u, p_u = self.q[a, b], self.p[a, b]
         return ContextTable(
             contexts=[(i, j) for i, j in idx], weight=self.occupancy_truth[a, b], P=self.P[a, b],
@@ -304,7 +306,7 @@ class ToyWorld:
         """`n` sequences (token ids without `<bos>`, ending in `<eos>` unless cut at `max_len`)."""
         table = {"truth": self.P, "drafter": self.q, "verifier": self.p}[model]
         g = torch.Generator().manual_seed(seed)
-        a = torch.full((n,), BOS); b = torch.full((n,), BOS)
+        a, b = torch.full((n,), BOS), torch.full((n,), BOS)
         alive = torch.ones(n, dtype=torch.bool)
         out = [[] for _ in range(n)]
         for _ in range(self.max_len):
@@ -393,13 +395,13 @@ _SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "vo", "ri", "pe", "du", "zo", 
 
 
 def _word_name(i: int) -> str:
-    first, second = divmod(i, len(_SYLLABLES))
+    first = i // len(_SYLLABLES)
     return _SYLLABLES[i % len(_SYLLABLES)] + (_SYLLABLES[first % len(_SYLLABLES)] if first else "")
 
 
-def _perturb(base: torch.Tensor, noise: float, sharpness: float, g: torch.Generator) -> torch.Tensor:
+def _perturb(base: torch.Tensor, noise: float, sharpness: float, rng: np.random.Generator) -> torch.Tensor:
     """Noise on the log-probabilities of the tokens the base can emit, then a power (miscalibration)."""
-    logits = base.clamp_min(1e-300).log() + noise * torch.randn(base.shape, generator=g, dtype=torch.float64)
+    logits = base.clamp_min(1e-300).log() + noise * torch.from_numpy(rng.standard_normal(tuple(base.shape)))
     logits = torch.where(base > 0, sharpness * logits, torch.full_like(logits, -math.inf))
     return torch.softmax(logits, -1)
 
