@@ -131,7 +131,7 @@ class ToyWorld:
         self.settings = dict(n_words=n_words, max_len=max_len, seed=seed, drafter_noise=drafter_noise,
                              verifier_noise=verifier_noise, n_blind_spots=n_blind_spots,
                              drafter_sharpness=drafter_sharpness, verifier_sharpness=verifier_sharpness)
-        V = self.vocab_size = n_words + 2
+        self.vocab_size = n_words + 2
         self.tokens = ["<bos>", "<eos>"] + [_word_name(i) for i in range(n_words)]
         rng = np.random.default_rng(seed)
         self.blind_spot_tokens = sorted(int(t) for t in 2 + rng.permutation(n_words)[:n_blind_spots])
