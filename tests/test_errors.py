@@ -53,6 +53,7 @@ p = torch.tensor([0.2, 0.5, 0.3])
     (lambda: tl.ToyWorld(n_words=4).evaluate("spec", gamma=2, prefixes="truth"), "use gamma=None with prefixes='truth'"),
     (lambda: tl.ToyWorld(n_words=4).evaluate("spec", prefixes="model"), "use 'generated'"),
     (lambda: tl.alpha_grid("chow", 1), "at least its two ends"),
+    (lambda: tl.ToyWorld(n_words=4).model_losses("inside"), "use 'all', 'blind' or 'elsewhere'"),
     (lambda: tl.ToyWorld(n_words=4).drafter(torch.zeros(1, 0, dtype=torch.long)), "input_ids is empty"),
     (lambda: tl.ToyWorld(n_words=4).drafter(torch.tensor([[0, 9]])), r"token ids must lie in \[0, 6\)"),
     (lambda: tl.savefig(None, "a/b"), "plain file name"),

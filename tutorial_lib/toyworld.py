@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import torch
 
-from . import targets
+from . import lemmas, targets
 
 __all__ = ["ToyWorld", "ToyLanguageModel", "ContextTable", "ToyMetrics", "BOS", "EOS"]
 
@@ -223,16 +223,13 @@ class ToyWorld:
         0-1 loss is $1(x \\ne \\arg\\max)$, as in Lemma 1; log loss is $-\\log q(x)$. `where` is `"all"`,
         `"blind"` (the verifier's blind spots) or `"elsewhere"`.
         """
+        if where not in ("all", "blind", "elsewhere"):
+            raise ValueError(f"where={where!r}: use 'all', 'blind' or 'elsewhere'.")
         t = self.contexts()
         keep = {"all": torch.ones_like(t.blind), "blind": t.blind, "elsewhere": ~t.blind}[where]
         w = t.weight * keep
-        out = {}
-        for name, m in (("drafter", t.q), ("verifier", t.p), ("truth", t.P)):
-            zero_one = 1 - t.P.gather(-1, m.argmax(-1, keepdim=True)).squeeze(-1)
-            log = -(t.P * m.clamp_min(1e-300).log()).where(t.P > 0, torch.zeros_like(t.P)).sum(-1)
-            out[name] = {"zero_one": float((w * zero_one).sum() / w.sum()),
-                         "log": float((w * log).sum() / w.sum())}
-        return out
+        return {name: {loss: lemmas.total_risk(w, lemmas.expected_loss(t.P, m, loss)) for loss in lemmas.LOSSES}
+                for name, m in (("drafter", t.q), ("verifier", t.p), ("truth", t.P))}
 
     def _rule_tables(self, rule, alpha, beta, temperature):
         """Per-context rows of the rule: target, emitted law, rejection and deferral (over all V*V contexts)."""
@@ -240,12 +237,11 @@ class ToyWorld:
         q_u, p_u = self.q.reshape(V * V, V), self.p.reshape(V * V, V)
         qT, pT = _scale(q_u, temperature), _scale(p_u, temperature)
         pi = targets.target_distribution(rule, qT, pT, alpha, q_unscaled=q_u, p_unscaled=p_u, beta=beta)
+        rejection = targets.rejection_probability(pi, qT)
         return dict(
-            qT=qT, pT=pT, pi=pi,
-            accepted=torch.minimum(qT, pi),                                   # draft kept
-            replaced=targets.rejection_probability(pi, qT).unsqueeze(-1)
-            * targets.residual_distribution(pi, qT),                          # draft replaced
-            rejection=targets.rejection_probability(pi, qT),
+            qT=qT, pT=pT, pi=pi, rejection=rejection,
+            accepted=torch.minimum(qT, pi),                                                  # draft kept
+            replaced=rejection.unsqueeze(-1) * targets.residual_distribution(pi, qT),         # draft replaced
             deferral=targets.deferral_weight(rule, qT, pT, alpha, q_unscaled=q_u, p_unscaled=p_u),
         )
 
