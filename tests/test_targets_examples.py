@@ -159,3 +159,25 @@ def test_residual_never_nan_when_pi_equals_q():
     close(res, q)
     close(tl.rejection_probability(q, q), 0.0)
     close(tl.acceptance_probability(q, q, torch.tensor(2)), 1.0)
+
+
+# At T = 0 the drafter's one-hot is on token 0 and the verifier's on token 1; decisions still read the
+# unscaled q = [0.6, 0.3, 0.1] and p = [0.2, 0.5, 0.3], so each case below follows the T = 1 arithmetic
+# of the decision and mixes the one-hot vectors.
+@pytest.mark.parametrize("rule,alpha,beta,expected", [
+    ("spec", 0.0, 1.0, "p"), ("verifier", 0.0, 1.0, "p"), ("drafter", 0.0, 1.0, "q"),
+    ("lossy", 0.5, 1.0, "p"),            # min(qT, 2 pT) = 0, so max(0, pT) = pT
+    ("lossy", 0.5, "normalize", "p"),    # sum max(0, s pT) = s = 1 at beta = 1
+    ("bild", 0.3, 1.0, "p"), ("bild", 0.5, 1.0, "q"),        # D_TV(p, q) = 0.4
+    ("chow", 0.3, 1.0, "p"), ("chow", 0.5, 1.0, "q"),        # 0.6 < 1 - alpha ?
+    ("diff", -0.2, 1.0, "p"), ("diff", 0.0, 1.0, "q"),       # 0.6 < 0.5 - alpha ?
+    ("opt", -0.15, 1.0, "p"), ("opt", 0.0, 1.0, "q"),        # 0.6 < 0.5 - alpha * 1 (one-hot TV) ?
+    ("token_v1", 0.2, 1.0, "q"), ("token_v1", -0.2, 1.0, "p"),   # A = {0, 1} / {}
+    ("token_v2", 0.25, 1.0, "p"), ("token_v2", 1.0, 1.0, "q"),   # A = {1, 2} / all
+    ("token_v3", 0.0, 1.0, "p"), ("token_v3", 0.7, 1.0, "q"),    # A = {1} / {v : p(v) >= 0.15} = all
+])
+def test_every_rule_at_temperature_zero(rule, alpha, beta, expected):
+    qT, pT = tl.probabilities(q_logits, 0), tl.probabilities(p_logits, 0)
+    pi = tl.target_distribution(rule, qT, pT, alpha, q_unscaled=q, p_unscaled=p, beta=beta)
+    close(pi, pT if expected == "p" else qT)
+    close(tl.rejection_probability(pi, qT), 1.0 if expected == "p" else 0.0)
