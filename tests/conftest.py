@@ -8,6 +8,15 @@ def _deterministic():
     yield
 
 
+@pytest.fixture
+def one_thread():
+    """Tiny models: handing work between threads costs more than the arithmetic."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture(scope="session")
 def world():
     from tutorial_lib.toyworld import ToyWorld

@@ -10,6 +10,14 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 # Small overrides per notebook: CI runs these; `make tutorial` runs the defaults.
 SMALL_PARAMETERS = {
     "00_quickstart": {"n_alpha": 9, "n_simulations": 4000},
+    # T = 0 and a real (tiny random) model pair, the paths the defaults do not take.
+    "01_target_distributions": {"rule": "chow", "alpha": 0.5, "temperature": 0.0, "gamma": 3,
+                                "real_pair": ["tiny-random-llama:0", "tiny-random-llama:1"], "real_prompt": [1, 2, 3]},
+    "02_rejection_rates": {"n_alpha": 9, "n_draws": 3000, "r_values": [0.0, 0.5, 1.0]},
+    "03_lemma1_token_cascades": {"n_alpha": 9, "sharpness_values": [0.5, 1.0, 3.0]},
+    "04_lemma2_lossy": {"n_alpha": 6, "check_temperatures": [1.0, 0.0]},
+    "05_lemma4_spec_cascades": {"n_alpha_lemma": 9, "lemma_temperatures": [1.0, 0.5], "n_alpha": 5,
+                                "n_engine": 200},
 }
 
 
@@ -22,7 +30,7 @@ def run(name, tmp_path, monkeypatch):
     params = dict(SMALL_PARAMETERS[name], output_dir=str(tmp_path))
     papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                parameters=params, kernel_name=kernel_name(), cwd=str(NOTEBOOK_DIR),
-                               progress_bar=False)
+                               progress_bar=False, execution_timeout=600)  # a hung cell fails, not CI
     return json.loads((tmp_path / f"{name}.metrics.json").read_text())
 
 
@@ -38,3 +46,107 @@ def test_quickstart(tmp_path, monkeypatch):
     # The blind spots let a cascade beat the verifier.
     assert min(metrics["best_zero_one_loss"].values()) < metrics["verifier_zero_one_loss"]
     assert all(abs(z) < 4 for z in metrics["monte_carlo_z"].values())
+
+
+def test_target_distributions(tmp_path, monkeypatch):
+    metrics = run("01_target_distributions", tmp_path, monkeypatch)
+    for figure in ("targets_examples", "targets_view", "targets_every_rule"):
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    assert "real pair" in metrics["examples"]
+    # Lemma 3 on every mixture rule, every example, a grid over each alpha range.
+    assert metrics["lemma3_max_gap"] < 1e-9
+    view = metrics["view"]
+    assert (view["rule"], view["temperature"], view["gamma"]) == ("chow", 0.0, 3)
+    assert abs(view["rejection_probability"] - view["lemma3_rejection"]) < 1e-9
+    for name, row in metrics["rejection_table"].items():
+        for label, rho in row.items():
+            if label.startswith("max"):
+                continue
+            a = 1.0 - rho
+            expected = 4.0 if a >= 1.0 else (1 - a ** 4) / (1 - a)  # gamma = 3
+            assert abs(metrics["tokens_per_call_table"][name][label] - expected) < 1e-9, (name, label)
+
+
+def test_rejection_rates(tmp_path, monkeypatch):
+    metrics = run("02_rejection_rates", tmp_path, monkeypatch)
+    for figure in ("rejection_vs_alpha", "rejection_vs_alpha_example", "rejection_lemma3"):
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    # Lemma 3 by simulation: 6 examples x 3 mixture weights, each within 4 standard errors.
+    assert len(metrics["lemma3_z"]) == 18
+    assert all(abs(float(z)) < 4 for z in metrics["lemma3_z"])
+    assert all(abs(float(z)) < 4 for z in metrics["rule_z"])
+    spec, ends = metrics["spec_rejection"], metrics["curve_ends"]
+    assert abs(ends["Chow"][0] - spec) < 1e-9 and ends["Chow"][1] == 0.0
+    assert ends["Token-V3"][0] > spec  # at alpha = 0 Token-V3 is not SpecDecode
+    assert metrics["lossy_beta_gap"] < 1e-9  # beta changes the residual, not the acceptance
+
+
+def test_lemma1_token_cascades(tmp_path, monkeypatch):
+    metrics = run("03_lemma1_token_cascades", tmp_path, monkeypatch)
+    for figure in ("lemma1_context_risk", "lemma1_total_risk", "lemma1_miscalibration", "lemma1_figure1"):
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    # Lemma 1: brute force equals the closed form on every context, alpha and loss.
+    assert metrics["brute_force"]["points_checked"] > 0
+    assert metrics["brute_force"]["mismatches"] == 0
+    assert metrics["min_excess_over_optimal"] >= -1e-12          # no rule beats the optimal one
+    risk = metrics["risk_at_alpha"]
+    assert risk["optimal (Lemma 1)"] <= min(risk["Chow plug-in"], risk["Diff plug-in"]) + 1e-12
+    # 0-1 loss reads the argmax only: miscalibration never moves the optimal rule's risk.
+    assert all(row["optimal_shift"] == 0 for rows in metrics["miscalibration"].values() for row in rows.values())
+    figure1 = metrics["figure1"]
+    assert figure1["verifier_loss"] < figure1["drafter_loss"]
+    assert abs(figure1["spec_loss"] - figure1["verifier_loss"]) < 1e-9   # SpecDecode is lossless
+    assert 0 < figure1["spec_calls_per_token"] < 1
+    assert all(0 <= c <= 1 for calls in figure1["calls_per_token"].values() for c in calls)
+    assert figure1["best_loss"]["Diff (oracle)"] < figure1["verifier_loss"]   # the oracle beats the large model
+
+
+def test_lemma2_lossy(tmp_path, monkeypatch):
+    metrics = run("04_lemma2_lossy", tmp_path, monkeypatch)
+    for figure in ("lemma2_token_by_token", "lemma2_beta"):
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    # Lemma 2: same acceptance for every token, same residual wherever a draft can be rejected.
+    lemma2 = metrics["lemma2"]
+    assert lemma2["tokens_compared"] > 0 and lemma2["positions_compared"] > 0
+    assert lemma2["acceptance_max_abs_diff"] < 1e-9
+    assert lemma2["residual_max_abs_diff"] < 1e-9
+    assert lemma2["residual_undefined"]["beta = 1"] == 0
+    assert lemma2["residual_undefined"]["Lossy* (normalising beta)"] == 0
+    # beta moves where rejected mass goes, not how often drafts are kept nor the TV distance to p.
+    gaps = metrics["beta_gaps"]
+    assert gaps["acceptance_rate"] < 1e-9 and gaps["tv_to_p"] < 1e-9 and gaps["kl_to_p"] > 0
+    sweep = metrics["beta_sweep"]
+    assert all(abs(m - 1) < 1e-9 for m in sweep["Lossy* (normalising beta)"]["target_mass"])
+    assert all(m >= 1 - 1e-12 for m in sweep["beta = 1"]["target_mass"])
+
+
+def test_lemma4_spec_cascades(tmp_path, monkeypatch):
+    metrics = run("05_lemma4_spec_cascades", tmp_path, monkeypatch)
+    for figure in ("lemma4_context_risk", "lemma4_total_risk", "lemma4_tradeoff"):
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    # Lemma 4: brute force equals the closed form on every context, alpha, loss and temperature.
+    lemma4 = metrics["lemma4"]
+    assert lemma4["points_checked"] > 0 and lemma4["mismatches"] == 0
+    assert lemma4["min_excess_over_optimal"] >= -1e-12
+    assert 0 < lemma4["plugin_agreement"]["OPT plug-in"] <= 1
+    tradeoff = metrics["tradeoff"]
+    assert tradeoff["verifier"]["latency"] == 1.0
+    curves = tradeoff["curves"]
+    assert set(curves) == {"SpecDecode", "Lossy (beta = 1)", "BiLD*", "Chow", "Diff", "OPT",
+                           "Token-V1", "Token-V2", "Token-V3"}
+    gamma = tradeoff["gamma"]
+    for label, c in curves.items():
+        assert all(0 <= r <= 1 for r in c["rejection"]), label
+        assert all(1 <= n <= gamma + 1 + 1e-9 for n in c["tokens_per_call"]), label
+        assert all(abs(lat - (gamma * tradeoff["cost_ratio"] + 1) / n) < 1e-12
+                   for lat, n in zip(c["latency"], c["tokens_per_call"])), label
+    assert abs(curves["SpecDecode"]["loss"][0] - tradeoff["verifier"]["loss"]) < 1e-9
+    assert curves["SpecDecode"]["latency"][0] < 1                      # speculation pays at c = 0.1
+    assert min(s["best_loss"] for s in tradeoff["summary"].values()) < tradeoff["verifier"]["loss"]
+    # The engine's own runs on the toy world's models agree with the exact curves.
+    check = metrics["engine_check"]["results"]
+    assert set(check) == set(curves)
+    for label, result in check.items():
+        finite = [z for z in result["z"].values() if isinstance(z, float) and z == z]  # NaN is "nan" in JSON
+        assert len(finite) >= 3 and all(abs(z) < 4 for z in finite), (label, result["z"])
+    assert (tmp_path / "figures" / "lemma4_engine_check.png").stat().st_size > 10_000

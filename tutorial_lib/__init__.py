@@ -8,8 +8,17 @@ Modules, one idea each:
   exact expectations for any rule, and Monte Carlo checks.
 - `lemmas`   - the deferral risks of equations (3) and (8), brute-force minimisers and the closed
   forms of Lemmas 1 and 4.
+- `models`   - drafter/verifier pairs with one interface (next-token logits over a croppable KV
+  cache): offline aliases, tiny random models, the toy world, hub ids, your own models.
+- `model_files` - the offline GGUF models shipped in registry packages, converted once to safetensors.
+- `engine`   - `generate`: speculative execution (Algorithms 1, 4, 5), sequential, oracle and
+  sequence-level cascades, BiLD; lossless at T = 0, exact in distribution.
+- `toycheck` - the engine on the toy world, scored against the truth (checks the exact curves).
 - `plotting` - `savefig` and the figures the notebooks draw.
 - `notebook` - recording the numbers a notebook shows, and checking exercise answers.
+- `explore`  - widget callbacks and figures of the exploration notebooks (target distributions of
+  every rule for one pair, rejection rate against alpha, Lemma 3 by simulation).
+- `lemma_views` - widget callbacks and figures of the lemma notebooks (Lemmas 1, 2 and 4).
 
 Notebooks import it as `import tutorial_lib as tl`.
 """
@@ -21,10 +30,18 @@ from .targets import (
     rejection_probability, residual_distribution, target_distribution, tv_distance,
 )
 from .toyworld import ToyWorld
+from . import engine, model_files, models, toycheck
+from .engine import Generation, generate, generate_many
+from .models import load_model, load_pair
+from . import explore
+from . import lemma_views
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "engine", "model_files", "models", "toycheck", "Generation", "generate", "generate_many", "load_model", "load_pair",
+    "explore",
+    "lemma_views",
     "lemmas", "notebook", "plotting", "targets", "toyworld", "savefig", "ToyWorld",
     "ALPHA_RANGES", "PREFIX_RULES", "RULES", "TOKEN_RULES", "acceptance_probability", "acceptance_set",
     "alpha_grid", "deferral_decision", "deferral_weight", "lossy_beta", "output_distribution",

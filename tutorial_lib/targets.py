@@ -32,6 +32,7 @@ accepts) and work position-wise over the leading dimensions.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable, Optional, Union
 
@@ -42,6 +43,7 @@ __all__ = [
     "probabilities", "tv_distance", "target_distribution", "deferral_decision", "acceptance_set",
     "deferral_weight", "lossy_beta", "acceptance_probability", "residual_distribution",
     "rejection_probability", "output_distribution", "check_alpha", "alpha_grid", "sample", "verify_draft",
+    "trusted_inputs",
 ]
 
 #: Every rule `target_distribution` knows.
@@ -77,10 +79,30 @@ def _sum_tolerance(x: torch.Tensor) -> float:
     return 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-4
 
 
+_CHECKS = {"enabled": True}
+
+
+@contextlib.contextmanager
+def trusted_inputs():
+    """Skip the input checks inside this block.
+
+    The engine builds every law with `probabilities`, so they are valid by construction; the checks
+    would cost more than the arithmetic on small vocabularies. Use it only for such inputs.
+    """
+    previous = _CHECKS["enabled"]
+    _CHECKS["enabled"] = False
+    try:
+        yield
+    finally:
+        _CHECKS["enabled"] = previous
+
+
 def _as_probabilities(x, name: str) -> torch.Tensor:
     x = torch.as_tensor(x)
     if not torch.is_floating_point(x):
         x = x.to(torch.get_default_dtype())
+    if not _CHECKS["enabled"]:
+        return x
     if x.ndim == 0:
         raise ValueError(f"{name} must have a vocabulary dimension (shape (..., V)), got a scalar.")
     if x.shape[-1] == 0:
@@ -371,6 +393,10 @@ def _target_and_draft(pi, q):
     pi = torch.as_tensor(pi)
     if not torch.is_floating_point(pi):
         pi = pi.to(torch.get_default_dtype())
+    if not _CHECKS["enabled"]:
+        q = torch.as_tensor(q)
+        dtype = torch.promote_types(pi.dtype, q.dtype)
+        return pi.to(dtype), q.to(dtype)
     if not torch.isfinite(pi).all() or (pi < 0).any():
         raise ValueError("pi must be finite and non-negative; build it with `target_distribution`.")
     if pi.shape[-1] == 0 or (pi.sum(-1) <= 0).any():

@@ -1,0 +1,230 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (tutorial_lib)
+#     language: python
+#     name: tutorial-lib
+# ---
+
+# %% [markdown]
+# # Target distributions: what each rule asks the verifier to accept
+#
+# **Learning goals.** After this notebook you can
+# 1. compute the target $\pi = \mathbb{T}(q, p)$ of every rule for one pair of next-token
+#    distributions, and say how much of $\pi$ comes from the drafter $q$ and how much from the verifier $p$;
+# 2. say what each rule's decision looks at (a max-probability test, a distance, a set of acceptable
+#    tokens) and which way `alpha` moves it;
+# 3. predict a rule's rejection probability (Lemma 3 for the mixtures) and turn it into the expected
+#    number of tokens one verifier call emits.
+#
+# Every speculative cascade drafts $x \sim q$ and keeps it with probability $\min\{1, \pi(x)/q(x)\}$
+# (Algorithm 4). The rules differ only in their target:
+#
+# $$\text{deferral rules: } \pi = (1-\delta)\,q + \delta\,p, \quad \delta \in \{0, 1\} \qquad
+#   \text{token rules: } \pi(v) = q(v)\,1(v \in A) + \Big(1 - \sum_{u \in A} q(u)\Big)\,p(v)$$
+#
+# $$\text{lossy: } \pi(v) = \max\{\min\{q(v), p(v)/(1-\alpha)\},\ p(v)/\beta\}.$$
+#
+# A draft is rejected with probability $\rho = \sum_v \max\{0, q(v) - \pi(v)\}$, which for a mixture is
+# $\rho = \delta\, D_{TV}(p, q)$ (Lemma 3). If every draft of a block of $\gamma$ is accepted with the
+# same probability $a = 1 - \rho$, one verifier call emits on average
+#
+# $$\frac{1 - a^{\gamma + 1}}{1 - a} \text{ tokens} \quad (\gamma + 1 \text{ when } a = 1).$$
+#
+# The decision of each rule (Table 1 of the paper) and the range of its `alpha`:
+# Chow $\delta = 1(\max q < 1 - \alpha)$, $[0, 1]$; Diff $\delta = 1(\max q < \max p - \alpha)$, $[-1, 1]$;
+# OPT $\delta = 1(\max q < \max p - \alpha D_{TV}(p, q))$, unbounded (the slider here spans $[-5, 5]$;
+# at $T = 1$ only $[-1, 1]$ matters, since $|\max p - \max q| \le D_{TV}(p, q)$);
+# BiLD* $\delta = 1(D_{TV}(p, q) > \alpha)$, $[0, 1]$; Token-V1 $A = \{v: q(v) \ge \max p - \alpha\}$,
+# Token-V2 $A = \{v: p(v) \ge \max p - \alpha\}$, both $[-1, 1]$; Token-V3
+# $A = \{v: p(v) \ge (1-\alpha)\max p\}$, $[0, 1]$; lossy $[0, 1)$ (the slider stops at 0.99).
+# The low end of each range is SpecDecode-like (always defer), the high end drafter-only.
+
+# %% tags=["parameters"]
+example = "verifier blind spot"  # one of tl.explore.toy_examples() (listed below)
+rule = "token_v3"                # one of tl.RULES
+alpha = 0.9                      # inside the rule's range
+every_rule_example = "confident drafter, unsure verifier"  # the example of the every-rule view
+temperature = 1.0                # 0 means greedy decoding (q and p become one-hot)
+gamma = 5                        # draft block size, for the tokens-per-call read-out
+lenience = 0.5                   # where every rule's alpha sits along its range in the every-rule view
+seed = 0                         # which toy world the toy examples come from
+real_pair = None                 # (drafter, verifier) names for tl.models.load_pair, e.g. below
+real_dtype = None                # one dtype or (drafter dtype, verifier dtype)
+real_prompt = "def fibonacci(n):"  # text, or a list of token ids
+output_dir = "."                 # where the metrics JSON is written
+
+# %%
+import ipywidgets as widgets
+import pandas as pd
+from IPython.display import display
+
+import tutorial_lib as tl
+
+examples = tl.explore.toy_examples(seed)
+for name, pair in examples.items():
+    print(f"{name:>36}: {pair.description}")
+
+# %% [markdown]
+# ### Optional: a real next-token pair
+# Set `real_pair` to add the next-token distributions of two real models after `real_prompt` as one
+# more example, through the model engine (`tl.models`): for example
+# `("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")` where those models are installed, or
+# `("smollm2-135m", "smollm2-135m")` with `real_dtype = ("bfloat16", "float32")`, a drafter that is
+# the verifier in lower precision (so $q$ and $p$ nearly agree). The views compute on the whole
+# vocabulary and draw its most probable tokens.
+
+# %%
+if real_pair is not None:
+    import tutorial_lib.models  # noqa: F401  (loads transformers; only needed for a real pair)
+
+    loaded = tl.models.load_pair(*real_pair, dtype=real_dtype)
+    q_real, p_real = tl.models.next_token_distributions(loaded, real_prompt)
+    examples["real pair"] = tl.explore.example_from_distributions(
+        "real pair", q_real, p_real, labels=lambda i: repr(loaded.verifier.decode([i])),
+        description=f"{real_pair[0]} drafting for {real_pair[1]}, next token after {real_prompt!r}")
+    print(examples["real pair"].description)
+
+# %% [markdown]
+# ## The examples
+# What to look at: `agree` is the easy case (both sure of the same word); in
+# `confident drafter, unsure verifier` a cascade would like to keep the drafter, in
+# `unsure drafter, confident verifier` to defer. In the `verifier blind spot` the verifier is
+# confidently wrong (the black ticks are the true distribution $P$ of the toy world), and in `disjoint`
+# no word is allowed by both, so $D_{TV}(p, q) = 1$ and every deferral rejects every draft.
+
+# %%
+fig = tl.explore.plot_examples(examples, temperature)
+tl.savefig(fig, "targets_examples")
+
+# %% [markdown]
+# ## One rule, your alpha
+# Pick an example, a rule and its `alpha` (the slider follows the rule's range), a temperature and a
+# block size `gamma`; `beta` only matters for the lossy rule. What to look at: the green bars are
+# $\pi$. Where $\pi$ sits below $q$ a drafted token can be rejected, and the rejection probability is
+# exactly the area of $q$ above $\pi$. For Chow, Diff, OPT and BiLD* $\pi$ is either $q$ or $p$, so the
+# rejection probability jumps between 0 and $D_{TV}(p, q)$ as `alpha` crosses the decision threshold
+# printed in the read-out. Token rules move smoothly: each step of `alpha` adds or removes a token from
+# the acceptance set $A$. Set $T = 0$: $q$ and $p$ become one-hot, yet the decisions do not change,
+# since they use the temperature-1 probabilities.
+#
+# The defaults show Token-V3 at `alpha = 0.9` in the verifier's blind spot: it keeps the drafter's mass
+# on the three words the verifier gives at least a tenth of its top probability (`<eos>`, `ta` and the
+# verifier's wrong favourite `gu`) and takes the rest from $p$. Its target is closer to the truth than
+# $p$ (total variation 0.42 against 0.58) and it rejects fewer drafts than SpecDecode (0.47 against 0.59).
+
+# %%
+rule_widget = widgets.Dropdown(options=[(tl.explore.RULE_LABELS[r], r) for r in tl.RULES], value=rule,
+                               description="rule")
+alpha_widget = widgets.FloatSlider(value=alpha, min=-5.0, max=5.0, step=0.01, description="alpha")
+tl.explore.link_alpha_slider(rule_widget, alpha_widget)  # first, so alpha is in range when the view redraws
+display(tl.explore.live_view(
+    tl.explore.target_view,
+    dict(example=widgets.Dropdown(options=list(examples), value=example, description="example"),
+         rule=rule_widget, alpha=alpha_widget,
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="T"),
+         gamma=widgets.IntSlider(value=gamma, min=1, max=10, description="gamma"),
+         beta=widgets.Dropdown(options=[("1 (heuristic)", 1.0), ("normalising (Lossy*)", "normalize")],
+                               value=1.0, description="lossy beta")),
+    describe=tl.explore.format_readouts, examples=examples))
+
+# %% [markdown]
+# The same view for the parameters of this run, as a static figure:
+
+# %%
+readouts = tl.explore.target_readouts(example, rule, alpha, temperature, gamma, examples=examples)
+print(tl.explore.format_readouts(readouts))
+fig = tl.explore.plot_target_view(example, rule, alpha, temperature, gamma, examples=examples)
+tl.savefig(fig, "targets_view")
+
+# %% [markdown]
+# ## Every rule at once
+# Each row is a target $\pi$, with the drafter and verifier on top; every rule sits at the same
+# fraction `lenience` of its `alpha` range (0: SpecDecode end, 1: drafter end). What to look at: the
+# deferral rules copy either the $q$ row or the $p$ row; the token rules keep $q$ on their acceptance
+# set and fill in the rest with a scaled-down $p$; lossy keeps $q$ where $q \le p/(1-\alpha)$. The row
+# labels give each rule's rejection probability: compare them with the SpecDecode row. With a confident
+# drafter and an unsure verifier the four deferral rules keep $q$ in the middle of their ranges and
+# never reject, where SpecDecode rejects half the drafts. Switch to the verifier blind spot: there every
+# deferral rule defers, because the verifier *looks* confident.
+
+# %%
+display(tl.explore.live_view(
+    tl.explore.every_rule_view,
+    dict(example=widgets.Dropdown(options=list(examples), value=every_rule_example, description="example"),
+         lenience=widgets.FloatSlider(value=lenience, min=0.0, max=1.0, step=0.05, description="lenience"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="T")),
+    examples=examples))
+
+# %%
+fig = tl.explore.plot_every_rule(every_rule_example, lenience, temperature, examples=examples)
+tl.savefig(fig, "targets_every_rule")
+
+# %% [markdown]
+# ## The read-outs for every example
+# Rejection probability $\rho$ of each rule at the same `lenience` (first table) and the expected tokens
+# per verifier call at `gamma` it implies (second table). What to look at: in `agree` every rule is
+# cheap; in `disjoint` any deferral rejects every draft, and one call then emits a single token. The
+# last column checks Lemma 3 on every mixture rule over a grid of `alpha` across its whole range: the
+# largest gap between the rejection probability and $\delta\,D_{TV}(p, q)$.
+
+# %%
+rejection = pd.DataFrame(tl.explore.rejection_table(examples, lenience, temperature)).T
+tokens_per_call = rejection.apply(
+    lambda column: column.map(lambda rho: tl.explore.expected_tokens_per_call(1.0 - rho, gamma)))
+lemma3_gap = {name: tl.explore.lemma3_gap(name, temperature, examples=examples) for name in examples}
+rejection["max |ρ - δ D_TV|"] = pd.Series(lemma3_gap)
+with pd.option_context("display.float_format", "{:.3f}".format, "display.width", 250):
+    print("rejection probability")
+    display(rejection)
+    print(f"expected tokens per verifier call, gamma = {gamma}")
+    display(tokens_per_call)
+
+# %%
+def plain(readouts):
+    """The read-outs without the distributions, for the metrics file."""
+    return {k: v for k, v in readouts.items() if k not in ("q", "p", "pi")}
+
+
+_, every_rule_numbers = tl.explore.every_rule_view(every_rule_example, lenience, temperature, examples=examples)
+tl.notebook.save_metrics("01_target_distributions", {
+    "parameters": {"example": example, "rule": rule, "alpha": alpha, "temperature": temperature, "gamma": gamma,
+                   "every_rule_example": every_rule_example, "lenience": lenience, "real_pair": real_pair},
+    "examples": {name: {"tv_distance": float(tl.tv_distance(e.p, e.q)), "max_q": float(e.q.max()),
+                        "max_p": float(e.p.max())} for name, e in examples.items()},
+    "view": plain(readouts),
+    "every_rule": every_rule_numbers,
+    "rejection_table": rejection.to_dict(orient="index"),
+    "tokens_per_call_table": tokens_per_call.to_dict(orient="index"),
+    "lemma3_max_gap": max(lemma3_gap.values()),
+}, output_dir)
+
+# %% [markdown]
+# ## Exercises
+# 1. On `unsure drafter, confident verifier`, Chow defers for small `alpha` and keeps the drafter for
+#    large `alpha`. What is the smallest `alpha` at which it keeps the drafter? Store it in `answer_1`
+#    (a formula in `examples[...].q` is the best answer).
+# 2. On `confident drafter, unsure verifier` at $T = 1$, Diff with `alpha = -0.6`: does it defer? Store
+#    its rejection probability in `answer_2`, computed from Lemma 3 rather than from the view.
+# 3. A rule rejects each draft with probability 0.3, independently at every position. How many tokens
+#    does one verifier call emit on average with `gamma = 4`? Store it in `answer_3`.
+
+# %%
+answer_1 = None  # your code here
+answer_2 = None  # your code here
+answer_3 = None  # your code here
+
+# %%
+unsure = examples["unsure drafter, confident verifier"]
+tl.notebook.check_answer(answer_1, 1.0 - float(unsure.q.max()), tol=1e-6, label="exercise 1")
+sure = examples["confident drafter, unsure verifier"]
+tl.notebook.check_answer(answer_2, float(tl.deferral_decision("diff", sure.q, sure.p, -0.6))
+                         * float(tl.tv_distance(sure.p, sure.q)), tol=1e-6, label="exercise 2")
+tl.notebook.check_answer(answer_3, tl.explore.expected_tokens_per_call(0.7, 4), tol=1e-6, label="exercise 3")

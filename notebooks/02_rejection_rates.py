@@ -1,0 +1,187 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (tutorial_lib)
+#     language: python
+#     name: tutorial-lib
+# ---
+
+# %% [markdown]
+# # Rejection rates: how often the verifier overrules the drafter, and Lemma 3 by simulation
+#
+# **Learning goals.** After this notebook you can
+# 1. read each rule's rejection rate against its `alpha`, and say why a deferral rule's curve is a
+#    step on one pair of distributions but smooth on average over many contexts;
+# 2. check Lemma 3 by simulating Algorithm 4's accept/reject step, and judge the agreement with
+#    binomial standard errors;
+# 3. say where the lossy and token-specific rules differ from the mixtures (the token rules can reject
+#    more often than SpecDecode; the lossy $\beta$ does not change how often a draft is rejected).
+#
+# Algorithm 4 keeps a draft $x \sim q$ with probability $\min\{1, \pi(x)/q(x)\}$, so a draft is
+# rejected with probability
+#
+# $$\rho(\pi, q) = \sum_x q(x)\Big(1 - \min\Big\{1, \frac{\pi(x)}{q(x)}\Big\}\Big)
+#   = \sum_v \max\{0,\, q(v) - \pi(v)\}.$$
+#
+# **Lemma 3.** For a mixture $\pi = (1 - r)\,q + r\,p$ with $r \in [0, 1]$,
+# $\rho = r\, D_{TV}(p, q)$ where $D_{TV}(p, q) = \sum_v \max\{0, p(v) - q(v)\}$.
+# (Proof: $q - \pi = r\,(q - p)$.) A deferral rule is the case $r = \delta \in \{0, 1\}$, so it rejects
+# either never or exactly as often as SpecDecode.
+#
+# The simulation draws $n$ drafts and counts the rejections $k$; $k$ is binomial, so the estimate
+# $\hat\rho = k/n$ has standard error $\mathrm{se} = \sqrt{\rho(1 - \rho)/n}$ and
+# $z = (\hat\rho - \rho)/\mathrm{se}$ should mostly lie within $\pm 2$, and all but never beyond $\pm 4$.
+
+# %% tags=["parameters"]
+example = "verifier blind spot"   # the single pair of the second figure (see tl.explore.toy_examples())
+temperature = 1.0                 # sampling temperature (0 means greedy)
+n_alpha = 41                      # alpha values per curve
+r_values = [0.0, 0.25, 0.5, 0.75, 1.0]  # mixture weights r of the Lemma 3 check
+n_draws = 20000                   # simulated drafts per (example, r)
+lenience = 0.5                    # where lossy and token rules sit in their alpha range for their check
+seed = 0                          # toy world, and the simulation's torch.Generator
+output_dir = "."                  # where the metrics JSON is written
+
+# %%
+import ipywidgets as widgets
+import pandas as pd
+from IPython.display import display
+
+import tutorial_lib as tl
+
+examples = tl.explore.toy_examples(seed)
+toy_world = tl.explore.toy_world_inputs(seed)
+print(toy_world.description)
+
+# %% [markdown]
+# ## Rejection rate against alpha, over the whole toy world
+# Every context of the toy world, weighted by how often the true language visits it, so each curve is
+# the per-token rejection rate on text written by $P$. One panel per rule, each over its own `alpha`
+# range (OPT over $[-5, 5]$ of its unbounded range, lossy up to 0.99); the dashed line is SpecDecode.
+# What to look at:
+# - each deferral rule (BiLD\*, Chow, Diff, OPT) falls from SpecDecode's rate at its low end to 0 at its
+#   high end: it is Lemma 3 averaged over contexts, the weight of the contexts where $\delta = 1$ times
+#   their $D_{TV}$; OPT moves only inside $[-1, 1]$ at $T = 1$, because $|\max p - \max q| \le D_{TV}(p, q)$;
+# - the two lossy curves are the same curve: $\min\{1, \pi(x)/q(x)\} = \min\{1, p(x)/((1-\alpha)q(x))\}$
+#   whatever $\beta \ge 1 - \alpha$ is, so $\beta$ only changes the residual a rejected draft is
+#   replaced from; lossy never reaches 0 as $\alpha < 1$;
+# - Token-V2 and Token-V3 climb *above* SpecDecode's line for small `alpha`: outside the acceptance set
+#   their target is $(1 - q(A))\,p$, smaller than $p$, so drafts that SpecDecode would keep are
+#   rejected. Token-V3 at `alpha = 0` is not SpecDecode: its acceptance set is the verifier's top token.
+#
+# Pick another input or temperature in the widget (each change recomputes every curve, so the slider
+# updates on release).
+
+# %%
+inputs = [(toy_world.name, toy_world)] + [(name, e) for name, e in examples.items()]
+display(tl.explore.live_view(
+    tl.explore.rejection_curves_view,
+    dict(example=widgets.Dropdown(options=inputs, value=toy_world, description="inputs"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="T",
+                                         continuous_update=False)),
+    n_alpha=n_alpha))
+
+# %%
+curves = tl.explore.rejection_curves(toy_world, temperature, n_alpha)
+fig = tl.explore.plot_rejection_curves(curves)
+tl.savefig(fig, "rejection_vs_alpha")
+print(f"SpecDecode rejects {curves['spec']:.4f} of the drafts")
+ends = {label: (c["rejection"][0], c["rejection"][-1]) for label, c in curves["curves"].items()}
+peaks = {label: max(c["rejection"]) for label, c in curves["curves"].items()}
+lossy_beta_gap = max(abs(a - b) for a, b in zip(curves["curves"]["Lossy (β=1)"]["rejection"],
+                                                 curves["curves"]["Lossy* (β normalises)"]["rejection"]))
+display(pd.DataFrame({"at the low end": {k: v[0] for k, v in ends.items()},
+                      "at the high end": {k: v[1] for k, v in ends.items()},
+                      "highest": peaks}).round(4))
+print(f"largest gap between the two lossy curves: {lossy_beta_gap:.2e}")
+
+# %% [markdown]
+# ## The same curves for one pair
+# For a single pair $(q, p)$ a deferral rule's curve is a step between $D_{TV}(p, q)$ and 0, at the
+# `alpha` where its decision flips (Lemma 3 with $r = \delta$). The token rules step once for every
+# word that enters the acceptance set. In the default blind spot Chow, Diff and OPT keep deferring
+# over most of their range: the verifier is confident there, though wrong.
+
+# %%
+pair_curves = tl.explore.rejection_curves(example, temperature, n_alpha, examples=examples)
+fig = tl.explore.plot_rejection_curves(pair_curves)
+tl.savefig(fig, "rejection_vs_alpha_example")
+print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
+
+# %% [markdown]
+# ## Lemma 3 by simulation
+# For every example and each $r$ in `r_values`, `n_draws` drafts $x \sim q$ go through
+# `tl.targets.verify_draft` (Algorithm 4's accept/reject step) with the target
+# $\pi = (1 - r)\,q + r\,p$, and the fraction rejected is compared with $r\,D_{TV}(p, q)$. What to look
+# at: on the left every point sits on the diagonal; on the right the differences are a few thousandths,
+# inside their error bars of $\pm 2$ standard errors. At $r = 0$ nothing is ever rejected ($\pi = q$),
+# and in `disjoint` at $r = 1$ everything is (no drafted word is possible under $p$): there the
+# standard error is 0 and the check is exact.
+
+# %%
+lemma3_rows = tl.explore.lemma3_check(examples, r_values, n_draws, temperature, seed)
+lemma3 = pd.DataFrame(lemma3_rows)
+with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 200):
+    display(lemma3)
+tl.explore.lemma3_figure(lemma3_rows).show()
+fig = tl.explore.plot_lemma3(lemma3_rows)
+tl.savefig(fig, "rejection_lemma3")
+print(f"largest |z| over {len(lemma3_rows)} checks: {lemma3['z'].abs().max():.2f}")
+
+# %% [markdown]
+# ## Targets that are not mixtures
+# Lemma 3 is about mixtures. For the lossy and token-specific targets the rejection probability is
+# still $\sum_v \max\{0, q(v) - \pi(v)\}$; the same simulation checks it, with each rule at `lenience`
+# of its `alpha` range. Note again that the two lossy variants reject equally often.
+
+# %%
+rule_rows = tl.explore.rule_rejection_check(examples, lenience, n_draws, temperature, seed + 1)
+rule_check = pd.DataFrame(rule_rows)
+with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 200):
+    display(rule_check)
+print(f"largest |z| over {len(rule_rows)} checks: {rule_check['z'].abs().max():.2f}")
+
+# %%
+tl.notebook.save_metrics("02_rejection_rates", {
+    "parameters": {"example": example, "temperature": temperature, "n_alpha": n_alpha, "r_values": r_values,
+                   "n_draws": n_draws, "lenience": lenience, "seed": seed},
+    "spec_rejection": curves["spec"],
+    "curve_ends": ends,
+    "curve_peaks": peaks,
+    "lossy_beta_gap": lossy_beta_gap,
+    "example_spec_rejection": pair_curves["spec"],
+    "example_curve_ends": {label: (c["rejection"][0], c["rejection"][-1])
+                           for label, c in pair_curves["curves"].items()},
+    "lemma3": lemma3_rows,
+    "lemma3_z": [row["z"] for row in lemma3_rows],
+    "rule_check": rule_rows,
+    "rule_z": [row["z"] for row in rule_rows],
+}, output_dir)
+
+# %% [markdown]
+# ## Exercises
+# 1. Without simulating, what fraction of drafts does the target $\pi = 0.3\,q + 0.7\,p$ reject on the
+#    `verifier blind spot` example (at temperature 1)? Store it in `answer_1`.
+# 2. Over the whole toy world (the first figure), by how much does Token-V3's rejection rate at
+#    `alpha = 0` exceed SpecDecode's? Store the difference in `answer_2` (use `curves`).
+# 3. How many simulated drafts make the standard error of $\hat\rho$ equal to 0.001 when the true
+#    rejection probability is 0.5? Store it in `answer_3`.
+
+# %%
+answer_1 = None  # your code here
+answer_2 = None  # your code here
+answer_3 = None  # your code here
+
+# %%
+blind = examples["verifier blind spot"]
+tl.notebook.check_answer(answer_1, 0.7 * float(tl.tv_distance(blind.p, blind.q)), tol=1e-6, label="exercise 1")
+tl.notebook.check_answer(answer_2, curves["curves"]["Token-V3"]["rejection"][0] - curves["spec"], tol=1e-6,
+                         label="exercise 2")
+tl.notebook.check_answer(answer_3, 0.5 * 0.5 / 0.001 ** 2, tol=1.0, label="exercise 3")

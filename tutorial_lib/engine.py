@@ -1,0 +1,472 @@
+r"""One execution engine for every inference method of the paper, on real or toy model pairs.
+
+Speculative execution (Algorithm 4, GenSpecSample) with a target $\pi = \mathbb{T}(q, p)$:
+
+1. draft $x_t, \dots, x_{t+\gamma-1}$ autoregressively from the drafter, $x_{t+j} \sim q_{t+j}$;
+2. score all of them with **one** call of the verifier, which gives $p_{t}, \dots, p_{t+\gamma}$;
+3. accept $x_{t+j}$ with probability $\min\{1, \pi_{t+j}(x_{t+j}) / q_{t+j}(x_{t+j})\}$ and stop at the
+   first rejection $j^*$;
+4. replace $x_{t+j^*}$ by a sample of $\mathrm{norm}(\max\{0, \pi_{t+j^*} - q_{t+j^*}\})$, or, when
+   all $\gamma$ drafts were accepted, sample a bonus token from $p_{t+\gamma}$;
+5. crop both KV caches back to the accepted prefix and repeat.
+
+Each emitted token then follows $\pi$ (Lemma 2 of Leviathan et al.; Algorithm 5 of the paper for the
+deferral rules), and a call of the verifier yields between 1 and $\gamma + 1$ tokens. With
+$\pi = p$ (`rule="spec"`) the output follows the verifier exactly: at $T = 0$ it is the verifier's
+greedy output, token for token.
+
+Beside it, the baselines the paper compares with: plain decoding with either model, the sequential
+token cascade (Algorithm 2), the oracle cascade (Algorithm 3), the sequence-level cascade
+(equation 1) and the original Big-Little Decoder (BiLD).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence
+
+import torch
+
+from . import targets
+from .models import LanguageModel, check_compatible, load_model
+
+__all__ = ["METHODS", "Generation", "TraceStep", "generate", "generate_many"]
+
+METHODS = ("drafter", "verifier", "speculative", "token_cascade", "oracle", "seq_cascade", "bild")
+SEQ_AGGREGATES = ("sequence", "mean", "min")
+_NAN = float("nan")
+
+
+@dataclass
+class TraceStep:
+    r"""One emitted token and how it came about.
+
+    `source` is `"draft"` (an accepted draft), `"residual"` (resampled after a rejection), `"bonus"`
+    (after a fully accepted block), `"drafter"` / `"verifier"` (sampled from that model directly).
+    `q`, `p`, `pi` are the (temperature-scaled) probabilities of the token under each law (NaN when
+    that law was not computed); `deferral` is the weight the target put on `p` at this position
+    (the decision $\delta$ for prefix rules, $1 - q(A)$ for token rules; NaN where undefined).
+    """
+    token: int
+    source: str
+    accepted: Optional[bool] = None
+    q: float = _NAN
+    p: float = _NAN
+    pi: float = _NAN
+    deferral: float = _NAN
+
+
+@dataclass
+class Generation:
+    """The output of `generate`, with the counters that price it."""
+    tokens: List[int]
+    text: str
+    prompt_tokens: List[int]
+    method: str
+    rule: Optional[str]
+    alpha: float
+    gamma: int
+    temperature: float
+    n_verifier_calls: int = 0
+    n_drafter_calls: int = 0
+    n_drafted: int = 0          # every drafted token, including those discarded after a rejection
+    n_accepted: int = 0         # drafts the verifier accepted
+    n_rejected: int = 0         # drafts the verifier rejected (at most one per call)
+    wall_time_s: float = 0.0
+    drafter_time_s: float = 0.0
+    verifier_time_s: float = 0.0
+    stopped_at_eos: bool = False
+    trace: List[TraceStep] = field(default_factory=list, repr=False)
+    #: Per model, every `(position, token)` its forward passes received, in order (cache discipline).
+    feed_log: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def rejection_rate(self) -> float:
+        """Rejected drafts / drafts judged (drafts after a rejection are discarded, never judged)."""
+        judged = self.n_accepted + self.n_rejected
+        return self.n_rejected / judged if judged else 0.0
+
+    @property
+    def deferral_rate(self) -> float:
+        """Mean weight the target put on the verifier, over the positions where it is defined."""
+        values = [s.deferral for s in self.trace if not math.isnan(s.deferral)]
+        return sum(values) / len(values) if values else _NAN
+
+    @property
+    def mean_accepted_per_call(self) -> float:
+        """Tokens emitted per verifier call (Spec-Bench's 'mean accepted tokens'); inf without calls."""
+        return len(self.tokens) / self.n_verifier_calls if self.n_verifier_calls else math.inf
+
+    def summary(self) -> dict:
+        return {"method": self.method, "rule": self.rule, "alpha": self.alpha, "gamma": self.gamma,
+                "temperature": self.temperature, "n_tokens": len(self.tokens),
+                "n_verifier_calls": self.n_verifier_calls, "n_drafter_calls": self.n_drafter_calls,
+                "n_drafted": self.n_drafted, "n_accepted": self.n_accepted, "n_rejected": self.n_rejected,
+                "rejection_rate": self.rejection_rate, "deferral_rate": self.deferral_rate,
+                "mean_accepted_per_call": self.mean_accepted_per_call, "wall_time_s": self.wall_time_s,
+                "drafter_time_s": self.drafter_time_s, "verifier_time_s": self.verifier_time_s}
+
+
+class _Run:
+    """The state of one `generate` call: both sessions, the sequence so far and the counters."""
+
+    def __init__(self, drafter, verifier, prompt_ids, *, temperature, max_new_tokens, seed, eos):
+        self.drafter, self.verifier = drafter, verifier
+        self.prompt_ids = prompt_ids
+        self.seq = verifier.decoder_prefix(prompt_ids)   # decoder tokens: prefix, then the output
+        self.n_prefix = len(self.seq)
+        self.temperature = temperature
+        self.max_new_tokens = max_new_tokens
+        self.generator = torch.Generator().manual_seed(seed)
+        self.eos = eos
+        self.trace: List[TraceStep] = []
+        self.done = False
+        self.stopped_at_eos = False
+        self._sessions = {}
+        self.counts = dict(n_drafted=0, n_accepted=0, n_rejected=0)
+
+    def session(self, which: str):
+        if which not in self._sessions:  # started lazily: plain verifier decoding never encodes for q
+            model = self.drafter if which == "drafter" else self.verifier
+            self._sessions[which] = model.start(self.prompt_ids)
+        return self._sessions[which]
+
+    @property
+    def remaining(self) -> int:
+        return self.max_new_tokens - (len(self.seq) - self.n_prefix)
+
+    def laws(self, logits: torch.Tensor):
+        """(scaled, unscaled) probabilities: sampling uses T, decisions use T = 1."""
+        scaled = targets.probabilities(logits, self.temperature)
+        unscaled = scaled if self.temperature == 1.0 else targets.probabilities(logits, 1.0)
+        return scaled, unscaled
+
+    def score(self, which: str, drafts: Sequence[int] = ()) -> torch.Tensor:
+        """One call of a model on what it has not seen yet plus `drafts`: logits `(len(drafts)+1, V)`.
+
+        Row `j` is the next-token law after the sequence and `drafts[:j]`. Tokens already in the
+        model's cache are never fed again.
+        """
+        session, drafts = self.session(which), list(drafts)
+        backlog = self.seq[session.length:]
+        if backlog:
+            return session.feed(backlog + drafts, keep=len(drafts) + 1)
+        last = session.last_logits()  # it has seen everything, e.g. after a rollback to the same token
+        if last is None:
+            session.crop(session.length - 1)
+            return session.feed(self.seq[session.length:] + drafts, keep=len(drafts) + 1)
+        if not drafts:
+            return last.unsqueeze(0)
+        return torch.cat([last.unsqueeze(0), session.feed(drafts)])
+
+    def next_logits(self, which: str) -> torch.Tensor:
+        """Catch one model up with the sequence: its next-token logits `(V,)`."""
+        return self.score(which)[-1]
+
+    def sample(self, probs: torch.Tensor) -> int:
+        return int(targets.sample(probs, self.generator))
+
+    def coin(self) -> float:
+        return float(torch.rand((), generator=self.generator, dtype=torch.float64))
+
+    def emit(self, step: TraceStep) -> None:
+        self.seq.append(step.token)
+        self.trace.append(step)
+        if step.token in self.eos:
+            self.done, self.stopped_at_eos = True, True
+        elif self.remaining <= 0:
+            self.done = True
+
+    def sync(self) -> None:
+        """Crop every cache back to the longest prefix that agrees with the sequence."""
+        for session in self._sessions.values():
+            cached = session.tokens
+            agree = next((i for i, (a, b) in enumerate(zip(cached, self.seq)) if a != b),
+                         min(len(cached), len(self.seq)))
+            session.crop(agree)
+
+
+# ---- the methods ----------------------------------------------------------------------------
+
+def _plain(run: _Run, which: str, log_unscaled: Optional[list] = None) -> None:
+    while not run.done:
+        law, unscaled = run.laws(run.next_logits(which))
+        x = run.sample(law)
+        prob = float(law[x])
+        if log_unscaled is not None:
+            log_unscaled.append(math.log(max(float(unscaled[x]), 1e-300)))
+        step = TraceStep(x, which, q=prob if which == "drafter" else _NAN,
+                         p=prob if which == "verifier" else _NAN, pi=prob,
+                         deferral=1.0 if which == "verifier" else 0.0)
+        run.emit(step)
+
+
+def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bonus: str) -> None:
+    n = min(gamma, run.remaining)
+    drafts, q_rows, qu_rows = [], [], []
+    logits = run.next_logits("drafter")
+    for j in range(n):
+        if j:
+            logits = run.session("drafter").feed([drafts[-1]])[-1]
+        q_j, qu_j = run.laws(logits)
+        drafts.append(run.sample(q_j))
+        q_rows.append(q_j)
+        qu_rows.append(qu_j)
+    q, q_unscaled = torch.stack(q_rows), torch.stack(qu_rows)              # (n, V)
+    p_all, pu_all = run.laws(run.score("verifier", drafts))               # (n+1, V): one call of p
+    p, p_unscaled = p_all[:n], pu_all[:n]
+    pi = targets.target_distribution(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
+    weight = (torch.full((n,), _NAN) if rule == "lossy" else
+              targets.deferral_weight(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled).double())
+    keep = targets.acceptance_probability(pi, q, torch.tensor(drafts))     # (n,)
+    run.counts["n_drafted"] += n
+    n_accepted = 0
+    for j, x in enumerate(drafts):
+        probs = dict(q=float(q[j, x]), p=float(p[j, x]), pi=float(pi[j, x]), deferral=float(weight[j]))
+        if run.coin() < float(keep[j]):
+            n_accepted += 1
+            run.emit(TraceStep(x, "draft", True, **probs))
+        else:
+            run.counts["n_rejected"] += 1
+            y = run.sample(targets.residual_distribution(pi[j], q[j]))
+            run.emit(TraceStep(y, "residual", False, q=float(q[j, y]), p=float(p[j, y]), pi=float(pi[j, y]),
+                               deferral=float(weight[j])))
+            break
+        if run.done:
+            break
+    else:
+        if not run.done:
+            run.emit(_bonus_step(run, rule, alpha, beta, p_all[n], pu_all[n], bonus))
+    run.counts["n_accepted"] += n_accepted
+    run.sync()
+
+
+def _bonus_step(run: _Run, rule, alpha, beta, p_n, pu_n, bonus: str) -> TraceStep:
+    if bonus == "verifier":  # the paper's Algorithm 4: after a full block, p_{t+gamma} is free
+        x = run.sample(p_n)
+        return TraceStep(x, "bonus", p=float(p_n[x]), pi=float(p_n[x]))
+    # bonus="target": one more drafter step gives q_{t+gamma}, so the bonus follows pi as well
+    q_n, qu_n = run.laws(run.next_logits("drafter"))
+    pi_n = targets.target_distribution(rule, q_n, p_n, alpha, q_unscaled=qu_n, p_unscaled=pu_n, beta=beta)
+    x = run.sample(targets.output_distribution(pi_n, q_n))
+    return TraceStep(x, "bonus", q=float(q_n[x]), p=float(p_n[x]), pi=float(pi_n[x]))
+
+
+def _token_cascade(run: _Run, alpha: float) -> None:
+    while not run.done:
+        q, q_unscaled = run.laws(run.next_logits("drafter"))
+        defer = bool(targets.deferral_decision("chow", q, q, alpha, q_unscaled=q_unscaled))
+        if defer:  # one call of p for this single position (Algorithm 2)
+            p, _ = run.laws(run.next_logits("verifier"))
+            x = run.sample(p)
+            run.emit(TraceStep(x, "verifier", q=float(q[x]), p=float(p[x]), pi=float(p[x]), deferral=1.0))
+        else:
+            x = run.sample(q)
+            run.emit(TraceStep(x, "drafter", q=float(q[x]), pi=float(q[x]), deferral=0.0))
+
+
+def _oracle(run: _Run, rule: str, alpha: float) -> None:
+    while not run.done:
+        q, q_unscaled = run.laws(run.next_logits("drafter"))
+        p, p_unscaled = run.laws(run.next_logits("verifier"))
+        defer = bool(targets.deferral_decision(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled))
+        law = p if defer else q
+        x = run.sample(law)
+        run.emit(TraceStep(x, "verifier" if defer else "drafter", q=float(q[x]), p=float(p[x]),
+                           pi=float(law[x]), deferral=float(defer)))
+
+
+def _seq_cascade(run: _Run, alpha: float, aggregate: str) -> None:
+    log_q = []   # the drafter's T = 1 log-probabilities of its own answer, token by token
+    _plain(run, "drafter", log_q)
+    log_q = torch.tensor(log_q, dtype=torch.float64)
+    score = {"sequence": log_q.sum(), "mean": log_q.mean(), "min": log_q.min()}[aggregate].exp()
+    if float(score) < 1.0 - alpha:   # equation (1): defer the whole answer to the verifier
+        del run.seq[run.n_prefix:]
+        run.trace.clear()
+        run.done = run.stopped_at_eos = False
+        _plain(run, "verifier")
+
+
+def _bild(run: _Run, alpha: float, gamma: int, fallback: float) -> None:
+    while not run.done:
+        drafts, q_rows = [], []
+        logits = run.next_logits("drafter")
+        while len(drafts) < min(gamma, run.remaining):
+            if drafts:
+                logits = run.session("drafter").feed([drafts[-1]])[-1]
+            q_j, qu_j = run.laws(logits)
+            if float(qu_j.max()) < fallback:   # the small model is unsure: hand over to the large one
+                break
+            drafts.append(run.sample(q_j))
+            q_rows.append(q_j)
+        p, p_unscaled = run.laws(run.score("verifier", drafts))           # (len(drafts)+1, V)
+        run.counts["n_drafted"] += len(drafts)
+        n_accepted = 0
+        for j, x in enumerate(drafts):
+            # Roll back when the large model finds the draft unlikely (-log p(x) above the threshold)
+            # and takes its own token there. A rollback to the drafted token itself changes nothing,
+            # so it counts as an acceptance and the block goes on (the same law as re-drafting).
+            if -math.log(max(float(p_unscaled[j, x]), 1e-300)) > alpha:
+                y = run.sample(p[j])
+                if y != x:
+                    run.counts["n_rejected"] += 1
+                    run.emit(TraceStep(y, "residual", False, q=float(q_rows[j][y]), p=float(p[j, y]),
+                                       pi=float(p[j, y]), deferral=1.0))
+                    break
+            n_accepted += 1
+            run.emit(TraceStep(x, "draft", True, q=float(q_rows[j][x]), p=float(p[j, x]),
+                               pi=float(q_rows[j][x]), deferral=0.0))
+            if run.done:
+                break
+        else:
+            if not run.done:
+                y = run.sample(p[len(drafts)])
+                run.emit(TraceStep(y, "verifier", p=float(p[len(drafts), y]), pi=float(p[len(drafts), y]),
+                                   deferral=1.0))
+        run.counts["n_accepted"] += n_accepted
+        run.sync()
+
+
+# ---- the public entry points ------------------------------------------------------------------
+
+def _eos_set(eos_token_id, verifier: LanguageModel) -> frozenset:
+    if eos_token_id is None:
+        eos_token_id = verifier.eos_token_id
+    if eos_token_id is None or eos_token_id is False:
+        return frozenset()
+    if isinstance(eos_token_id, int):
+        return frozenset([eos_token_id])
+    return frozenset(int(t) for t in eos_token_id)
+
+
+def _check_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggregate, bonus, bild_fallback):
+    if method not in METHODS:
+        raise ValueError(f"method={method!r} is unknown; choose one of {', '.join(METHODS)}.")
+    if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
+        raise ValueError(f"gamma={gamma!r}: the draft block needs at least one token (gamma >= 1).")
+    temperature = float(temperature)
+    if math.isnan(temperature) or temperature < 0:
+        raise ValueError(f"temperature={temperature} is negative; use 0 (greedy) or a positive value.")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens={max_new_tokens!r}; ask for at least one new token.")
+    if method == "speculative":
+        rule = "spec" if rule is None else rule
+        if rule not in targets.RULES:
+            raise ValueError(f"rule={rule!r} is unknown; choose one of {', '.join(targets.RULES)}.")
+    elif method in ("token_cascade", "seq_cascade"):
+        if rule not in (None, "chow"):
+            raise ValueError(f"method={method!r} runs the Chow rule (it needs only the drafter to decide); "
+                             f"for rule={rule!r} use method='oracle' or 'speculative'.")
+        rule = "chow"
+    elif method == "oracle":
+        if rule not in targets.PREFIX_RULES:
+            raise ValueError(f"method='oracle' needs a prefix rule: one of {', '.join(targets.PREFIX_RULES)}.")
+    elif method == "bild":
+        if not (math.isfinite(alpha) and alpha >= 0):
+            raise ValueError(f"alpha={alpha} is BiLD's rollback threshold on -log p(draft); use a value >= 0.")
+        if not 0.0 <= bild_fallback <= 1.0:
+            raise ValueError(f"bild_fallback={bild_fallback} is a probability threshold; use a value in [0, 1].")
+        rule = None
+    else:
+        rule = None
+    if rule is not None:
+        alpha = targets.check_alpha(rule, alpha)
+    if aggregate not in SEQ_AGGREGATES:
+        raise ValueError(f"aggregate={aggregate!r} is unknown; choose one of {', '.join(SEQ_AGGREGATES)}.")
+    if bonus not in ("verifier", "target"):
+        raise ValueError(f"bonus={bonus!r} is unknown; use 'verifier' (the paper) or 'target'.")
+    return rule, float(alpha), temperature
+
+
+def _run_method(run, method, rule, alpha, beta, gamma, aggregate, bonus, bild_fallback) -> None:
+    if method in ("drafter", "verifier"):
+        _plain(run, method)
+    elif method == "speculative":
+        while not run.done:
+            _speculative_block(run, rule, alpha, beta, gamma, bonus)
+    elif method == "token_cascade":
+        _token_cascade(run, alpha)
+    elif method == "oracle":
+        _oracle(run, rule, alpha)
+    elif method == "seq_cascade":
+        _seq_cascade(run, alpha, aggregate)
+    else:
+        _bild(run, alpha, gamma, bild_fallback)
+
+
+def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = None, alpha: float = 0.0,
+             beta=1.0, gamma: int = 5, temperature: float = 0.0, max_new_tokens: int = 128, seed: int = 0,
+             eos_token_id=None, aggregate: str = "sequence", bonus: str = "verifier",
+             bild_fallback: float = 0.5) -> Generation:
+    r"""Generate a continuation of `prompt` with a drafter $q$ and a verifier $p$, by `method`.
+
+    Methods (each emitted token's law in brackets):
+
+    - `"drafter"`, `"verifier"`: plain autoregressive decoding with one model [$q$ or $p$]; the
+      two ends of every quality-cost curve.
+    - `"speculative"`: Algorithm 4 with target $\pi$ = `targets.target_distribution(rule, q, p,
+      alpha, beta=beta)` [$\pi$]. Per block: draft `gamma` tokens from $q$, score them with one call
+      of $p$, keep draft $j$ with probability $\min\{1, \pi_j(x_j)/q_j(x_j)\}$, replace the first
+      rejected one from $\mathrm{norm}(\max\{0, \pi_j - q_j\})$, or add a bonus token from
+      $p_{t+\gamma}$ when all are kept; then crop both caches to the accepted prefix.
+      `rule="spec"` is speculative decoding (Algorithm 1: lossless, $\pi = p$), `"lossy"` is
+      SpecDecode [Lossy] (`beta=1`) or Lossy* (`beta="normalize"`), and the deferral rules
+      (`chow`, `diff`, `opt`, `bild`, `token_v1..3`) are speculative cascades (Algorithm 5).
+      `bonus="target"` instead draws the bonus token from $\pi_{t+\gamma}$ (one more drafter step),
+      so that every token, bonus ones included, follows $\pi$.
+    - `"token_cascade"`: Algorithm 2 with Chow's rule: sample from $q_t$ unless
+      $\max_v q_t(v) < 1 - \alpha$, then call $p$ for this one position and sample from $p_t$.
+    - `"oracle"`: Algorithm 3: both models at every position, sample from the one a prefix rule
+      picks (measures head-room: it costs a call of $p$ per token).
+    - `"seq_cascade"`: equation (1): the drafter answers; if its $T = 1$ probability of the answer
+      (`aggregate="sequence"`, or the per-token geometric `"mean"` or `"min"`) is below $1 - \alpha$,
+      the verifier answers instead.
+    - `"bild"`: the original Big-Little Decoder: draft while $\max_v q(v) \ge$ `bild_fallback` (at
+      most `gamma` tokens), score with $p$, roll back at the first draft with
+      $-\log p(x) > \alpha$ and take the verifier's token there (or after the block).
+
+    Decisions (max-probability tests, acceptance sets) use the $T = 1$ probabilities; sampling uses
+    temperature $T$, and $T = 0$ is greedy (one-hot laws), where a lossless method returns exactly
+    the verifier's greedy tokens. The output stops after an EOS token (default: the verifier's) or
+    after `max_new_tokens`; pass `eos_token_id=()` to never stop early. `prompt` is text or token
+    ids; an encoder-decoder model reads it with its encoder, once per model.
+
+    Returns a `Generation`: the tokens and text, the calls of each model, drafted / accepted /
+    rejected counts, `rejection_rate`, `deferral_rate`, `mean_accepted_per_call`, times, and a
+    per-token `trace`.
+    """
+    drafter, verifier = load_model(drafter), load_model(verifier)
+    check_compatible(drafter, verifier)
+    rule, alpha, temperature = _check_options(method, rule, alpha, gamma, temperature, max_new_tokens,
+                                              aggregate, bonus, bild_fallback)
+    prompt_ids = verifier.encode(prompt)
+    run = _Run(drafter, verifier, prompt_ids, temperature=temperature, max_new_tokens=max_new_tokens,
+               seed=seed, eos=_eos_set(eos_token_id, verifier))
+    start = time.perf_counter()
+    with targets.trusted_inputs():  # every law below comes from `probabilities`
+        _run_method(run, method, rule, alpha, beta, gamma, aggregate, bonus, bild_fallback)
+    wall = time.perf_counter() - start
+    tokens = run.seq[run.n_prefix:]
+    sessions = run._sessions
+    by_model = {k: [sessions[k]] if k in sessions else [] for k in ("drafter", "verifier")}
+    return Generation(
+        tokens=tokens, text=verifier.decode(tokens), prompt_tokens=prompt_ids, method=method, rule=rule,
+        alpha=alpha, gamma=gamma, temperature=temperature,
+        n_verifier_calls=sum(s.n_calls for s in by_model["verifier"]),
+        n_drafter_calls=sum(s.n_calls for s in by_model["drafter"]),
+        wall_time_s=wall, drafter_time_s=sum(s.time_s for s in by_model["drafter"]),
+        verifier_time_s=sum(s.time_s for s in by_model["verifier"]),
+        stopped_at_eos=run.stopped_at_eos, trace=run.trace,
+        feed_log={k: list(s.feed_log) for k, s in sessions.items()}, **run.counts)
+
+
+def generate_many(drafter, verifier, prompts: Iterable, *, seed: int = 0, progress: bool = True,
+                  desc: Optional[str] = None, **options) -> List[Generation]:
+    """`generate` over a list of prompts (prompt `i` uses seed `seed + i`), with a progress bar."""
+    from tqdm.auto import tqdm
+    prompts = list(prompts)
+    label = desc or options.get("method", "generate")
+    return [generate(drafter, verifier, prompt, seed=seed + i, **options)
+            for i, prompt in enumerate(tqdm(prompts, desc=label, disable=not progress))]

