@@ -54,7 +54,7 @@ tutorial: check-notebooks
 			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
 		echo "$$name: executed in $$(( $$(date +%s) - start )) s -> $(EXECUTED)/$$name.ipynb"; \
 	done
-	@echo "figures written to figures/: $$(ls figures)"
+	@echo "figures written to figures/: $$(ls figures | tr "\n" " ")"
 
 # After editing a notebook's .py (or .ipynb) file, bring its pair up to date.
 sync: install
