@@ -280,3 +280,15 @@ def test_clear_errors(toy):
         generate(small, small, "some text", method="verifier")
     with pytest.raises(ValueError, match="decoder-only and an encoder-decoder"):
         generate(models.tiny_random_t5(0), small, [1, 2], method="speculative")
+
+
+def test_load_pair_by_name():
+    d, v = models.load_pair("toy-drafter", "toy-drafter")
+    assert d.world is v.world and generate(d, v, [0], method="speculative", rule="opt", alpha=0.3,
+                                           temperature=1.0, max_new_tokens=10).n_rejected == 0
+    d, v = models.load_pair("tiny-random-llama:1", "tiny-random-llama:2", dtype=("bfloat16", "float32"))
+    assert (d.dtype, v.dtype) == (torch.bfloat16, torch.float32) and d.vocab_size == v.vocab_size == 16
+    d, v = models.load_pair("tiny-random-t5", "tiny-random-t5:3")
+    assert d.is_encoder_decoder and v.is_encoder_decoder and d.name != v.name
+    with pytest.raises(ValueError, match="dtype"):
+        models.load_pair("tiny-random-llama", "tiny-random-llama:1", dtype="int8")

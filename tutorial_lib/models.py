@@ -382,14 +382,12 @@ def load_pair(drafter, verifier, *, dtype=None, device="cpu") -> ModelPair:
     slightly different drafter out of the verifier itself.
     """
     d_dtype, v_dtype = dtype if isinstance(dtype, (tuple, list)) else (dtype, dtype)
-    if isinstance(drafter, str) and isinstance(verifier, str) and drafter == verifier \
-            and drafter in ("toy-drafter", "toy-verifier"):
-        raise ValueError("pair 'toy-drafter' with 'toy-verifier' (or pass world.drafter, world.verifier).")
-    if isinstance(drafter, str) and isinstance(verifier, str) and {drafter, verifier} == {"toy-drafter", "toy-verifier"}:
-        world = ToyWorld()
-        d = LanguageModel(world.drafter if drafter == "toy-drafter" else world.verifier, name=drafter, world=world)
-        v = LanguageModel(world.verifier if verifier == "toy-verifier" else world.drafter, name=verifier, world=world)
-        return ModelPair(d, v)
+    toy_names = {"toy-drafter", "toy-verifier"}
+    if isinstance(drafter, str) and isinstance(verifier, str) and {drafter, verifier} <= toy_names:
+        world = ToyWorld()  # one world for both, so the two share its vocabulary and truth
+        pick = {"toy-drafter": world.drafter, "toy-verifier": world.verifier}
+        return ModelPair(LanguageModel(pick[drafter], name=drafter, world=world),
+                         LanguageModel(pick[verifier], name=verifier, world=world))
     return ModelPair(load_model(drafter, dtype=d_dtype, device=device),
                      load_model(verifier, dtype=v_dtype, device=device))
 
