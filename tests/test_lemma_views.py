@@ -269,10 +269,12 @@ def test_interactive_draws_redraws_and_reports_errors(world):
     slider = widgets.FloatSlider(value=0.1, min=0.0, max=1.0)
     box = lv.interactive(lv.lemma1_view, context_index=widgets.fixed(0), alpha=slider,
                          loss=widgets.fixed("zero_one"), world=widgets.fixed(world))
-    first = box.out.outputs[0]["data"]["text/plain"]
+    out = box.children[-1]
+    first = out.outputs[0]["data"]["text/plain"]
     assert "alpha = 0.10" in first
     slider.value = 0.7
-    assert "alpha = 0.70" in box.out.outputs[0]["data"]["text/plain"]
+    assert "alpha = 0.70" in out.outputs[0]["data"]["text/plain"]
     broken = lv.interactive(lv.tradeoff_view, gamma=widgets.fixed(5), cost_ratio=widgets.fixed(0.1),
                             world=widgets.fixed(world), methods=widgets.fixed(()))
-    assert broken.out.outputs[0]["output_type"] == "stream" and "ValueError" in broken.out.outputs[0]["text"]
+    error = broken.children[-1].outputs[0]
+    assert error["output_type"] == "stream" and "methods=[]: choose one or more of SpecDecode" in error["text"]

@@ -230,44 +230,24 @@ def save(fig, name: str):
     return path
 
 
-def _mime_bundle(figure) -> dict:
-    """What a front end needs to draw a plotly figure (`Output.append_display_data` would give nothing:
-    plotly figures display themselves through `_ipython_display_`, which the formatter defers to)."""
-    bundle = dict(figure._repr_mimebundle_(include=None, exclude=None) or {})
-    title = figure.layout.title.text or "figure"
-    bundle["text/plain"] = f"<plotly figure: {title}>"  # outside a kernel plotly has no renderer: text only
-    return bundle
-
-
 def interactive(view, **controls):
-    """`ipywidgets.interactive(view, **controls)` that shows the figure `view` returns.
+    """`ipywidgets.interactive(view, **controls)`-style wiring for a `view` that returns one figure.
 
-    Plain `interactive` prints into its `Output` widget from the kernel. A headless executor
-    (papermill, nbclient) mimics that widget by sending messages back on the channel where it awaits
-    the cell's reply, and now and then misses the reply and stalls (jupyter/nbclient#312). So the
-    figure is written into the widget's `outputs` directly, which needs no answer from the front
-    end. A `ValueError` from `view` shows as text instead of a figure. Pass fixed arguments with
-    `ipywidgets.fixed`.
+    It runs on `explore.live_view`, which writes the figure straight into its `Output` widget (plain
+    `interactive` stalls now and then under papermill/nbclient, jupyter/nbclient#312). Pass fixed
+    arguments with `ipywidgets.fixed`; an unlabelled control is labelled with its argument's name. A
+    `ValueError` from `view` shows as text under the controls. Returns the box to display.
     """
     import ipywidgets
 
-    # manual=True: interactive builds the controls but does not run `view` itself; `redraw` does.
-    widget = ipywidgets.interactive(view, {"manual": True}, **controls)
-    widget.manual_button.layout.display = "none"
+    from .explore import live_view
 
-    def redraw(_change=None):
-        kwargs = {w._kwarg: w.get_interact_value() for w in widget.kwargs_widgets}
-        try:
-            figure = view(**kwargs)
-        except ValueError as error:
-            widget.out.outputs = ({"output_type": "stream", "name": "stderr", "text": f"ValueError: {error}\n"},)
-            return
-        widget.out.outputs = ({"output_type": "display_data", "data": _mime_bundle(figure), "metadata": {}},)
-
-    for control in widget.kwargs_widgets:
-        control.observe(redraw, names="value")
-    redraw()
-    return widget
+    fixed = {name: w.value for name, w in controls.items() if isinstance(w, ipywidgets.fixed)}
+    live = {name: w for name, w in controls.items() if not isinstance(w, ipywidgets.fixed)}
+    for name, w in live.items():
+        if not w.description:
+            w.description = name
+    return live_view(lambda **kwargs: (view(**kwargs), None), live, **fixed)
 
 
 # --------------------------------------------------------------------------------------------

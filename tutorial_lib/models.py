@@ -173,12 +173,10 @@ class LanguageModel:
         self.is_encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
         if self.is_toy:
             self.vocab_size = self.model.vocab_size
-            self.device = torch.device("cpu")
             self.eos_token_id = EOS if self.eos_token_id is None else self.eos_token_id
         else:
             self.model.eval()
             self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-            self.device = next(self.model.parameters()).device
             if self.tokenizer is not None:  # padded embeddings: keep only ids the tokenizer can emit
                 self.vocab_size = min(self.vocab_size, len(self.tokenizer))
             if self.eos_token_id is None:
@@ -186,6 +184,10 @@ class LanguageModel:
                 self.eos_token_id = getattr(generation, "eos_token_id", None) or getattr(config, "eos_token_id", None)
             forward = inspect.signature(self.model.forward).parameters
             self._has_logits_to_keep = "logits_to_keep" in forward
+
+    @property
+    def device(self) -> torch.device:  # read from the weights, so it follows `model.to(...)`
+        return torch.device("cpu") if self.is_toy else next(self.model.parameters()).device
 
     @property
     def dtype(self) -> torch.dtype:
@@ -351,7 +353,6 @@ def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
         build = tiny_random_llama if base == "tiny-random-llama" else tiny_random_t5
         lm = build(int(seed or 0))
         lm.model.to(device=device, dtype=dtype or torch.float32)
-        lm.__post_init__()
         return lm
     if name in ("toy-drafter", "toy-verifier"):
         world = ToyWorld()
