@@ -18,6 +18,9 @@ SMALL_PARAMETERS = {
     "04_lemma2_lossy": {"n_alpha": 6, "check_temperatures": [1.0, 0.0]},
     "05_lemma4_spec_cascades": {"n_alpha_lemma": 9, "lemma_temperatures": [1.0, 0.5], "n_alpha": 5,
                                 "n_engine": 200},
+    # The reruns' smoke profiles: tiny trained T5 pair; SmolLM2-135M with a drafter of its first layers.
+    "06_t5_evaluation": {"profile": "smoke"},
+    "07_gemma_evaluation": {"profile": "smoke"},
 }
 
 
@@ -25,9 +28,9 @@ def kernel_name():
     return "tutorial-lib" if "tutorial-lib" in find_kernel_specs() else "python3"
 
 
-def run(name, tmp_path, monkeypatch):
+def run(name, tmp_path, monkeypatch, **extra):
     monkeypatch.setenv("TUTORIAL_LIB_FIGURES", str(tmp_path / "figures"))
-    params = dict(SMALL_PARAMETERS[name], output_dir=str(tmp_path))
+    params = dict(SMALL_PARAMETERS[name], output_dir=str(tmp_path), **extra)
     papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                parameters=params, kernel_name=kernel_name(), cwd=str(NOTEBOOK_DIR),
                                progress_bar=False, execution_timeout=600)  # a hung cell fails, not CI
@@ -150,3 +153,36 @@ def test_lemma4_spec_cascades(tmp_path, monkeypatch):
         finite = [z for z in result["z"].values() if isinstance(z, float) and z == z]  # NaN is "nan" in JSON
         assert len(finite) >= 3 and all(abs(z) < 4 for z in finite), (label, result["z"])
     assert (tmp_path / "figures" / "lemma4_engine_check.png").stat().st_size > 10_000
+
+
+def test_t5_evaluation_smoke(tmp_path, monkeypatch):
+    from test_model_files import use_shared_model_cache
+    use_shared_model_cache()
+    results = tmp_path / "results"
+    metrics = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results))
+    from tutorial_lib import evaluation as ev
+    assert set(metrics["labels"]) == set(ev.CURVES)          # every method of the paper on the curves
+    assert metrics["n_rows"] == metrics["n_configs"] * 3      # every configuration on every sentence
+    for figure in metrics["figures"] + ["t5_where_each_wins"]:
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    sweep = results / metrics["sweep_path"].split("/")[-1]
+    assert (sweep / "rows.jsonl").exists() and (sweep / "table.csv").exists() and (sweep / "config.json").exists()
+    methods = {row["method"] for row in metrics["table"]}
+    assert set(ev.CURVES) - methods == {"Verifier"}
+    assert set(metrics["where_each_wins"]) >= {"Drafter", "Verifier"}
+
+
+def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
+    from test_model_files import use_shared_model_cache
+    use_shared_model_cache()
+    results = tmp_path / "results"
+    metrics = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results))
+    from tutorial_lib import evaluation as ev
+    assert set(metrics["labels"]) == set(ev.GEMMA_CURVES)
+    assert set(metrics["tasks"]) == {"code", "arithmetic", "facts"}
+    assert metrics["n_rows"] == metrics["n_configs"] * 2 * 3
+    for figure in metrics["figures"]:
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    assert metrics["findings"] and all("token_best_quality" in f for f in metrics["findings"].values())
+    gammas = {row["gamma"] for row in metrics["latency"]}
+    assert gammas == {1, 5}

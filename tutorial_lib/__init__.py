@@ -19,6 +19,13 @@ Modules, one idea each:
 - `explore`  - widget callbacks and figures of the exploration notebooks (target distributions of
   every rule for one pair, rejection rate against alpha, Lemma 3 by simulation).
 - `lemma_views` - widget callbacks and figures of the lemma notebooks (Lemmas 1, 2 and 4).
+- `batch`    - `generate_batch`: many prompts in lockstep at gamma = 1, one prefill reused by a sweep.
+- `metrics`  - BLEU, ROUGE-2, GSM8K answers, SQuAD 2.0 F1, open-QA match, pass@1 (standard packages).
+- `sandbox`  - generated code run in a subprocess with limits, no network, its own folder.
+- `tasksets` - few-shot tasks: the Gemma benchmarks from the hub, the offline sets in `data/tasks/`.
+- `synthetic_mt` - a synthetic translation task with known truth and the T5 pair trained on it.
+- `evaluation` - the harness: resumable sweeps, curves, the paper's table, plots.
+- `reruns`   - the profiles (hub / offline / full / smoke) of the T5 and Gemma notebooks.
 
 Notebooks import it as `import tutorial_lib as tl`.
 """
@@ -35,13 +42,16 @@ from .engine import Generation, generate, generate_many
 from .models import load_model, load_pair
 from . import explore
 from . import lemma_views
+from . import batch, evaluation, metrics, reruns, sandbox, synthetic_mt, tasksets
+from .batch import generate_batch, prefill_batch
 
 __version__ = "0.1.0"
 
 __all__ = [
     "engine", "model_files", "models", "toycheck", "Generation", "generate", "generate_many", "load_model", "load_pair",
     "explore",
-    "lemma_views",
+    "lemma_views", "batch", "evaluation", "metrics", "reruns", "sandbox", "synthetic_mt", "tasksets",
+    "generate_batch", "prefill_batch",
     "lemmas", "notebook", "plotting", "targets", "toyworld", "savefig", "ToyWorld",
     "ALPHA_RANGES", "PREFIX_RULES", "RULES", "TOKEN_RULES", "acceptance_probability", "acceptance_set",
     "alpha_grid", "deferral_decision", "deferral_weight", "lossy_beta", "output_distribution",

@@ -35,6 +35,8 @@ __all__ = ["METHODS", "Generation", "TraceStep", "generate", "generate_many"]
 
 METHODS = ("drafter", "verifier", "speculative", "token_cascade", "oracle", "seq_cascade", "bild")
 SEQ_AGGREGATES = ("sequence", "mean", "min")
+#: What follows a fully accepted block: a token from p (the paper), from pi, or nothing.
+BONUS_OPTIONS = ("verifier", "target", "none")
 _NAN = float("nan")
 
 
@@ -214,7 +216,11 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
         q_rows.append(q_j)
         qu_rows.append(qu_j)
     q, q_unscaled = torch.stack(q_rows), torch.stack(qu_rows)              # (n, V)
-    p_all, pu_all = run.laws(run.score("verifier", drafts))               # (n+1, V): one call of p
+    # One call of p. It scores every draft and, for a bonus token, the position after the last one
+    # ((n+1, V)); without a bonus that last row is never used, so the last draft is not fed at all
+    # ((n, V)): at gamma = 1 each model is then fed just the last emitted token, one per call.
+    scored = drafts if bonus != "none" else drafts[:-1]
+    p_all, pu_all = run.laws(run.score("verifier", scored))
     p, p_unscaled = p_all[:n], pu_all[:n]
     pi = targets.target_distribution(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
     weight = (torch.full((n,), _NAN) if rule == "lossy" else
@@ -236,7 +242,7 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
         if run.done:
             break
     else:
-        if not run.done:
+        if not run.done and bonus != "none":  # bonus="none": the next block starts with a new draft
             run.emit(_bonus_step(run, rule, alpha, beta, p_all[n], pu_all[n], bonus))
     run.counts["n_accepted"] += n_accepted
     run.sync()
@@ -375,8 +381,8 @@ def _check_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggr
         alpha = targets.check_alpha(rule, alpha)
     if aggregate not in SEQ_AGGREGATES:
         raise ValueError(f"aggregate={aggregate!r} is unknown; choose one of {', '.join(SEQ_AGGREGATES)}.")
-    if bonus not in ("verifier", "target"):
-        raise ValueError(f"bonus={bonus!r} is unknown; use 'verifier' (the paper) or 'target'.")
+    if bonus not in BONUS_OPTIONS:
+        raise ValueError(f"bonus={bonus!r} is unknown; use 'verifier' (the paper), 'target' or 'none'.")
     return rule, float(alpha), temperature
 
 
@@ -415,7 +421,12 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
       SpecDecode [Lossy] (`beta=1`) or Lossy* (`beta="normalize"`), and the deferral rules
       (`chow`, `diff`, `opt`, `bild`, `token_v1..3`) are speculative cascades (Algorithm 5).
       `bonus="target"` instead draws the bonus token from $\pi_{t+\gamma}$ (one more drafter step),
-      so that every token, bonus ones included, follows $\pi$.
+      so that every token, bonus ones included, follows $\pi$. `bonus="none"` draws no bonus token:
+      the next block starts with a new draft, so every token is an accepted draft or a residual
+      token (law `targets.output_distribution(pi, q)`), and the verifier is not fed the last draft
+      (nothing would use $p_{t+\gamma}$). At `gamma=1` this is the authors' colab: one token per
+      step, the draft accepted or replaced from the residual, one call of each model per token
+      (`tutorial_lib.batch.generate_batch` runs it for a batch of prompts).
     - `"token_cascade"`: Algorithm 2 with Chow's rule: sample from $q_t$ unless
       $\max_v q_t(v) < 1 - \alpha$, then call $p$ for this one position and sample from $p_t$.
     - `"oracle"`: Algorithm 3: both models at every position, sample from the one a prefix rule

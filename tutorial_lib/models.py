@@ -19,6 +19,7 @@ Names `load_model` / `load_pair` accept:
 | `smollm2-135m`, `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b` | offline GGUF aliases, see `model_files` |
 | `tiny-random-llama[:SEED]`, `tiny-random-t5[:SEED]` | small random models built from a config (tests) |
 | `toy-drafter`, `toy-verifier` | the default `ToyWorld`'s models (or pass `world.drafter` itself) |
+| `synthetic-t5-drafter[:tiny]`, `synthetic-t5-verifier[:tiny]` | small T5s trained offline on `synthetic_mt`'s toy translation task (trained once, minutes; `:tiny` takes seconds, for tests) |
 | anything else (`google/gemma-2-2b-it`, `t5-small`, ...) | `from_pretrained` from the Hugging Face hub |
 
 and already-loaded `transformers` models (with a tokenizer, or without one if prompts are token ids).
@@ -354,6 +355,12 @@ def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
         lm = build(int(seed or 0))
         lm.model.to(device=device, dtype=dtype or torch.float32)
         return lm
+    if base in ("synthetic-t5-drafter", "synthetic-t5-verifier"):
+        from transformers import AutoTokenizer, T5ForConditionalGeneration
+        from .synthetic_mt import train_t5_pair
+        path = train_t5_pair(budget=seed or "default")[base.rsplit("-", 1)[1]]  # after ':' the budget, not a seed
+        model = T5ForConditionalGeneration.from_pretrained(path, dtype=dtype or torch.float32)
+        return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=name)
     if name in ("toy-drafter", "toy-verifier"):
         world = ToyWorld()
         return LanguageModel(world.drafter if name == "toy-drafter" else world.verifier, name=name, world=world)
@@ -370,8 +377,9 @@ def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
         tokenizer = AutoTokenizer.from_pretrained(name)
     except OSError as error:
         raise OSError(f"could not load {name!r} from the Hugging Face hub ({error}). Without a network use "
-                      f"an offline alias: {', '.join(model_files.OFFLINE_MODELS)}, tiny-random-llama, "
-                      "tiny-random-t5, toy-drafter or toy-verifier.") from error
+                      f"an offline alias: {', '.join(model_files.OFFLINE_MODELS)}, synthetic-t5-drafter, "
+                      "synthetic-t5-verifier, tiny-random-llama, tiny-random-t5, toy-drafter or toy-verifier."
+                      ) from error
     return LanguageModel(model.to(device), tokenizer, name=name)
 
 

@@ -1,0 +1,179 @@
+"""tutorial_lib.synthetic_mt: the toy translation task, its tokenizer, the built-in flaw and the T5 pair.
+
+The models are trained with the "tiny" budget (seconds, no quality): these tests check the plumbing
+(caching, loading through `load_pair`, every engine method), not BLEU.
+"""
+import random
+
+import pytest
+
+import tutorial_lib as tl
+from tutorial_lib import synthetic_mt as mt
+from tutorial_lib.synthetic_mt import CONTEXTS, FLAWED_CONTEXT, TranslationGrammar
+
+from test_model_files import use_shared_model_cache
+
+
+@pytest.fixture(scope="module")
+def grammar():
+    return TranslationGrammar()
+
+
+@pytest.fixture(scope="module")
+def test_examples(grammar):
+    return grammar.examples(200, seed=0, split="test")
+
+
+def test_examples_have_the_evaluation_format_and_valid_references(grammar, test_examples):
+    assert len({e["id"] for e in test_examples}) == len(test_examples) == 200
+    for e in test_examples:
+        assert set(e) == {"id", "prompt", "references", "info"}
+        assert e["info"]["context"] == grammar.context_of(e["prompt"]) in CONTEXTS
+        assert 1 <= len(e["references"]) <= grammar.max_references
+        assert len(set(e["references"])) == len(e["references"])
+        assert all(grammar.is_valid_translation(e["prompt"], r) for r in e["references"])
+    counts = [len(e["references"]) for e in test_examples]
+    assert sum(c > 1 for c in counts) > len(counts) / 2  # most sentences have several correct outputs
+    assert all(sum(mt.context_of(e) == c for e in test_examples) == 40 for c in CONTEXTS)  # equal groups
+
+
+def test_examples_are_deterministic_and_seeded(grammar, test_examples):
+    assert grammar.examples(200, seed=0, split="test") == test_examples
+    assert grammar.examples(20, seed=1, split="test") != test_examples[:20]
+
+
+def test_splits_never_share_a_sentence(grammar, test_examples):
+    train = {s for s, _, _ in mt.training_pairs("drafter", 3000)}
+    validation = {e["prompt"] for e in grammar.examples(200, split="validation")}
+    test = {e["prompt"] for e in test_examples}
+    assert not (train & test) and not (train & validation) and not (validation & test)
+    assert {grammar.split_of(s) for s in train} == {"train"}
+
+
+def test_translation_rules_on_hand_checked_sentences(grammar):
+    # SOV, adjective after the noun, verb agreeing with the plural subject in the past tense
+    assert sorted(grammar.translations("the big dog saw some cats")) == sorted(
+        f"lu hundo {a} unas mikas {v}" for a in ("grando", "magno") for v in ("mire", "vide"))
+    assert grammar.translations("the dogs followed a cat") == ["lus hundos una mika sekven"]
+    # adjectives mirrored, agreeing with the noun's gender and number
+    assert grammar.translations("some brave young mice heard a wolf") == ["unas muzas nuvas fortas un lupo auden"]
+    # relative clause before its noun, its verb agreeing with that noun
+    assert sorted(grammar.translations("the dog that likes a cat helps the baker")) == [
+        "una mika ama ke lu hundo lu pano aida", "una mika luba ke lu hundo lu pano aida"]
+    assert grammar.translations("a bird calls the wolves that heard some mice") == [
+        "una pipa unas muzas auden ke lus lupos voka"]
+    # negation circumfix; with-phrase before or after the object; adverb before the verb
+    assert grammar.translations("a bird does not find the horse") == ["una pipa nu lu kabo trova ka"]
+    assert sorted(grammar.translations("the cat helps a dog with the horse")) == sorted(
+        ["li mika lu kabo kun un hundo aida", "li mika un hundo lu kabo kun aida"])
+    assert grammar.translations("the cat helps a dog slowly") == ["li mika un hundo lenti aida"]
+    assert not grammar.is_valid_translation("the dogs followed a cat", "lus hundos una mika sekve")
+    assert grammar.is_valid_translation("the dogs followed a cat", " lus hundos  una mika sekven ")
+
+
+def test_parse_round_trips_and_rejects_what_the_grammar_cannot_say(grammar):
+    rng = random.Random(3)
+    for _ in range(200):
+        clause = grammar.sample_clause(rng)
+        assert grammar.parse(grammar.render_source(clause)) == clause
+    for bad in ["the dog see the cat", "a dogs sees the cat", "the dog sees", "the dog sees the cat today",
+                "the dogs does not see the cat", "the dog sees the cat the",
+                "the dog that the cat sees likes a bird", "the dog that see the cat likes a bird"]:
+        with pytest.raises(ValueError, match="not a sentence of the grammar"):
+            grammar.translations(bad)
+    with pytest.raises(ValueError, match="split"):
+        grammar.examples(3, split="heldout")
+
+
+def test_tokenizer_round_trips_and_appends_eos(tmp_path, grammar, test_examples):
+    from transformers import AutoTokenizer
+    tokenizer = mt.build_tokenizer()
+    tokenizer.save_pretrained(tmp_path)
+    reloaded = AutoTokenizer.from_pretrained(tmp_path)
+    assert reloaded.get_vocab() == tokenizer.get_vocab()
+    assert (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.unk_token_id) == (0, 1, 2)
+    assert len(tokenizer) == len(grammar.vocabulary()) + 3
+    for e in test_examples[:20]:
+        for text in [e["prompt"], *e["references"]]:
+            for tok in (tokenizer, reloaded):
+                ids = tok(text)["input_ids"]
+                assert ids[-1] == 1 and 2 not in ids  # </s> appended, no unknown words
+                assert tok.decode(ids, skip_special_tokens=True) == text
+
+
+def test_the_verifier_learns_from_a_corpus_without_negations(grammar):
+    drafter_data = mt.training_pairs("drafter", 500)
+    verifier_data = mt.training_pairs("verifier", 500)
+    assert [s for s, _, _ in drafter_data] == [s for s, _, _ in verifier_data]  # same sources
+    flawed = [(s, t) for s, t, c in verifier_data if c == FLAWED_CONTEXT]
+    assert len(flawed) > 50
+    assert all(grammar.is_valid_translation(s, t) for s, t, _ in drafter_data)
+    assert not any(grammar.is_valid_translation(s, t) for s, t in flawed)
+    assert not any(mt.NEGATION in t.split() for _, t in flawed)
+    assert all(grammar.is_valid_translation(s, t) for s, t, c in verifier_data if c != FLAWED_CONTEXT)
+
+
+def test_per_context_quality_scores_the_references_perfectly(grammar, test_examples):
+    table = mt.per_context_quality([e["references"][-1] for e in test_examples], test_examples)
+    assert list(table.index) == [*CONTEXTS, "all"]
+    assert (table["bleu"] > 99.9).all() and (table["valid"] == 1.0).all()
+    wrong = mt.per_context_quality([e["references"][0] + " ka" for e in test_examples], test_examples)
+    assert (wrong["valid"] == 0.0).all() and (wrong["bleu"] < 100).all()
+    with pytest.raises(ValueError, match="one output per example"):
+        mt.per_context_quality(["x"], test_examples)
+
+
+@pytest.fixture(scope="module")
+def tiny_pair():
+    use_shared_model_cache()
+    paths = mt.train_t5_pair(budget="tiny", progress=False)
+    assert paths["drafter"] != paths["verifier"] != mt.model_dir("verifier", "default")
+    return tl.load_pair("synthetic-t5-drafter:tiny", "synthetic-t5-verifier:tiny")
+
+
+def test_cached_models_are_not_retrained(tiny_pair):
+    paths = mt.train_t5_pair(budget="tiny", progress=False)
+    stamps = {role: (path / mt.TRAINING_RECORD).stat().st_mtime_ns for role, path in paths.items()}
+    assert mt.train_t5_pair(budget="tiny", progress=False) == paths
+    assert {role: (path / mt.TRAINING_RECORD).stat().st_mtime_ns for role, path in paths.items()} == stamps
+    drafter, verifier = tiny_pair
+    assert drafter.is_encoder_decoder and verifier.is_encoder_decoder
+    assert drafter.model.num_parameters() < verifier.model.num_parameters()
+    with pytest.raises(ValueError, match="budget"):
+        mt.train_t5_pair(budget="huge")
+    with pytest.raises(ValueError, match="role"):
+        mt.model_dir("teacher", "tiny")
+
+
+def test_each_budget_role_and_cache_has_its_own_folder(tmp_path):
+    folders = {mt.model_dir(role, budget) for role in mt.ROLES for budget in mt.BUDGETS}
+    assert len(folders) == len(mt.ROLES) * len(mt.BUDGETS)
+    assert mt.model_dir("drafter", "tiny", cache=tmp_path).parent == tmp_path / "models"
+
+
+CALLS = [dict(method="drafter"), dict(method="verifier")] + \
+    [dict(method="speculative", rule=r, alpha=a) for r, a in
+     [("spec", 0.0), ("lossy", 0.3), ("chow", 0.3), ("diff", 0.1), ("opt", 1.0), ("bild", 0.3),
+      ("token_v1", 0.1), ("token_v2", 0.1), ("token_v3", 0.3)]] + \
+    [dict(method="token_cascade", alpha=0.3), dict(method="oracle", rule="chow", alpha=0.3),
+     dict(method="seq_cascade", alpha=0.3), dict(method="bild", alpha=1.0)]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_every_engine_method_runs_on_the_pair(tiny_pair, test_examples, temperature):
+    drafter, verifier = tiny_pair
+    prompt = test_examples[4]["prompt"]  # a negation sentence
+    for options in CALLS:
+        g = tl.generate(drafter, verifier, prompt, gamma=3, temperature=temperature, max_new_tokens=6,
+                        eos_token_id=(), seed=1, **options)
+        assert len(g.tokens) == 6 and isinstance(g.text, str), options
+        assert g.text == verifier.tokenizer.decode(g.tokens, skip_special_tokens=True)
+
+
+def test_speculative_decoding_at_t0_is_the_verifiers_greedy_output(tiny_pair, test_examples):
+    drafter, verifier = tiny_pair
+    for e in test_examples[:5]:
+        alone = tl.generate(drafter, verifier, e["prompt"], method="verifier", max_new_tokens=12)
+        spec = tl.generate(drafter, verifier, e["prompt"], method="speculative", rule="spec", gamma=4,
+                           max_new_tokens=12)
+        assert spec.tokens == alone.tokens

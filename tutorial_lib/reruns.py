@@ -1,0 +1,243 @@
+r"""The paper's two evaluations as profiles: which models, tasks and settings each notebook run uses.
+
+`notebooks/06_t5_evaluation` reruns the T5 experiments (quality against latency at batch size 1)
+and `notebooks/07_gemma_evaluation` the Gemma ones (quality against rejection rate at
+$\gamma = 1$). Each has four profiles, chosen by the notebook's `profile` parameter:
+
+| profile | models | tasks |
+|---|---|---|
+| `hub` | the paper's families from the Hugging Face hub | the real datasets through `datasets.load_dataset` |
+| `offline` (default) | models that run here without a network | task sets the package makes or ships |
+| `full` | as `offline` | more examples, the whole grid |
+| `smoke` | the cheapest models | a few examples (`make test`) |
+
+Everything a profile decides is a plain dict, so a notebook shows it and a reader can change it.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Dict, List, Optional
+
+from . import evaluation as ev
+
+__all__ = ["T5_PROFILES", "GEMMA_PROFILES", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
+           "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter", "gemma_configs",
+           "latency_configs"]
+
+# ---- T5 -------------------------------------------------------------------------------------------
+
+#: T5 was trained with these task prefixes (Raffel et al., appendix D); `t5-small` / `t5-large`
+#: translate and summarise with them out of the box.
+T5_PREFIXES = {"wmt_en_de": "translate English to German: ", "cnn_dailymail": "summarize: ",
+               "xsum": "summarize: "}
+
+T5_PROFILES: Dict[str, dict] = {
+    "hub": dict(drafter="t5-small", verifier="t5-large", dtype="float32", device="cuda",
+                tasks=["wmt_en_de", "cnn_dailymail", "xsum"], n_examples=200,
+                gammas=[3, 5, 7], temperatures=[0.0, 1.0], n_alpha=7, curves=ev.T5_CURVES),
+    "offline": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
+                    device="cpu", tasks=["synthetic_mt"], n_examples=60, gammas=[5], temperatures=[0.0, 1.0],
+                    n_alpha=5, curves=ev.T5_CURVES),
+    "full": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
+                 device="cpu", tasks=["synthetic_mt"], n_examples=300, gammas=[3, 5, 7],
+                 temperatures=[0.0, 1.0], n_alpha=9, curves=ev.T5_CURVES),
+    "smoke": dict(drafter="synthetic-t5-drafter:tiny", verifier="synthetic-t5-verifier:tiny", dtype="float32",
+                  device="cpu", tasks=["synthetic_mt"], n_examples=3, gammas=[3], temperatures=[1.0],
+                  n_alpha=2, curves=ev.T5_CURVES),
+}
+
+
+def _profile(profiles: Dict[str, dict], name: str, overrides: Optional[dict]) -> dict:
+    if name not in profiles:
+        raise ValueError(f"profile={name!r} is unknown; choose one of {', '.join(profiles)}.")
+    settings = copy.deepcopy(profiles[name])
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key not in settings:
+            raise ValueError(f"{key!r} is not a setting of the {name!r} profile; settings: {', '.join(settings)}.")
+        settings[key] = value
+    settings["profile"] = name
+    return settings
+
+
+def t5_profile(name: str = "offline", **overrides) -> dict:
+    """The settings of one T5 profile; keyword arguments that are not None replace settings."""
+    return _profile(T5_PROFILES, name, overrides)
+
+
+def t5_hub_task(name: str, n: int, *, split: str = "test") -> ev.Task:
+    """A T5 task from the hub (needs a network): WMT14 EN->DE (BLEU), CNN/DailyMail or XSum (ROUGE-2)."""
+    from datasets import load_dataset
+    if name not in T5_PREFIXES:
+        raise ValueError(f"task {name!r} is unknown; choose one of {', '.join(T5_PREFIXES)}.")
+    try:
+        if name == "wmt_en_de":
+            data = load_dataset("wmt14", "de-en", split=split)
+            pairs = [(row["translation"]["en"], row["translation"]["de"]) for row in data.select(range(n))]
+            metric, max_new = "bleu", 128
+        elif name == "cnn_dailymail":
+            data = load_dataset("cnn_dailymail", "3.0.0", split=split)
+            pairs = [(row["article"], row["highlights"]) for row in data.select(range(n))]
+            metric, max_new = "rouge2", 128
+        else:
+            data = load_dataset("EdinburghNLP/xsum", split=split)
+            pairs = [(row["document"], row["summary"]) for row in data.select(range(n))]
+            metric, max_new = "rouge2", 64
+    except Exception as error:  # no network, or the hub moved the dataset
+        raise OSError(f"could not load {name!r} through datasets.load_dataset ({error}); without a network use "
+                      "profile='offline'.") from error
+    examples = [{"id": f"{name}-{i}", "prompt": T5_PREFIXES[name] + source, "references": [target]}
+                for i, (source, target) in enumerate(pairs)]
+    return ev.Task(name, metric, examples, max_new_tokens=max_new)
+
+
+def t5_tasks(settings: dict) -> List[ev.Task]:
+    """The profile's tasks: the hub datasets, or held-out sentences of the synthetic translation task."""
+    if settings["profile"] == "hub":
+        return [t5_hub_task(name, settings["n_examples"]) for name in settings["tasks"]]
+    from . import synthetic_mt
+    examples = synthetic_mt.TranslationGrammar().examples(settings["n_examples"], split="test")
+    # the longest valid translation has 13 words; a model that has not learned to stop gets a few more
+    return [ev.Task("synthetic_mt", "bleu", examples, max_new_tokens=20)]
+
+
+def load_t5_pair(settings: dict):
+    """The drafter and verifier of a T5 profile (the offline ones are trained here when missing)."""
+    from .models import load_pair
+    return load_pair(settings["drafter"], settings["verifier"], dtype=settings["dtype"], device=settings["device"])
+
+
+# ---- Gemma ----------------------------------------------------------------------------------------
+
+#: One alpha inside each rule's range (the offline and smoke profiles; the curves' ends are measured too).
+_ONE_ALPHA_PER_RULE = {"SpecDecode [Lossy]": [0.5], "SpecCascade [Chow]": [0.4], "SpecCascade [Diff]": [0.1],
+                       "SpecCascade [OPT]": [1.0], "SpecCascade [Token-V1]": [0.1], "SpecCascade [Token-V2]": [0.1],
+                       "SpecCascade [Token-V3]": [0.5]}
+
+GEMMA_PROFILES: Dict[str, dict] = {
+    "hub": dict(drafter="google/gemma-2-2b-it", verifier="google/gemma-2-9b-it", dtype="bfloat16", device="cuda",
+                tasks=["wmt", "cnn_dailymail", "gsm8k", "mbpp", "squad_v2", "web_questions", "natural_questions",
+                       "trivia_qa"],
+                n_items=500, temperatures=[1.0, 0.0], curves=ev.GEMMA_CURVES, n_alpha=7, alphas=None,
+                greedy_curves=None,
+                batch_size=32, latency_items=20, latency_gammas=[1, 5], latency_curves=None,
+                max_new_tokens=None, shots=None),
+    # fp32, not bf16: this CPU has no bf16 matrix units, and batched bf16 forward passes measured 2-8x
+    # slower than fp32 here (a 16-prompt prefill of the 1.5B: 242 s in bf16, 42 s in fp32).
+    "offline": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
+                    tasks=["code", "arithmetic", "facts"], n_items=16, temperatures=[1.0, 0.0],
+                    curves=ev.GEMMA_CURVES, n_alpha=3, batch_size=16,
+                    # one alpha inside each rule's range; the curves' ends are the drafter and SpecDecode
+                    alphas=_ONE_ALPHA_PER_RULE,
+                    greedy_curves=["Drafter", "Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                    latency_items=1, latency_gammas=[1, 5],
+                    latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                    max_new_tokens={"code": 40, "arithmetic": 40, "facts": 10},
+                    shots={"code": 1, "arithmetic": 2, "facts": 4}),
+    "full": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="bfloat16", device="cpu",
+                 tasks=["code", "arithmetic", "facts"], n_items=None, temperatures=[1.0, 0.0],
+                 curves=ev.GEMMA_CURVES, n_alpha=7, alphas=None, greedy_curves=None, batch_size=32, latency_items=8,
+                 latency_gammas=[1, 5], latency_curves=None, max_new_tokens=None, shots=None),
+    "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", dtype="float32", device="cpu",
+                  tasks=["code", "arithmetic", "facts"], n_items=2, temperatures=[1.0], curves=ev.GEMMA_CURVES,
+                  n_alpha=2, alphas=_ONE_ALPHA_PER_RULE, greedy_curves=None, batch_size=2, latency_items=1, latency_gammas=[1, 5],
+                  latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                  max_new_tokens={"code": 6, "arithmetic": 6, "facts": 4},
+                  shots={"code": 1, "arithmetic": 1, "facts": 2}),
+}
+
+
+def gemma_profile(name: str = "offline", **overrides) -> dict:
+    """The settings of one Gemma profile; keyword arguments that are not None replace settings."""
+    return _profile(GEMMA_PROFILES, name, overrides)
+
+
+def gemma_tasks(settings: dict) -> List[ev.Task]:
+    """The profile's few-shot tasks, each sent as one user message in the chat template."""
+    from . import tasksets
+    tasks = []
+    for name in settings["tasks"]:
+        shots = (settings.get("shots") or {}).get(name)
+        if settings["profile"] == "hub":
+            raw = tasksets.hub_task(name, settings["n_items"], shots=shots)
+        else:
+            raw = tasksets.offline_task(name, settings["n_items"], shots=shots)
+        limit = (settings.get("max_new_tokens") or {}).get(name)
+        task = ev.Task.from_dict(raw, chat=True, postprocess=_postprocessor(raw["name"]))
+        if limit:
+            task.max_new_tokens = int(limit)
+        tasks.append(task)
+    return tasks
+
+
+def gemma_configs(settings: dict) -> List[ev.Config]:
+    """The batched sweep: every curve of the profile over its alpha grid, gamma = 1, one token per step
+    (at T = 0 only `greedy_curves`, where a profile sets them)."""
+    configs = []
+    for temperature in settings["temperatures"]:
+        curves = settings["curves"] if temperature > 0 else (settings.get("greedy_curves") or settings["curves"])
+        configs += ev.sweep_configs(curves, gammas=[1], temperatures=[temperature], n_alpha=settings["n_alpha"],
+                                    alphas=settings["alphas"], bonus="none")
+    return configs
+
+
+def latency_configs(settings: dict) -> List[ev.Config]:
+    """The batch-size-1 latency runs at the lowest temperature: the drafter and the verifier alone, and
+    per gamma each latency curve at the middle of its alpha grid (gamma = 1 without a bonus token,
+    as in the batched sweep; larger gamma with Algorithm 4's bonus token)."""
+    from .targets import alpha_grid
+    temperature = min(settings["temperatures"])
+    curves = settings["latency_curves"] or settings["curves"]
+    configs = ev.sweep_configs(["Drafter", "Verifier"],
+                               temperatures=[temperature])
+    for gamma in settings["latency_gammas"]:
+        for label in curves:
+            spec = ev.CURVES[label]
+            if spec["method"] != "speculative":
+                continue
+            rule = spec["rule"]
+            chosen = (settings.get("alphas") or {}).get(label)
+            alpha = 0.0 if rule in ("spec", None) else float(chosen[0] if chosen else alpha_grid(rule, 3)[1])
+            configs += ev.sweep_configs([label], gammas=[gamma], temperatures=[temperature], n_alpha=2,
+                                        alphas={label: [alpha]}, bonus="none" if gamma == 1 else "verifier")
+    return configs
+
+
+def _postprocessor(task_name: str):
+    from . import tasksets
+
+    def postprocess(text: str) -> str:
+        return tasksets.postprocess(task_name, text)
+    postprocess.__name__ = f"postprocess_{task_name}"
+    return postprocess
+
+
+def layer_skip_drafter(lm, n_layers: int):
+    """A cheaper drafter made from a decoder-only model: its first `n_layers` blocks, then its own
+    final norm and head (self-speculation by layer skipping). Same tokenizer, so it pairs with `lm`."""
+    from .models import LanguageModel
+    layers = getattr(getattr(lm.model, "model", None), "layers", None)
+    if layers is None or lm.is_encoder_decoder:
+        raise ValueError(f"{lm.name} is not a decoder-only transformers model with `model.layers`; "
+                         "layer skipping needs one.")
+    if not 1 <= n_layers < len(layers):
+        raise ValueError(f"n_layers={n_layers}: keep between 1 and {len(layers) - 1} of {lm.name}'s {len(layers)} layers.")
+    net = copy.deepcopy(lm.model)
+    net.model.layers = net.model.layers[:n_layers]
+    net.config.num_hidden_layers = n_layers
+    if getattr(net.config, "layer_types", None):
+        net.config.layer_types = net.config.layer_types[:n_layers]
+    return LanguageModel(net, lm.tokenizer, name=f"{lm.name}:layers={n_layers}", eos_token_id=lm.eos_token_id)
+
+
+def load_gemma_pair(settings: dict):
+    """The drafter and verifier of a Gemma profile. A drafter named `<verifier>:layers=N` is the
+    verifier's first N layers (the smoke profile's cheaper drafter made from SmolLM2-135M)."""
+    from .models import ModelPair, load_model, load_pair
+    drafter, verifier = settings["drafter"], settings["verifier"]
+    if ":layers=" in drafter:
+        base, _, n = drafter.partition(":layers=")
+        big = load_model(verifier if base == verifier else base, dtype=settings["dtype"], device=settings["device"])
+        return ModelPair(layer_skip_drafter(big, int(n)), big)
+    return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"])
