@@ -56,16 +56,18 @@ check-notebooks: install
 tutorial: lessons reruns
 
 lessons: check-notebooks
-	@$(MAKE) --no-print-directory run-notebooks RUN="$(LESSONS)"
+	@$(MAKE) --no-print-directory run-notebooks RUN="$(LESSONS)" CELL_TIMEOUT=600
 
 reruns: check-notebooks models-qwen
-	@$(MAKE) --no-print-directory run-notebooks RUN="$(RERUNS)"
+	@$(MAKE) --no-print-directory run-notebooks RUN="$(RERUNS)" CELL_TIMEOUT=7200
 
+# A cell that runs longer than CELL_TIMEOUT seconds fails the run instead of hanging it.
+CELL_TIMEOUT ?= 600
 run-notebooks:
 	mkdir -p $(EXECUTED) figures
 	@for nb in $(RUN); do \
 		name=$$(basename $$nb .ipynb); start=$$(date +%s); \
-		$(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout 3600 $$nb $(EXECUTED)/$$name.ipynb \
+		$(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb $(EXECUTED)/$$name.ipynb \
 			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
 		echo "$$name: executed in $$(( $$(date +%s) - start )) s -> $(EXECUTED)/$$name.ipynb"; \
 	done
