@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 KERNEL := tutorial-lib
 EXECUTED := build/notebooks
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
-# The lessons (00-05, a few minutes) and the paper's reruns (06 T5, about 20 minutes; 07 Gemma, about 45
+# The lessons (00-05, a few minutes) and the paper's reruns (06 T5, about 11 minutes; 07 Gemma, about 45
 # minutes plus the Qwen pair's one-time install).
 LESSONS := $(filter-out notebooks/06_% notebooks/07_%,$(NOTEBOOKS))
 RERUNS := $(filter notebooks/06_% notebooks/07_%,$(NOTEBOOKS))
