@@ -283,16 +283,23 @@ class Sweep:
         table = self.load()
         return set() if table.empty else set(zip(table["config"], table["example_id"]))
 
+    def _cut_short(self) -> bool:
+        """Whether the rows file ends inside a row: only its last byte is read (appends are a hot path)."""
+        if not self.rows_path.exists() or self.rows_path.stat().st_size == 0:
+            return False
+        with open(self.rows_path, "rb") as handle:
+            handle.seek(-1, os.SEEK_END)
+            return handle.read(1) != b"\n"
+
     def append(self, rows: Iterable[dict]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         config_file = self.path / "config.json"
         if not config_file.exists():
             config_file.write_text(json.dumps({"name": self.name, "hash": self.hash, **self.config},
                                               indent=2, sort_keys=True, default=str))
-        if self.rows_path.exists():  # drop a row cut short by an interruption, so appends start on a new line
+        if self._cut_short():  # drop a row cut short by an interruption, so appends start on a new line
             data = self.rows_path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                self.rows_path.write_bytes(data[: data.rfind(b"\n") + 1])
+            self.rows_path.write_bytes(data[: data.rfind(b"\n") + 1])
         with open(self.rows_path, "a") as handle:
             for row in rows:
                 handle.write(json.dumps(row, default=str) + "\n")
