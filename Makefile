@@ -1,6 +1,6 @@
 # Two commands for a fresh machine with Python 3.11 and pip:
 #   make tutorial   create .venv, install, execute every notebook headlessly (papermill);
-#                   `make lessons` runs only notebooks 00-05, `make reruns` only 06-07
+#                   `make lessons` runs the lessons (00-05, 09), `make reruns` only 06-08
 #   make test       create/use .venv and run the whole test suite
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -9,15 +9,20 @@ STAMP := $(VENV)/.installed
 KERNEL := tutorial-lib
 EXECUTED := build/notebooks
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
-# The lessons (00-05, a few minutes) and the paper's reruns (06 T5, about 11 minutes; 07 Gemma, about 45
-# minutes plus the Qwen pair's one-time install).
-LESSONS := $(filter-out notebooks/06_% notebooks/07_%,$(NOTEBOOKS))
-RERUNS := $(filter notebooks/06_% notebooks/07_%,$(NOTEBOOKS))
+# The lessons (00-05 and 09 "speed on your hardware", a few minutes each) and the paper's reruns (06 T5, about 11 minutes; 07 Gemma, about 45
+# minutes plus the Qwen pair's one-time install; 08 the Qwen pair's token-level analysis, minutes from its shipped results).
+LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
+RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
 
-.PHONY: lessons reruns run-notebooks install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark
+.PHONY: lessons reruns run-notebooks install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check
 
 install: $(STAMP)
+	@# Generated code runs only under bubblewrap (tutorial_lib.sandbox); as root on Debian/Ubuntu, install it where missing.
+	@command -v bwrap >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap || \
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
+	@command -v bwrap >/dev/null || echo "warning: bwrap is missing, so generated code will not run; install the bubblewrap package (see README)"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,9 +49,15 @@ models-qwen-1.5b: install
 test: install
 	$(BIN)/python -m pytest
 
-# The engine against the verifier alone and transformers' assisted generation, Qwen pair (about 20 minutes).
+# The engine (fixed gamma, gamma="auto", verifier alone) against transformers' greedy and assisted generation,
+# Qwen pair, fp32, calibrated first (about 25 minutes on 2 quiet cores).
 benchmark: models-qwen
 	$(BIN)/python benchmarks/engine_speed.py
+
+# On a machine with a CUDA GPU (under 10 minutes): engine tests on CUDA in fp32 and bf16, the benchmark in bf16,
+# notebook 09 at its defaults; results to data/benchmarks/ with the device named.
+accelerator-check: install
+	bash benchmarks/accelerator_check.sh
 
 # Committed notebooks carry no outputs or widget state, have one `parameters` cell and match their .py pair.
 check-notebooks: install

@@ -1,239 +1,229 @@
-r"""How fast is the engine? Our speculative decoding against the verifier alone and transformers' own.
+r"""How fast is the engine? Fixed gamma, gamma="auto", the verifier alone, and transformers' own.
 
 Runs Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct (the offline pair; run
-`make models-qwen` once) on four chat prompts, greedy (T = 0), batch size 1, 64 new tokens. Every
-method runs on every prompt in each round, in a shuffled order, after a warm-up; a method's time is
-divided by the verifier-only time of the same prompt and round, and the table reports medians of
-those ratios (these machines are shared and noisy: absolute seconds drift, ratios much less).
+`make models-qwen` once) on four chat prompts, greedy (T = 0), batch size 1, 64 new tokens:
 
-Besides speed it reports the mean tokens per verifier call, the acceptance rate $a$ (accepted /
-judged drafts), the drafter/verifier cost ratio per token $c$, and the speed-up that the standard
-model of speculative decoding (Leviathan et al.) expects from them,
+- ours: the verifier alone, speculative decoding at each fixed gamma, and `gamma="auto"`;
+- transformers: greedy `generate`, and assisted generation with its default schedule (20 assistant
+  tokens, confidence threshold 0.4; the drafter's generation config is restored after every call).
 
-$$\text{expected speed-up} = \frac{1 - a^{\gamma + 1}}{(1 - a)(\gamma c + 1)},$$
+First the pair is calibrated (`tutorial_lib.calibration`: drafter step, verifier scoring k tokens, per
+call overhead; interleaved rounds, medians), and `gamma="auto"` uses that calibration. Then every method
+runs on every prompt in each round, in a shuffled order, after a warm-up; a method's time is divided by
+the time of our verifier-only run on the same prompt and round, and the tables report medians with
+quartiles over (prompt, round) pairs (these machines are shared and noisy: absolute seconds drift,
+ratios much less). For each fixed gamma the block-cost model (`tutorial_lib.latency`) predicts the
+speed-up from the calibration and the measured acceptance $a$,
 
-and checks that lossless speculative decoding reproduces the verifier's greedy tokens (fp32: must be
-equal; bf16: scoring several tokens at once rounds differently from one-token steps, so the first
-diverging position is reported instead).
+$$\hat S(\gamma) = \frac{t_p(1)}{\bigl(\gamma t_q + t_p(\gamma+1)\bigr) (1 - a)/(1 - a^{\gamma+1})}
+  \quad (\text{plus the prompt's prefill calls}),$$
 
-    python benchmarks/engine_speed.py                 # the full run (about 25 minutes here)
-    python benchmarks/engine_speed.py --quick         # SmolLM2 against its bf16 copy, a minute
+beside the textbook $(1 - a^{\gamma+1}) / ((1 - a)(\gamma c + 1))$, and "measured / expected" compares.
+The checks of issue 15: measured / expected >= 0.9 for every fixed gamma; `gamma="auto"` within 5% of
+the best fixed gamma (pairwise time ratio); `gamma="auto"` at least 10% faster than transformers' default
+assisted schedule. Lossless: at fp32 every speculative run must give our verifier's tokens.
+
+    python benchmarks/engine_speed.py                    # Qwen pair, fp32, 4 prompts x 2 rounds (~25 min, 2 quiet cores)
+    python benchmarks/engine_speed.py --quick            # SmolLM2 verifying a perturbed copy, 2 prompts x 2 rounds
+    python benchmarks/engine_speed.py --device cuda --dtypes bfloat16,float32   # on a GPU
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
-import random
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
-import tutorial_lib as tl
+from tutorial_lib import speed_runs
+from tutorial_lib.calibration import calibrate
+from tutorial_lib.gamma_policy import AutoGamma
 
-PROMPTS = {
-    "code: reverse words": "Write a Python function that reverses the order of the words in a sentence, "
-                           "with a docstring and two doctest examples.",
-    "code: binary search": "Implement binary search over a sorted list in Python and explain its running time.",
-    "maths: train": "A train travels 180 km in 2 hours and then 120 km in 1.5 hours. What is its average "
-                    "speed over the whole trip? Show your working.",
-    "explain: caching": "Explain to a new programmer what a cache is and why it makes programs faster.",
-}
 REPO = Path(__file__).resolve().parent.parent
+VERIFIER_ONLY, AUTO = "ours verifier-only", "ours gamma=auto"
+HF_GREEDY, HF_DEFAULT = "HF greedy", "HF assisted (default schedule)"
 
 
-def assisted(drafter, verifier, prompt, *, max_new_tokens, constant=None):
-    """transformers' assisted generation, timed; `constant` fixes the number of assistant tokens."""
-    config = drafter.model.generation_config
-    saved = (config.num_assistant_tokens, config.num_assistant_tokens_schedule,
-             getattr(config, "assistant_confidence_threshold", None))
-    if constant is not None:
-        config.num_assistant_tokens, config.num_assistant_tokens_schedule = constant, "constant"
-        config.assistant_confidence_threshold = 0.0
-    ids = torch.tensor([prompt])
+def device_name(device: str) -> str:
+    """The machine in words: the GPU's name, or the CPU's model and the threads torch uses."""
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(torch.device(device))} (CUDA {torch.version.cuda})"
+    model = platform.processor() or platform.machine()
     try:
-        start = time.perf_counter()
-        with torch.inference_mode():
-            out = verifier.model.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=drafter.model,
-                                          do_sample=False, max_new_tokens=max_new_tokens,
-                                          eos_token_id=verifier.eos_token_id, pad_token_id=verifier.eos_token_id
-                                          if isinstance(verifier.eos_token_id, int) else verifier.eos_token_id[0])
-        seconds = time.perf_counter() - start
-    finally:
-        config.num_assistant_tokens, config.num_assistant_tokens_schedule = saved[0], saved[1]
-        if saved[2] is not None:
-            config.assistant_confidence_threshold = saved[2]
-    return {"tokens": out[0, len(prompt):].tolist(), "seconds": seconds}
+        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {torch.get_num_threads()} threads"
 
 
-def ours(drafter, verifier, prompt, *, max_new_tokens, method, rule=None, alpha=0.0, gamma=5):
-    g = tl.generate(drafter, verifier, prompt, method=method, rule=rule, alpha=alpha, gamma=gamma,
-                    temperature=0.0, max_new_tokens=max_new_tokens)
-    return {"tokens": g.tokens, "seconds": g.wall_time_s, "n_verifier_calls": g.n_verifier_calls,
-            "n_accepted": g.n_accepted, "n_rejected": g.n_rejected, "rejection_rate": g.rejection_rate,
-            "tokens_per_call": g.mean_accepted_per_call}
+def hf_method(drafter, verifier, *, assisted: bool, constant=None):
+    """transformers' greedy `generate`, or assisted generation (`constant` fixes the assistant tokens)."""
+    eos = verifier.eos_token_id
+    pad = eos if isinstance(eos, int) else eos[0]
+
+    def run(prompt, max_new_tokens):
+        config = drafter.model.generation_config
+        saved = {k: getattr(config, k, None) for k in ("num_assistant_tokens", "num_assistant_tokens_schedule",
+                                                       "assistant_confidence_threshold")}
+        if constant is not None:
+            config.num_assistant_tokens, config.num_assistant_tokens_schedule = constant, "constant"
+            config.assistant_confidence_threshold = 0.0
+        ids = torch.tensor([prompt], device=verifier.device)
+        extra = dict(assistant_model=drafter.model) if assisted else {}
+        try:
+            if verifier.device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            with torch.inference_mode():
+                out = verifier.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                              max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=pad, **extra)
+            seconds = time.perf_counter() - start
+        finally:
+            for key, value in saved.items():   # the default schedule adapts these in place: start each call afresh
+                setattr(config, key, value)
+        return {"tokens": out[0, len(prompt):].tolist(), "seconds": seconds}
+    return run
 
 
-def methods_for(dtype, alpha_opt, quick):
-    plain = {"verifier-only": dict(kind="ours", method="verifier"), "drafter-only": dict(kind="ours", method="drafter")}
-    spec = {f"ours spec gamma={g}": dict(kind="ours", method="speculative", rule="spec", gamma=g)
-            for g in ((3, 5, 7) if dtype == "bfloat16" else (5,))}
-    extra = {}
-    if dtype == "bfloat16":
-        extra[f"ours opt alpha={alpha_opt:g} gamma=5"] = dict(kind="ours", method="speculative", rule="opt",
-                                                            alpha=alpha_opt, gamma=5)
-        extra["HF assisted (default schedule)"] = dict(kind="assisted", constant=None)
-    extra["HF assisted (constant 5)"] = dict(kind="assisted", constant=5)
-    return {**plain, **spec, **extra}
+def pairwise(rows, numerator: str, denominator: str):
+    """Median and quartiles over (round, prompt) of time(numerator) / time(denominator)."""
+    t = rows.set_index(["round", "prompt", "method"])["seconds"]
+    ratios = [t[(r, p, numerator)] / t[(r, p, denominator)] for r, p in sorted({k[:2] for k in t.index})]
+    q1, _, q3 = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else (ratios[0],) * 3
+    return {"median": statistics.median(ratios), "q25": q1, "q75": q3, "min": min(ratios), "max": max(ratios),
+            "n": len(ratios)}
 
 
-def run_method(spec, drafter, verifier, prompt, max_new_tokens):
-    spec = dict(spec)
-    kind = spec.pop("kind")
-    if kind == "assisted":
-        return assisted(drafter, verifier, prompt, max_new_tokens=max_new_tokens, **spec)
-    return ours(drafter, verifier, prompt, max_new_tokens=max_new_tokens, **spec)
-
-
-def calibrate_opt(drafter, verifier, prompt, max_new_tokens, target_rate):
-    """The alpha of OPT whose rejection rate on one prompt is closest to SpecDecode's (gamma = 5)."""
-    best = None
-    for alpha in (-0.4, -0.2, -0.1, 0.0, 0.1):
-        rate = ours(drafter, verifier, prompt, max_new_tokens=max_new_tokens, method="speculative", rule="opt",
-                    alpha=alpha)["rejection_rate"]
-        if best is None or abs(rate - target_rate) < abs(best[1] - target_rate):
-            best = (alpha, rate)
-    return best[0]
-
-
-def first_divergence(a, b):
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None if len(a) == len(b) else min(len(a), len(b)))
-
-
-def expected_speedup(a, gamma, c):
-    if a >= 1.0:
-        return (gamma + 1) / (gamma * c + 1)
-    return (1 - a ** (gamma + 1)) / ((1 - a) * (gamma * c + 1))
-
-
-def benchmark_dtype(dtype, names, prompts, *, repeats, max_new_tokens, quick, seed):
-    pair = tl.load_pair(*names, dtype=dtype if not quick else ("bfloat16", "float32"))
+def benchmark_dtype(args, dtype):
+    settings = speed_runs.speed_profile("default" if args.quick else "qwen", dtype=dtype, device=args.device)
+    pair = speed_runs.load_speed_pair(settings)
     drafter, verifier = pair
-    prompt_ids = {label: verifier.chat_prompt(text) for label, text in prompts.items()}
-    first = next(iter(prompt_ids.values()))
-    # warm-up: every code path once (allocations, kernels, lazy imports)
-    for spec in methods_for(dtype, 0.0, quick).values():
-        run_method(spec, drafter, verifier, first, 8)
-    alpha_opt = 0.0
-    if dtype == "bfloat16":
-        spec_rate = ours(drafter, verifier, first, max_new_tokens=max_new_tokens, method="speculative",
-                         rule="spec")["rejection_rate"]
-        alpha_opt = calibrate_opt(drafter, verifier, first, max_new_tokens, spec_rate)
-    methods = methods_for(dtype, alpha_opt, quick)
-    rows, rng = [], random.Random(seed)
-    total = repeats * len(prompt_ids) * len(methods)
-    done, start = 0, time.perf_counter()
-    for repeat in range(repeats):
-        for label, ids in prompt_ids.items():
-            order = list(methods)
-            rng.shuffle(order)
-            for name in order:
-                result = run_method(methods[name], drafter, verifier, ids, max_new_tokens)
-                rows.append({"dtype": dtype, "repeat": repeat, "prompt": label, "method": name,
-                             **{k: v for k, v in result.items()}})
-                done += 1
-                print(f"[{dtype}] {done}/{total} {name:<34} {label:<22} {result['seconds']:6.2f} s "
-                      f"({time.perf_counter() - start:5.0f} s elapsed)", flush=True)
-    return rows, alpha_opt, methods
+    prompts = speed_runs.speed_prompts(verifier, args.prompts)
+    context = int(statistics.median(len(p) for p in prompts.values())) + args.max_new_tokens // 2
+    print(f"[{dtype}] calibrating {drafter.name} -> {verifier.name} on {verifier.device} (context {context} tokens)",
+          flush=True)
+    calibration = calibrate(pair, max_k=args.max_k, repeats=args.calibration_repeats, context_tokens=context)
+    policy = AutoGamma(calibration)
+    options = dict(eos_token_id=verifier.eos_token_id)
+    methods = {VERIFIER_ONLY: speed_runs.engine_method(pair, 0, **options)}
+    methods.update({f"ours spec gamma={g}": speed_runs.engine_method(pair, g, **options) for g in args.gammas})
+    methods[AUTO] = speed_runs.engine_method(pair, policy, **options)
+    methods[HF_GREEDY] = hf_method(drafter, verifier, assisted=False)
+    methods[HF_DEFAULT] = hf_method(drafter, verifier, assisted=True)
+    for g in args.hf_constant:
+        methods[f"HF assisted (constant {g})"] = hf_method(drafter, verifier, assisted=True, constant=g)
+    rows = speed_runs.measure_speed(methods, prompts, max_new_tokens=args.max_new_tokens, repeats=args.rounds,
+                                    reference=VERIFIER_ONLY, seed=args.seed)
+    rows.insert(0, "dtype", dtype)
+    summary = speed_runs.summarise_speed(rows, calibration, reference=VERIFIER_ONLY)
+    summary.insert(0, "dtype", dtype)
+    fixed = [f"ours spec gamma={g}" for g in args.gammas]
+    by_method = summary.set_index("method")
+    best_fixed = max(fixed, key=lambda name: by_method.loc[name, "speedup"])
+    checks = {
+        "best_fixed": best_fixed,
+        "auto_time_over_best_fixed": pairwise(rows, AUTO, best_fixed),
+        "hf_default_time_over_auto": pairwise(rows, HF_DEFAULT, AUTO),
+        "auto_time_over_hf_greedy": pairwise(rows, AUTO, HF_GREEDY),
+        "verifier_only_time_over_hf_greedy": pairwise(rows, VERIFIER_ONLY, HF_GREEDY),
+        "min_measured_over_expected": float(by_method.loc[fixed, "measured_over_expected"].min()),
+        "auto_gammas": {int(g): int(n) for g, n in
+                        (rows.loc[rows["method"] == AUTO, "gammas"].explode().value_counts().items())},
+    }
+    checks["pass"] = {
+        "measured_over_expected_ge_0.9": checks["min_measured_over_expected"] >= 0.9,
+        "auto_within_5pct_of_best_fixed": checks["auto_time_over_best_fixed"]["median"] <= 1.05,
+        "auto_10pct_faster_than_hf_default": checks["hf_default_time_over_auto"]["median"] >= 1.10,
+    }
+    for name in [VERIFIER_ONLY] + fixed + [AUTO, HF_GREEDY, HF_DEFAULT]:
+        summary.loc[summary["method"] == name, "time_vs_hf_greedy"] = pairwise(rows, name, HF_GREEDY)["median"]
+    return rows, summary, calibration, checks, str(verifier.device)
 
 
-def summarise(rows, methods, dtype):
-    by_key = {(r["repeat"], r["prompt"], r["method"]): r for r in rows}
-    rounds = sorted({(r["repeat"], r["prompt"]) for r in rows})
-    reference = {k: by_key[k + ("verifier-only",)] for k in rounds}
-    drafter = {k: by_key[k + ("drafter-only",)] for k in rounds}
-    # c: the drafter's time per token over the verifier's, from the plain runs of the same round
-    c = statistics.median((drafter[k]["seconds"] / max(len(drafter[k]["tokens"]), 1)) /
-                          (reference[k]["seconds"] / max(len(reference[k]["tokens"]), 1)) for k in rounds)
-    table = []
-    for name in methods:
-        runs = [by_key[k + (name,)] for k in rounds]
-        time_ratio = statistics.median(r["seconds"] / reference[k]["seconds"] for r, k in zip(runs, rounds))
-        row = {"dtype": dtype, "method": name, "median_seconds": statistics.median(r["seconds"] for r in runs),
-               "median_time_vs_verifier": time_ratio, "median_speedup": 1.0 / time_ratio}
-        divergences = [first_divergence(r["tokens"], reference[k]["tokens"]) for r, k in zip(runs, rounds)]
-        if "spec" in name or "assisted" in name:
-            row["identical_to_verifier"] = sum(d is None for d in divergences)
-            row["first_divergences"] = [d for d in divergences if d is not None]
-        if name.startswith("ours") and "gamma=" in name:
-            accepted = sum(r["n_accepted"] for r in runs)
-            judged = accepted + sum(r["n_rejected"] for r in runs)
-            a = accepted / judged if judged else 1.0
-            gamma = int(name.split("gamma=")[1])
-            row.update(acceptance=a, tokens_per_call=sum(len(r["tokens"]) for r in runs) /
-                       sum(r["n_verifier_calls"] for r in runs),
-                       seconds_per_verifier_call=statistics.median(r["seconds"] / r["n_verifier_calls"] for r in runs),
-                       rejection_rate=1 - a, expected_speedup=expected_speedup(a, gamma, c))
-            row["measured_over_expected"] = row["median_speedup"] / row["expected_speedup"]
-        table.append(row)
-    return table, c
-
-
-def markdown(table, c_by_dtype):
-    lines = ["| dtype | method | median s | speed-up vs verifier | tokens / call | acceptance | expected | "
-             "measured / expected | same tokens as verifier |", "|---|---|---|---|---|---|---|---|---|"]
-    for row in table:
-        f = lambda key, fmt: (fmt.format(row[key]) if key in row else "")  # noqa: E731
-        same = ""
-        if "identical_to_verifier" in row:
-            same = f"{row['identical_to_verifier']} runs"
-            if row["first_divergences"]:
-                same += f"; diverged at {sorted(row['first_divergences'])}"
-        lines.append(f"| {row['dtype']} | {row['method']} | {row['median_seconds']:.2f} | "
-                     f"{row['median_speedup']:.2f}x | {f('tokens_per_call', '{:.2f}')} | {f('acceptance', '{:.2f}')} | "
-                     f"{f('expected_speedup', '{:.2f}x')} | {f('measured_over_expected', '{:.2f}')} | {same} |")
+def markdown(summary, checks_by_dtype, calibrations, elapsed, header):
+    cols = ["dtype", "method", "median s", "speed-up vs ours verifier [q25, q75]", "time / HF greedy", "tokens / call",
+            "acceptance", "model", "textbook", "measured / expected", "same tokens as ours verifier"]
+    lines = [header, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    fmt = lambda v, f: "" if v is None or v != v else f.format(v)  # noqa: E731
+    for r in summary.to_dict(orient="records"):
+        lines.append(f"| {r['dtype']} | {r['method']} | {r['median_seconds']:.2f} | {r['speedup']:.2f}x "
+                     f"[{r['speedup_q25']:.2f}, {r['speedup_q75']:.2f}] | {fmt(r.get('time_vs_hf_greedy'), '{:.2f}')} | "
+                     f"{fmt(r.get('tokens_per_call'), '{:.2f}')} | {fmt(r.get('acceptance'), '{:.2f}')} | "
+                     f"{fmt(r.get('expected_speedup'), '{:.2f}x')} | {fmt(r.get('textbook_speedup'), '{:.2f}x')} | "
+                     f"{fmt(r.get('measured_over_expected'), '{:.2f}')} | {r['same_tokens']} of {r['n_runs']} |")
     lines.append("")
-    lines.append("c (drafter / verifier time per token): " + ", ".join(f"{k} {v:.2f}" for k, v in c_by_dtype.items()))
+    for dtype, c in checks_by_dtype.items():
+        cal = calibrations[dtype]
+        tp = ", ".join(f"{cal.t_p(k) / cal.t_p(1):.2f}" for k in range(1, cal.max_k + 1))
+        a, h = c["auto_time_over_best_fixed"], c["hf_default_time_over_auto"]
+        lines += [f"**{dtype}**: t_q = {cal.t_q() * 1e3:.1f} ms, t_p(1) = {cal.t_p(1) * 1e3:.1f} ms (c = {cal.cost_ratio:.2f}); "
+                  f"t_p(k) / t_p(1) for k = 1..{cal.max_k}: {tp}. gamma='auto' chose {c['auto_gammas']} (blocks per gamma).",
+                  f"- auto time / best fixed ({c['best_fixed']}): median {a['median']:.3f} [q25 {a['q25']:.3f}, q75 {a['q75']:.3f}], "
+                  f"n = {a['n']}: {'PASS' if c['pass']['auto_within_5pct_of_best_fixed'] else 'FAIL'} (<= 1.05)",
+                  f"- HF default assisted time / auto: median {h['median']:.3f} [q25 {h['q25']:.3f}, q75 {h['q75']:.3f}]: "
+                  f"{'PASS' if c['pass']['auto_10pct_faster_than_hf_default'] else 'FAIL'} (>= 1.10)",
+                  f"- smallest measured / expected over fixed gamma: {c['min_measured_over_expected']:.3f}: "
+                  f"{'PASS' if c['pass']['measured_over_expected_ge_0.9'] else 'FAIL'} (>= 0.9)", ""]
+    lines.append(f"Total {elapsed:.0f} s.")
     return "\n".join(lines)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeats", type=int, default=1, help="rounds over all prompts and methods")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds over all prompts and methods (>= 2)")
+    parser.add_argument("--prompts", type=int, default=4, help="how many of the four chat prompts")
     parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--dtypes", default="bfloat16,float32")
-    parser.add_argument("--quick", action="store_true", help="SmolLM2-135M and its bf16 copy, 2 prompts, 1 round")
+    parser.add_argument("--dtypes", default="float32")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--gammas", default="1,3,5", help="fixed block sizes")
+    parser.add_argument("--hf-constant", default="", help="also transformers with these constant assistant tokens")
+    parser.add_argument("--max-k", type=int, default=8, help="calibrate t_p(k) for k = 1..max_k (auto: gamma < max_k)")
+    parser.add_argument("--calibration-repeats", type=int, default=7)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--quick", action="store_true", help="SmolLM2-135M verifying a perturbed copy, 2 prompts, 48 tokens")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", default=str(REPO / "data" / "benchmarks" / "engine_speed"))
+    parser.add_argument("--output", default=None, help="path stem (default data/benchmarks/engine_speed[_quick]_<device>)")
     args = parser.parse_args()
-    names = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
-    prompts = PROMPTS
+    if args.rounds < 2:
+        parser.error("--rounds must be at least 2: the spread over rounds is part of the result.")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.gammas = [int(g) for g in args.gammas.split(",") if g]
+    args.hf_constant = [int(g) for g in args.hf_constant.split(",") if g]
     if args.quick:
-        names, prompts = ("smollm2-135m", "smollm2-135m"), dict(list(PROMPTS.items())[:2])
-        args.repeats, args.dtypes, args.max_new_tokens = 1, "bfloat16", 32
+        args.prompts, args.max_new_tokens = min(args.prompts, 2), min(args.max_new_tokens, 48)
     started = time.perf_counter()
-    rows, tables, c_by_dtype, alphas = [], [], {}, {}
+    all_rows, summaries, checks, calibrations = [], [], {}, {}
     for dtype in args.dtypes.split(","):
-        dtype_rows, alphas[dtype], methods = benchmark_dtype(dtype, names, prompts, repeats=args.repeats,
-                                                             max_new_tokens=args.max_new_tokens, quick=args.quick,
-                                                             seed=args.seed)
-        table, c_by_dtype[dtype] = summarise(dtype_rows, methods, dtype)
-        rows += dtype_rows
-        tables += table
+        rows, summary, calibration, checks[dtype], device = benchmark_dtype(args, dtype)
+        all_rows.append(rows)
+        summaries.append(summary)
+        calibrations[dtype] = calibration
     elapsed = time.perf_counter() - started
-    result = {"pair": names, "prompts": prompts, "repeats": args.repeats, "max_new_tokens": args.max_new_tokens,
-              "temperature": 0.0, "threads": torch.get_num_threads(), "torch": torch.__version__,
-              "machine": platform.machine(), "elapsed_s": elapsed, "opt_alpha": alphas, "c": c_by_dtype,
-              "table": tables, "runs": rows}
-    output = Path(args.output + ("_quick" if args.quick else ""))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    text = markdown(tables, c_by_dtype)
-    output.with_suffix(".md").write_text(f"# Engine speed ({', '.join(names)})\n\n{text}\n\nTotal {elapsed:.0f} s.\n")
+    import pandas as pd
+    summary, rows = pd.concat(summaries, ignore_index=True), pd.concat(all_rows, ignore_index=True)
+    machine = device_name(device)
+    stem = args.output or str(REPO / "data" / "benchmarks" /
+                              f"engine_speed{'_quick' if args.quick else ''}_{device.split(':')[0]}")
+    pair = (calibration.drafter, calibration.verifier)
+    header = (f"# Engine speed: {pair[0]} drafting for {pair[1]}\n\nDevice: {machine}. T = 0, {args.prompts} prompts x "
+              f"{args.rounds} rounds, {args.max_new_tokens} new tokens, torch {torch.__version__}. Speed-ups: medians "
+              f"[quartiles] over (prompt, round) of our verifier-only time / the method's time.")
+    text = markdown(summary, checks, calibrations, elapsed, header)
+    result = {"pair": pair, "device": machine, "args": vars(args), "threads": torch.get_num_threads(),
+              "torch": torch.__version__, "elapsed_s": elapsed, "checks": checks,
+              "calibration": {d: c.to_dict() for d, c in calibrations.items()},
+              "table": summary.drop(columns=[], errors="ignore").to_dict(orient="records"),
+              "runs": rows.to_dict(orient="records")}
+    Path(stem).parent.mkdir(parents=True, exist_ok=True)
+    Path(stem + ".json").write_text(json.dumps(result, indent=1, default=str))
+    Path(stem + ".md").write_text(text + "\n")
     print(text)
-    print(f"\nwrote {output.with_suffix('.json')} and .md in {elapsed:.0f} s")
+    print(f"\nwrote {stem}.json and .md in {elapsed:.0f} s")
 
 
 if __name__ == "__main__":

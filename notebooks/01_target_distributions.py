@@ -16,6 +16,10 @@
 # %% [markdown]
 # # Target distributions: what each rule asks the verifier to accept
 #
+# > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
+# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
+# > run the notebook again (*Run > Run All Cells*) to bring them back.
+#
 # **Learning goals.** After this notebook you can
 # 1. compute the target $\pi = \mathbb{T}(q, p)$ of every rule for one pair of next-token
 #    distributions, and say how much of $\pi$ comes from the drafter $q$ and how much from the verifier $p$;
@@ -48,7 +52,7 @@
 # The low end of each range is SpecDecode-like (always defer), the high end drafter-only.
 
 # %% tags=["parameters"]
-example = "verifier blind spot"  # one of tl.explore.toy_examples() (listed below)
+example = "verifier blind spot"  # one of tl.examples.toy_examples() (listed below)
 rule = "token_v3"                # one of tl.RULES
 alpha = 0.9                      # inside the rule's range
 every_rule_example = "confident drafter, unsure verifier"  # the example of the every-rule view
@@ -67,8 +71,9 @@ import pandas as pd
 from IPython.display import display
 
 import tutorial_lib as tl
+from tutorial_lib import views  # plotly figures and ipywidgets wiring
 
-examples = tl.explore.toy_examples(seed)
+examples = tl.examples.toy_examples(seed)
 for name, pair in examples.items():
     print(f"{name:>36}: {pair.description}")
 
@@ -87,7 +92,7 @@ if real_pair is not None:
 
     loaded = tl.models.load_pair(*real_pair, dtype=real_dtype)
     q_real, p_real = tl.models.next_token_distributions(loaded, real_prompt)
-    examples["real pair"] = tl.explore.example_from_distributions(
+    examples["real pair"] = tl.examples.example_from_distributions(
         "real pair", q_real, p_real, labels=lambda i: repr(loaded.verifier.decode([i])),
         description=f"{real_pair[0]} drafting for {real_pair[1]}, next token after {real_prompt!r}")
     print(examples["real pair"].description)
@@ -101,7 +106,7 @@ if real_pair is not None:
 # no word is allowed by both, so $D_{TV}(p, q) = 1$ and every deferral rejects every draft.
 
 # %%
-fig = tl.explore.plot_examples(examples, temperature)
+fig = views.targets.plot_examples(examples, temperature)
 tl.savefig(fig, "targets_examples")
 
 # %% [markdown]
@@ -121,27 +126,27 @@ tl.savefig(fig, "targets_examples")
 # $p$ (total variation 0.42 against 0.58) and it rejects fewer drafts than SpecDecode (0.47 against 0.59).
 
 # %%
-rule_widget = widgets.Dropdown(options=[(tl.explore.RULE_LABELS[r], r) for r in tl.RULES], value=rule,
+rule_widget = widgets.Dropdown(options=[(views.widgets.RULE_LABELS[r], r) for r in tl.RULES], value=rule,
                                description="rule")
 alpha_widget = widgets.FloatSlider(value=alpha, min=-5.0, max=5.0, step=0.01, description="alpha")
-tl.explore.link_alpha_slider(rule_widget, alpha_widget)  # first, so alpha is in range when the view redraws
-display(tl.explore.live_view(
-    tl.explore.target_view,
+views.widgets.link_alpha_slider(rule_widget, alpha_widget)  # first, so alpha is in range when the view redraws
+display(views.widgets.live_view(
+    views.targets.target_view,
     dict(example=widgets.Dropdown(options=list(examples), value=example, description="example"),
          rule=rule_widget, alpha=alpha_widget,
-         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="T"),
-         gamma=widgets.IntSlider(value=gamma, min=1, max=10, description="gamma"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature T"),
+         gamma=widgets.IntSlider(value=gamma, min=1, max=10, description="block size gamma"),
          beta=widgets.Dropdown(options=[("1 (heuristic)", 1.0), ("normalising (Lossy*)", "normalize")],
                                value=1.0, description="lossy beta")),
-    describe=tl.explore.format_readouts, examples=examples))
+    describe=views.targets.format_readouts, examples=examples))
 
 # %% [markdown]
 # The same view for the parameters of this run, as a static figure:
 
 # %%
-readouts = tl.explore.target_readouts(example, rule, alpha, temperature, gamma, examples=examples)
-print(tl.explore.format_readouts(readouts))
-fig = tl.explore.plot_target_view(example, rule, alpha, temperature, gamma, examples=examples)
+readouts = tl.rejection.target_readouts(example, rule, alpha, temperature, gamma, examples=examples)
+print(views.targets.format_readouts(readouts))
+fig = views.targets.plot_target_view(example, rule, alpha, temperature, gamma, examples=examples)
 tl.savefig(fig, "targets_view")
 
 # %% [markdown]
@@ -156,15 +161,16 @@ tl.savefig(fig, "targets_view")
 # deferral rule defers, because the verifier *looks* confident.
 
 # %%
-display(tl.explore.live_view(
-    tl.explore.every_rule_view,
+display(views.widgets.live_view(
+    views.targets.every_rule_view,
     dict(example=widgets.Dropdown(options=list(examples), value=every_rule_example, description="example"),
-         lenience=widgets.FloatSlider(value=lenience, min=0.0, max=1.0, step=0.05, description="lenience"),
-         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="T")),
+         lenience=widgets.FloatSlider(value=lenience, min=0.0, max=1.0, step=0.05,
+                                      description="lenience (0: SpecDecode end, 1: drafter end)"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature T")),
     examples=examples))
 
 # %%
-fig = tl.explore.plot_every_rule(every_rule_example, lenience, temperature, examples=examples)
+fig = views.targets.plot_every_rule(every_rule_example, lenience, temperature, examples=examples)
 tl.savefig(fig, "targets_every_rule")
 
 # %% [markdown]
@@ -176,10 +182,10 @@ tl.savefig(fig, "targets_every_rule")
 # largest gap between the rejection probability and $\delta\,D_{TV}(p, q)$.
 
 # %%
-rejection = pd.DataFrame(tl.explore.rejection_table(examples, lenience, temperature)).T
+rejection = pd.DataFrame(tl.rejection.rejection_table(examples, lenience, temperature)).T
 tokens_per_call = rejection.apply(
-    lambda column: column.map(lambda rho: tl.explore.expected_tokens_per_call(1.0 - rho, gamma)))
-lemma3_gap = {name: tl.explore.lemma3_gap(name, temperature, examples=examples) for name in examples}
+    lambda column: column.map(lambda rho: tl.latency.expected_tokens_per_call(1.0 - rho, gamma)))
+lemma3_gap = {name: tl.rejection.lemma3_gap(name, temperature, examples=examples) for name in examples}
 rejection["max |ρ - δ D_TV|"] = pd.Series(lemma3_gap)
 with pd.option_context("display.float_format", "{:.3f}".format, "display.width", 250):
     print("rejection probability")
@@ -193,7 +199,7 @@ def plain(readouts):
     return {k: v for k, v in readouts.items() if k not in ("q", "p", "pi")}
 
 
-_, every_rule_numbers = tl.explore.every_rule_view(every_rule_example, lenience, temperature, examples=examples)
+_, every_rule_numbers = views.targets.every_rule_view(every_rule_example, lenience, temperature, examples=examples)
 tl.notebook.save_metrics("01_target_distributions", {
     "parameters": {"example": example, "rule": rule, "alpha": alpha, "temperature": temperature, "gamma": gamma,
                    "every_rule_example": every_rule_example, "lenience": lenience, "real_pair": real_pair},
@@ -227,4 +233,4 @@ tl.notebook.check_answer(answer_1, 1.0 - float(unsure.q.max()), tol=1e-6, label=
 sure = examples["confident drafter, unsure verifier"]
 tl.notebook.check_answer(answer_2, float(tl.deferral_decision("diff", sure.q, sure.p, -0.6))
                          * float(tl.tv_distance(sure.p, sure.q)), tol=1e-6, label="exercise 2")
-tl.notebook.check_answer(answer_3, tl.explore.expected_tokens_per_call(0.7, 4), tol=1e-6, label="exercise 3")
+tl.notebook.check_answer(answer_3, tl.latency.expected_tokens_per_call(0.7, 4), tol=1e-6, label="exercise 3")

@@ -16,6 +16,10 @@
 # %% [markdown]
 # # Rejection rates: how often the verifier overrules the drafter, and Lemma 3 by simulation
 #
+# > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
+# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
+# > run the notebook again (*Run > Run All Cells*) to bring them back.
+#
 # **Learning goals.** After this notebook you can
 # 1. read each rule's rejection rate against its `alpha`, and say why a deferral rule's curve is a
 #    step on one pair of distributions but smooth on average over many contexts;
@@ -40,8 +44,9 @@
 # $z = (\hat\rho - \rho)/\mathrm{se}$ should mostly lie within $\pm 2$, and all but never beyond $\pm 4$.
 
 # %% tags=["parameters"]
-example = "verifier blind spot"   # the single pair of the second figure (see tl.explore.toy_examples())
+example = "verifier blind spot"   # the single pair of the second figure (see tl.examples.toy_examples())
 temperature = 1.0                 # sampling temperature (0 means greedy)
+alpha = 0.3                       # the alpha marked on every curve, with its rejection rate
 n_alpha = 41                      # alpha values per curve
 r_values = [0.0, 0.25, 0.5, 0.75, 1.0]  # mixture weights r of the Lemma 3 check
 n_draws = 20000                   # simulated drafts per (example, r)
@@ -55,9 +60,10 @@ import pandas as pd
 from IPython.display import display
 
 import tutorial_lib as tl
+from tutorial_lib import views  # plotly figures and ipywidgets wiring
 
-examples = tl.explore.toy_examples(seed)
-toy_world = tl.explore.toy_world_inputs(seed)
+examples = tl.examples.toy_examples(seed)
+toy_world = tl.examples.toy_world_inputs(seed)
 print(toy_world.description)
 
 # %% [markdown]
@@ -76,23 +82,26 @@ print(toy_world.description)
 #   their target is $(1 - q(A))\,p$, smaller than $p$, so drafts that SpecDecode would keep are
 #   rejected. Token-V3 at `alpha = 0` is not SpecDecode: its acceptance set is the verifier's top token.
 #
-# Pick another input or temperature in the widget (each change recomputes every curve, so the slider
-# updates on release).
+# Move `alpha`: a ring marks it on every curve whose range contains it, and each panel's title and the
+# read-out under the figure give the rejection rate there. Pick another input or temperature (each such
+# change recomputes every curve, so the temperature slider updates on release).
 
 # %%
 inputs = [(toy_world.name, toy_world)] + [(name, e) for name, e in examples.items()]
-display(tl.explore.live_view(
-    tl.explore.rejection_curves_view,
+display(views.widgets.live_view(
+    views.targets.rejection_curves_view,
     dict(example=widgets.Dropdown(options=inputs, value=toy_world, description="inputs"),
-         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="T",
-                                         continuous_update=False)),
-    n_alpha=n_alpha))
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature T",
+                                         continuous_update=False),
+         alpha=widgets.FloatSlider(value=alpha, min=-1.0, max=1.0, step=0.05, description="alpha (marked on every curve)")),
+    describe=views.targets.format_rejection_at, n_alpha=n_alpha))
 
 # %%
-curves = tl.explore.rejection_curves(toy_world, temperature, n_alpha)
-fig = tl.explore.plot_rejection_curves(curves)
+_, curves = views.targets.rejection_curves_view(toy_world, temperature, alpha, n_alpha)
+fig = views.targets.plot_rejection_curves(curves)
 tl.savefig(fig, "rejection_vs_alpha")
 print(f"SpecDecode rejects {curves['spec']:.4f} of the drafts")
+print(views.targets.format_rejection_at(curves))
 ends = {label: (c["rejection"][0], c["rejection"][-1]) for label, c in curves["curves"].items()}
 peaks = {label: max(c["rejection"]) for label, c in curves["curves"].items()}
 lossy_beta_gap = max(abs(a - b) for a, b in zip(curves["curves"]["Lossy (β=1)"]["rejection"],
@@ -110,8 +119,8 @@ print(f"largest gap between the two lossy curves: {lossy_beta_gap:.2e}")
 # over most of their range: the verifier is confident there, though wrong.
 
 # %%
-pair_curves = tl.explore.rejection_curves(example, temperature, n_alpha, examples=examples)
-fig = tl.explore.plot_rejection_curves(pair_curves)
+pair_curves = tl.rejection.rejection_curves(example, temperature, n_alpha, examples=examples)
+fig = views.targets.plot_rejection_curves(pair_curves)
 tl.savefig(fig, "rejection_vs_alpha_example")
 print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
 
@@ -126,12 +135,12 @@ print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
 # standard error is 0 and the check is exact.
 
 # %%
-lemma3_rows = tl.explore.lemma3_check(examples, r_values, n_draws, temperature, seed)
+lemma3_rows = tl.rejection.lemma3_check(examples, r_values, n_draws, temperature, seed)
 lemma3 = pd.DataFrame(lemma3_rows)
 with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 200):
     display(lemma3)
-tl.explore.lemma3_figure(lemma3_rows).show()
-fig = tl.explore.plot_lemma3(lemma3_rows)
+views.targets.lemma3_figure(lemma3_rows).show()
+fig = views.targets.plot_lemma3(lemma3_rows)
 tl.savefig(fig, "rejection_lemma3")
 print(f"largest |z| over {len(lemma3_rows)} checks: {lemma3['z'].abs().max():.2f}")
 
@@ -142,7 +151,7 @@ print(f"largest |z| over {len(lemma3_rows)} checks: {lemma3['z'].abs().max():.2f
 # of its `alpha` range. Note again that the two lossy variants reject equally often.
 
 # %%
-rule_rows = tl.explore.rule_rejection_check(examples, lenience, n_draws, temperature, seed + 1)
+rule_rows = tl.rejection.rule_rejection_check(examples, lenience, n_draws, temperature, seed + 1)
 rule_check = pd.DataFrame(rule_rows)
 with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 200):
     display(rule_check)
@@ -151,8 +160,9 @@ print(f"largest |z| over {len(rule_rows)} checks: {rule_check['z'].abs().max():.
 # %%
 tl.notebook.save_metrics("02_rejection_rates", {
     "parameters": {"example": example, "temperature": temperature, "n_alpha": n_alpha, "r_values": r_values,
-                   "n_draws": n_draws, "lenience": lenience, "seed": seed},
+                   "n_draws": n_draws, "lenience": lenience, "seed": seed, "alpha": alpha},
     "spec_rejection": curves["spec"],
+    "rejection_at_alpha": curves["at_alpha"],
     "curve_ends": ends,
     "curve_peaks": peaks,
     "lossy_beta_gap": lossy_beta_gap,

@@ -16,6 +16,10 @@
 # %% [markdown]
 # # Lemma 1: the optimal token-level cascade, computed exactly
 #
+# > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
+# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
+# > run the notebook again (*Run > Run All Cells*) to bring them back.
+#
 # **Learning goals.** After this notebook you can
 # 1. write the deferral risk of a token-level cascade (equation 3) and find its minimiser (Lemma 1);
 # 2. explain why the Chow and Diff rules are *plug-ins* of that minimiser, and what miscalibration does to them;
@@ -57,15 +61,15 @@ import ipywidgets as widgets
 import torch
 
 import tutorial_lib as tl
+from tutorial_lib import views  # plotly figures and ipywidgets wiring
 
 # The tables are tiny (16 x 16 contexts): one thread avoids waiting on a second, busy core.
 torch.set_num_threads(1)
-lv = tl.lemma_views
 world = tl.ToyWorld(n_words=n_words, seed=seed)
 table = world.contexts()
-context = lv.default_context(world)
+context = tl.examples.default_context(world)
 print(f"{len(table.contexts)} contexts; the verifier is blind after {[world.tokens[b] for b in world.blind_spot_tokens]}")
-print("worked example: the context", lv.context_risks(world, context)["name"])
+print("worked example: the context", tl.deferral_risks.context_risks(world, context)["name"])
 
 # %% [markdown]
 # ## One context: two straight lines
@@ -83,16 +87,17 @@ print("worked example: the context", lv.context_risks(world, context)["name"])
 # switch points lie inside the plot.
 
 # %%
-view = lv.context_risks(world, context, loss, lemma=1)
+view = tl.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"E_P[loss of q] = {view['loss_q']:.4f}, E_P[loss of p] = {view['loss_p']:.4f}, "
       f"optimal switch alpha* = {view['optimal_switch']:.4f}")
 print("plug-in switch points:", {k: round(v, 4) for k, v in view["plugin_switch"].items()})
-print("saved", lv.save(lv.lemma1_figure(context, alpha, loss, world=world), "lemma1_context_risk"))
-low, high = lv.LEMMA_ALPHA_RANGES[1][loss]
-lv.interactive(lv.lemma1_view,
-               context_index=widgets.Dropdown(options=lv.context_options(world), value=context, description="context"),
-               alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha"),
-               loss=widgets.fixed(loss), world=widgets.fixed(world))
+print("saved", views.widgets.save(views.lemmas.lemma1_figure(context, alpha, loss, world=world), "lemma1_context_risk"))
+low, high = tl.deferral_risks.LEMMA_ALPHA_RANGES[1][loss]
+views.widgets.interactive(
+    views.lemmas.lemma1_view,
+    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
+    alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha (cost of a deferral)"),
+    loss=widgets.fixed(loss), world=widgets.fixed(world))
 
 # %% [markdown]
 # ## Brute force against the closed form, everywhere
@@ -101,8 +106,8 @@ lv.interactive(lv.lemma1_view,
 # compares two numbers. They must agree on every context, every $\alpha$ of the grid and both losses.
 
 # %%
-grids = {name: lv.lemma_alpha_grid(1, name, n_alpha) for name in tl.lemmas.LOSSES}
-brute = lv.brute_force_check(world, 1, grids)
+grids = {name: tl.deferral_risks.lemma_alpha_grid(1, name, n_alpha) for name in tl.lemmas.LOSSES}
+brute = tl.deferral_risks.brute_force_check(world, 1, grids)
 print(f"checked {brute['points_checked']} (context, alpha, loss) points: {brute['mismatches']} mismatches")
 
 # %% [markdown]
@@ -114,15 +119,15 @@ print(f"checked {brute['points_checked']} (context, alpha, loss) points: {brute[
 # always right, defers far too often for mid-range $\alpha$; Diff stays close but not on the optimum.
 
 # %%
-alphas = lv.lemma_alpha_grid(1, loss, n_alpha)
-totals = lv.total_risks(world, 1, loss, alphas)
+alphas = tl.deferral_risks.lemma_alpha_grid(1, loss, n_alpha)
+totals = tl.deferral_risks.total_risks(world, 1, loss, alphas)
 optimal_risk = totals["risk"]["optimal (Lemma 1)"]
 worst_gap = min(r - o for name, risks in totals["risk"].items() for r, o in zip(risks, optimal_risk))
 print(f"smallest (rule risk - optimal risk) over every rule and alpha: {worst_gap:.3g} (never negative)")
-at_alpha = {name: risks[0] for name, risks in lv.total_risks(world, 1, loss, [alpha])["risk"].items()}
+at_alpha = {name: risks[0] for name, risks in tl.deferral_risks.total_risks(world, 1, loss, [alpha])["risk"].items()}
 print(f"per-token risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
-print("saved", lv.save(lv.total_risk_figure(1, loss, world=world, n_alpha=n_alpha), "lemma1_total_risk"))
-lv.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
+print("saved", views.widgets.save(views.lemmas.total_risk_figure(1, loss, world=world, n_alpha=n_alpha), "lemma1_total_risk"))
+views.lemmas.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
 # ## Miscalibration moves the plug-ins, not the optimum
@@ -140,16 +145,19 @@ lv.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
 # Move the sliders below to see the whole risk curves (dashed: the plug-ins of the models as built).
 
 # %%
-sweep = lv.miscalibration_sweep(world, sharpness_values, loss, n_alpha)
+sweep = tl.deferral_risks.miscalibration_sweep(world, sharpness_values, loss, n_alpha)
 for model, rows in sweep.items():
     for s, row in rows.items():
         print(f"{model} sharpness {s:>5}: mean excess risk Chow {row['Chow plug-in']:.4f}, Diff {row['Diff plug-in']:.4f}; "
               f"optimal risk moved by {row['optimal_shift']:.2g}")
-print("saved", lv.save(lv.miscalibration_figure(sweep, loss), "lemma1_miscalibration"))
-lv.interactive(lv.total_risk_view, lemma=widgets.fixed(1), loss=widgets.fixed(loss),
-               drafter_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25, continuous_update=False),
-               verifier_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25, continuous_update=False),
-               world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha))
+print("saved", views.widgets.save(views.lemmas.miscalibration_figure(sweep, loss), "lemma1_miscalibration"))
+views.widgets.interactive(
+    views.lemmas.total_risk_view, lemma=widgets.fixed(1), loss=widgets.fixed(loss),
+    drafter_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25, continuous_update=False,
+                                             description="drafter sharpness (1 = as built)"),
+    verifier_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25, continuous_update=False,
+                                              description="verifier sharpness (1 = as built)"),
+    world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha))
 
 # %% [markdown]
 # ## The paper's Figure 1, exactly
@@ -171,8 +179,8 @@ lv.interactive(lv.total_risk_view, lemma=widgets.fixed(1), loss=widgets.fixed(lo
 # quality" and "fewer calls" is what speculative cascades close (notebook 05).
 
 # %%
-figure1 = lv.figure1_curves(world, n_alpha, temperature, gamma, prefixes)
-teacher = lv.figure1_curves(world, n_alpha, temperature, gamma, "truth")
+figure1 = tl.tradeoff.figure1_curves(world, n_alpha, temperature, gamma, prefixes)
+teacher = tl.tradeoff.figure1_curves(world, n_alpha, temperature, gamma, "truth")
 rule_names = ("Chow (TokenCascade)", "Diff (oracle)")
 spec_name = f"SpecDecode (gamma = {gamma})"
 print(f"verifier alone {figure1['verifier']:.4f}, drafter alone {figure1['drafter']:.4f}; "
@@ -181,12 +189,14 @@ for name in rule_names:
     best = min(range(len(figure1[name]["loss"])), key=figure1[name]["loss"].__getitem__)
     print(f"{name}: best loss {figure1[name]['loss'][best]:.4f} at {figure1[name]['calls_per_token'][best]:.3f} calls per token "
           f"(prefixes from P: best {min(teacher[name]['loss']):.4f}, verifier {teacher['verifier']:.4f})")
-print("saved", lv.save(lv.figure1_figure(figure1, temperature, prefixes), "lemma1_figure1"))
-lv.interactive(lv.figure1_view,
-               temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False),
-               gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False),
-               prefixes=widgets.Dropdown(options=["generated", "truth"], value=prefixes),
-               world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha))
+print("saved", views.widgets.save(views.lemmas.figure1_figure(figure1, temperature, prefixes), "lemma1_figure1"))
+views.widgets.interactive(
+    views.lemmas.figure1_view,
+    temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
+                                    description="temperature T"),
+    gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="SpecDecode block size gamma"),
+    prefixes=widgets.Dropdown(options=["generated", "truth"], value=prefixes, description="prefixes"),
+    world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha))
 
 # %%
 tl.notebook.save_metrics("03_lemma1_token_cascades", {
@@ -219,7 +229,7 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check_answer(answer_1, lv.context_risks(world, context, "zero_one", 1)["optimal_switch"], label="exercise 1")
+tl.notebook.check_answer(answer_1, tl.deferral_risks.context_risks(world, context, "zero_one", 1)["optimal_switch"], label="exercise 1")
 tl.notebook.check_answer(answer_2, at_alpha["Diff plug-in"] - at_alpha["optimal (Lemma 1)"], label="exercise 2")
 chow_excess = {s: row["Chow plug-in"] for s, row in sweep["drafter"].items()}
 tl.notebook.check_answer(answer_3, min(chow_excess, key=chow_excess.get), tol=1e-9, label="exercise 3")

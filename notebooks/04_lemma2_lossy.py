@@ -16,6 +16,10 @@
 # %% [markdown]
 # # Lemma 2: lossy speculative sampling is Algorithm 4 with one particular target
 #
+# > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
+# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
+# > run the notebook again (*Run > Run All Cells*) to bring them back.
+#
 # **Learning goals.** After this notebook you can
 # 1. state lossy speculative sampling (Tran-Thien): its acceptance rule and its residual;
 # 2. check, token by token, that Algorithm 4 run on the lossy target does exactly the same (Lemma 2);
@@ -53,13 +57,13 @@ import ipywidgets as widgets
 import torch
 
 import tutorial_lib as tl
+from tutorial_lib import views  # plotly figures and ipywidgets wiring
 
 # The tables are tiny (16 x 16 contexts): one thread avoids waiting on a second, busy core.
 torch.set_num_threads(1)
-lv = tl.lemma_views
 world = tl.ToyWorld(n_words=n_words, seed=seed)
-context = lv.context_options(world)[context_rank][1]
-print("worked example:", lv.context_options(world)[context_rank][0])
+context = tl.examples.context_options(world)[context_rank][1]
+print("worked example:", tl.examples.context_options(world)[context_rank][0])
 
 # %% [markdown]
 # ## Lossy speculative sampling, from its own definition
@@ -67,8 +71,8 @@ print("worked example:", lv.context_options(world)[context_rank][0])
 # target at all; that is the point of the comparison.
 
 # %%
-print(inspect.getsource(lv.tran_thien_acceptance))
-print(inspect.getsource(lv.tran_thien_residual))
+print(inspect.getsource(tl.lossy.tran_thien_acceptance))
+print(inspect.getsource(tl.lossy.tran_thien_residual))
 
 # %% [markdown]
 # ## One context, token by token
@@ -80,13 +84,15 @@ print(inspect.getsource(lv.tran_thien_residual))
 # ever rejected) or the draft is always rejected and replaced by the verifier's token.
 
 # %%
-print("saved", lv.save(lv.lemma2_figure(context, alpha, "normalize", world=world), "lemma2_token_by_token"))
-lv.interactive(lv.lemma2_view,
-               context_index=widgets.Dropdown(options=lv.context_options(world), value=context, description="context"),
-               alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
-               beta=widgets.Dropdown(options=[("1", 1.0), ("2", 2.0), ("normalising (Lossy*)", "normalize")], value="normalize"),
-               temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="T"),
-               world=widgets.fixed(world))
+print("saved", views.widgets.save(views.lemmas.lemma2_figure(context, alpha, "normalize", world=world), "lemma2_token_by_token"))
+views.widgets.interactive(
+    views.lemmas.lemma2_view,
+    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
+    alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
+    beta=widgets.Dropdown(options=[("1", 1.0), ("2", 2.0), ("normalising (Lossy*)", "normalize")], value="normalize",
+                          description="beta"),
+    temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature T"),
+    world=widgets.fixed(world))
 
 # %% [markdown]
 # ## Every context, every alpha, both betas, three temperatures
@@ -99,7 +105,7 @@ lv.interactive(lv.lemma2_view,
 # $\beta = 1$ and the normalising $\beta$ never meet it.
 
 # %%
-lemma2 = lv.lemma2_check(world, tl.alpha_grid("lossy", n_alpha), betas=(1.0, 2.0, "normalize"),
+lemma2 = tl.lossy.lemma2_check(world, tl.alpha_grid("lossy", n_alpha), betas=(1.0, 2.0, "normalize"),
                          temperatures=check_temperatures)
 for key, value in lemma2.items():
     print(f"{key:>26}: {value:.3g}" if isinstance(value, float) else f"{key:>26}: {value}")
@@ -124,20 +130,21 @@ for key, value in lemma2.items():
 # leaves $p$ even at $\alpha = 0$ (printed below for $\beta = 2$).
 
 # %%
-sweep = lv.beta_sweep(world, tl.alpha_grid("lossy", n_alpha))
+sweep = tl.lossy.beta_sweep(world, tl.alpha_grid("lossy", n_alpha))
 one, star = "beta = 1", "Lossy* (normalising beta)"
 gaps = {metric: max(abs(a - b) for a, b in zip(sweep[one][metric], sweep[star][metric]))
         for metric in ("acceptance_rate", "tv_to_p", "kl_to_p", "loss")}
 print("largest |beta = 1 - Lossy*| over alpha:", {k: f"{v:.2g}" for k, v in gaps.items()})
 print(f"mean target mass with beta = 1 at alpha = 0.99: {sweep[one]['target_mass'][-1]:.3f} (Lossy*: "
       f"{sweep[star]['target_mass'][-1]:.3f})")
-beta_two = lv.beta_sweep(world, [0.0], betas=(2.0,))["beta = 2"]
+beta_two = tl.lossy.beta_sweep(world, [0.0], betas=(2.0,))["beta = 2"]
 print(f"a fixed beta = 2 at alpha = 0: D_TV(emitted, p) = {beta_two['tv_to_p'][0]:.3f}, target mass {beta_two['target_mass'][0]:.3f}")
-print("saved", lv.save(lv.beta_figure(sweep), "lemma2_beta"))
-lv.interactive(lv.beta_view, alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
-               context_index=widgets.Dropdown(options=lv.context_options(world), value=context, description="context"),
-               temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="T"),
-               world=widgets.fixed(world))
+print("saved", views.widgets.save(views.lemmas.beta_figure(sweep), "lemma2_beta"))
+views.widgets.interactive(
+    views.lemmas.beta_view, alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
+    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
+    temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature T"),
+    world=widgets.fixed(world))
 
 # %%
 tl.notebook.save_metrics("04_lemma2_lossy", {
@@ -164,7 +171,7 @@ answer_3 = None  # your code here
 # %%
 q_ex = torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64)
 p_ex = torch.tensor([0.2, 0.5, 0.3], dtype=torch.float64)
-tl.notebook.check_answer(answer_1, float(lv.tran_thien_acceptance(q_ex, p_ex, 0.5)[0]), label="exercise 1")
+tl.notebook.check_answer(answer_1, float(tl.lossy.tran_thien_acceptance(q_ex, p_ex, 0.5)[0]), label="exercise 1")
 tl.notebook.check_answer(answer_2, float(tl.lossy_beta(q_ex, p_ex, 0.5)), label="exercise 2")
 emitted = tl.output_distribution(tl.target_distribution("lossy", q_ex, p_ex, 0.5, beta=1.0), q_ex)
 tl.notebook.check_answer(answer_3, float(tl.tv_distance(emitted, p_ex)), label="exercise 3")

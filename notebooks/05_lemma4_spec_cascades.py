@@ -16,6 +16,10 @@
 # %% [markdown]
 # # Lemma 4: the optimal speculative cascade, and what it buys
 #
+# > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
+# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
+# > run the notebook again (*Run > Run All Cells*) to bring them back.
+#
 # **Learning goals.** After this notebook you can
 # 1. explain why, in a *speculative* cascade, a deferral costs $\alpha\,D_{TV}(p_t, q_t)$ instead of $\alpha$
 #    (equation 8) and find the minimiser (Lemma 4);
@@ -54,14 +58,14 @@ import pandas as pd
 import torch
 
 import tutorial_lib as tl
+from tutorial_lib import views  # plotly figures and ipywidgets wiring
 
 # The tables are tiny (16 x 16 contexts): one thread avoids waiting on a second, busy core.
 torch.set_num_threads(1)
-lv = tl.lemma_views
 world = tl.ToyWorld(n_words=n_words, seed=seed)
-context = lv.default_context(world)
+context = tl.examples.default_context(world)
 metrics = {}  # one key per section; the last cell writes them all
-print("worked example: the context", lv.context_risks(world, context)["name"])
+print("worked example: the context", tl.deferral_risks.context_risks(world, context)["name"])
 
 # %% [markdown]
 # ## One context: the deferral line now rises with slope $D_{TV}$
@@ -73,16 +77,17 @@ print("worked example: the context", lv.context_risks(world, context)["name"])
 # nothing, and the optimal rule defers up to large $\alpha$.
 
 # %%
-view4 = lv.context_risks(world, context, loss, lemma=4)
-view1 = lv.context_risks(world, context, loss, lemma=1)
+view4 = tl.deferral_risks.context_risks(world, context, loss, lemma=4)
+view1 = tl.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_switch']:.4f}, Lemma 1 {view1['optimal_switch']:.4f}, "
       f"OPT plug-in {view4['plugin_switch']['OPT plug-in']:.4f}")
-print("saved", lv.save(lv.lemma4_figure(context, alpha, loss, world=world), "lemma4_context_risk"))
-low, high = lv.LEMMA_ALPHA_RANGES[4][loss]
-lv.interactive(lv.lemma4_view,
-               context_index=widgets.Dropdown(options=lv.context_options(world), value=context, description="context"),
-               alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha"),
-               loss=widgets.fixed(loss), world=widgets.fixed(world))
+print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world), "lemma4_context_risk"))
+low, high = tl.deferral_risks.LEMMA_ALPHA_RANGES[4][loss]
+views.widgets.interactive(
+    views.lemmas.lemma4_view,
+    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
+    alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha (cost of a rejection)"),
+    loss=widgets.fixed(loss), world=widgets.fixed(world))
 
 # %% [markdown]
 # ## Brute force against the closed form, and against OPT
@@ -92,9 +97,9 @@ lv.interactive(lv.lemma4_view,
 # over $\alpha$).
 
 # %%
-grids = {name: lv.lemma_alpha_grid(4, name, n_alpha_lemma) for name in tl.lemmas.LOSSES}
-brute = lv.brute_force_check(world, 4, grids, temperatures=lemma_temperatures)
-agreement = lv.plugin_agreement(world, 4, loss, grids[loss])
+grids = {name: tl.deferral_risks.lemma_alpha_grid(4, name, n_alpha_lemma) for name in tl.lemmas.LOSSES}
+brute = tl.deferral_risks.brute_force_check(world, 4, grids, temperatures=lemma_temperatures)
+agreement = tl.deferral_risks.plugin_agreement(world, 4, loss, grids[loss])
 print(f"checked {brute['points_checked']} (context, alpha, loss, T) points: {brute['mismatches']} mismatches")
 print("share of decisions equal to Lemma 4's:", {k: round(v, 4) for k, v in agreement.items()})
 metrics["lemma4"] = {"points_checked": brute["points_checked"], "mismatches": brute["mismatches"],
@@ -109,15 +114,15 @@ metrics["lemma4"] = {"points_checked": brute["points_checked"], "mismatches": br
 # decide most; at large $\alpha$ every rule keeps $q$ and they meet.
 
 # %%
-totals = lv.total_risks(world, 4, loss, lv.lemma_alpha_grid(4, loss, n_alpha_lemma))
+totals = tl.deferral_risks.total_risks(world, 4, loss, tl.deferral_risks.lemma_alpha_grid(4, loss, n_alpha_lemma))
 optimal_risk = totals["risk"]["optimal (Lemma 4)"]
 worst_gap = min(r - o for risks in totals["risk"].values() for r, o in zip(risks, optimal_risk))
-at_alpha = {name: risks[0] for name, risks in lv.total_risks(world, 4, loss, [alpha])["risk"].items()}
+at_alpha = {name: risks[0] for name, risks in tl.deferral_risks.total_risks(world, 4, loss, [alpha])["risk"].items()}
 print(f"smallest (rule risk - optimal risk): {worst_gap:.3g} (never negative)")
 print(f"per-token speculative risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
 metrics["lemma4"].update(min_excess_over_optimal=worst_gap, risk_at_alpha=dict(at_alpha, alpha=alpha))
-print("saved", lv.save(lv.total_risk_figure(4, loss, world=world, n_alpha=n_alpha_lemma), "lemma4_total_risk"))
-lv.total_risk_view(4, loss, world=world, n_alpha=n_alpha_lemma)
+print("saved", views.widgets.save(views.lemmas.total_risk_figure(4, loss, world=world, n_alpha=n_alpha_lemma), "lemma4_total_risk"))
+views.lemmas.total_risk_view(4, loss, world=world, n_alpha=n_alpha_lemma)
 
 # %% [markdown]
 # ## The cost-quality trade-off, exactly
@@ -141,21 +146,25 @@ lv.total_risk_view(4, loss, world=world, n_alpha=n_alpha_lemma)
 # longer than 2 are slower than the verifier alone.
 
 # %%
-tradeoff = lv.tradeoff_curves(world, gamma, temperature, n_alpha, cost_ratio=cost_ratio)
-summary = lv.tradeoff_summary(tradeoff)
+tradeoff = tl.tradeoff.tradeoff_curves(world, gamma, temperature, n_alpha, cost_ratio=cost_ratio)
+summary = tl.tradeoff.tradeoff_summary(tradeoff)
 print(f"verifier alone: loss {tradeoff['verifier']['loss']:.4f} at latency 1; "
       f"drafter alone: loss {tradeoff['drafter']['loss']:.4f} at latency {tradeoff['drafter']['latency']:g}")
 print(pd.DataFrame(summary).T.round(4).to_string())
 metrics["tradeoff"] = {"gamma": gamma, "cost_ratio": cost_ratio, "temperature": temperature,
                        "verifier": tradeoff["verifier"], "drafter": tradeoff["drafter"],
                        "curves": tradeoff["curves"], "summary": summary}
-print("saved", lv.save(lv.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature), "lemma4_tradeoff"))
-lv.interactive(lv.tradeoff_view,
-               gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False),
-               cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01, continuous_update=False),
-               temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False),
-               world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha),
-               methods=widgets.SelectMultiple(options=list(lv.TRADEOFF_METHODS), value=list(lv.TRADEOFF_METHODS), rows=9))
+print("saved", views.widgets.save(views.lemmas.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature), "lemma4_tradeoff"))
+views.widgets.interactive(
+    views.lemmas.tradeoff_view,
+    gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="block size gamma"),
+    cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01, continuous_update=False,
+                                   description="drafter step cost c (verifier calls)"),
+    temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
+                                    description="temperature T"),
+    world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha),
+    methods=widgets.SelectMultiple(options=list(tl.tradeoff.TRADEOFF_METHODS), value=list(tl.tradeoff.TRADEOFF_METHODS),
+                                   rows=9, description="methods"))
 
 # %% [markdown]
 # ## The same curves from the real engine
@@ -173,10 +182,10 @@ lv.interactive(lv.tradeoff_view,
 # %%
 checked_alpha = {label: curve["alpha"][round(0.65 * (len(curve["alpha"]) - 1))]
                  for label, curve in tradeoff["curves"].items()}
-check = tl.toycheck.engine_check(world, lv.TRADEOFF_METHODS, checked_alpha, gamma=gamma, temperature=temperature,
+check = tl.toycheck.engine_check(world, tl.tradeoff.TRADEOFF_METHODS, checked_alpha, gamma=gamma, temperature=temperature,
                                  n=n_engine, seed=seed)
 print(pd.DataFrame({label: {f"z {k}": v for k, v in r["z"].items()} for label, r in check.items()}).T.round(2).to_string())
-print("saved", lv.save(tl.toycheck.engine_check_figure(check, tradeoff["curves"]), "lemma4_engine_check"))
+print("saved", views.widgets.save(tl.toycheck.engine_check_figure(check, tradeoff["curves"]), "lemma4_engine_check"))
 metrics["engine_check"] = {"n": n_engine, "results": check,
                            "max_abs_z": max(abs(z) for r in check.values() for z in r["z"].values() if z == z)}
 print(f"largest |z| over every method and metric: {metrics['engine_check']['max_abs_z']:.2f}")
@@ -190,7 +199,7 @@ tl.notebook.save_metrics("05_lemma4_spec_cascades", metrics, output_dir)
 
 # %% [markdown]
 # ## Exercises
-# 1. For the most visited context (`lv.context_options(world)[0][1]`), compute Lemma 4's switch point
+# 1. For the most visited context (`tl.examples.context_options(world)[0][1]`), compute Lemma 4's switch point
 #    $(\mathbb{E}_P[\ell(x, q_t)] - \mathbb{E}_P[\ell(x, p_t)]) / D_{TV}(p_t, q_t)$ for the 0-1 loss from `world.contexts()`
 #    and store it in `answer_1`. Is it larger or smaller than Lemma 1's, and why?
 # 2. SpecDecode emits `tradeoff["curves"]["SpecDecode"]["tokens_per_call"][0]` tokens per verifier call.
@@ -204,8 +213,8 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-top = lv.context_options(world)[0][1]
-tl.notebook.check_answer(answer_1, lv.context_risks(world, top, "zero_one", 4)["optimal_switch"], label="exercise 1")
+top = tl.examples.context_options(world)[0][1]
+tl.notebook.check_answer(answer_1, tl.deferral_risks.context_risks(world, top, "zero_one", 4)["optimal_switch"], label="exercise 1")
 tl.notebook.check_answer(answer_2, (gamma * cost_ratio + 1) / tradeoff["curves"]["SpecDecode"]["tokens_per_call"][0],
                          label="exercise 2")
 reachable = [s["best_loss_within_verifier_latency"] for s in summary.values() if s["best_loss_within_verifier_latency"] is not None]

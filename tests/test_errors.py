@@ -10,7 +10,7 @@ p = torch.tensor([0.2, 0.5, 0.3])
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda: tl.target_distribution("nope", q, p, 0.1), "unknown rule 'nope'; choose one of"),
+    (lambda: tl.target_distribution("nope", q, p, 0.1), "rule='nope' is unknown; choose one of"),
     (lambda: tl.target_distribution("chow", q, p, 1.5), r"outside the range \[0.0, 1.0\] of rule 'chow'"),
     (lambda: tl.target_distribution("chow", q, p, -0.1), "outside the range"),
     (lambda: tl.target_distribution("diff", q, p, -1.01), "outside the range"),
@@ -29,7 +29,7 @@ p = torch.tensor([0.2, 0.5, 0.3])
     (lambda: tl.target_distribution("spec", torch.tensor([2.0, -1.0, 0.0]), p, 0.0), "pass probabilities, not logits"),
     (lambda: tl.target_distribution("spec", torch.tensor([float("nan"), 0.5, 0.5]), p, 0.0), "NaN"),
     (lambda: tl.target_distribution("chow", q, p, 0.5, q_unscaled=torch.tensor([0.5, 0.5])), "shapes of q and p"),
-    (lambda: tl.probabilities(torch.zeros(3), -1.0), "use T = 0 for greedy decoding or T > 0"),
+    (lambda: tl.probabilities(torch.zeros(3), -1.0), "use T = 0 for greedy decoding or a finite T > 0"),
     (lambda: tl.probabilities(torch.tensor([float("nan"), 0.0]), 1.0), "NaN"),
     (lambda: tl.probabilities(torch.full((3,), -float("inf")), 1.0), "at least one token"),
     (lambda: tl.deferral_decision("token_v1", q, p, 0.1), "use one of bild, chow, diff, opt"),

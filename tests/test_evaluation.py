@@ -1,4 +1,4 @@
-"""The evaluation harness: the paper's table on curves with known answers, resumable sweeps, configurations."""
+"""The evaluation harness and its analysis: the paper's table on curves with known answers, resumable sweeps, configurations."""
 import json
 import math
 
@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 
 import tutorial_lib as tl
+from tutorial_lib import analysis as an
 from tutorial_lib import evaluation as ev
+from tutorial_lib import rerun_figures
 
 
 # ---- the table on synthetic curves ------------------------------------------------------------------
@@ -38,38 +40,38 @@ def test_table_matched_not_matched_and_crossing():
         # every point slower than the verifier
         "slow": [(1.1, 25.0, 0.5), (1.3, 26.0, 0.6)],
     })
-    table = ev.paper_table(summary).set_index("method")
+    table = an.paper_table(summary).set_index("method")
     reduction = "latency_reduction_at_verifier_quality"
     best = "best_quality_at_latency<=verifier"
     assert table.loc["matched", reduction] == pytest.approx(0.2)
     assert table.loc["matched", best] == pytest.approx(25.0)
-    assert table.loc["not matched", reduction] == ev.NOT_REACHED
+    assert table.loc["not matched", reduction] == an.NOT_REACHED
     assert table.loc["not matched", best] == pytest.approx(15.0 + (1.0 - 0.9) / 0.6 * 4.0)
     assert table.loc["crossing", reduction] == pytest.approx(0.4)
     assert table.loc["crossing", best] == pytest.approx(22.0)
     assert table.loc["cheap", reduction] == pytest.approx(0.75)
     assert table.loc["slow", reduction] == pytest.approx(-0.1)   # matches, but only by being slower
-    assert table.loc["slow", best] == ev.NOT_REACHED
+    assert table.loc["slow", best] == an.NOT_REACHED
     assert "Verifier" not in table.index
 
 
 def test_table_on_rejection_rate():
     summary = _summary({"m": [(0.5, 10.0, 0.0), (0.6, 30.0, 0.4)]})
-    table = ev.paper_table(summary, x="rejection_rate").set_index("method")
+    table = an.paper_table(summary, x="rejection_rate").set_index("method")
     assert table.loc["m", "rejection_rate_reduction_at_verifier_quality"] == pytest.approx(0.8)
     assert table.loc["m", "best_quality_at_rejection_rate<=verifier"] == pytest.approx(30.0)
 
 
 def test_crossing_helpers_handle_unsorted_points():
-    assert ev.crossing_latency([1.2, 0.4], [30.0, 10.0], 20.0) == pytest.approx(0.8)
-    assert ev.crossing_latency([], [], 1.0) is None
-    assert ev.best_quality_within([2.0, 3.0], [1.0, 2.0], 1.0) is None
+    assert an.crossing_latency([1.2, 0.4], [30.0, 10.0], 20.0) == pytest.approx(0.8)
+    assert an.crossing_latency([], [], 1.0) is None
+    assert an.best_quality_within([2.0, 3.0], [1.0, 2.0], 1.0) is None
 
 
 def test_table_needs_the_verifier():
     summary = _summary({"m": [(0.5, 10.0, 0.0)]})
     with pytest.raises(ValueError, match="Verifier"):
-        ev.paper_table(summary[summary["method"] != "verifier"])
+        an.paper_table(summary[summary["method"] != "verifier"])
 
 
 # ---- configurations ---------------------------------------------------------------------------------
@@ -138,8 +140,8 @@ def test_sweep_resumes_without_redoing_rows(tmp_path, one_thread):
     pd.testing.assert_frame_equal(again[columns].sort_values(key).reset_index(drop=True),
                                   fresh[columns].sort_values(key).reset_index(drop=True))
     # wall times differ between runs; the table on the rejection-rate axis must not
-    table = ev.paper_table(ev.summarize(again), x="rejection_rate")
-    table_fresh = ev.paper_table(ev.summarize(fresh), x="rejection_rate")
+    table = an.paper_table(an.summarize(again), x="rejection_rate")
+    table_fresh = an.paper_table(an.summarize(fresh), x="rejection_rate")
     pd.testing.assert_frame_equal(table, table_fresh)
     config = json.loads((sweep_dir / "config.json").read_text())
     assert config["hash"] in sweep_dir.name and config["tasks"]["toy"] == task.fingerprint()
@@ -154,8 +156,55 @@ def test_a_cut_off_last_line_is_redone(tmp_path, one_thread):
     rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
     text = rows_file.read_text()
     rows_file.write_text(text[: len(text) - 20])   # an interruption in the middle of writing a row
-    table = ev.run_sweep(pair, task, configs, name="cut", root=tmp_path, progress=False)
+    with pytest.warns(UserWarning, match="cut short"):
+        table = ev.run_sweep(pair, task, configs, name="cut", root=tmp_path, progress=False)
     assert len(table) == 3 and sorted(table["example_id"]) == ["ex0", "ex1", "ex2"]
+    assert (rows_file.parent / "rows.jsonl.corrupt").read_text() == text[len(text) - len(text.splitlines()[-1]) - 1:-20] + "\n"
+
+
+def test_a_last_row_without_its_newline_is_kept_not_redone(tmp_path, one_thread):
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    ev.run_sweep(pair, _toy_task(3), configs, name="nl", root=tmp_path, progress=False)
+    rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
+    text = rows_file.read_text()
+    rows_file.write_text(text.rstrip("\n"))             # the final newline lost
+    table = ev.run_sweep(pair, _toy_task(4), configs, name="nl", root=tmp_path, progress=False)
+    assert len(table) == 4
+    assert rows_file.read_text().splitlines()[:3] == text.splitlines()   # kept, and only ex3 was added
+
+
+def test_a_malformed_row_stops_the_sweep_with_the_line_to_repair(tmp_path, one_thread):
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)
+    rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
+    lines = rows_file.read_text().splitlines()
+    rows_file.write_text("\n".join([lines[0], "42", *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match=r"rows.jsonl, line 2 is JSON but not an object.*delete or fix line 2"):
+        ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)
+    assert tl.rows_file.set_aside_bad_lines(rows_file) == 1
+    assert len(ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)) == 3
+
+
+def test_rows_are_keyed_by_task_too(tmp_path, one_thread):
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    first, second = _toy_task(2), ev.Task("other", _exact_word_match, _toy_task(2).examples, max_new_tokens=3)
+    rows = ev.run_sweep(pair, [first, second], configs, name="two", root=tmp_path, progress=False)
+    assert len(rows) == 4 and sorted(set(rows["task"])) == ["other", "toy"]   # same example ids, both kept
+
+
+def test_saved_rows_reload_without_the_models(tmp_path, one_thread):
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    configs = ev.sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
+    rows = ev.run_sweep(pair, _toy_task(3), configs, name="saved", root=tmp_path, progress=False)
+    records = tuple(ev.ModelRecord(**ev.model_identity(m), install="make toy") for m in pair)
+    again = ev.run_sweep(records, _toy_task(3), configs, name="saved", root=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(rows, again)
+    with pytest.raises(ev.MissingRowsError, match="3 of the 9 requested rows are not saved.*make toy"):
+        ev.run_sweep(records, _toy_task(3), configs + ev.sweep_configs(["SpecDecode"], temperatures=(1.0,)),
+                     name="saved", root=tmp_path, progress=False)
 
 
 def test_a_sweep_returns_only_the_configurations_asked_for(tmp_path, one_thread):
@@ -179,7 +228,7 @@ def test_summary_points(tmp_path, one_thread):
     configs = ev.sweep_configs(["Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]"], n_alpha=2,
                                temperatures=(1.0,), gammas=(2,))
     rows = ev.run_sweep(pair, _toy_task(6), configs, name="sum", root=tmp_path, progress=False)
-    summary = ev.summarize(rows).set_index("label")
+    summary = an.summarize(rows).set_index("label")
     assert summary.loc["Verifier", "latency"] == pytest.approx(1.0)
     assert summary.loc["Verifier", "rejection_rate"] == 1.0
     assert summary.loc["Drafter", "rejection_rate"] == 0.0
@@ -197,7 +246,7 @@ def test_plot_curves_draws_one_line_per_method(tmp_path, one_thread):
     summary = _summary({"SpecCascade [OPT]": [(0.4, 10.0, 0.1), (1.2, 30.0, 0.9)],
                         "SpecDecode [Lossy]": [(0.5, 11.0, 0.2), (0.9, 19.0, 0.7)]})
     summary["quality_ci"] = 0.5
-    ax = ev.plot_curves(summary, x="rejection_rate")
+    ax = rerun_figures.plot_curves(summary, x="rejection_rate")
     assert {"SpecCascade [OPT]", "SpecDecode [Lossy]", "verifier quality"} <= set(ax.get_legend_handles_labels()[1])
     plt.close("all")
 
@@ -216,7 +265,7 @@ def test_quality_by_group_shows_where_each_model_wins():
         dict(task="t", example_id=f"e{i}", label=label, alpha=0.0, temperature=0.0, quality=q)
         for label, qualities in {"Drafter": [10, 20, 0, 0], "Verifier": [5, 5, 50, 30]}.items()
         for i, q in enumerate(qualities)])
-    table = ev.quality_by_group(rows, task)
+    table = an.quality_by_group(rows, task)
     assert table.loc["a", "Drafter"] == 15 and table.loc["a", "Verifier"] == 5
     assert table.loc["b", "Verifier"] == 40 and list(table["n"]) == [2, 2]
 
@@ -228,13 +277,13 @@ def test_rule_ends_come_from_the_drafter_and_specdecode_points():
                                               ("SpecDecode", "speculative", "spec", 3.0, 0.4),
                                               ("SpecCascade [Chow]", "speculative", "chow", 2.5, 0.2),
                                               ("SpecCascade [Token-V3]", "speculative", "token_v3", 3.2, 0.5)]]
-    extended = ev.with_rule_ends(pd.DataFrame(rows))
+    extended = an.with_rule_ends(pd.DataFrame(rows))
     chow = extended[extended["label"] == "SpecCascade [Chow]"].set_index("end")
     assert list(chow.index) == ["", "drafter", "spec"]
     assert chow.loc["drafter", "rejection_rate"] == 0.0 and chow.loc["spec", "quality"] == 3.0
     token_v3 = extended[extended["label"] == "SpecCascade [Token-V3]"]
     assert sorted(token_v3["end"]) == ["", "drafter"]            # its alpha = 0 end is not SpecDecode
-    table = ev.paper_table(extended, x="rejection_rate").set_index("method")
+    table = an.paper_table(extended, x="rejection_rate").set_index("method")
     # Chow: from (0, 1.0) to (0.2, 2.5) to (0.4, 3.0): reaches 3.0 only at r = 0.4
     assert table.loc["SpecCascade [Chow]", "rejection_rate_reduction_at_verifier_quality"] == pytest.approx(0.6)
 
@@ -243,11 +292,11 @@ def test_call_based_latency(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
     configs = ev.sweep_configs(["Drafter", "Verifier", "SpecDecode"], temperatures=(1.0,), gammas=(3,))
     rows = ev.run_sweep(pair, _toy_task(4), configs, name="calls", root=tmp_path, progress=False)
-    summary = ev.summarize(rows, cost_ratio=0.5).set_index("label")
+    summary = an.summarize(rows, cost_ratio=0.5).set_index("label")
     assert summary.loc["Verifier", "latency_calls"] == pytest.approx(1.0)
     drafter = rows[rows["label"] == "Drafter"]
     verifier = rows[rows["label"] == "Verifier"]
     assert summary.loc["Drafter", "latency_calls"] == pytest.approx(
         0.5 * drafter["n_drafter_calls"].sum() / verifier["n_verifier_calls"].sum())
     with pytest.raises(ValueError, match="cost_ratio"):
-        ev.summarize(rows, cost_ratio=-1)
+        an.summarize(rows, cost_ratio=-1)

@@ -143,7 +143,25 @@ def test_extract_code():
     assert m.extract_code("[BEGIN]\ndef add(a, b):\n    return a + b\n[DONE]").startswith("def add")
 
 
+def _needs_bwrap():
+    from tutorial_lib import sandbox
+    if not sandbox.sandbox_available():
+        pytest.skip(f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT} (CI installs it)")
+
+
+@pytest.mark.parametrize("cheat", [
+    "import builtins\nbuiltins.exec = lambda *a, **k: None\n",
+    "class T:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return T()\n",
+    "import sys\nf = sys._getframe(1)\nwhile f:\n    [v['tests'].clear() for v in f.f_locals.values() if isinstance(v, dict) and 'tests' in v]\n    f = f.f_back\n",
+])
+def test_pass_at_1_is_judged_outside_the_solution(cheat):
+    _needs_bwrap()
+    reply = "```python\ndef add(a, b):\n    return a - b\n" + cheat + "```"
+    assert m.METRICS["mbpp"](reply, PROBLEM) == 0.0
+
+
 def test_code_pass_correct_and_wrong():
+    _needs_bwrap()
     assert m.code_pass("```python\ndef add(a, b):\n    return a + b\n```", PROBLEM) == 1.0
     assert m.code_pass("```python\ndef add(a, b):\n    return a - b\n```", PROBLEM) == 0.0
     assert m.code_pass("I cannot write code.", PROBLEM) == 0.0

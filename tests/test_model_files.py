@@ -5,7 +5,9 @@ chunk packages are optional, so their logic is exercised on small fake parts ins
 """
 import dataclasses
 import hashlib
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,106 @@ def test_a_finished_directory_is_reused_without_reconverting(smollm2_dir, monkey
     monkeypatch.setattr(model_files, "_copy_and_hash", lambda *args: pytest.fail("re-hashed"))
     assert offline_model_dir("smollm2-135m", progress=False) == smollm2_dir
     assert (smollm2_dir / "model.safetensors").stat().st_mtime_ns == mtime
+
+
+# --------------------------------------------------------------------------------------------------
+# The converted cache is verified on load (issue 12)
+# --------------------------------------------------------------------------------------------------
+
+def _fake_conversion(calls):
+    def convert(gguf_path, out_dir):
+        calls.append(out_dir)
+        out_dir.mkdir()
+        (out_dir / "config.json").write_text('{"vocab_size": 16}')
+        (out_dir / "model.safetensors").write_bytes(bytes(range(256)) * 64)
+        (out_dir / "sub").mkdir()
+        (out_dir / "sub" / "tokenizer.json").write_text('{"model": {}}')
+    return convert
+
+
+@pytest.fixture
+def converted_fake(tmp_path, monkeypatch):
+    fake_chunked_model(tmp_path, monkeypatch, {1: b"gguf"})
+    calls = []
+    monkeypatch.setattr(model_files, "_convert_gguf", _fake_conversion(calls))
+    monkeypatch.setattr(model_files, "_verified_in_process", {})
+    return offline_model_dir("fake", progress=False), calls
+
+
+def test_the_record_holds_the_hash_of_every_converted_file(converted_fake):
+    folder, calls = converted_fake
+    record = json.loads((folder / model_files.SOURCE_RECORD).read_text())
+    assert sorted(record["files"]) == ["config.json", "model.safetensors", "sub/tokenizer.json"]
+    data = (folder / "model.safetensors").read_bytes()
+    assert record["files"]["model.safetensors"] == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    assert len(calls) == 1
+
+
+def _flip_a_bit(path):
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda f: _flip_a_bit(f / "model.safetensors"), "model.safetensors has SHA-256"),
+    (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:100]), "has 100 bytes"),
+    (lambda f: (f / "config.json").write_text('{"vocab_size": 1'), "config.json has"),
+    (lambda f: (f / "sub" / "tokenizer.json").unlink(), "sub/tokenizer.json is missing"),
+    (lambda f: (f / model_files.SOURCE_RECORD).write_text("{not json"), "record"),
+])
+def test_a_damaged_cache_raises_naming_the_folder_and_the_rebuild_command(converted_fake, damage, problem):
+    folder, calls = converted_fake
+    damage(folder)
+    if problem == "record":  # a broken record is an unfinished conversion: converted again
+        assert offline_model_dir("fake", progress=False) == folder and len(calls) == 2
+        return
+    with pytest.raises(model_files.CorruptModelCacheError) as error:
+        offline_model_dir("fake", progress=False)
+    message = str(error.value)
+    assert str(folder) in message and problem in message
+    assert "offline_model_dir('fake', rebuild=True)" in message
+    assert offline_model_dir("fake", progress=False, rebuild=True) == folder and len(calls) == 2
+    assert offline_model_dir("fake", progress=False) == folder  # verified again, clean
+
+
+def test_a_bit_flip_behind_a_restored_mtime_is_still_found(converted_fake):
+    folder, _ = converted_fake
+    weights = folder / "model.safetensors"
+    status = weights.stat()
+    _flip_a_bit(weights)
+    os.utime(weights, ns=(status.st_atime_ns, status.st_mtime_ns))  # mtime as before; ctime cannot be reset
+    model_files._verified_in_process.clear()
+    with pytest.raises(model_files.CorruptModelCacheError, match="model.safetensors has SHA-256"):
+        offline_model_dir("fake", progress=False)
+
+
+def test_a_second_load_does_not_hash_again(converted_fake, monkeypatch):
+    folder, _ = converted_fake
+    monkeypatch.setattr(model_files, "_sha256_file", lambda path: pytest.fail(f"hashed {path} again"))
+    assert offline_model_dir("fake", progress=False) == folder  # this process's memo
+    model_files._verified_in_process.clear()  # as in a new process: the record beside the files
+    assert offline_model_dir("fake", progress=False) == folder
+
+
+def test_a_cache_converted_before_file_hashes_is_converted_again(converted_fake):
+    folder, calls = converted_fake
+    record = json.loads((folder / model_files.SOURCE_RECORD).read_text())
+    del record["files"]
+    (folder / model_files.SOURCE_RECORD).write_text(json.dumps(record))
+    assert offline_model_dir("fake", progress=False) == folder and len(calls) == 2
+    assert "files" in json.loads((folder / model_files.SOURCE_RECORD).read_text())
+
+
+def test_smollm2_with_a_flipped_bit_is_refused(smollm2_dir, tmp_path, monkeypatch):
+    copy = tmp_path / "cache" / "models" / "smollm2-135m"
+    shutil.copytree(smollm2_dir, copy)
+    monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(tmp_path / "cache"))
+    assert offline_model_dir("smollm2-135m", progress=False) == copy
+    with open(copy / "model.safetensors", "r+b") as handle:  # one bit of one weight, as a disk error would
+        handle.seek(1_000_000)
+        byte = handle.read(1)
+        handle.seek(1_000_000)
+        handle.write(bytes([byte[0] ^ 0x10]))
+    with pytest.raises(model_files.CorruptModelCacheError, match=f"{copy}.*model.safetensors.*rebuild=True"):
+        offline_model_dir("smollm2-135m", progress=False)

@@ -21,6 +21,10 @@ SMALL_PARAMETERS = {
     # The reruns' smoke profiles: tiny trained T5 pair; SmolLM2-135M with a drafter of its first layers.
     "06_t5_evaluation": {"profile": "smoke"},
     "07_gemma_evaluation": {"profile": "smoke"},
+    # Two tiny random transformers: calibration, fixed gamma, gamma="auto", the sliders' callbacks.
+    # SmolLM2-135M and a drafter of its first 16 layers, two answers per task; the toy-world check smaller.
+    "08_real_pair_token_analysis": {"profile": "smoke", "n_alpha": 11, "n_resamples": 200, "toy_sequences": 1000},
+    "09_speed_on_your_hardware": {"profile": "smoke"},
 }
 
 
@@ -82,6 +86,10 @@ def test_rejection_rates(tmp_path, monkeypatch):
     assert abs(ends["Chow"][0] - spec) < 1e-9 and ends["Chow"][1] == 0.0
     assert ends["Token-V3"][0] > spec  # at alpha = 0 Token-V3 is not SpecDecode
     assert metrics["lossy_beta_gap"] < 1e-9  # beta changes the residual, not the acceptance
+    # The alpha slider's marks at its default (0.3): a rate for every rule whose range holds 0.3.
+    at = metrics["rejection_at_alpha"]
+    assert set(at) == set(ends) and all(0 <= r <= 1 for r in at.values())
+    assert at["Chow"] <= spec + 1e-12
 
 
 def test_lemma1_token_cascades(tmp_path, monkeypatch):
@@ -170,6 +178,10 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
     methods = {row["method"] for row in metrics["table"]}
     assert set(ev.CURVES) - methods == {"Verifier"}
     assert set(metrics["where_each_wins"]) >= {"Drafter", "Verifier"}
+    # Redrawn from the saved rows without training or loading a model: the same tables and findings.
+    redrawn = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
+    for key in ("n_rows", "table", "table_calls", "findings", "verifier_quality", "where_each_wins"):
+        assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
 
 
 def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
@@ -186,3 +198,39 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     assert metrics["findings"] and all("token_best_quality" in f for f in metrics["findings"].values())
     gammas = {row["gamma"] for row in metrics["latency"]}
     assert gammas == {1, 5}
+    # Redrawn from the saved rows without loading a model (as without the Qwen pair): the same tables.
+    redrawn = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
+    for key in ("n_rows", "table", "findings", "latency", "verifier_quality", "drafter_quality"):
+        assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
+
+
+def test_real_pair_token_analysis_smoke(tmp_path, monkeypatch):
+    from test_model_files import use_shared_model_cache
+    use_shared_model_cache()
+    metrics = run("08_real_pair_token_analysis", tmp_path, monkeypatch, results_dir=str(tmp_path / "results"))
+    for figure in ("token_analysis_curves", "token_analysis_gaps", "token_analysis_greedy_references"):
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    assert metrics["items"] == 6 and metrics["points"] == 9 * 11 + 3
+    # the deferral rules never beat the oracle envelope; the drafter and verifier are the curves' ends
+    for curve in ("bild", "chow", "diff", "opt"):
+        assert metrics["areas"][curve][0] >= -1e-12, curve
+    assert metrics["means"]["chow@1"] == metrics["means"]["drafter@0"]
+    assert metrics["greedy_reference"]["verifier_greedy_loss"] == 0.0
+    assert metrics["toy_max_abs_z"] < 5 and metrics["toy_numbers"] > 100
+    assert metrics["timing"]["positions"] > 0 and metrics["per_point_ms_from_sums"] < 5
+
+
+def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
+    metrics = run("09_speed_on_your_hardware", tmp_path, monkeypatch)
+    for figure in ("speed_block_cost", "speed_what_if"):
+        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    assert (tmp_path / "09_calibration.json").exists()
+    calibration = metrics["calibration"]
+    assert calibration["t_q"] > 0 and set(calibration["t_p"]) == {str(k) for k in range(1, 5)}
+    assert metrics["predicted_speedup"]["0"] == 1.0 and 0 <= metrics["acceptance"] <= 1
+    rows = {row["method"]: row for row in metrics["measured"]}
+    assert set(rows) == {"verifier", "gamma=1", "gamma=3", "gamma=auto"}
+    assert all(row["same_tokens"] == row["n_runs"] for row in rows.values())   # lossless at T = 0
+    auto = metrics["auto"]
+    assert auto["same_tokens"] == auto["n_runs"] and sum(auto["gammas"].values()) > 0
+    assert metrics["what_if_a0.8_c0.1"]["best_gamma_textbook"] >= 1

@@ -27,19 +27,27 @@ def test_profile_overrides_and_errors():
 
 def test_t5_hub_tasks_use_the_prefixes_t5_was_trained_with(monkeypatch):
     import datasets
-    fake = {
-        ("wmt14", "de-en"): datasets.Dataset.from_dict({"translation": [{"en": "Hello.", "de": "Hallo."}] * 3}),
-        ("cnn_dailymail", "3.0.0"): datasets.Dataset.from_dict({"article": ["A long story."] * 3,
-                                                                "highlights": ["Story."] * 3}),
-        ("EdinburghNLP/xsum", None): datasets.Dataset.from_dict({"document": ["Text."] * 3, "summary": ["T."] * 3}),
+    fake = {  # the real schemas (and the only calls datasets >= 4 accepts: namespace/name, XSum's Parquet branch)
+        ("wmt/wmt14", "de-en", None): datasets.Dataset.from_dict({"translation": [{"de": "Hallo.", "en": "Hello."}] * 3}),
+        ("abisee/cnn_dailymail", "3.0.0", None): datasets.Dataset.from_dict(
+            {"article": ["A long story."] * 3, "highlights": ["Story."] * 3, "id": ["a", "b", "c"]}),
+        ("EdinburghNLP/xsum", None, "refs/convert/parquet"): datasets.Dataset.from_dict(
+            {"document": ["Text."] * 3, "summary": ["T."] * 3, "id": ["1", "2", "3"]}),
     }
-    monkeypatch.setattr(datasets, "load_dataset", lambda path, name=None, split=None: fake[(path, name)])
+    calls = []
+
+    def load_dataset(path, name=None, *, split=None, revision=None):
+        calls.append((path, name, split, revision))
+        return fake[(path, name, revision)]
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     wmt = reruns.t5_hub_task("wmt_en_de", 2)
     assert wmt.metric == "bleu" and wmt.examples[0].prompt == "translate English to German: Hello."
     assert wmt.examples[0].references == ["Hallo."] and len(wmt.examples) == 2
     cnn = reruns.t5_hub_task("cnn_dailymail", 3)
     assert cnn.metric == "rouge2" and cnn.examples[0].prompt.startswith("summarize: ")
     assert reruns.t5_hub_task("xsum", 1).examples[0].references == ["T."]
+    assert all(split == "validation" for _, _, split, _ in calls)          # the paper's validation samples
+    assert [(t.max_input_tokens) for t in (wmt, cnn)] == [80, 1024]         # inputs cut as the paper does
     with pytest.raises(ValueError, match="unknown"):
         reruns.t5_hub_task("squad", 1)
 
@@ -66,3 +74,43 @@ def test_layer_skip_drafter_pairs_with_its_model(one_thread):
         reruns.layer_skip_drafter(big, 2)
     with pytest.raises(ValueError, match="decoder-only"):
         reruns.layer_skip_drafter(tl.models.tiny_random_t5(0), 1)
+
+
+def test_t5_training_budget_follows_the_model_names():
+    assert reruns.t5_training_budget(reruns.t5_profile("offline")) == "default"
+    assert reruns.t5_training_budget(reruns.t5_profile("smoke")) == "tiny"
+    assert reruns.t5_training_budget(reruns.t5_profile("hub")) is None
+    with pytest.raises(ValueError, match="different budgets"):
+        reruns.t5_training_budget(reruns.t5_profile("offline", drafter="synthetic-t5-drafter:tiny"))
+
+
+def test_the_committed_runs_reload_without_their_models():
+    # the Gemma-style pair is not needed to find (and check) the committed rows of its offline run
+    settings = reruns.gemma_profile("offline")
+    pair = reruns.saved_pair("gemma-offline", settings)
+    assert [m.name for m in pair] == ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
+    assert "make models-qwen" in pair[0].install
+    tasks = reruns.gemma_tasks(settings)
+    rows = ev.run_sweep(pair, tasks, reruns.gemma_configs(settings), name="gemma-offline", runner="batch",
+                        extra_config=reruns.run_config(settings), progress=False)
+    assert len(rows) == len(reruns.gemma_configs(settings)) * sum(len(t.examples) for t in tasks)
+    described = reruns.describe_pair(pair)
+    assert list(described["name"]) == ["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
+    assert described["parameters"].str.contains("not loaded").all()
+    table = reruns.task_table(tasks)
+    assert list(table["task"]) == ["code", "arithmetic", "facts"] and "prompt tokens (mean)" not in table
+    with pytest.raises(FileNotFoundError, match="no saved sweep"):
+        reruns.saved_pair("gemma-offline", reruns.gemma_profile("offline", n_items=3))
+
+
+def test_describe_pair_and_task_table_with_loaded_models():
+    pair = tl.models.ModelPair(tl.models.tiny_random_t5(0), tl.models.tiny_random_t5(1))
+    described = reruns.describe_pair(pair)
+    assert (described["parameters"] > 0).all() and described["layers (enc+dec)"].str.contains(r"\+").all()
+    settings = reruns.gemma_profile("smoke")
+    tasks = reruns.gemma_tasks(settings)
+    from test_model_files import use_shared_model_cache
+    use_shared_model_cache()
+    smol = tl.load_model("smollm2-135m")
+    table = reruns.task_table(tasks, smol)
+    assert (table["prompt tokens (mean)"] > 10).all()

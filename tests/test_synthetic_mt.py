@@ -145,6 +145,21 @@ def test_cached_models_are_not_retrained(tiny_pair):
         mt.model_dir("teacher", "tiny")
 
 
+def test_loading_an_untrained_pair_says_which_call_trains_it_and_never_trains(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(tmp_path))
+    for name, budget in (("synthetic-t5-drafter:tiny", "tiny"), ("synthetic-t5-verifier", "default")):
+        with pytest.raises(FileNotFoundError, match=rf"not trained yet.*train_t5_pair\(budget='{budget}'\)"):
+            tl.load_model(name)
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+
+
+def test_loading_after_the_explicit_training_call_keeps_the_alias_name(tiny_pair):
+    drafter, verifier = tiny_pair
+    assert (drafter.name, verifier.name) == ("synthetic-t5-drafter:tiny", "synthetic-t5-verifier:tiny")
+    again = mt.load_trained_t5("drafter", "tiny")
+    assert sum(p.numel() for p in again.model.parameters()) == sum(p.numel() for p in drafter.model.parameters())
+
+
 def test_each_budget_role_and_cache_has_its_own_folder(tmp_path):
     folders = {mt.model_dir(role, budget) for role in mt.ROLES for budget in mt.BUDGETS}
     assert len(folders) == len(mt.ROLES) * len(mt.BUDGETS)
@@ -156,7 +171,7 @@ CALLS = [dict(method="drafter"), dict(method="verifier")] + \
      [("spec", 0.0), ("lossy", 0.3), ("chow", 0.3), ("diff", 0.1), ("opt", 1.0), ("bild", 0.3),
       ("token_v1", 0.1), ("token_v2", 0.1), ("token_v3", 0.3)]] + \
     [dict(method="token_cascade", alpha=0.3), dict(method="oracle", rule="chow", alpha=0.3),
-     dict(method="seq_cascade", alpha=0.3), dict(method="bild", alpha=1.0)]
+     dict(method="seq_cascade", alpha=0.3), dict(method="bild", bild_threshold=1.0)]
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])

@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tutorial_lib import metrics, tasksets
+from tutorial_lib import arithmetic_problems, hub_tasks, metrics, task_prompts, tasksets
 from tutorial_lib.sandbox import run_python
 
 # --------------------------------------------------------------------------------------------------
@@ -75,15 +75,15 @@ FORMULAS = {
 
 
 def test_every_arithmetic_answer_is_right():
-    assert set(FORMULAS) == set(tasksets.ARITHMETIC_TEMPLATES)
+    assert set(FORMULAS) == set(arithmetic_problems.ARITHMETIC_TEMPLATES)
     records = tasksets.read_offline_records("arithmetic")
     assert {r["template"] for r in records} == set(FORMULAS)  # every template is used
     for record in records:
         values, answer = record["values"], record["answer"]
         assert FORMULAS[record["template"]](values) == answer, record["id"]
-        assert tasksets.evaluate_integer_expression(record["expression"]) == answer  # exact: no rounding of "/"
+        assert arithmetic_problems.evaluate_integer_expression(record["expression"]) == answer  # exact: no rounding of "/"
         for expression, value in record["steps"]:
-            assert tasksets.evaluate_integer_expression(expression) == value, (record["id"], expression)
+            assert arithmetic_problems.evaluate_integer_expression(expression) == value, (record["id"], expression)
         assert record["steps"][-1][1] == answer
         assert metrics.extract_number(record["solution"]) == answer
         assert record["solution"].endswith(f"The answer is {answer}.")
@@ -96,7 +96,7 @@ def test_every_arithmetic_answer_is_right():
 
 def test_committed_arithmetic_file_is_what_the_generator_writes(tmp_path):
     committed = (tasksets.TASKS_DIR / "arithmetic.jsonl").read_text(encoding="utf-8")
-    assert committed == tasksets.arithmetic_jsonl_text()
+    assert committed == arithmetic_problems.arithmetic_jsonl_text()
     written = tasksets.write_offline_tasks(tmp_path)
     assert [path.read_text(encoding="utf-8") for path in written] == [committed]
 
@@ -200,9 +200,9 @@ def fake_hub(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("name", sorted(tasksets.HUB_TASKS))
+@pytest.mark.parametrize("name", sorted(hub_tasks.HUB_TASKS))
 def test_hub_task_builds_prompts_from_the_dataset(fake_hub, name):
-    spec = tasksets.HUB_TASKS[name]
+    spec = hub_tasks.HUB_TASKS[name]
     task = tasksets.hub_task(name, 3, seed=1, shots=2)
     assert task["name"] == name and task["metric"] == spec.metric and task["max_new_tokens"] == spec.max_new_tokens
     assert (spec.dataset, spec.config, spec.eval_split) in fake_hub
@@ -211,7 +211,7 @@ def test_hub_task_builds_prompts_from_the_dataset(fake_hub, name):
     assert 1 <= len(examples) <= 3 and len({e["id"] for e in examples}) == len(examples)
     for example in examples:
         prompt = example["prompt"]
-        assert prompt.startswith(tasksets.INSTRUCTIONS[spec.kind])
+        assert prompt.startswith(task_prompts.INSTRUCTIONS[spec.kind])
         blocks = prompt.split("\n\n")
         assert len(blocks) >= 4  # instruction, two shots, the query
         query = blocks[-1]

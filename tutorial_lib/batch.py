@@ -9,7 +9,8 @@ one token per row, so all rows stay aligned and need no cache cropping. Per step
    which gives the drafter's $q_t$ and the verifier's $p_t$ for the same prefix;
 2. build the target $\pi_t = \mathbb{T}(q_t, p_t)$ of the rule (`targets.target_distribution`);
 3. draw $x \sim q_t$ and keep it with probability $\min\{1, \pi_t(x) / q_t(x)\}$, else replace it by a
-   sample of the residual $\mathrm{norm}(\max\{0, \pi_t - q_t\})$.
+   sample of the residual $\mathrm{norm}(\max\{0, \pi_t - q_t\})$: `verification.verify_block` with
+   one draft per row and one random stream per row, the step `engine.generate` runs too.
 
 The emitted token then follows $\min\{q_t, \pi_t\} + \big(\sum_v \max\{0, q_t(v) - \pi_t(v)\}\big)\,
 \mathrm{norm}(\max\{0, \pi_t - q_t\})$, which is $\pi_t$ for every rule whose target sums to one
@@ -42,8 +43,11 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from . import targets
-from .engine import Generation, TraceStep, _check_options, _eos_set
+from .checks import check_gamma, check_seed, check_whole_number
+from .engine import Generation, TraceStep
 from .models import LanguageModel, check_compatible, load_model
+from .options import check_generate_options, stop_tokens
+from .verification import block_targets, temperature_laws, verify_block
 
 __all__ = ["BATCH_METHODS", "BatchPrefill", "prefill_batch", "generate_batch"]
 
@@ -85,9 +89,9 @@ class BatchPrefill:
 
 # ---- input checks -----------------------------------------------------------------------------
 
-def _load_models(drafter, verifier):
+def _load_models(drafter, verifier, shared_vocabulary: bool = False):
     drafter, verifier = load_model(drafter), load_model(verifier)
-    check_compatible(drafter, verifier)
+    check_compatible(drafter, verifier, shared_vocabulary=shared_vocabulary)
     for lm in (drafter, verifier):
         if lm.is_toy or lm.is_encoder_decoder:
             kind = "a toy model" if lm.is_toy else "an encoder-decoder model"
@@ -109,10 +113,8 @@ def _prompt_ids(verifier: LanguageModel, prompts) -> List[List[int]]:
 def _check_batch_size(batch_size) -> Optional[int]:
     if batch_size is None:
         return None
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size={batch_size!r}; pass a positive number of rows per forward pass, "
-                         "or None for all prompts at once.")
-    return batch_size
+    return check_whole_number(batch_size, "batch_size", 1,
+                              "a forward pass holds at least one row; None puts all prompts in one")
 
 
 def _check_seeds(seeds, n: int) -> List[int]:
@@ -120,7 +122,7 @@ def _check_seeds(seeds, n: int) -> List[int]:
         return list(range(n))
     if isinstance(seeds, (int, str)) or torch.is_tensor(seeds) and seeds.ndim == 0:
         raise ValueError(f"seeds={seeds!r}: pass one seed per prompt, e.g. seeds=range({seeds}, {seeds} + {n}).")
-    seeds = [int(s) for s in seeds]
+    seeds = [check_seed(s, "seeds[i]") for s in seeds]
     if len(seeds) != n:
         raise ValueError(f"{len(seeds)} seeds for {n} prompts; pass one seed per prompt (or None for 0..{n - 1}).")
     return seeds
@@ -139,7 +141,7 @@ def _forward(lm: LanguageModel, cache, ids: torch.Tensor, mask: torch.Tensor) ->
     # Each row counts positions from its first real token, as if it were alone; the padding's
     # own positions (-1 before clamping) do not matter, the mask hides it.
     position_ids = (mask.cumsum(-1) - 1).clamp_min(0)[:, -ids.shape[1]:]     # (b, n)
-    extra = {"logits_to_keep": 1} if lm._has_logits_to_keep else {}
+    extra = {"logits_to_keep": 1} if lm.has_logits_to_keep else {}
     with torch.inference_mode():
         out = lm.model(input_ids=ids.to(device), attention_mask=mask, position_ids=position_ids,
                        past_key_values=cache, use_cache=True, **extra)
@@ -180,27 +182,20 @@ def _prefill(drafter, verifier, prompt_ids, which, batch_size, progress) -> Batc
 
 
 def prefill_batch(drafter, verifier, prompts, *, batch_size: Optional[int] = None,
-                  progress: bool = False) -> BatchPrefill:
+                  progress: bool = False, shared_vocabulary: bool = False) -> BatchPrefill:
     """Run each model once on the left-padded prompts (minus their last token) and keep the caches.
 
     `prompts` are texts or token-id lists (as for `generate_batch`, which must get the same
     prompts); with `batch_size`, rows are prefilled in chunks of that many. Pass the result as
     `generate_batch(..., prefill=...)` to every configuration of a sweep: it is never modified.
     """
-    drafter, verifier = _load_models(drafter, verifier)
+    drafter, verifier = _load_models(drafter, verifier, shared_vocabulary)
     batch_size = _check_batch_size(batch_size)
     prompt_ids = _prompt_ids(verifier, prompts)
     return _prefill(drafter, verifier, prompt_ids, ("drafter", "verifier"), batch_size, progress)
 
 
 # ---- decoding ---------------------------------------------------------------------------------
-
-def _laws(logits: torch.Tensor, temperature: float):
-    """(scaled, unscaled) probabilities `(b, V)`, as `engine._Run.laws`: sample at T, decide at T = 1."""
-    scaled = targets.probabilities(logits, temperature)
-    unscaled = scaled if temperature == 1.0 else targets.probabilities(logits, 1.0)
-    return scaled, unscaled
-
 
 class _Rows:
     """The outputs, traces, counters and random streams of one chunk's rows."""
@@ -236,31 +231,25 @@ def _speculative_step(rows: _Rows, logits: Dict[str, torch.Tensor], live: List[i
                       temperature) -> None:
     # Only the rows still running: a stopped row's logits (after a pad token) are never looked at.
     index = torch.tensor(live)
-    q, q_unscaled = _laws(logits["drafter"][index], temperature)                # (k, V)
-    p, p_unscaled = _laws(logits["verifier"][index], temperature)               # (k, V)
-    pi = targets.target_distribution(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled,
-                                     beta=beta)                                 # (k, V)
-    weight = (torch.full((len(live),), _NAN) if rule == "lossy" else
-              targets.deferral_weight(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled).double())
+    q, q_unscaled = temperature_laws(logits["drafter"][index], temperature)       # (k, V)
+    p, p_unscaled = temperature_laws(logits["verifier"][index], temperature)      # (k, V)
+    pi, weight = block_targets(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
     # Each row draws from its own generator in the engine's order: draft, coin, then residual.
-    drafts = [rows.sample(r, q[k]) for k, r in enumerate(live)]
-    keep = targets.acceptance_probability(pi, q, torch.tensor(drafts))          # (k,)
-    for k, (r, x) in enumerate(zip(live, drafts)):
+    drafts = torch.tensor([rows.sample(r, q[k]) for k, r in enumerate(live)])    # (k,)
+    verdict = verify_block(pi.unsqueeze(1), q.unsqueeze(1), drafts.unsqueeze(1),  # blocks of one draft
+                           [rows.generators[r] for r in live])
+    for k, r in enumerate(live):
         counts = rows.counts[r]
         counts["n_drafted"] += 1
-        if rows.coin(r) < float(keep[k]):
-            counts["n_accepted"] += 1
-            rows.emit(r, TraceStep(x, "draft", True, q=float(q[k, x]), p=float(p[k, x]), pi=float(pi[k, x]),
-                                   deferral=float(weight[k])))
-        else:
-            counts["n_rejected"] += 1
-            y = rows.sample(r, targets.residual_distribution(pi[k], q[k]))
-            rows.emit(r, TraceStep(y, "residual", False, q=float(q[k, y]), p=float(p[k, y]),
-                                   pi=float(pi[k, y]), deferral=float(weight[k])))
+        x = int(drafts[k]) if int(verdict.n_accepted[k]) else int(verdict.extra[k])
+        accepted = bool(verdict.n_accepted[k])
+        counts["n_accepted" if accepted else "n_rejected"] += 1
+        rows.emit(r, TraceStep(x, "draft" if accepted else "residual", accepted, q=float(q[k, x]),
+                               p=float(p[k, x]), pi=float(pi[k, x]), deferral=float(weight[k])))
 
 
 def _plain_step(rows: _Rows, logits: torch.Tensor, live: List[int], which: str, temperature) -> None:
-    law, _ = _laws(logits[torch.tensor(live)], temperature)                     # (k, V)
+    law, _ = temperature_laws(logits[torch.tensor(live)], temperature)          # (k, V)
     for k, r in enumerate(live):
         x = rows.sample(r, law[k])
         prob = float(law[k, x])
@@ -318,9 +307,10 @@ def _decode_chunk(chunk: _Chunk, lms: Dict[str, LanguageModel], verifier: Langua
 
 
 def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", rule: Optional[str] = "spec",
-                   alpha: float = 0.0, beta=1.0, temperature: float = 0.0, max_new_tokens: int = 64,
+                   alpha: Optional[float] = None, beta=1.0, temperature: float = 0.0, max_new_tokens: int = 64,
                    seeds: Optional[Sequence[int]] = None, eos_token_id=None, prefill: Optional[BatchPrefill] = None,
-                   batch_size: Optional[int] = None, progress: bool = False, gamma: int = 1) -> List[Generation]:
+                   batch_size: Optional[int] = None, progress: bool = False, gamma: int = 1,
+                   shared_vocabulary: bool = False) -> List[Generation]:
     r"""Generate continuations of many `prompts` at once; one `Generation` per prompt, in order.
 
     `method="speculative"` is speculative execution at $\gamma = 1$ with target
@@ -347,16 +337,16 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
     if method not in BATCH_METHODS:
         raise ValueError(f"method={method!r} is not batched; generate_batch runs {', '.join(BATCH_METHODS)}. "
                          "Use tutorial_lib.generate (or generate_many) for the other methods.")
-    if gamma != 1 or isinstance(gamma, bool):
+    if check_gamma(gamma) != 1:
         raise ValueError(f"gamma={gamma!r}: generate_batch runs gamma = 1 only (one token per row and step). "
                          "For longer draft blocks use tutorial_lib.generate(..., gamma=...).")
-    drafter, verifier = _load_models(drafter, verifier)
-    rule, alpha, temperature = _check_options(method, rule, alpha, 1, temperature, max_new_tokens, "sequence",
-                                              "none", 0.5)
+    drafter, verifier = _load_models(drafter, verifier, shared_vocabulary)
+    o = check_generate_options(method, rule, alpha, 1, temperature, max_new_tokens, "sequence", "none")
+    rule, alpha, temperature, max_new_tokens = o.rule, o.alpha, o.temperature, o.max_new_tokens
     batch_size = _check_batch_size(batch_size)
     prompt_ids = _prompt_ids(verifier, prompts)
     seeds = _check_seeds(seeds, len(prompt_ids))
-    eos = _eos_set(eos_token_id, verifier)
+    eos = stop_tokens(eos_token_id, verifier)
     which = ("drafter", "verifier") if method == "speculative" else (method,)
     if prefill is None:
         prefill = _prefill(drafter, verifier, prompt_ids, which, batch_size, progress)

@@ -18,25 +18,29 @@ greedy output, token for token.
 Beside it, the baselines the paper compares with: plain decoding with either model, the sequential
 token cascade (Algorithm 2), the oracle cascade (Algorithm 3), the sequence-level cascade
 (equation 1) and the original Big-Little Decoder (BiLD).
+
+Steps 3 and 4 are `verification.verify_block`, the one implementation of Algorithm 4's
+verification that `generate_batch` calls too; the options are checked by
+`options.check_generate_options` for both.
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Union
 
 import torch
 
 from . import targets
-from .models import LanguageModel, check_compatible, load_model
+from .checks import check_seed
+from .gamma_policy import AutoGamma, auto_policy
+from .models import check_compatible, load_model
+from .options import BONUS_OPTIONS, METHODS, SEQ_AGGREGATES, check_generate_options, stop_tokens
+from .verification import block_targets, temperature_laws, verify_block
 
-__all__ = ["METHODS", "Generation", "TraceStep", "generate", "generate_many"]
+__all__ = ["METHODS", "SEQ_AGGREGATES", "BONUS_OPTIONS", "Generation", "TraceStep", "generate", "generate_many"]
 
-METHODS = ("drafter", "verifier", "speculative", "token_cascade", "oracle", "seq_cascade", "bild")
-SEQ_AGGREGATES = ("sequence", "mean", "min")
-#: What follows a fully accepted block: a token from p (the paper), from pi, or nothing.
-BONUS_OPTIONS = ("verifier", "target", "none")
 _NAN = float("nan")
 
 
@@ -68,7 +72,7 @@ class Generation:
     method: str
     rule: Optional[str]
     alpha: float
-    gamma: int
+    gamma: int                  # "auto" for gamma="auto" (the chosen sizes are in `gammas`)
     temperature: float
     n_verifier_calls: int = 0
     n_drafter_calls: int = 0
@@ -79,6 +83,10 @@ class Generation:
     drafter_time_s: float = 0.0
     verifier_time_s: float = 0.0
     stopped_at_eos: bool = False
+    #: `method="bild"`'s rollback threshold on -log p(draft) (its `alpha` is then NaN); None otherwise.
+    bild_threshold: Optional[float] = None
+    #: gamma="auto": the block size chosen before each block, in order (0: one plain verifier step).
+    gammas: List[int] = field(default_factory=list)
     trace: List[TraceStep] = field(default_factory=list, repr=False)
     #: Per model, every `(position, token)` its forward passes received, in order (cache discipline).
     feed_log: dict = field(default_factory=dict, repr=False)
@@ -101,7 +109,8 @@ class Generation:
         return len(self.tokens) / self.n_verifier_calls if self.n_verifier_calls else math.inf
 
     def summary(self) -> dict:
-        return {"method": self.method, "rule": self.rule, "alpha": self.alpha, "gamma": self.gamma,
+        return {"method": self.method, "rule": self.rule, "alpha": self.alpha,
+                "bild_threshold": self.bild_threshold, "gamma": self.gamma,
                 "temperature": self.temperature, "n_tokens": len(self.tokens),
                 "n_verifier_calls": self.n_verifier_calls, "n_drafter_calls": self.n_drafter_calls,
                 "n_drafted": self.n_drafted, "n_accepted": self.n_accepted, "n_rejected": self.n_rejected,
@@ -139,10 +148,8 @@ class _Run:
         return self.max_new_tokens - (len(self.seq) - self.n_prefix)
 
     def laws(self, logits: torch.Tensor):
-        """(scaled, unscaled) probabilities: sampling uses T, decisions use T = 1."""
-        scaled = targets.probabilities(logits, self.temperature)
-        unscaled = scaled if self.temperature == 1.0 else targets.probabilities(logits, 1.0)
-        return scaled, unscaled
+        """(scaled, unscaled) probabilities: sampling uses T, decisions use T = 1 (`temperature_laws`)."""
+        return temperature_laws(logits, self.temperature)
 
     def score(self, which: str, drafts: Sequence[int] = ()) -> torch.Tensor:
         """One call of a model on what it has not seen yet plus `drafts`: logits `(len(drafts)+1, V)`.
@@ -193,15 +200,39 @@ class _Run:
 
 def _plain(run: _Run, which: str, log_unscaled: Optional[list] = None) -> None:
     while not run.done:
-        law, unscaled = run.laws(run.next_logits(which))
-        x = run.sample(law)
-        prob = float(law[x])
-        if log_unscaled is not None:
-            log_unscaled.append(math.log(max(float(unscaled[x]), 1e-300)))
-        step = TraceStep(x, which, q=prob if which == "drafter" else _NAN,
-                         p=prob if which == "verifier" else _NAN, pi=prob,
-                         deferral=1.0 if which == "verifier" else 0.0)
-        run.emit(step)
+        _plain_step(run, which, log_unscaled)
+
+
+def _plain_step(run: _Run, which: str, log_unscaled: Optional[list] = None) -> None:
+    law, unscaled = run.laws(run.next_logits(which))
+    x = run.sample(law)
+    prob = float(law[x])
+    if log_unscaled is not None:
+        log_unscaled.append(math.log(max(float(unscaled[x]), 1e-300)))
+    step = TraceStep(x, which, q=prob if which == "drafter" else _NAN,
+                     p=prob if which == "verifier" else _NAN, pi=prob,
+                     deferral=1.0 if which == "verifier" else 0.0)
+    run.emit(step)
+
+
+def _speculative(run: _Run, o, beta, policy=None) -> None:
+    """Blocks of `o.gamma` drafts, or (gamma="auto") of the size `policy` picks before each block.
+
+    The size depends only on what was emitted before the block, so each block keeps Algorithm 4's law;
+    gamma = 0 is one plain verifier step (the policy offers it only for rule="spec", where pi = p).
+    """
+    while not run.done:
+        if policy is None:
+            _speculative_block(run, o.rule, o.alpha, beta, o.gamma, o.bonus)
+            continue
+        gamma = policy.next_gamma(run.remaining)
+        if gamma == 0:
+            _plain_step(run, "verifier")
+            continue
+        accepted, rejected = run.counts["n_accepted"], run.counts["n_rejected"]
+        _speculative_block(run, o.rule, o.alpha, beta, gamma, o.bonus)
+        kept = run.counts["n_accepted"] - accepted
+        policy.observe(kept, kept + run.counts["n_rejected"] - rejected)
 
 
 def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bonus: str) -> None:
@@ -222,41 +253,40 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
     scored = drafts if bonus != "none" else drafts[:-1]
     p_all, pu_all = run.laws(run.score("verifier", scored))
     p, p_unscaled = p_all[:n], pu_all[:n]
-    pi = targets.target_distribution(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
-    weight = (torch.full((n,), _NAN) if rule == "lossy" else
-              targets.deferral_weight(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled).double())
-    keep = targets.acceptance_probability(pi, q, torch.tensor(drafts))     # (n,)
+    pi, weight = block_targets(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
+    bonus_laws, after = None, {}
+    if bonus != "none" and n < run.remaining:   # bonus="none": the next block starts with a new draft
+        bonus_laws = (p_all[n:] if bonus == "verifier" else
+                      lambda rows: _target_bonus(run, rule, alpha, beta, drafts, p_all[n], pu_all[n], after))
+    verdict = verify_block(pi.unsqueeze(0), q.unsqueeze(0), torch.tensor([drafts]), run.generator,
+                           bonus=bonus_laws, stop_tokens=run.eos)
+    n_accepted, extra = int(verdict.n_accepted[0]), int(verdict.extra[0])
     run.counts["n_drafted"] += n
-    n_accepted = 0
-    for j, x in enumerate(drafts):
-        probs = dict(q=float(q[j, x]), p=float(p[j, x]), pi=float(pi[j, x]), deferral=float(weight[j]))
-        if run.coin() < float(keep[j]):
-            n_accepted += 1
-            run.emit(TraceStep(x, "draft", True, **probs))
-        else:
-            run.counts["n_rejected"] += 1
-            y = run.sample(targets.residual_distribution(pi[j], q[j]))
-            run.emit(TraceStep(y, "residual", False, q=float(q[j, y]), p=float(p[j, y]), pi=float(pi[j, y]),
-                               deferral=float(weight[j])))
-            break
-        if run.done:
-            break
-    else:
-        if not run.done and bonus != "none":  # bonus="none": the next block starts with a new draft
-            run.emit(_bonus_step(run, rule, alpha, beta, p_all[n], pu_all[n], bonus))
     run.counts["n_accepted"] += n_accepted
+    for j, x in enumerate(drafts[:n_accepted]):
+        run.emit(TraceStep(x, "draft", True, q=float(q[j, x]), p=float(p[j, x]), pi=float(pi[j, x]),
+                           deferral=float(weight[j])))
+    if bool(verdict.rejected[0]):
+        run.counts["n_rejected"] += 1
+        j, y = n_accepted, extra
+        run.emit(TraceStep(y, "residual", False, q=float(q[j, y]), p=float(p[j, y]), pi=float(pi[j, y]),
+                           deferral=float(weight[j])))
+    elif extra >= 0:
+        p_n = p_all[n]
+        if bonus == "verifier":  # the paper's Algorithm 4: after a full block, p_{t+gamma} is free
+            run.emit(TraceStep(extra, "bonus", p=float(p_n[extra]), pi=float(p_n[extra])))
+        else:
+            run.emit(TraceStep(extra, "bonus", q=float(after["q"][extra]), p=float(p_n[extra]),
+                               pi=float(after["pi"][extra])))
     run.sync()
 
 
-def _bonus_step(run: _Run, rule, alpha, beta, p_n, pu_n, bonus: str) -> TraceStep:
-    if bonus == "verifier":  # the paper's Algorithm 4: after a full block, p_{t+gamma} is free
-        x = run.sample(p_n)
-        return TraceStep(x, "bonus", p=float(p_n[x]), pi=float(p_n[x]))
-    # bonus="target": one more drafter step gives q_{t+gamma}, so the bonus follows pi as well
-    q_n, qu_n = run.laws(run.next_logits("drafter"))
+def _target_bonus(run: _Run, rule, alpha, beta, drafts, p_n, pu_n, after: dict) -> torch.Tensor:
+    """bonus="target": one more drafter step gives q_{t+gamma}, so the bonus follows pi as well."""
+    q_n, qu_n = run.laws(run.session("drafter").feed([drafts[-1]], keep=1)[-1])
     pi_n = targets.target_distribution(rule, q_n, p_n, alpha, q_unscaled=qu_n, p_unscaled=pu_n, beta=beta)
-    x = run.sample(targets.output_distribution(pi_n, q_n))
-    return TraceStep(x, "bonus", q=float(q_n[x]), p=float(p_n[x]), pi=float(pi_n[x]))
+    after.update(q=q_n, pi=pi_n)
+    return targets.output_distribution(pi_n, q_n).unsqueeze(0)                  # (1, V)
 
 
 def _token_cascade(run: _Run, alpha: float) -> None:
@@ -295,7 +325,7 @@ def _seq_cascade(run: _Run, alpha: float, aggregate: str) -> None:
         _plain(run, "verifier")
 
 
-def _bild(run: _Run, alpha: float, gamma: int, fallback: float) -> None:
+def _bild(run: _Run, threshold: float, gamma: int, fallback: float) -> None:
     while not run.done:
         drafts, q_rows = [], []
         logits = run.next_logits("drafter")
@@ -314,7 +344,7 @@ def _bild(run: _Run, alpha: float, gamma: int, fallback: float) -> None:
             # Roll back when the large model finds the draft unlikely (-log p(x) above the threshold)
             # and takes its own token there. A rollback to the drafted token itself changes nothing,
             # so it counts as an acceptance and the block goes on (the same law as re-drafting).
-            if -math.log(max(float(p_unscaled[j, x]), 1e-300)) > alpha:
+            if -math.log(max(float(p_unscaled[j, x]), 1e-300)) > threshold:
                 y = run.sample(p[j])
                 if y != x:
                     run.counts["n_rejected"] += 1
@@ -337,75 +367,27 @@ def _bild(run: _Run, alpha: float, gamma: int, fallback: float) -> None:
 
 # ---- the public entry points ------------------------------------------------------------------
 
-def _eos_set(eos_token_id, verifier: LanguageModel) -> frozenset:
-    if eos_token_id is None:
-        eos_token_id = verifier.eos_token_id
-    if eos_token_id is None or eos_token_id is False:
-        return frozenset()
-    if isinstance(eos_token_id, int):
-        return frozenset([eos_token_id])
-    return frozenset(int(t) for t in eos_token_id)
-
-
-def _check_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggregate, bonus, bild_fallback):
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is unknown; choose one of {', '.join(METHODS)}.")
-    if isinstance(gamma, bool) or not isinstance(gamma, int) or gamma < 1:
-        raise ValueError(f"gamma={gamma!r}: the draft block needs at least one token (gamma >= 1).")
-    temperature = float(temperature)
-    if math.isnan(temperature) or temperature < 0:
-        raise ValueError(f"temperature={temperature} is negative; use 0 (greedy) or a positive value.")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens={max_new_tokens!r}; ask for at least one new token.")
-    if method == "speculative":
-        rule = "spec" if rule is None else rule
-        if rule not in targets.RULES:
-            raise ValueError(f"rule={rule!r} is unknown; choose one of {', '.join(targets.RULES)}.")
-    elif method in ("token_cascade", "seq_cascade"):
-        if rule not in (None, "chow"):
-            raise ValueError(f"method={method!r} runs the Chow rule (it needs only the drafter to decide); "
-                             f"for rule={rule!r} use method='oracle' or 'speculative'.")
-        rule = "chow"
-    elif method == "oracle":
-        if rule not in targets.PREFIX_RULES:
-            raise ValueError(f"method='oracle' needs a prefix rule: one of {', '.join(targets.PREFIX_RULES)}.")
-    elif method == "bild":
-        if not (math.isfinite(alpha) and alpha >= 0):
-            raise ValueError(f"alpha={alpha} is BiLD's rollback threshold on -log p(draft); use a value >= 0.")
-        if not 0.0 <= bild_fallback <= 1.0:
-            raise ValueError(f"bild_fallback={bild_fallback} is a probability threshold; use a value in [0, 1].")
-        rule = None
-    else:
-        rule = None
-    if rule is not None:
-        alpha = targets.check_alpha(rule, alpha)
-    if aggregate not in SEQ_AGGREGATES:
-        raise ValueError(f"aggregate={aggregate!r} is unknown; choose one of {', '.join(SEQ_AGGREGATES)}.")
-    if bonus not in BONUS_OPTIONS:
-        raise ValueError(f"bonus={bonus!r} is unknown; use 'verifier' (the paper), 'target' or 'none'.")
-    return rule, float(alpha), temperature
-
-
-def _run_method(run, method, rule, alpha, beta, gamma, aggregate, bonus, bild_fallback) -> None:
+def _run_method(run: _Run, o, beta, policy=None) -> None:
+    method, rule, alpha, gamma = o.method, o.rule, o.alpha, o.gamma
     if method in ("drafter", "verifier"):
         _plain(run, method)
     elif method == "speculative":
-        while not run.done:
-            _speculative_block(run, rule, alpha, beta, gamma, bonus)
+        _speculative(run, o, beta, policy)
     elif method == "token_cascade":
         _token_cascade(run, alpha)
     elif method == "oracle":
         _oracle(run, rule, alpha)
     elif method == "seq_cascade":
-        _seq_cascade(run, alpha, aggregate)
+        _seq_cascade(run, alpha, o.aggregate)
     else:
-        _bild(run, alpha, gamma, bild_fallback)
+        _bild(run, o.bild_threshold, gamma, o.bild_fallback)
 
 
-def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = None, alpha: float = 0.0,
-             beta=1.0, gamma: int = 5, temperature: float = 0.0, max_new_tokens: int = 128, seed: int = 0,
+def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = None, alpha: Optional[float] = None,
+             beta=1.0, gamma: Union[int, str] = 5, temperature: float = 0.0, max_new_tokens: int = 128, seed: int = 0,
              eos_token_id=None, aggregate: str = "sequence", bonus: str = "verifier",
-             bild_fallback: float = 0.5) -> Generation:
+             bild_threshold: Optional[float] = None, bild_fallback: float = 0.5,
+             shared_vocabulary: bool = False) -> Generation:
     r"""Generate a continuation of `prompt` with a drafter $q$ and a verifier $p$, by `method`.
 
     Methods (each emitted token's law in brackets):
@@ -427,6 +409,10 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
       (nothing would use $p_{t+\gamma}$). At `gamma=1` this is the authors' colab: one token per
       step, the draft accepted or replaced from the residual, one call of each model per token
       (`tutorial_lib.batch.generate_batch` runs it for a batch of prompts).
+      `gamma="auto"` (or a `gamma_policy.AutoGamma`) picks each block's size from the block-cost
+      model (`latency`) with the pair's measured call costs (`calibration.calibrate`, run on first
+      use) and a running estimate of the acceptance; 0 is one plain verifier step (`rule="spec"`
+      only). Exact as for a fixed gamma; `Generation.gammas` lists the sizes chosen.
     - `"token_cascade"`: Algorithm 2 with Chow's rule: sample from $q_t$ unless
       $\max_v q_t(v) < 1 - \alpha$, then call $p$ for this one position and sample from $p_t$.
     - `"oracle"`: Algorithm 3: both models at every position, sample from the one a prefix rule
@@ -436,35 +422,45 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
       the verifier answers instead.
     - `"bild"`: the original Big-Little Decoder: draft while $\max_v q(v) \ge$ `bild_fallback` (at
       most `gamma` tokens), score with $p$, roll back at the first draft with
-      $-\log p(x) > \alpha$ and take the verifier's token there (or after the block).
+      $-\log p(x) >$ `bild_threshold` and take the verifier's token there (or after the block).
+      This threshold is not the `alpha` of `rule="bild"` (a bound on $D_{TV}(p, q)$): passing
+      `alpha` with `method="bild"` is an error.
 
     Decisions (max-probability tests, acceptance sets) use the $T = 1$ probabilities; sampling uses
     temperature $T$, and $T = 0$ is greedy (one-hot laws), where a lossless method returns exactly
     the verifier's greedy tokens. The output stops after an EOS token (default: the verifier's) or
     after `max_new_tokens`; pass `eos_token_id=()` to never stop early. `prompt` is text or token
-    ids; an encoder-decoder model reads it with its encoder, once per model.
+    ids; an encoder-decoder model reads it with its encoder, once per model. `alpha=None` is 0.
+    `seed` is a whole number (None is refused: runs are reproducible). The two models must share
+    their token ids (`models.check_compatible`); `shared_vocabulary=True` says so for models without
+    a tokenizer.
 
     Returns a `Generation`: the tokens and text, the calls of each model, drafted / accepted /
     rejected counts, `rejection_rate`, `deferral_rate`, `mean_accepted_per_call`, times, and a
     per-token `trace`.
     """
     drafter, verifier = load_model(drafter), load_model(verifier)
-    check_compatible(drafter, verifier)
-    rule, alpha, temperature = _check_options(method, rule, alpha, gamma, temperature, max_new_tokens,
-                                              aggregate, bonus, bild_fallback)
+    check_compatible(drafter, verifier, shared_vocabulary=shared_vocabulary)
+    policy = None
+    if isinstance(gamma, (str, AutoGamma)):  # gamma="auto": a block size per block, from the cost model
+        policy, gamma = auto_policy(gamma, drafter, verifier, method=method, rule=rule, bonus=bonus), 1
+    o = check_generate_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggregate, bonus,
+                               bild_threshold, bild_fallback)
+    seed = check_seed(seed)
     prompt_ids = verifier.encode(prompt)
-    run = _Run(drafter, verifier, prompt_ids, temperature=temperature, max_new_tokens=max_new_tokens,
-               seed=seed, eos=_eos_set(eos_token_id, verifier))
+    run = _Run(drafter, verifier, prompt_ids, temperature=o.temperature, max_new_tokens=o.max_new_tokens,
+               seed=seed, eos=stop_tokens(eos_token_id, verifier))
     start = time.perf_counter()
     with targets.trusted_inputs():  # every law below comes from `probabilities`
-        _run_method(run, method, rule, alpha, beta, gamma, aggregate, bonus, bild_fallback)
+        _run_method(run, o, beta, policy)
     wall = time.perf_counter() - start
     tokens = run.seq[run.n_prefix:]
     sessions = run._sessions
     by_model = {k: [sessions[k]] if k in sessions else [] for k in ("drafter", "verifier")}
     return Generation(
-        tokens=tokens, text=verifier.decode(tokens), prompt_tokens=prompt_ids, method=method, rule=rule,
-        alpha=alpha, gamma=gamma, temperature=temperature,
+        tokens=tokens, text=verifier.decode(tokens), prompt_tokens=prompt_ids, method=o.method, rule=o.rule,
+        alpha=o.alpha, gamma=o.gamma if policy is None else "auto", temperature=o.temperature,
+        bild_threshold=o.bild_threshold, gammas=policy.gammas if policy is not None else [],
         n_verifier_calls=sum(s.n_calls for s in by_model["verifier"]),
         n_drafter_calls=sum(s.n_calls for s in by_model["drafter"]),
         wall_time_s=wall, drafter_time_s=sum(s.time_s for s in by_model["drafter"]),
@@ -477,6 +473,7 @@ def generate_many(drafter, verifier, prompts: Iterable, *, seed: int = 0, progre
                   desc: Optional[str] = None, **options) -> List[Generation]:
     """`generate` over a list of prompts (prompt `i` uses seed `seed + i`), with a progress bar."""
     from tqdm.auto import tqdm
+    seed = check_seed(seed)
     prompts = list(prompts)
     label = desc or options.get("method", "generate")
     return [generate(drafter, verifier, prompt, seed=seed + i, **options)

@@ -1,4 +1,4 @@
-r"""The evaluation harness: tasks, the methods on every curve, a resumable sweep, curves and the paper's table.
+r"""The evaluation harness: tasks, the methods on every curve, and resumable sweeps saved as rows.
 
 A **sweep** runs every configuration $c$ = (method, rule, $\alpha$, $\beta$, $\gamma$, $T$) on every
 example $x$ of a task and records one row per $(c, x)$: the quality of the output against the
@@ -7,33 +7,19 @@ references (a metric from its standard package, `tutorial_lib.metrics`), the `Ge
 `rows.jsonl` as they finish, in a folder named after a hash of the run's configuration, so an
 interrupted sweep resumes where it stopped and a rerun reuses every finished row.
 
-A **curve** is one method's configurations over its $\alpha$ grid. Each point has
+Rows are written and read by `rows_file` (what happens to a cut or malformed line is documented
+there). A sweep's analysis (curves, the paper's table, findings) is in `analysis`, its figures in
+`rerun_figures`.
 
-$$\bar{Q}(c) = \frac{1}{n}\sum_x Q(c, x) \pm 1.96\,\frac{s_Q}{\sqrt n},\qquad
-  L(c) = \frac{\sum_x \mathrm{time}(c, x)}{\sum_x \mathrm{time}(\text{verifier}, x)},\qquad
-  r(c) = \frac{\sum_x \#\mathrm{rejected}(c, x)}{\sum_x \#\mathrm{judged}(c, x)},$$
-
-the mean quality with a normal-approximation 95% interval, the latency relative to the verifier
-alone (the T5 plots) and the rejection rate (the Gemma plots; the drafter alone has $r = 0$, the
-verifier alone $r = 1$: every token is its own).
-
-**The paper's table**, per method, computed from the measured curve by one documented rule: sort the
-curve's points by latency and join neighbours by straight lines (linear interpolation).
-
-- (i) *latency reduction at the verifier's quality*: the smallest latency $L^*$ at which the
-  interpolated curve first reaches the verifier's quality $Q_p$; reported as $1 - L^*/L_p$ (the
-  verifier's latency $L_p = 1$). "not reached" when no point reaches $Q_p$.
-- (ii) *best quality within the verifier's latency*: the largest quality of the interpolated curve
-  over $L \le L_p$ (a segment that crosses $L_p$ contributes its value at $L_p$); "not reached"
-  when every point is slower than the verifier.
+A sweep can be reloaded without its models: `ModelRecord(name, dtype)` stands in for a model that
+is not installed, and `run_sweep` then returns the saved rows, or says which are missing and how
+to install the models that would compute them.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -41,13 +27,12 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Un
 import numpy as np
 import pandas as pd
 
-from . import targets
+from . import rows_file, targets
 
-__all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid", "bild_thresholds", "results_dir",
-           "Sweep", "run_sweep", "summarize", "paper_table", "crossing_latency", "best_quality_within",
-           "plot_curves", "quality_by_group", "with_rule_ends", "NOT_REACHED"]
-
-NOT_REACHED = "not reached"
+__all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid",
+           "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
+           "prompt_ids",
+           "MissingRowsError"]
 
 
 # ---- tasks ----------------------------------------------------------------------------------------
@@ -73,6 +58,8 @@ class Task:
 
     `chat=True` sends each prompt as one user message in the model's chat template (instruction-tuned
     decoder-only models); otherwise the prompt text is encoded as it is (T5's task prefixes).
+    `max_input_tokens` cuts a plain prompt to its first tokens in the model's own tokenizer (the
+    final end-of-sequence token kept), as the paper cuts T5's inputs; None keeps it whole.
     """
     name: str
     metric: Union[str, Callable[[str, dict], float]]
@@ -80,8 +67,16 @@ class Task:
     max_new_tokens: int = 64
     chat: bool = False
     postprocess: Optional[Callable[[str], str]] = None
+    max_input_tokens: Optional[int] = None
 
     def __post_init__(self):
+        if self.max_input_tokens is not None:
+            if isinstance(self.max_input_tokens, bool) or not isinstance(self.max_input_tokens, int) \
+                    or self.max_input_tokens < 2:
+                raise ValueError(f"max_input_tokens={self.max_input_tokens!r}: give an int of at least 2, or None.")
+            if self.chat:
+                raise ValueError("max_input_tokens cuts plain prompts; a chat prompt would lose its template's end. "
+                                 "Shorten the messages instead.")
         self.examples = [Example.from_dict(e) for e in self.examples]
         if not self.examples:
             raise ValueError(f"task {self.name!r} has no examples; give at least one.")
@@ -93,15 +88,15 @@ class Task:
     def from_dict(cls, task: Union["Task", dict], **overrides) -> "Task":
         if isinstance(task, Task):
             return task
-        fields = {k: task[k] for k in ("name", "metric", "examples", "max_new_tokens", "chat", "postprocess")
-                  if k in task}
+        fields = {k: task[k] for k in ("name", "metric", "examples", "max_new_tokens", "chat", "postprocess",
+                                       "max_input_tokens") if k in task}
         fields.update(overrides)
         return cls(**fields)
 
     def head(self, n: Optional[int]) -> "Task":
         """The first `n` examples (all of them for `None`)."""
         return self if n is None else Task(self.name, self.metric, self.examples[:n], self.max_new_tokens,
-                                           self.chat, self.postprocess)
+                                           self.chat, self.postprocess, self.max_input_tokens)
 
     def score(self, text: str, example: Example) -> float:
         prediction = self.postprocess(text) if self.postprocess is not None else text
@@ -119,6 +114,8 @@ class Task:
     def fingerprint(self) -> str:
         payload = [self.name, self.metric_name, self.max_new_tokens, self.chat,
                    [(e.id, e.prompt, e.references) for e in self.examples]]
+        if self.max_input_tokens is not None:  # only where set: the fingerprints of saved runs stay as they were
+            payload.append({"max_input_tokens": self.max_input_tokens})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -165,6 +162,10 @@ def bild_thresholds(n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Config:
+    r"""One point of a curve. `alpha` is the curve's parameter: the rule's alpha, except for
+    `method="bild"` (the original BiLD), where it is the rollback threshold on $-\log p$, passed to
+    the engine as `bild_threshold` (the rows keep it in their `alpha` column, so one column orders
+    every curve)."""
     label: str
     method: str
     rule: Optional[str] = None
@@ -181,7 +182,11 @@ class Config:
         return key if self.bonus == "verifier" else f"{key}|bonus={self.bonus}"
 
     def engine_options(self) -> dict:
-        options = dict(method=self.method, gamma=self.gamma, temperature=self.temperature, alpha=self.alpha)
+        options = dict(method=self.method, gamma=self.gamma, temperature=self.temperature)
+        if self.method == "bild":
+            options["bild_threshold"] = self.alpha
+        else:
+            options["alpha"] = self.alpha
         if self.method == "speculative":
             options.update(rule=self.rule, beta=self.beta, bonus=self.bonus)
         return options
@@ -238,18 +243,66 @@ def results_dir() -> Path:
     return (repo if (repo / "pyproject.toml").exists() else Path.cwd()) / "data" / "results"
 
 
-def _model_id(lm) -> dict:
+@dataclass(frozen=True)
+class ModelRecord:
+    """A model as a sweep's hash records it, standing in for a model that is not loaded: `run_sweep`
+    with a pair of records returns the saved rows of that run (the models are needed only for rows
+    still missing). Models of up to 20M parameters are recorded with a hash of their weights, so
+    their runs can only be reloaded with the models themselves."""
+    name: str
+    dtype: str = "float32"
+    weights: Optional[str] = None
+    install: str = ""   # how to get the model, for the error that reports missing rows
+
+    def identity(self) -> dict:
+        ident = {"name": self.name, "dtype": self.dtype}
+        return ident if self.weights is None else {**ident, "weights": self.weights}
+
+
+def model_identity(lm) -> dict:
     """What identifies a model in a sweep's hash: its name, dtype and, for models small enough to
     hash quickly, its weights (so rows of a retrained checkpoint are never mixed with older ones)."""
+    if isinstance(lm, ModelRecord):
+        return lm.identity()
     ident = {"name": lm.name, "dtype": str(lm.dtype).replace("torch.", "")}
-    if not lm.is_toy:
-        parameters = list(lm.model.parameters())
+    network = getattr(lm, "model", None)
+    from .toyworld import ToyLanguageModel
+    if hasattr(network, "parameters") and not isinstance(network, ToyLanguageModel):  # the toy world: its name says all
+        parameters = list(network.parameters())
         if sum(w.numel() for w in parameters) <= 20_000_000:
             digest = hashlib.sha256()
             for w in parameters:
                 digest.update(w.detach().float().cpu().numpy().tobytes())
             ident["weights"] = digest.hexdigest()[:16]
     return ident
+
+
+def saved_models(name: str, *, root: Optional[os.PathLike] = None, extra_config: Optional[dict] = None,
+                 install: str = "") -> Tuple[ModelRecord, ModelRecord]:
+    """The drafter and verifier (as `ModelRecord`s) of a saved sweep `name` whose `extra_config`
+    matches, to reload its rows without the models: `run_sweep(saved_models(...), ...)`. Where
+    several saved runs match (the same settings with other weights), the one with the most rows."""
+    root = Path(root or results_dir())
+    wanted = json.loads(json.dumps(extra_config or {}, sort_keys=True, default=str))
+    found = []
+    for config_file in sorted(root.glob(f"{name}-*/config.json")):
+        config = json.loads(config_file.read_text())
+        if config.get("name") == name and all(config.get(k) == v for k, v in wanted.items()):
+            rows = config_file.with_name("rows.jsonl")
+            found.append((rows.stat().st_size if rows.exists() else 0, config))
+    if not found:
+        raise FileNotFoundError(f"no saved sweep {name!r} with these settings in {root}; run it with the models "
+                                f"first{f' ({install})' if install else ''}.")
+    config = max(found, key=lambda item: item[0])[1]
+    return ModelRecord(**config["drafter"], install=install), ModelRecord(**config["verifier"], install=install)
+
+
+class MissingRowsError(RuntimeError):
+    """`run_sweep` was given `ModelRecord`s (models not loaded) and some requested rows are not saved."""
+
+
+#: What keys a row in its sweep: the same example id may occur in two tasks.
+ROW_KEY = ("task", "config", "example_id")
 
 
 @dataclass
@@ -269,27 +322,14 @@ class Sweep:
         return self.path / "rows.jsonl"
 
     def load(self) -> pd.DataFrame:
-        if not self.rows_path.exists():
-            return pd.DataFrame()
-        rows = []
-        for line in self.rows_path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line cut short by an interruption: that row is redone
-                continue
-        return pd.DataFrame(rows).drop_duplicates(["config", "example_id"], keep="last") if rows else pd.DataFrame()
+        """Every saved row, the last one kept where a row was written twice (see `rows_file.read_rows`)."""
+        rows = rows_file.read_rows(self.rows_path)
+        return pd.DataFrame(rows).drop_duplicates(list(ROW_KEY), keep="last") if rows else pd.DataFrame()
 
     def done(self) -> set:
+        """The (task, config key, example id) of every saved row."""
         table = self.load()
-        return set() if table.empty else set(zip(table["config"], table["example_id"]))
-
-    def _cut_short(self) -> bool:
-        """Whether the rows file ends inside a row: only its last byte is read (appends are a hot path)."""
-        if not self.rows_path.exists() or self.rows_path.stat().st_size == 0:
-            return False
-        with open(self.rows_path, "rb") as handle:
-            handle.seek(-1, os.SEEK_END)
-            return handle.read(1) != b"\n"
+        return set() if table.empty else set(zip(*(table[k] for k in ROW_KEY)))
 
     def append(self, rows: Iterable[dict]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -297,14 +337,7 @@ class Sweep:
         if not config_file.exists():
             config_file.write_text(json.dumps({"name": self.name, "hash": self.hash, **self.config},
                                               indent=2, sort_keys=True, default=str))
-        if self._cut_short():  # drop a row cut short by an interruption, so appends start on a new line
-            data = self.rows_path.read_bytes()
-            self.rows_path.write_bytes(data[: data.rfind(b"\n") + 1])
-        with open(self.rows_path, "a") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, default=str) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        rows_file.append_rows(self.rows_path, rows)
 
 
 def _row(task: Task, example: Example, config: Config, generation, seed: int) -> dict:
@@ -322,8 +355,17 @@ def _row(task: Task, example: Example, config: Config, generation, seed: int) ->
     }
 
 
-def _prompt_ids(lm, task: Task, example: Example) -> List[int]:
-    return lm.chat_prompt(example.prompt) if task.chat else lm.encode(example.prompt)
+def prompt_ids(lm, task: Task, example: Example) -> List[int]:
+    """The token ids `lm` reads for an example: its chat template for chat tasks, else the plain text,
+    cut to `task.max_input_tokens` (keeping a final end-of-sequence token, as tokenizers truncate)."""
+    if task.chat:
+        return lm.chat_prompt(example.prompt)
+    ids = lm.encode(example.prompt)
+    limit = task.max_input_tokens
+    if limit is not None and len(ids) > limit:
+        eos = getattr(getattr(lm, "tokenizer", None), "eos_token_id", None)
+        ids = ids[:limit - 1] + ids[-1:] if eos is not None and ids[-1] == eos else ids[:limit]
+    return ids
 
 
 def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config], *, name: str,
@@ -338,6 +380,10 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     is then its share of the batch's time, not a latency). Finished rows are skipped; `max_rows`
     stops after that many new rows (as an interruption would). Example `i` of a task uses seed
     `seed + i` in every configuration (common random numbers across methods).
+
+    `pair` may hold `ModelRecord`s instead of models: then nothing runs, and the saved rows are
+    returned if every requested row is saved (`MissingRowsError` says how many are not, and how to
+    install the models, otherwise).
     """
     from tqdm.auto import tqdm
     tasks = [tasks] if isinstance(tasks, (Task, dict)) else list(tasks)
@@ -345,26 +391,33 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     if runner not in ("single", "batch"):
         raise ValueError(f"runner={runner!r}; use 'single' (latency at batch size 1) or 'batch' (gamma = 1).")
     drafter, verifier = pair
-    sweep = Sweep(name, {"drafter": _model_id(drafter), "verifier": _model_id(verifier), "seed": seed,
+    sweep = Sweep(name, {"drafter": model_identity(drafter), "verifier": model_identity(verifier), "seed": seed,
                          "runner": runner, "tasks": {t.name: t.fingerprint() for t in tasks},
                          **(extra_config or {})}, root)
     done = sweep.done()
     todo = [(t, c) for t in tasks for c in configs]
     total = sum(len(t.examples) for t, _ in todo)
+    saved = sum(1 for t, c in todo for e in t.examples if (t.name, c.key, e.id) in done)
+    records = [m for m in (drafter, verifier) if isinstance(m, ModelRecord)]
+    if records and saved < total:
+        install = "; ".join(dict.fromkeys(m.install for m in records if m.install)) or "load the models"
+        raise MissingRowsError(f"{total - saved} of the {total} requested rows are not saved in {sweep.rows_path} and "
+                               f"{', '.join(m.name for m in records)} is not loaded to compute them: {install}, "
+                               "then run again with the models.")
     bar = tqdm(total=total, desc=name, disable=not progress, unit="example")
-    bar.update(sum(1 for t, c in todo for e in t.examples if (c.key, e.id) in done))
+    bar.update(saved)
     new_rows = 0
     if runner == "single":
         from .engine import generate
         for task, config in todo:
             bar.set_postfix_str(f"{task.name}: {config.label} a={config.alpha:.3g}", refresh=False)
             for i, example in enumerate(task.examples):
-                if (config.key, example.id) in done:
+                if (task.name, config.key, example.id) in done:
                     continue
                 if max_rows is not None and new_rows >= max_rows:
                     bar.close()
                     return _requested(sweep, tasks, configs)
-                generation = generate(drafter, verifier, _prompt_ids(verifier, task, example),
+                generation = generate(drafter, verifier, prompt_ids(verifier, task, example),
                                       max_new_tokens=task.max_new_tokens, seed=seed + i,
                                       eos_token_id=eos_token_id, **config.engine_options())
                 sweep.append([_row(task, example, config, generation, seed + i)])
@@ -380,13 +433,13 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
             bar.set_postfix_str(f"{task.name}: {config.label} a={config.alpha:.3g}", refresh=False)
             for start in range(0, len(task.examples), batch_size):
                 chunk = task.examples[start:start + batch_size]
-                if all((config.key, e.id) in done for e in chunk):
+                if all((task.name, config.key, e.id) in done for e in chunk):
                     continue
                 if max_rows is not None and new_rows >= max_rows:
                     bar.close()
                     return _requested(sweep, tasks, configs)
                 if (task.name, start) not in prefills:
-                    prompts = [_prompt_ids(verifier, task, e) for e in chunk]
+                    prompts = [prompt_ids(verifier, task, e) for e in chunk]
                     prefills[(task.name, start)] = (prompts, prefill_batch(drafter, verifier, prompts))
                 prompts, prefill = prefills[(task.name, start)]
                 seeds = [seed + start + j for j in range(len(chunk))]
@@ -400,7 +453,7 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                                              seeds=seeds, max_new_tokens=task.max_new_tokens,
                                              eos_token_id=eos_token_id, **options)
                 rows = [_row(task, e, config, g, s) for e, g, s in zip(chunk, generations, seeds)
-                        if (config.key, e.id) not in done]
+                        if (task.name, config.key, e.id) not in done]
                 sweep.append(rows)
                 new_rows += len(rows)
                 bar.update(len(rows))
@@ -417,207 +470,3 @@ def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config]) -
         table = table[table["config"].isin(keys) & table["task"].isin(names)].reset_index(drop=True)
     table.attrs["path"] = str(sweep.path)
     return table
-
-
-# ---- curves -------------------------------------------------------------------------------------
-
-_GROUP = ["task", "label", "method", "rule", "alpha", "beta", "gamma", "temperature"]
-
-
-def summarize(rows: pd.DataFrame, *, latency: str = "wall_time_s", cost_ratio: Optional[float] = None) -> pd.DataFrame:
-    r"""One point per (task, configuration): mean quality with its 95% interval, relative latency,
-    rejection rate, tokens per verifier call and the counters, from a sweep's rows.
-
-    `latency` is the row column to price a configuration with (`wall_time_s`, or `model_time_s`:
-    the models' forward passes only, without the engine's own bookkeeping). Latency is relative to
-    the verifier alone at the same temperature on the same task.
-
-    With `cost_ratio` $c$, `latency_calls` prices a run by its calls instead of a clock,
-    $(\#\text{verifier calls} + c\,\#\text{drafter calls})$ relative to the verifier alone: what the
-    same runs would cost where a drafter step costs $c$ verifier calls (notebook 05's cost model).
-    """
-    if rows.empty:
-        raise ValueError("no rows to summarize; run a sweep first.")
-    rows = rows.copy()
-    rows["model_time_s"] = rows["drafter_time_s"] + rows["verifier_time_s"]
-    rows["rule"] = rows["rule"].fillna("-")
-    grouped = rows.groupby(_GROUP, dropna=False, sort=False)
-    out = grouped.agg(n=("quality", "size"), quality=("quality", "mean"), quality_sd=("quality", "std"),
-                      time_s=(latency, "sum"), n_tokens=("n_tokens", "sum"),
-                      n_verifier_calls=("n_verifier_calls", "sum"), n_drafter_calls=("n_drafter_calls", "sum"),
-                      n_accepted=("n_accepted", "sum"), n_rejected=("n_rejected", "sum"),
-                      deferral_rate=("deferral_rate", "mean")).reset_index()
-    out["quality_ci"] = 1.96 * out["quality_sd"].fillna(0.0) / np.sqrt(out["n"])
-    judged = out["n_accepted"] + out["n_rejected"]
-    out["rejection_rate"] = np.where(judged > 0, out["n_rejected"] / judged.where(judged > 0, 1), np.nan)
-    out.loc[out["method"] == "drafter", "rejection_rate"] = 0.0
-    out.loc[out["method"] == "verifier", "rejection_rate"] = 1.0
-    out["tokens_per_call"] = out["n_tokens"] / out["n_verifier_calls"].where(out["n_verifier_calls"] > 0)
-    verifier = out[out["method"] == "verifier"].set_index(["task", "temperature"])
-    reference_time = verifier["time_s"].groupby(level=[0, 1]).mean()
-    reference_quality = verifier["quality"].groupby(level=[0, 1]).mean()
-    keys = list(zip(out["task"], out["temperature"]))
-    out["verifier_quality"] = [reference_quality.get(k, np.nan) for k in keys]
-    out["latency"] = out["time_s"] / np.array([reference_time.get(k, np.nan) for k in keys])
-    out["speedup"] = 1.0 / out["latency"]
-    if cost_ratio is not None:
-        if not cost_ratio >= 0:
-            raise ValueError(f"cost_ratio={cost_ratio}: a drafter step costs a non-negative share of a verifier call.")
-        calls = out["n_verifier_calls"] + cost_ratio * out["n_drafter_calls"]
-        reference_calls = (out[out["method"] == "verifier"].assign(c=calls).groupby(["task", "temperature"])["c"]
-                           .mean())
-        out["latency_calls"] = calls / np.array([reference_calls.get(k, np.nan) for k in keys])
-    return out
-
-
-def quality_by_group(rows: pd.DataFrame, task: Task, *, group: str = "context",
-                     labels: Sequence[str] = ("Drafter", "Verifier"), temperature: Optional[float] = None) -> pd.DataFrame:
-    """Mean quality per group of examples (`example.info[group]`) for the given curves' rows: where
-    each model wins. Curves with several alphas contribute their best alpha per group. `temperature`
-    defaults to the lowest one in the rows."""
-    rows = rows[rows["task"] == task.name]
-    if rows.empty:
-        raise ValueError(f"no rows of task {task.name!r}.")
-    temperature = rows["temperature"].min() if temperature is None else temperature
-    groups = {e.id: e.info.get(group, "-") for e in task.examples}
-    part = rows[(rows["temperature"] == temperature) & rows["label"].isin(labels)].copy()
-    part["group"] = part["example_id"].map(groups)
-    means = part.groupby(["group", "label", "alpha"])["quality"].mean().groupby(["group", "label"]).max()
-    table = means.unstack("label").reindex(columns=[l for l in labels if l in set(part["label"])])
-    table["n"] = part.groupby("group")["example_id"].nunique()
-    return table
-
-
-#: Rules whose target at one end of alpha's range is p itself (SpecDecode); every rule's other end is q.
-_SPEC_END = {"lossy", "chow", "diff", "opt", "bild", "token_v1", "token_v2"}
-
-
-def with_rule_ends(summary: pd.DataFrame) -> pd.DataFrame:
-    """Each speculative rule's curve extended to the ends of its alpha range, from measured points.
-
-    At the drafter end of every rule the target is $q$ and at the other end (all rules but
-    Token-V3, whose $\alpha = 0$ keeps $p$'s argmax) it is $p$. With one token per step
-    (`gamma = 1`, no bonus token) those runs *are* the drafter alone and SpecDecode, in
-    distribution, so their measured points are added to each rule's curve (`end` = "drafter" /
-    "spec"; interior points have `end` = ""). Not for blocks with a bonus token from $p$, where the
-    drafter end still takes every (gamma+1)-th token from the verifier.
-    """
-    summary = summary.copy()
-    summary["end"] = ""
-    extra = []
-    keys = ["task", "temperature", "gamma"]
-    for key, part in summary.groupby(keys, sort=False):
-        drafter = summary[(summary["method"] == "drafter") & (summary["task"] == key[0])
-                          & (summary["temperature"] == key[1])]
-        spec = part[part["label"] == "SpecDecode"]
-        for label in part.loc[(part["method"] == "speculative") & (part["rule"] != "spec"), "label"].unique():
-            rule = part.loc[part["label"] == label, "rule"].iloc[0]
-            for end, rows in (("drafter", drafter), ("spec", spec if rule in _SPEC_END else spec.iloc[0:0])):
-                if len(rows):
-                    row = rows.iloc[0].copy()
-                    row["label"], row["rule"], row["gamma"], row["end"] = label, rule, key[2], end
-                    extra.append(row)
-    return pd.concat([summary, pd.DataFrame(extra)], ignore_index=True) if extra else summary
-
-
-def _curve(points: pd.DataFrame, x: str) -> Tuple[np.ndarray, np.ndarray]:
-    points = points.sort_values([x, "quality"])
-    return points[x].to_numpy(float), points["quality"].to_numpy(float)
-
-
-def crossing_latency(latency: Sequence[float], quality: Sequence[float], target: float) -> Optional[float]:
-    """The smallest latency at which the curve (sorted by latency, linearly interpolated) reaches `target`."""
-    order = np.argsort(np.asarray(latency, float), kind="stable")
-    xs, ys = np.asarray(latency, float)[order], np.asarray(quality, float)[order]
-    if len(xs) == 0:
-        return None
-    if ys[0] >= target:
-        return float(xs[0])
-    for (x0, y0), (x1, y1) in zip(zip(xs[:-1], ys[:-1]), zip(xs[1:], ys[1:])):
-        if y0 < target <= y1:
-            return float(x0 + (target - y0) / (y1 - y0) * (x1 - x0))
-    return None
-
-
-def best_quality_within(latency: Sequence[float], quality: Sequence[float], budget: float) -> Optional[float]:
-    """The best quality of the interpolated curve at latencies up to `budget` (None if all are slower)."""
-    order = np.argsort(np.asarray(latency, float), kind="stable")
-    xs, ys = np.asarray(latency, float)[order], np.asarray(quality, float)[order]
-    inside = ys[xs <= budget]
-    if len(inside) == 0:
-        return None
-    best = float(inside.max())
-    for (x0, y0), (x1, y1) in zip(zip(xs[:-1], ys[:-1]), zip(xs[1:], ys[1:])):
-        if x0 <= budget < x1:  # the segment that crosses the budget contributes its value there
-            best = max(best, float(y0 + (budget - x0) / (x1 - x0) * (y1 - y0)))
-    return best
-
-
-def paper_table(summary: pd.DataFrame, *, x: str = "latency", reference: float = 1.0) -> pd.DataFrame:
-    """The paper's table per (task, T, gamma, method): (i) the reduction of `x` at which the method
-    first matches the verifier's quality, (ii) the best quality it reaches with `x <= reference`.
-
-    Rows are the methods' curves; `x` is `latency` (T5) or `rejection_rate` (Gemma).
-    """
-    rows = []
-    for (task, temperature), part in summary.groupby(["task", "temperature"], sort=False):
-        verifier = part[part["method"] == "verifier"]
-        if verifier.empty:
-            raise ValueError(f"task {task!r} at T={temperature} has no verifier-only rows; include 'Verifier'.")
-        target = float(verifier["quality"].mean())
-        for (label, gamma), curve in part.groupby(["label", "gamma"], sort=False):
-            if label == "Verifier":
-                continue
-            xs, ys = _curve(curve, x)
-            crossing = crossing_latency(xs, ys, target)
-            best = best_quality_within(xs, ys, reference)
-            rows.append({"task": task, "temperature": temperature, "gamma": gamma, "method": label,
-                         "verifier_quality": target,
-                         f"{x}_reduction_at_verifier_quality": (NOT_REACHED if crossing is None
-                                                                 else 1.0 - crossing / reference),
-                         f"best_quality_at_{x}<=verifier": NOT_REACHED if best is None else best,
-                         "best_minus_verifier": np.nan if best is None else best - target})
-    return pd.DataFrame(rows)
-
-
-# ---- plots ----------------------------------------------------------------------------------------
-
-def plot_curves(summary: pd.DataFrame, *, x: str = "latency", task: Optional[str] = None,
-                temperature: Optional[float] = None, gamma: Optional[int] = None, ax=None,
-                quality_label: str = "quality", labels: Optional[Sequence[str]] = None):
-    """Quality against `x` (`latency` relative to the verifier, or `rejection_rate`), one line per
-    method over its alpha grid, 95% intervals as error bars, the verifier's quality dashed."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-    from .plotting import FIGURE_SIZE
-    part = summary
-    if task is not None:
-        part = part[part["task"] == task]
-    if temperature is not None:
-        part = part[part["temperature"] == temperature]
-    if gamma is not None:  # plain decoding and the sequential cascades were run once, at the first gamma
-        part = part[(part["gamma"] == gamma) | part["method"].isin(["drafter", "verifier", "token_cascade",
-                                                                      "seq_cascade"])]
-    if part.empty:
-        raise ValueError("nothing to plot for that task / temperature / gamma.")
-    if ax is None:
-        _, ax = plt.subplots(figsize=FIGURE_SIZE)
-    order = [l for l in (labels or CURVES) if l in set(part["label"])]
-    colors = dict(zip(order, sns.color_palette("tab20", len(order))))
-    markers = "os^vD<>phX*P+x1"
-    for i, label in enumerate(order):
-        curve = part[part["label"] == label].sort_values(x)
-        style = dict(color=colors[label], marker=markers[i % len(markers)], markersize=4, linewidth=1.2,
-                     label=label, capsize=2, elinewidth=0.6)
-        if label.startswith("SpecCascade [Token"):
-            style["linewidth"] = 2.0
-        ax.errorbar(curve[x], curve["quality"], yerr=curve["quality_ci"], **style)
-    reference = part.loc[part["method"] == "verifier", "quality"].mean()
-    ax.axhline(reference, color="black", linestyle="--", linewidth=1, label="verifier quality")
-    if x.startswith("latency"):
-        ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
-    ax.set_xlabel({"latency": "latency (verifier = 1)", "rejection_rate": "rejection rate",
-                   "latency_calls": "cost in calls (verifier = 1)"}.get(x, x), fontsize=8)
-    ax.set_ylabel(quality_label)
-    ax.legend(fontsize=6, ncol=2, loc="best")
-    return ax

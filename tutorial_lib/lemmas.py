@@ -28,25 +28,17 @@ from typing import Callable
 import torch
 
 from . import targets
+from .checks import LOSSES, check_loss
 
 __all__ = ["LOSSES", "expected_loss", "deferral_risk", "speculative_deferral_risk",
            "optimal_deferral", "optimal_speculative_deferral", "brute_force_deferral",
            "plugin_deferral", "total_risk"]
 
-LOSSES = ("zero_one", "log")
-
-
-def _check_loss(loss: str) -> str:
-    if loss not in LOSSES:
-        raise ValueError(f"loss={loss!r} is unknown; use one of {', '.join(LOSSES)}.")
-    return loss
-
-
 def expected_loss(P, model, loss: str = "zero_one") -> torch.Tensor:
     r"""$\mathbb{E}_{x \sim P}[\ell(x, m)]$ per row: $1 - P(\arg\max_v m(v))$ for 0-1 loss (the model
     predicts its argmax), $-\sum_v P(v) \log m(v)$ for log loss."""
-    _check_loss(loss)
-    model, P = targets._pair(model, P, "model", "P")
+    check_loss(loss)
+    model, P = targets.check_pair(model, P, "model", "P")
     if loss == "zero_one":
         return 1.0 - P.gather(-1, model.argmax(-1, keepdim=True)).squeeze(-1)
     logs = torch.where(P > 0, model.log(), torch.zeros_like(model))
@@ -98,10 +90,10 @@ def plugin_deferral(rule: str, q, p, alpha: float, loss: str = "zero_one") -> to
       `opt` $1(1 - \max q > 1 - \max p + \alpha D_{TV}(p, q))$ (the rules of `targets`).
     - log loss: the same with the entropies $H(q)$, $H(p)$ in place of $1 - \max$.
     """
-    _check_loss(loss)
+    check_loss(loss)
     if rule not in ("chow", "diff", "opt"):
         raise ValueError(f"rule={rule!r} has no plug-in here; use 'chow', 'diff' or 'opt'.")
-    q, p = targets._pair(q, p)
+    q, p = targets.check_pair(q, p)
     if loss == "zero_one":
         return targets.deferral_decision(rule, q, p, alpha)
     h_q, h_p = _entropy(q), _entropy(p)

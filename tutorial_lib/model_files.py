@@ -17,6 +17,16 @@ these models many times, and a safetensors directory loads in a fraction of that
     path = offline_model_dir("smollm2-135m")
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(path)
+
+The converted directory is checked on every load: its record (`tutorial_lib_source.json`) holds the
+SHA-256 and size of every file written by the conversion, and `offline_model_dir` verifies them
+before returning the path (`verify_model_dir`). Hashing the 0.5-7 GB of weights on every load would
+cost seconds to minutes, so a file whose (size, mtime, ctime, inode) are those of its last successful
+check is not hashed again (`.tutorial_lib_verified.json` beside it, and a per-process memo): the
+first load after a conversion or a change pays for the hash, later loads only `stat`. A missing,
+truncated, bit-flipped or rewritten file raises `CorruptModelCacheError` naming the folder and the
+command that rebuilds it (`offline_model_dir(alias, rebuild=True)`); a directory converted before
+file hashes were recorded is converted again once.
 """
 from __future__ import annotations
 
@@ -33,7 +43,13 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 SOURCE_RECORD = "tutorial_lib_source.json"
+VERIFIED_RECORD = ".tutorial_lib_verified.json"  # stat keys of files whose hash was checked
 _READ_BLOCK = 8 * 1024 * 1024
+_verified_in_process: dict[str, tuple[tuple, str]] = {}  # path -> (stat key, sha256) checked in this process
+
+
+class CorruptModelCacheError(RuntimeError):
+    """A converted model directory does not match the hashes recorded when it was converted."""
 
 
 @dataclass(frozen=True)
@@ -171,21 +187,112 @@ def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     tokenizer.save_pretrained(out_dir)
 
 
-def _is_finished(model_dir: Path, spec: OfflineModel) -> bool:
+def _record(model_dir: Path) -> dict | None:
     try:
         record = json.loads((model_dir / SOURCE_RECORD).read_text())
     except (OSError, ValueError):
-        return False
-    return record.get("sha256") == spec.sha256
+        return None
+    return record if isinstance(record, dict) else None
 
 
-def offline_model_dir(alias: str, *, progress: bool = True) -> Path:
-    """A directory `AutoModelForCausalLM` / `AutoTokenizer.from_pretrained` can load, converting on first use."""
+def _is_finished(model_dir: Path, spec: OfflineModel) -> bool:
+    """Converted from the right GGUF, with the file hashes recorded (older records lack them)."""
+    record = _record(model_dir)
+    return record is not None and record.get("sha256") == spec.sha256 and isinstance(record.get("files"), dict)
+
+
+def rebuild_command(alias: str) -> str:
+    return f"python -c \"import tutorial_lib.model_files as m; m.offline_model_dir('{alias}', rebuild=True)\""
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_READ_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stat_key(path: Path) -> tuple:
+    status = path.stat()
+    return (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino)
+
+
+def _converted_files(model_dir: Path) -> list[Path]:
+    return sorted(path for path in model_dir.rglob("*")
+                  if path.is_file() and path.name not in (SOURCE_RECORD, VERIFIED_RECORD))
+
+
+def _file_hashes(model_dir: Path) -> dict:
+    return {path.relative_to(model_dir).as_posix(): {"sha256": _sha256_file(path), "size": path.stat().st_size}
+            for path in _converted_files(model_dir)}
+
+
+def verify_model_dir(model_dir: Path, alias: str) -> None:
+    """Check every file of a converted directory against the hashes its record holds; raise
+    CorruptModelCacheError naming the folder and the rebuild command otherwise. Files unchanged
+    since their last check (same size, mtime, ctime and inode) are not hashed again."""
+    model_dir = Path(model_dir)
+
+    def damaged(problem: str) -> CorruptModelCacheError:
+        return CorruptModelCacheError(
+            f"the converted model cache {model_dir} is damaged: {problem}. Rebuild it with `{rebuild_command(alias)}` "
+            f"(or delete the folder: the next load converts it again).")
+
+    record = _record(model_dir)
+    if record is None or not isinstance(record.get("files"), dict):
+        raise damaged(f"its record {SOURCE_RECORD} is missing, unreadable or lists no file hashes")
+    try:
+        checked = json.loads((model_dir / VERIFIED_RECORD).read_text())
+        checked = checked if isinstance(checked, dict) else {}
+    except (OSError, ValueError):
+        checked = {}
+    newly_checked = {}
+    for name, expected in record["files"].items():
+        path = model_dir / name
+        try:
+            key = _stat_key(path)
+        except OSError:
+            raise damaged(f"{name} is missing") from None
+        if not isinstance(expected, dict):
+            raise damaged(f"its record has no hash for {name}")
+        if key[0] != expected.get("size"):
+            raise damaged(f"{name} has {key[0]} bytes, the conversion wrote {expected.get('size')}")
+        memo = _verified_in_process.get(str(path))
+        if memo == (key, expected["sha256"]) or checked.get(name) == [list(key), expected["sha256"]]:
+            _verified_in_process[str(path)] = (key, expected["sha256"])
+            continue
+        actual = _sha256_file(path)
+        if actual != expected["sha256"]:
+            raise damaged(f"{name} has SHA-256 {actual}, the conversion wrote {expected['sha256']}")
+        _verified_in_process[str(path)] = (key, actual)
+        newly_checked[name] = [list(key), actual]
+    if newly_checked:
+        _write_json_atomically(model_dir / VERIFIED_RECORD, {**checked, **newly_checked})
+
+
+def _write_json_atomically(path: Path, data) -> None:
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(handle, "w") as out:
+            json.dump(data, out)
+        os.replace(temporary, path)
+    except OSError:  # a read-only cache still loads; it is hashed again next time
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(temporary)
+
+
+def offline_model_dir(alias: str, *, progress: bool = True, rebuild: bool = False) -> Path:
+    """A directory `AutoModelForCausalLM` / `AutoTokenizer.from_pretrained` can load, converting on first use
+    and verified on every call (`verify_model_dir`); `rebuild=True` converts it again whatever its state."""
     spec = _spec(alias)
     models_dir = cache_dir() / "models"
     final_dir = models_dir / alias
-    if _is_finished(final_dir, spec):
-        return final_dir  # the record was written only after a verified conversion
+    if not rebuild and _is_finished(final_dir, spec):
+        verify_model_dir(final_dir, alias)
+        return final_dir
+    if not rebuild and _record(final_dir) is not None and _record(final_dir).get("sha256") == spec.sha256:
+        print(f"{final_dir} was converted before file hashes were recorded; converting it again to record them")
 
     parts = _located_parts(spec)
     models_dir.mkdir(parents=True, exist_ok=True)
@@ -206,16 +313,18 @@ def offline_model_dir(alias: str, *, progress: bool = True) -> Path:
             )
         converted = build_dir / "model"
         _convert_gguf(gguf_path, converted)
-        record = {"alias": alias, "sha256": actual, "upstream": spec.upstream, "packages": list(spec.requirements)}
+        record = {"alias": alias, "sha256": actual, "upstream": spec.upstream, "packages": list(spec.requirements),
+                  "files": _file_hashes(converted)}
         (converted / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
-        if not _is_finished(final_dir, spec):  # else a concurrent call finished first: keep its copy
-            if final_dir.exists():  # unfinished, or converted from a GGUF with another hash
-                shutil.rmtree(final_dir)
+        if rebuild or not _is_finished(final_dir, spec):  # else a concurrent call finished first: keep its copy
+            if final_dir.exists():  # damaged, unfinished, or converted from a GGUF with another hash
+                final_dir.rename(build_dir / "old")  # out of the way in one step; removed with build_dir
             try:
                 converted.rename(final_dir)
             except OSError:
                 if not _is_finished(final_dir, spec):
                     raise
     finally:
-        shutil.rmtree(build_dir, ignore_errors=True)  # the joined GGUF, or a half-written conversion
+        shutil.rmtree(build_dir, ignore_errors=True)  # the joined GGUF, a half-written conversion, the old copy
+    verify_model_dir(final_dir, alias)  # hashes the new files once, so the next load only stats them
     return final_dir

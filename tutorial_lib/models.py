@@ -18,25 +18,38 @@ Names `load_model` / `load_pair` accept:
 |---|---|
 | `smollm2-135m`, `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b` | offline GGUF aliases, see `model_files` |
 | `tiny-random-llama[:SEED]`, `tiny-random-t5[:SEED]` | small random models built from a config (tests) |
-| `toy-drafter`, `toy-verifier` | the default `ToyWorld`'s models (or pass `world.drafter` itself) |
-| `synthetic-t5-drafter[:tiny]`, `synthetic-t5-verifier[:tiny]` | small T5s trained offline on `synthetic_mt`'s toy translation task (trained once, minutes; `:tiny` takes seconds, for tests) |
+| `toy-drafter`, `toy-verifier` | the default `ToyWorld`'s models (or pass `world.drafter` itself), see `toy_model` |
+| `synthetic-t5-drafter[:tiny]`, `synthetic-t5-verifier[:tiny]` | small T5s trained on `synthetic_mt`'s toy translation task; train them first with `synthetic_mt.train_t5_pair(budget=...)` (minutes; `"tiny"` takes seconds, for tests) |
 | anything else (`google/gemma-2-2b-it`, `t5-small`, ...) | `from_pretrained` from the Hugging Face hub |
 
 and already-loaded `transformers` models (with a tokenizer, or without one if prompts are token ids).
+Each alias has a loader in `LOADERS` (`register_loader` adds one); a name that no loader claims
+goes to the hub.
+
+`LanguageModel` adapts a `transformers` model; `toy_model.ToyModel` adapts the toy world's models.
+Both present the same session API, so the engine never asks which one it has.
+
+A drafter and a verifier must give their token ids the same meaning (speculation compares
+$q(x)$ with $p(x)$ id by id): `check_compatible` compares their tokenizers (or the toy world's
+words, or the `vocabulary` label of tokenizer-less models). For models without a tokenizer nothing
+says what the ids mean, so the user must say they share them: `shared_vocabulary=True`.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from .toyworld import BOS, EOS, ToyLanguageModel, ToyWorld
+from .checks import check_device, check_whole_number
+from .toyworld import ToyLanguageModel, ToyWorld
 
 __all__ = ["LanguageModel", "ModelPair", "Session", "load_model", "load_pair", "tiny_random_llama",
-           "tiny_random_t5", "next_token_distributions", "perturbed", "toy_pair", "TINY_VOCAB"]
+           "tiny_random_t5", "next_token_distributions", "perturbed", "toy_pair", "TINY_VOCAB",
+           "check_compatible", "LOADERS", "register_loader"]
 
 Prompt = Union[str, Sequence[int]]
 #: Vocabulary of the tiny random models: small enough for exact chi-square tests.
@@ -128,7 +141,7 @@ class _HFSession(Session):
                 out = net(encoder_outputs=self.encoder_outputs, decoder_input_ids=ids,
                           past_key_values=self.cache, use_cache=True)
                 logits = out.logits[0, -keep:]
-            elif self.model._has_logits_to_keep:
+            elif self.model.has_logits_to_keep:
                 out = net(input_ids=ids, past_key_values=self.cache, use_cache=True, logits_to_keep=keep)
                 logits = out.logits[0, -keep:]
             else:
@@ -142,76 +155,74 @@ class _HFSession(Session):
         self.cache.crop(length - self.length)
 
 
-class _ToySession(Session):
-    """The toy models see only the last two tokens, so the token list is all the cache there is."""
-
-    def _forward(self, tokens, keep):
-        context = self.tokens[-1:] + tokens
-        logits = self.model.model(torch.tensor([context]))[0]  # (len(context), V)
-        return logits[len(context) - len(tokens):][-keep:].float()
-
-    def _crop(self, length):
-        pass
-
-
 @dataclass
 class LanguageModel:
-    """A drafter or verifier: the network, its tokenizer (optional) and how to start a session.
+    """A drafter or verifier: a `transformers` model, its tokenizer (optional) and how to start a session.
 
     `decoder_prefix(prompt_ids)` is what the decoder starts from: the prompt itself for a
     decoder-only model, `[decoder_start_token_id]` for an encoder-decoder model (whose prompt goes to
-    the encoder). Generated tokens follow it.
+    the encoder). Generated tokens follow it. `vocabulary` labels what the ids mean for a model
+    without a tokenizer (models with equal labels share ids); `derived_from` is the model this one
+    was made from (`perturbed`), with the same ids. `has_logits_to_keep` says whether the forward
+    pass accepts `logits_to_keep` (then only the rows asked for are computed). `is_toy` is False
+    here and True for `toy_model.ToyModel`.
     """
     model: object
     tokenizer: object = None
     name: str = "model"
     eos_token_id: Optional[Union[int, List[int]]] = None
     world: Optional[ToyWorld] = field(default=None, repr=False)
+    vocabulary: Optional[Hashable] = field(default=None, repr=False)
+    derived_from: Optional["LanguageModel"] = field(default=None, repr=False)
+
+    is_toy = False
 
     def __post_init__(self):
-        self.is_toy = isinstance(self.model, ToyLanguageModel)
         config = getattr(self.model, "config", None)
         self.is_encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
-        if self.is_toy:
-            self.vocab_size = self.model.vocab_size
-            self.eos_token_id = EOS if self.eos_token_id is None else self.eos_token_id
-        else:
-            self.model.eval()
-            self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
-            if self.tokenizer is not None:  # padded embeddings: keep only ids the tokenizer can emit
-                self.vocab_size = min(self.vocab_size, len(self.tokenizer))
-            if self.eos_token_id is None:
-                generation = getattr(self.model, "generation_config", None)
-                self.eos_token_id = getattr(generation, "eos_token_id", None) or getattr(config, "eos_token_id", None)
-            forward = inspect.signature(self.model.forward).parameters
-            self._has_logits_to_keep = "logits_to_keep" in forward
+        self.model.eval()
+        self.vocab_size = int(self.model.get_output_embeddings().weight.shape[0])
+        if self.tokenizer is not None:  # padded embeddings: keep only ids the tokenizer can emit
+            self.vocab_size = min(self.vocab_size, len(self.tokenizer))
+        if self.eos_token_id is None:
+            generation = getattr(self.model, "generation_config", None)
+            self.eos_token_id = getattr(generation, "eos_token_id", None) or getattr(config, "eos_token_id", None)
+        self.has_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
 
     @property
     def device(self) -> torch.device:  # read from the weights, so it follows `model.to(...)`
-        return torch.device("cpu") if self.is_toy else next(self.model.parameters()).device
+        return next(self.model.parameters()).device
 
     @property
     def dtype(self) -> torch.dtype:
-        return torch.float32 if self.is_toy else next(self.model.parameters()).dtype
+        return next(self.model.parameters()).dtype
 
     def encode(self, prompt: Prompt) -> List[int]:
         """Token ids of a prompt given as text or as ids; an empty prompt is an error."""
         if isinstance(prompt, str):
             if not prompt.strip():
                 raise ValueError("the prompt is empty; give some text or a non-empty list of token ids.")
-            if self.is_toy:
-                ids = [BOS] + [self._toy_id(w) for w in prompt.split()]
-            elif self.tokenizer is None:
-                raise ValueError(f"{self.name} has no tokenizer; pass the prompt as a list of token ids.")
-            else:
-                ids = list(self.tokenizer(prompt)["input_ids"])
+            ids = self._text_ids(prompt)
+        elif prompt is None or isinstance(prompt, (bytes, dict, set)) or not hasattr(prompt, "__iter__") \
+                or (torch.is_tensor(prompt) and prompt.ndim != 1):
+            raise TypeError(f"prompt={prompt!r:.60} is neither text nor a list of token ids; pass a string "
+                            "or a list of integer ids such as [3, 5, 7].")
         else:
-            ids = [int(t) for t in (prompt.tolist() if torch.is_tensor(prompt) else prompt)]
+            values = prompt.tolist() if hasattr(prompt, "tolist") else list(prompt)
+            try:
+                ids = [check_whole_number(t, "prompt token id") for t in values]
+            except (TypeError, ValueError) as error:
+                raise type(error)(f"{error} A prompt of ids holds whole numbers, e.g. [3, 5, 7].") from None
         if not ids:
             raise ValueError("the prompt is empty; give some text or a non-empty list of token ids.")
         if min(ids) < 0 or max(ids) >= self.vocab_size:
             raise ValueError(f"prompt token ids must lie in [0, {self.vocab_size}) for {self.name}.")
         return ids
+
+    def _text_ids(self, text: str) -> List[int]:
+        if self.tokenizer is None:
+            raise ValueError(f"{self.name} has no tokenizer; pass the prompt as a list of token ids.")
+        return list(self.tokenizer(text)["input_ids"])
 
     def chat_prompt(self, message: str, system: Optional[str] = None) -> List[int]:
         """Token ids of one user message in the model's chat template, ready for the reply."""
@@ -226,8 +237,6 @@ class LanguageModel:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def decode(self, ids: Sequence[int]) -> str:
-        if self.is_toy:
-            return (self.world.decode(ids) if self.world is not None else " ".join(map(str, ids)))
         if self.tokenizer is None:
             return " ".join(str(int(t)) for t in ids)
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
@@ -238,42 +247,88 @@ class LanguageModel:
         return [int(self.model.config.decoder_start_token_id)]
 
     def start(self, prompt_ids: List[int]) -> Session:
-        return _ToySession(self) if self.is_toy else _HFSession(self, prompt_ids)
+        return _HFSession(self, prompt_ids)
 
-    def _toy_id(self, word: str) -> int:
-        if self.world is None or word not in self.world.tokens:
-            raise ValueError(f"{word!r} is not a word of the toy world; use its words or token ids.")
-        return self.world.tokens.index(word)
+    def ids_meaning(self):
+        """What this model's ids mean, for `check_compatible`: `("label", vocabulary)`,
+        `("tokenizer", tokenizer)`, or None when nothing says."""
+        if self.vocabulary is not None:
+            return ("label", self.vocabulary)
+        return None if self.tokenizer is None else ("tokenizer", self.tokenizer)
 
 
 @dataclass
 class ModelPair:
-    """A drafter and a verifier that share a vocabulary (unpacks as `drafter, verifier = pair`)."""
+    """A drafter and a verifier that share a vocabulary (unpacks as `drafter, verifier = pair`).
+
+    `shared_vocabulary=True` declares that two models without a tokenizer share their ids; the
+    declaration is recorded on both models (their `vocabulary` label), so `generate` accepts them.
+    """
     drafter: LanguageModel
     verifier: LanguageModel
+    shared_vocabulary: bool = field(default=False, repr=False)
 
     def __post_init__(self):
+        if self.shared_vocabulary:
+            declare_shared_vocabulary(self.drafter, self.verifier)
         check_compatible(self.drafter, self.verifier)
 
     def __iter__(self):
         return iter((self.drafter, self.verifier))
 
 
-def check_compatible(drafter: LanguageModel, verifier: LanguageModel) -> None:
-    """Refuse a pair whose token ids mean different things: speculation compares q(x) with p(x)."""
+def declare_shared_vocabulary(drafter: LanguageModel, verifier: LanguageModel) -> None:
+    """Record that the two models' ids mean the same tokens (for models without a tokenizer)."""
+    label = verifier.vocabulary or drafter.vocabulary or f"ids shared by {drafter.name} and {verifier.name}"
+    drafter.vocabulary = verifier.vocabulary = label
+
+
+def _root(lm: LanguageModel) -> LanguageModel:
+    while lm.derived_from is not None:
+        lm = lm.derived_from
+    return lm
+
+
+def _same_ids(drafter: LanguageModel, verifier: LanguageModel) -> Optional[bool]:
+    """True / False when the two models say what their ids mean, None when either does not."""
+    if _root(drafter) is _root(verifier):
+        return True
+    a, b = drafter.ids_meaning(), verifier.ids_meaning()
+    if a is None or b is None:
+        return None
+    if a[0] != b[0]:
+        return False
+    if a[0] == "tokenizer":
+        return a[1] is b[1] or _vocab(a[1]) == _vocab(b[1])
+    return a[1] == b[1]
+
+
+def check_compatible(drafter: LanguageModel, verifier: LanguageModel, *, shared_vocabulary: bool = False) -> None:
+    """Refuse a pair whose token ids mean different things: speculation compares q(x) with p(x).
+
+    Tokenizers are compared (their whole vocabularies), the toy world's models by their words,
+    models without a tokenizer by their `vocabulary` label; a model made from the other one
+    (`perturbed`) shares its ids. Where a model says nothing about its ids (no tokenizer, no
+    label) the pair is refused unless `shared_vocabulary=True`.
+    """
     if drafter.is_encoder_decoder != verifier.is_encoder_decoder:
         raise ValueError(f"{drafter.name} and {verifier.name} mix a decoder-only and an encoder-decoder "
                          "model; pair two of the same kind.")
     if drafter.vocab_size != verifier.vocab_size:
         raise ValueError(f"vocabularies differ: {drafter.name} has {drafter.vocab_size} tokens, "
                          f"{verifier.name} {verifier.vocab_size}; use two models with the same tokenizer.")
-    a, b = drafter.tokenizer, verifier.tokenizer
-    if a is not None and b is not None and a is not b and _vocab(a) != _vocab(b):
-        raise ValueError(f"the tokenizers of {drafter.name} and {verifier.name} map tokens to different ids; "
-                         "use two models with the same tokenizer (e.g. one family).")
-    if drafter.is_toy and verifier.is_toy and drafter.world is not verifier.world and \
-            drafter.world is not None and verifier.world is not None and drafter.world.tokens != verifier.world.tokens:
-        raise ValueError("the two toy models come from worlds with different vocabularies.")
+    if shared_vocabulary:
+        return
+    same = _same_ids(drafter, verifier)
+    if same is None:
+        silent = drafter.name if drafter.ids_meaning() is None else verifier.name
+        raise ValueError(f"{silent} has no tokenizer, so nothing says that its ids mean what the other model's "
+                         f"ids mean; if {drafter.name} and {verifier.name} share one vocabulary, say so with "
+                         "shared_vocabulary=True (load_pair, ModelPair or generate).")
+    if not same:
+        raise ValueError(f"the token ids of {drafter.name} and {verifier.name} mean different things (different "
+                         "tokenizers or vocabularies, even if their sizes agree); use two models with the same "
+                         "tokenizer (e.g. one family).")
 
 
 def _vocab(tokenizer) -> dict:
@@ -294,7 +349,7 @@ def tiny_random_llama(seed: int = 0, *, vocab_size: int = TINY_VOCAB, hidden_siz
                          max_position_embeddings=512, bos_token_id=0, eos_token_id=1, pad_token_id=0,
                          tie_word_embeddings=False)
     return LanguageModel(_seeded(LlamaForCausalLM, config, seed, logit_scale), None,
-                         name=f"tiny-random-llama:{seed}", eos_token_id=None)
+                         name=f"tiny-random-llama:{seed}", eos_token_id=None, vocabulary=f"tiny-random:{vocab_size}")
 
 
 def tiny_random_t5(seed: int = 0, *, vocab_size: int = TINY_VOCAB, d_model: int = 32,
@@ -306,7 +361,7 @@ def tiny_random_t5(seed: int = 0, *, vocab_size: int = TINY_VOCAB, d_model: int 
                       decoder_start_token_id=0, pad_token_id=0,
                       eos_token_id=1, tie_word_embeddings=False)
     return LanguageModel(_seeded(T5ForConditionalGeneration, config, seed, logit_scale), None,
-                         name=f"tiny-random-t5:{seed}", eos_token_id=None)
+                         name=f"tiny-random-t5:{seed}", eos_token_id=None, vocabulary=f"tiny-random:{vocab_size}")
 
 
 def perturbed(model: LanguageModel, noise: float, seed: int = 0) -> LanguageModel:
@@ -322,8 +377,7 @@ def perturbed(model: LanguageModel, noise: float, seed: int = 0) -> LanguageMode
         torch.manual_seed(seed)
         for weight in net.parameters():
             weight.add_(torch.randn_like(weight) * noise * weight.float().std().nan_to_num(0).to(weight.dtype))
-    return LanguageModel(net, model.tokenizer, name=f"{model.name}~{noise}:{seed}",
-                         eos_token_id=model.eos_token_id, world=model.world)
+    return dataclasses.replace(model, model=net, name=f"{model.name}~{noise}:{seed}", derived_from=model)
 
 
 def _seeded(cls, config, seed: int, logit_scale: float):
@@ -338,38 +392,42 @@ def _seeded(cls, config, seed: int, logit_scale: float):
     return model.eval()
 
 
-def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
-    """One model by name (see the module docstring), or wrap an already-loaded model."""
-    dtype = _as_dtype(dtype)
-    if isinstance(name, LanguageModel):
-        return name
-    if isinstance(name, ToyLanguageModel):
-        return LanguageModel(name, name=name.name)
-    if isinstance(name, torch.nn.Module):
-        return LanguageModel(name, None, name=type(name).__name__)
-    if not isinstance(name, str):
-        raise TypeError(f"cannot load {name!r}; pass a model name or a transformers model.")
-    base, _, seed = name.partition(":")
-    if base in ("tiny-random-llama", "tiny-random-t5"):
-        build = tiny_random_llama if base == "tiny-random-llama" else tiny_random_t5
-        lm = build(int(seed or 0))
+#: alias -> loader(suffix, dtype, device): the text after ':' in the name (or ""), a torch dtype or None.
+LOADERS: Dict[str, Callable[[str, Optional[torch.dtype], str], LanguageModel]] = {}
+
+
+def register_loader(alias: str, loader: Callable[[str, Optional[torch.dtype], str], LanguageModel]) -> None:
+    """Make `load_model(alias)` and `load_model(f"{alias}:{suffix}")` call `loader(suffix, dtype, device)`."""
+    LOADERS[alias] = loader
+
+
+def _tiny_random(build):
+    def load(suffix, dtype, device):
+        lm = build(int(suffix or 0))
         lm.model.to(device=device, dtype=dtype or torch.float32)
         return lm
-    if base in ("synthetic-t5-drafter", "synthetic-t5-verifier"):
-        from transformers import AutoTokenizer, T5ForConditionalGeneration
-        from .synthetic_mt import train_t5_pair
-        path = train_t5_pair(budget=seed or "default")[base.rsplit("-", 1)[1]]  # after ':' the budget, not a seed
-        model = T5ForConditionalGeneration.from_pretrained(path, dtype=dtype or torch.float32)
-        return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=name)
-    if name in ("toy-drafter", "toy-verifier"):
-        world = ToyWorld()
-        return LanguageModel(world.drafter if name == "toy-drafter" else world.verifier, name=name, world=world)
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+    return load
+
+
+def _synthetic_t5(role: str):
+    def load(suffix, dtype, device):
+        from .synthetic_mt import load_trained_t5
+        lm = load_trained_t5(role, budget=suffix or "default", dtype=dtype, device=device)  # suffix: a budget
+        lm.name = f"synthetic-t5-{role}" + (f":{suffix}" if suffix else "")  # the name sweeps are keyed by
+        return lm
+    return load
+
+
+def _offline(suffix, dtype, device, *, alias):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
     from . import model_files
-    if name in model_files.OFFLINE_MODELS:
-        path = model_files.offline_model_dir(name)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
-        return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=name)
+    path = model_files.offline_model_dir(alias)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
+    return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=alias)
+
+
+def _from_hub(name: str, dtype, device) -> LanguageModel:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
     try:
         config = AutoConfig.from_pretrained(name)
         loader = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
@@ -377,35 +435,47 @@ def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
         tokenizer = AutoTokenizer.from_pretrained(name)
     except OSError as error:
         raise OSError(f"could not load {name!r} from the Hugging Face hub ({error}). Without a network use "
-                      f"an offline alias: {', '.join(model_files.OFFLINE_MODELS)}, synthetic-t5-drafter, "
-                      "synthetic-t5-verifier, tiny-random-llama, tiny-random-t5, toy-drafter or toy-verifier."
-                      ) from error
+                      f"an offline alias: {', '.join(sorted(LOADERS))}.") from error
     return LanguageModel(model.to(device), tokenizer, name=name)
 
 
-def load_pair(drafter, verifier, *, dtype=None, device="cpu") -> ModelPair:
-    """Load a drafter and a verifier that share a tokenizer.
+def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
+    """One model by name (see the module docstring), or wrap an already-loaded model."""
+    dtype = _as_dtype(dtype)
+    if isinstance(name, LanguageModel):
+        return name
+    if isinstance(name, ToyLanguageModel):
+        return toy_model.ToyModel(name, name=name.name)
+    if isinstance(name, torch.nn.Module):
+        return LanguageModel(name, None, name=type(name).__name__)
+    if not isinstance(name, str):
+        raise TypeError(f"cannot load {name!r}; pass a model name or a transformers model.")
+    device = check_device(device)
+    base, _, suffix = name.partition(":")
+    if base in LOADERS:
+        return LOADERS[base](suffix, dtype, device)
+    from . import model_files
+    if name in model_files.OFFLINE_MODELS:  # an offline alias added after import (tests register fakes)
+        return _offline("", dtype, device, alias=name)
+    return _from_hub(name, dtype, device)
+
+
+def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary: bool = False) -> ModelPair:
+    """Load a drafter and a verifier that share a tokenizer (see `check_compatible`).
 
     `dtype` is one dtype for both, or a pair `(drafter_dtype, verifier_dtype)`: for example
     `load_pair("smollm2-135m", "smollm2-135m", dtype=("bfloat16", "float32"))` makes a cheaper,
-    slightly different drafter out of the verifier itself.
+    slightly different drafter out of the verifier itself. `shared_vocabulary=True` declares that
+    two models without a tokenizer share their ids (see `ModelPair`).
     """
     d_dtype, v_dtype = dtype if isinstance(dtype, (tuple, list)) else (dtype, dtype)
-    toy_names = {"toy-drafter", "toy-verifier"}
-    if isinstance(drafter, str) and isinstance(verifier, str) and {drafter, verifier} <= toy_names:
-        world = ToyWorld()  # one world for both, so the two share its vocabulary and truth
-        pick = {"toy-drafter": world.drafter, "toy-verifier": world.verifier}
-        return ModelPair(LanguageModel(pick[drafter], name=drafter, world=world),
-                         LanguageModel(pick[verifier], name=verifier, world=world))
     return ModelPair(load_model(drafter, dtype=d_dtype, device=device),
-                     load_model(verifier, dtype=v_dtype, device=device))
+                     load_model(verifier, dtype=v_dtype, device=device), shared_vocabulary=shared_vocabulary)
 
 
 def toy_pair(world: Optional[ToyWorld] = None) -> ModelPair:
-    """The toy world's drafter and verifier as engine models (prompts: words or ids, `<bos>` first)."""
-    world = world or ToyWorld()
-    return ModelPair(LanguageModel(world.drafter, name="toy-drafter", world=world),
-                     LanguageModel(world.verifier, name="toy-verifier", world=world))
+    """The toy world's drafter and verifier as engine models: `toy_model.toy_pair`."""
+    return toy_model.toy_pair(world)
 
 
 def next_token_distributions(pair: ModelPair, prompt: Prompt, temperature: float = 1.0):
@@ -418,3 +488,17 @@ def next_token_distributions(pair: ModelPair, prompt: Prompt, temperature: float
         session = lm.start(ids)
         rows.append(probabilities(session.feed(lm.decoder_prefix(ids), keep=1)[-1], temperature))
     return rows[0], rows[1]
+
+
+def _register_builtin_loaders() -> None:
+    from . import model_files
+    register_loader("tiny-random-llama", _tiny_random(tiny_random_llama))
+    register_loader("tiny-random-t5", _tiny_random(tiny_random_t5))
+    for role in ("drafter", "verifier"):
+        register_loader(f"synthetic-t5-{role}", _synthetic_t5(role))
+    for alias in model_files.OFFLINE_MODELS:
+        register_loader(alias, lambda suffix, dtype, device, alias=alias: _offline(suffix, dtype, device, alias=alias))
+
+
+_register_builtin_loaders()
+from . import toy_model  # noqa: E402  (the toy world's adapter registers "toy-drafter" and "toy-verifier")

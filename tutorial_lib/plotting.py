@@ -1,11 +1,18 @@
-"""Figures: one `savefig` helper writes every static figure to `figures/` at a fixed size and dpi.
+"""Figures: one `savefig` helper writes every static figure to the figures folder at a fixed size and dpi.
 
 Interactive plotly figures are for people; the PNGs written here are what a headless run leaves
-behind and what the README shows.
+behind and what the README shows. Where they go (`figures_dir`): `$TUTORIAL_LIB_FIGURES` if set, else
+the `figures/` folder of the checkout the current directory lies in (a notebook runs in its own
+folder, so that is the notebook's own repository, whichever checkout the package was imported from),
+else `./figures`.
+
+seaborn is imported only when a figure is drawn: it imports ipywidgets, which `import tutorial_lib`
+must not.
 """
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
@@ -14,23 +21,38 @@ import matplotlib
 if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import seaborn as sns  # noqa: E402
 import torch  # noqa: E402
 
-__all__ = ["FIGURE_SIZE", "FIGURE_DPI", "figures_dir", "savefig", "plot_distributions", "plot_tradeoff"]
+__all__ = ["FIGURE_SIZE", "FIGURE_DPI", "checkout_of", "figures_dir", "savefig", "plot_distributions", "plot_tradeoff"]
 
 FIGURE_SIZE = (8.0, 4.5)  # inches
 FIGURE_DPI = 120
 
 
+_PROJECT_NAME = re.compile(r"""^\s*name\s*=\s*["']tutorial_lib["']""", re.MULTILINE)
+
+
+def checkout_of(directory: os.PathLike) -> Optional[Path]:
+    """The nearest folder at or above `directory` whose `pyproject.toml` names the `tutorial_lib` project."""
+    directory = Path(directory).resolve()
+    for candidate in (directory, *directory.parents):
+        pyproject = candidate / "pyproject.toml"
+        try:
+            if pyproject.is_file() and _PROJECT_NAME.search(pyproject.read_text(errors="replace")):
+                return candidate
+        except OSError:  # unreadable: not ours to write into
+            continue
+    return None
+
+
 def figures_dir() -> Path:
-    """Where figures go: `$TUTORIAL_LIB_FIGURES`, else the repository's `figures/`, else `./figures`."""
+    """Where figures go: `$TUTORIAL_LIB_FIGURES`, else `figures/` of the checkout holding the current
+    directory (`checkout_of`), else `./figures`. The package's own location plays no part, so a notebook
+    of one checkout never writes into another checkout's `figures/`."""
     if os.environ.get("TUTORIAL_LIB_FIGURES"):
         return Path(os.environ["TUTORIAL_LIB_FIGURES"])
-    repo = Path(__file__).resolve().parent.parent
-    if (repo / "pyproject.toml").exists():
-        return repo / "figures"
-    return Path.cwd() / "figures"
+    checkout = checkout_of(Path.cwd())
+    return (checkout if checkout is not None else Path.cwd()) / "figures"
 
 
 def savefig(fig, name: str, directory: Optional[os.PathLike] = None) -> Path:
@@ -52,6 +74,7 @@ def plot_distributions(rows: Dict[str, torch.Tensor], labels: Sequence[str], tit
         _, ax = plt.subplots(figsize=FIGURE_SIZE)
     n = len(rows)
     width = 0.8 / max(n, 1)
+    import seaborn as sns
     colors = sns.color_palette("colorblind", n)
     for i, (name, probs) in enumerate(rows.items()):
         probs = torch.as_tensor(probs, dtype=torch.float64).flatten()
@@ -73,6 +96,7 @@ def plot_tradeoff(curves: Dict[str, Dict[str, Sequence[float]]], x: str, y: str,
     """
     if ax is None:
         _, ax = plt.subplots(figsize=FIGURE_SIZE)
+    import seaborn as sns
     colors = sns.color_palette("colorblind", max(len(curves), 1))
     for color, (method, points) in zip(colors, curves.items()):
         ax.plot(points[x], points[y], marker="o", markersize=3, label=method, color=color)

@@ -20,9 +20,9 @@ from typing import Dict, List, Optional
 
 from . import evaluation as ev
 
-__all__ = ["T5_PROFILES", "GEMMA_PROFILES", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
-           "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter", "gemma_configs",
-           "latency_configs"]
+__all__ = ["T5_PROFILES", "GEMMA_PROFILES", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
+           "t5_training_budget", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
+           "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
 
 # ---- T5 -------------------------------------------------------------------------------------------
 
@@ -32,7 +32,8 @@ T5_PREFIXES = {"wmt_en_de": "translate English to German: ", "cnn_dailymail": "s
                "xsum": "summarize: "}
 
 T5_PROFILES: Dict[str, dict] = {
-    "hub": dict(drafter="t5-small", verifier="t5-large", dtype="float32", device="cuda",
+    # the original multi-task T5 checkpoints, not the paper's fine-tuned T5 v1.1 (see notebook 06)
+    "hub": dict(drafter="google-t5/t5-small", verifier="google-t5/t5-large", dtype="float32", device="cuda",
                 tasks=["wmt_en_de", "cnn_dailymail", "xsum"], n_examples=200,
                 gammas=[3, 5, 7], temperatures=[0.0, 1.0], n_alpha=7, curves=ev.T5_CURVES),
     "offline": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
@@ -66,30 +67,43 @@ def t5_profile(name: str = "offline", **overrides) -> dict:
     return _profile(T5_PROFILES, name, overrides)
 
 
-def t5_hub_task(name: str, n: int, *, split: str = "test") -> ev.Task:
-    """A T5 task from the hub (needs a network): WMT14 EN->DE (BLEU), CNN/DailyMail or XSum (ROUGE-2)."""
-    from datasets import load_dataset
-    if name not in T5_PREFIXES:
-        raise ValueError(f"task {name!r} is unknown; choose one of {', '.join(T5_PREFIXES)}.")
+#: The T5 rerun's hub datasets: hub id (`namespace/name`), config, the Parquet conversion where the
+#: main branch still loads through a script (which `datasets` >= 4 refuses), the source and reference
+#: columns, and the input cut in T5 tokens. The paper evaluates on validation samples with WMT inputs
+#: cut to 80 tokens and XSum's to 1,024; CNN/DM articles are cut to 1,024 as well (our choice).
+T5_HUB_DATASETS: Dict[str, dict] = {
+    "wmt_en_de": dict(path="wmt/wmt14", name="de-en", revision=None, metric="bleu", max_new_tokens=128,
+                      max_input_tokens=80, source=lambda row: row["translation"]["en"],
+                      target=lambda row: row["translation"]["de"]),
+    "cnn_dailymail": dict(path="abisee/cnn_dailymail", name="3.0.0", revision=None, metric="rouge2",
+                          max_new_tokens=128, max_input_tokens=1024, source=lambda row: row["article"],
+                          target=lambda row: row["highlights"]),
+    "xsum": dict(path="EdinburghNLP/xsum", name=None, revision="refs/convert/parquet", metric="rouge2",
+                 max_new_tokens=64, max_input_tokens=1024, source=lambda row: row["document"],
+                 target=lambda row: row["summary"]),
+}
+
+
+def t5_hub_task(name: str, n: int, *, split: str = "validation") -> ev.Task:
+    """A T5 task from the hub (needs a network): WMT14 EN->DE (BLEU), CNN/DailyMail or XSum (ROUGE-2),
+    the first `n` items of `split` (validation, as the paper), inputs cut as the paper cuts them."""
+    if name not in T5_HUB_DATASETS:
+        raise ValueError(f"task {name!r} is unknown; choose one of {', '.join(T5_HUB_DATASETS)}.")
+    spec = T5_HUB_DATASETS[name]
+    options = {"split": split, **({"revision": spec["revision"]} if spec["revision"] else {})}
     try:
-        if name == "wmt_en_de":
-            data = load_dataset("wmt14", "de-en", split=split)
-            pairs = [(row["translation"]["en"], row["translation"]["de"]) for row in data.select(range(n))]
-            metric, max_new = "bleu", 128
-        elif name == "cnn_dailymail":
-            data = load_dataset("cnn_dailymail", "3.0.0", split=split)
-            pairs = [(row["article"], row["highlights"]) for row in data.select(range(n))]
-            metric, max_new = "rouge2", 128
-        else:
-            data = load_dataset("EdinburghNLP/xsum", split=split)
-            pairs = [(row["document"], row["summary"]) for row in data.select(range(n))]
-            metric, max_new = "rouge2", 64
-    except Exception as error:  # no network, or the hub moved the dataset
-        raise OSError(f"could not load {name!r} through datasets.load_dataset ({error}); without a network use "
-                      "profile='offline'.") from error
+        from datasets import load_dataset
+        data = load_dataset(spec["path"], spec["name"], **options) if spec["name"] else \
+            load_dataset(spec["path"], **options)
+    except Exception as error:  # noqa: BLE001 - no network, no access, or the hub moved the dataset
+        where = spec["path"] + (f" ({spec['name']})" if spec["name"] else "") + f", split {split!r}"
+        raise OSError(f"could not load {where} through datasets.load_dataset ({type(error).__name__}: {error}); "
+                      "without access to the hub use profile='offline'.") from error
+    pairs = [(spec["source"](row), spec["target"](row)) for row in data.select(range(min(n, len(data))))]
     examples = [{"id": f"{name}-{i}", "prompt": T5_PREFIXES[name] + source, "references": [target]}
                 for i, (source, target) in enumerate(pairs)]
-    return ev.Task(name, metric, examples, max_new_tokens=max_new)
+    return ev.Task(name, spec["metric"], examples, max_new_tokens=spec["max_new_tokens"],
+                   max_input_tokens=spec["max_input_tokens"])
 
 
 def t5_tasks(settings: dict) -> List[ev.Task]:
@@ -102,10 +116,77 @@ def t5_tasks(settings: dict) -> List[ev.Task]:
     return [ev.Task("synthetic_mt", "bleu", examples, max_new_tokens=20)]
 
 
+def t5_training_budget(settings: dict) -> Optional[str]:
+    """The `synthetic_mt.train_t5_pair` budget a T5 profile's models need ("default", "tiny"), or None
+    where they are not trained here (the hub's T5s)."""
+    names = [settings["drafter"], settings["verifier"]]
+    if not all(name.startswith("synthetic-t5-") for name in names):
+        return None
+    budgets = {name.partition(":")[2] or "default" for name in names}
+    if len(budgets) != 1:
+        raise ValueError(f"the drafter and verifier {names} were trained with different budgets; use one.")
+    return budgets.pop()
+
+
 def load_t5_pair(settings: dict):
-    """The drafter and verifier of a T5 profile (the offline ones are trained here when missing)."""
+    """The drafter and verifier of a T5 profile. The offline pair must be trained first:
+    `synthetic_mt.train_t5_pair(budget=t5_training_budget(settings))` (loading never trains)."""
     from .models import load_pair
     return load_pair(settings["drafter"], settings["verifier"], dtype=settings["dtype"], device=settings["device"])
+
+
+# ---- both -----------------------------------------------------------------------------------------
+
+def run_config(settings: dict) -> dict:
+    """What a profile adds to its sweep's configuration (and so to the folder's hash): every
+    setting but the list of curves."""
+    return {"profile": {k: v for k, v in settings.items() if k != "curves"}}
+
+
+def saved_pair(name: str, settings: dict, *, results_dir=None):
+    """Stand-ins for the models of the saved sweep `name` run with these settings, so a notebook
+    redraws its tables and figures from the saved rows without loading (or training) the models."""
+    install = ("make models-qwen" if "qwen" in settings["verifier"] else
+               "tutorial_lib.synthetic_mt.train_t5_pair()" if settings["verifier"].startswith("synthetic-t5")
+               else f"load {settings['drafter']} and {settings['verifier']}")
+    return ev.saved_models(name, root=results_dir, extra_config=run_config(settings), install=install)
+
+
+def describe_pair(pair) -> "pd.DataFrame":
+    """One row per model: role, name, parameters, and for encoder-decoders the layers and width
+    (models that are not loaded, `evaluation.ModelRecord`, show their name only)."""
+    import pandas as pd
+    rows = []
+    for role, lm in zip(("drafter", "verifier"), pair):
+        row = {"role": role, "name": lm.name}
+        network = getattr(lm, "model", None)
+        if hasattr(network, "parameters"):
+            row["parameters"] = sum(w.numel() for w in network.parameters())
+            row["dtype"] = str(lm.dtype).replace("torch.", "")
+            config = getattr(network, "config", None)
+            if getattr(config, "is_encoder_decoder", False):
+                row["layers (enc+dec)"] = f"{config.num_layers}+{config.num_decoder_layers}"
+                row["d_model"] = config.d_model
+        else:
+            row["parameters"] = "not loaded (saved rows only)"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def task_table(tasks: List[ev.Task], verifier=None) -> "pd.DataFrame":
+    """One row per task: metric, items, the cap on new tokens, and (given the verifier, loaded) the
+    mean prompt length in its tokens."""
+    import numpy as np
+    import pandas as pd
+    rows = []
+    for task in tasks:
+        row = {"task": task.name, "metric": task.metric_name, "items": len(task.examples),
+               "max_new_tokens": task.max_new_tokens}
+        if hasattr(verifier, "chat_prompt"):
+            row["prompt tokens (mean)"] = np.mean([len(verifier.chat_prompt(e.prompt) if task.chat
+                                                       else verifier.encode(e.prompt)) for e in task.examples])
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 # ---- Gemma ----------------------------------------------------------------------------------------
@@ -228,7 +309,9 @@ def layer_skip_drafter(lm, n_layers: int):
     net.config.num_hidden_layers = n_layers
     if getattr(net.config, "layer_types", None):
         net.config.layer_types = net.config.layer_types[:n_layers]
-    return LanguageModel(net, lm.tokenizer, name=f"{lm.name}:layers={n_layers}", eos_token_id=lm.eos_token_id)
+    # made from `lm`: the same token ids (`derived_from`), so the pair is accepted without a tokenizer too
+    return LanguageModel(net, lm.tokenizer, name=f"{lm.name}:layers={n_layers}", eos_token_id=lm.eos_token_id,
+                         vocabulary=lm.vocabulary, derived_from=lm)
 
 
 def load_gemma_pair(settings: dict):
@@ -240,4 +323,10 @@ def load_gemma_pair(settings: dict):
         base, _, n = drafter.partition(":layers=")
         big = load_model(verifier if base == verifier else base, dtype=settings["dtype"], device=settings["device"])
         return ModelPair(layer_skip_drafter(big, int(n)), big)
-    return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"])
+    try:
+        return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"])
+    except OSError as error:
+        if not drafter.startswith("google/gemma"):
+            raise
+        raise OSError(f"{error}\nThe Gemma models are gated: accept their licence on the Hugging Face hub with "
+                      "your account and set HF_TOKEN to a token of that account before loading them.") from error

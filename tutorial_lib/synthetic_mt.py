@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 __all__ = ["CONTEXTS", "FLAWED_CONTEXT", "SPLITS", "BUDGETS", "TranslationGrammar", "build_tokenizer",
-           "training_pairs", "train_t5_pair", "model_dir", "context_of", "per_context_quality"]
+           "training_pairs", "train_t5_pair", "load_trained_t5", "model_dir", "context_of", "per_context_quality"]
 
 CONTEXTS = ("plain", "prepositional", "adverb", "relative", "negation")
 FLAWED_CONTEXT = "negation"  # the verifier's training targets are wrong here, on purpose
@@ -470,6 +470,29 @@ def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True,
         if retrain or not (path / TRAINING_RECORD).exists():
             _train_one(role, budget, path, progress, replace_existing=retrain)
     return paths
+
+
+def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="cpu", cache=None):
+    """The T5 of `role` that `train_t5_pair(budget=budget)` trained, as an engine model; never trains.
+
+    `load_model("synthetic-t5-drafter[:budget]")` calls this. A model not trained yet raises
+    `FileNotFoundError` naming the call that trains it (`train_t5_pair`), so loading never starts a
+    training run as a side effect.
+    """
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+    import torch
+    from .models import LanguageModel
+    path = model_dir(role, budget, cache)
+    if not (path / TRAINING_RECORD).exists():
+        suffix = "" if budget == "default" else f":{budget}"
+        raise FileNotFoundError(
+            f"synthetic-t5-{role}{suffix} is not trained yet (no model in {path}). Train the pair once with "
+            f"tutorial_lib.synthetic_mt.train_t5_pair(budget={budget!r})"
+            f"{'' if cache is None else f', cache={str(cache)!r}'} "
+            f"({'seconds' if budget == 'tiny' else 'a few minutes'}), then load it again.")
+    model = T5ForConditionalGeneration.from_pretrained(path, dtype=dtype or torch.float32)
+    name = f"synthetic-t5-{role}" + ("" if budget == "default" else f":{budget}")
+    return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=name)
 
 
 def _train_one(role: str, budget: str, final: Path, progress: bool, replace_existing: bool) -> None:

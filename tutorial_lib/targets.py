@@ -38,12 +38,14 @@ from typing import Callable, Optional, Union
 
 import torch
 
+from .checks import check_real, check_rule, check_temperature
+
 __all__ = [
     "RULES", "PREFIX_RULES", "TOKEN_RULES", "ALPHA_RANGES",
     "probabilities", "tv_distance", "target_distribution", "deferral_decision", "acceptance_set",
     "deferral_weight", "lossy_beta", "acceptance_probability", "residual_distribution",
-    "rejection_probability", "output_distribution", "check_alpha", "alpha_grid", "sample", "verify_draft",
-    "trusted_inputs",
+    "rejection_probability", "output_distribution", "check_alpha", "check_pair", "alpha_grid", "sample",
+    "verify_draft", "trusted_inputs",
 ]
 
 #: Every rule `target_distribution` knows.
@@ -122,7 +124,11 @@ def _as_probabilities(x, name: str) -> torch.Tensor:
     return x
 
 
-def _pair(q, p, q_name: str = "q", p_name: str = "p"):
+def check_pair(q, p, q_name: str = "q", p_name: str = "p"):
+    """`(q, p)` as tensors of probabilities over one vocabulary, of one shape and one dtype.
+
+    Raises `ValueError` (naming `q_name` / `p_name`) for anything else; its value checks are skipped inside `trusted_inputs`.
+    """
     q, p = _as_probabilities(q, q_name), _as_probabilities(p, p_name)
     if q.shape[-1] != p.shape[-1]:
         raise ValueError(f"{q_name} has a vocabulary of {q.shape[-1]} tokens but {p_name} has "
@@ -135,18 +141,10 @@ def _pair(q, p, q_name: str = "q", p_name: str = "p"):
     return q.to(dtype), p.to(dtype)
 
 
-def _check_rule(rule: str) -> str:
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; choose one of {', '.join(RULES)}.")
-    return rule
-
-
 def check_alpha(rule: str, alpha: float) -> float:
     """Raise `ValueError` unless `alpha` lies in `ALPHA_RANGES[rule]` (rules without a range ignore it)."""
-    _check_rule(rule)
-    alpha = float(alpha)
-    if math.isnan(alpha):
-        raise ValueError("alpha is NaN; pass a number.")
+    check_rule(rule)
+    alpha = check_real(alpha, "alpha")
     if rule not in ALPHA_RANGES:
         return alpha
     low, high = ALPHA_RANGES[rule]
@@ -166,7 +164,7 @@ def alpha_grid(rule: str, n: int = 21) -> torch.Tensor:
     `lossy` stops at 0.99 (1 is excluded); `opt`, whose range is unbounded, gets a sinh-spaced grid
     over [-50, 50], dense near 0 where its decisions change most.
     """
-    _check_rule(rule)
+    check_rule(rule)
     if n < 2:
         raise ValueError(f"n={n}: a grid needs at least its two ends.")
     if rule not in ALPHA_RANGES:
@@ -193,9 +191,7 @@ def probabilities(logits, temperature: float = 1.0) -> torch.Tensor:
         logits = logits.to(torch.get_default_dtype())
     if logits.dtype in (torch.float16, torch.bfloat16):
         logits = logits.float()
-    temperature = float(temperature)
-    if math.isnan(temperature) or temperature < 0:
-        raise ValueError(f"temperature={temperature} is invalid; use T = 0 for greedy decoding or T > 0.")
+    temperature = check_temperature(temperature)
     if torch.isnan(logits).any() or (logits == math.inf).any():
         raise ValueError("logits contain NaN or +inf; check the model's forward pass.")
     if logits.shape[-1] == 0 or (logits == -math.inf).all(-1).any():
@@ -205,12 +201,14 @@ def probabilities(logits, temperature: float = 1.0) -> torch.Tensor:
         return one_hot.scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
     # Shifting by the max first keeps a tiny temperature from overflowing to inf / inf.
     shifted = logits - logits.max(-1, keepdim=True).values
+    if temperature < torch.finfo(shifted.dtype).tiny:  # T itself would round to 0 (0 / 0 = NaN): divide in float64
+        return torch.softmax(shifted.double() / temperature, dim=-1).to(shifted.dtype)
     return torch.softmax(shifted / temperature, dim=-1)
 
 
 def tv_distance(p, q) -> torch.Tensor:
     r"""Total variation distance $D_{TV}(p, q) = \sum_v \max\{0, p(v) - q(v)\}$, shape `(...)`."""
-    q, p = _pair(q, p)
+    q, p = check_pair(q, p)
     return (p - q).clamp_min(0).sum(-1)
 
 
@@ -243,12 +241,12 @@ def deferral_decision(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unsca
     The max-probability tests and BiLD's distance use the temperature-1 `q_unscaled`, `p_unscaled`
     (default `q`, `p`); OPT's TV term uses the temperature-scaled `q`, `p`.
     """
-    _check_rule(rule)
+    check_rule(rule)
     if rule not in PREFIX_RULES:
         raise ValueError(f"rule {rule!r} makes no prefix-level decision; use one of "
                          f"{', '.join(PREFIX_RULES)} (token rules have `acceptance_set`).")
     alpha = check_alpha(rule, alpha)
-    q, p = _pair(q, p)
+    q, p = check_pair(q, p)
     qu, pu = _unscaled(q, p, q_unscaled, p_unscaled)
     if rule == "chow":
         return _max_prob(qu) < 1.0 - alpha
@@ -269,11 +267,11 @@ def acceptance_set(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscaled
 
     computed from the temperature-1 probabilities `q_unscaled`, `p_unscaled` (default `q`, `p`).
     """
-    _check_rule(rule)
+    check_rule(rule)
     if rule not in TOKEN_RULES:
         raise ValueError(f"rule {rule!r} has no acceptance set; use one of {', '.join(TOKEN_RULES)}.")
     alpha = check_alpha(rule, alpha)
-    q, p = _pair(q, p)
+    q, p = check_pair(q, p)
     qu, pu = _unscaled(q, p, q_unscaled, p_unscaled)
     top_p = _max_prob(pu).unsqueeze(-1)
     if rule == "token_v1":
@@ -291,8 +289,8 @@ def deferral_weight(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscale
     for `spec`/`verifier` 1 and for `drafter` 0. The lossy target is not a mixture: NaN.
     Averaged over positions it is the *deferral rate*.
     """
-    _check_rule(rule)
-    q, p = _pair(q, p)
+    check_rule(rule)
+    q, p = check_pair(q, p)
     ones = q.new_ones(q.shape[:-1])
     if rule in ("spec", "verifier"):
         return ones
@@ -327,7 +325,7 @@ def lossy_beta(q, p, alpha: float, *, iterations: int = 60) -> torch.Tensor:
     paper's Lossy* tunes $\beta$ with Tran-Thien's KL-budget procedure, which we do not copy.
     """
     alpha = check_alpha("lossy", alpha)
-    q, p = _pair(q, p)
+    q, p = check_pair(q, p)
     q64, p64 = q.double(), p.double()
     m = torch.minimum(q64, p64 / (1.0 - alpha))
     lo = q64.new_zeros(q.shape[:-1])
@@ -358,9 +356,9 @@ def target_distribution(rule: str, q, p, alpha: float = 0.0, *, q_unscaled=None,
     `q`, `p` are the temperature-scaled distributions that are sampled and mixed; `q_unscaled`,
     `p_unscaled` (default `q`, `p`) are the temperature-1 ones used for decisions.
     """
-    _check_rule(rule)
+    check_rule(rule)
     alpha = check_alpha(rule, alpha)
-    q, p = _pair(q, p)
+    q, p = check_pair(q, p)
     if rule == "drafter":
         return q.clone()
     if rule in ("verifier", "spec"):
@@ -467,14 +465,22 @@ def sample(probs, generator: Optional[torch.Generator] = None) -> torch.Tensor:
 
 
 def verify_draft(pi, q, draft, generator: Optional[torch.Generator] = None):
-    r"""One accept/reject step of Algorithm 4 at every position.
+    r"""One accept/reject step of Algorithm 4 at every position: `verification.verify_block` with one
+    draft per position and no bonus token.
 
     Keeps each drafted token $x \sim q$ with probability $\min\{1, \pi(x)/q(x)\}$ and otherwise
-    replaces it by a sample of the residual $\mathrm{norm}(\max\{0, \pi - q\})$. Returns
-    `(tokens, accepted)`; the emitted token follows `output_distribution(pi, q)`.
+    replaces it by a sample of the residual $\mathrm{norm}(\max\{0, \pi - q\})$. `pi`, `q` have shape
+    `(..., V)` and `draft` `(...)`. Returns `(tokens, accepted)`, each of shape `(...)`; the emitted
+    token follows `output_distribution(pi, q)`.
     """
-    keep = acceptance_probability(pi, q, draft)
-    accepted = torch.rand(keep.shape, generator=generator, dtype=keep.dtype, device=keep.device) < keep
-    replacement = sample(residual_distribution(pi, q), generator)
-    draft = torch.as_tensor(draft, dtype=torch.long, device=keep.device)
-    return torch.where(accepted, draft, replacement), accepted
+    from .verification import verify_block
+    pi, q = _target_and_draft(pi, q)
+    draft = torch.as_tensor(draft, dtype=torch.long, device=q.device)
+    if draft.shape != q.shape[:-1]:
+        raise ValueError(f"draft has shape {tuple(draft.shape)}; expected {tuple(q.shape[:-1])}, "
+                         "one drafted token per position.")
+    V = q.shape[-1]
+    verdict = verify_block(pi.reshape(-1, 1, V), q.reshape(-1, 1, V), draft.reshape(-1, 1), generator,
+                           coin_dtype=q.dtype)
+    accepted = (verdict.n_accepted == 1).reshape(draft.shape)
+    return torch.where(accepted, draft, verdict.extra.reshape(draft.shape)), accepted

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from .engine import generate
 from .models import toy_pair
-from .toyworld import BOS, EOS, ToyMetrics, ToyWorld, _ratio
+from .toyworld import BOS, EOS, ToyMetrics, ToyWorld, ratio_of_means
 
 __all__ = ["engine_metrics", "engine_check", "engine_check_figure", "z_scores", "METRICS"]
 
@@ -58,7 +58,7 @@ def engine_metrics(world: ToyWorld, rule: str, alpha: float = 0.0, *, gamma: int
     for key, (num, den) in {"zero_one_loss": ("zero_one", "length"), "deferral_rate": ("deferral", "judged"),
                             "rejection_rate": ("rejection", "judged"),
                             "tokens_per_verifier_call": ("length", "calls")}.items():
-        est[key], se[key] = _ratio(sums[num], sums[den])
+        est[key], se[key] = ratio_of_means(sums[num], sums[den])
     se["mean_length"] = float(sums["length"].std() / math.sqrt(n))
     return ToyMetrics(zero_one_loss=est["zero_one_loss"], log_loss=math.nan, deferral_rate=est["deferral_rate"],
                       rejection_rate=est["rejection_rate"], mean_length=float(sums["length"].mean()),

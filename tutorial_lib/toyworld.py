@@ -30,8 +30,9 @@ import numpy as np
 import torch
 
 from . import lemmas, targets
+from .checks import check_gamma
 
-__all__ = ["ToyWorld", "ToyLanguageModel", "ContextTable", "ToyMetrics", "BOS", "EOS"]
+__all__ = ["ToyWorld", "ToyLanguageModel", "ContextTable", "ToyMetrics", "BOS", "EOS", "ratio_of_means"]
 
 BOS, EOS = 0, 1
 _LOG_FLOOR = -1e4  # stands in for log(0) so logits stay finite; exp() of it is exactly 0
@@ -360,9 +361,9 @@ class ToyWorld:
         est, se = {}, {}
         for key, den in (("zero_one", "length"), ("log", "length"), ("deferral", "drafts"),
                          ("rejection", "drafts")):
-            est[key], se[key] = _ratio(per_seq[key], per_seq[den])
+            est[key], se[key] = ratio_of_means(per_seq[key], per_seq[den])
         est["length"], se["length"] = float(per_seq["length"].mean()), float(per_seq["length"].std() / math.sqrt(n))
-        calls = _ratio(per_seq["length"], per_seq["calls"]) if gamma is not None else (math.nan, math.nan)
+        calls = ratio_of_means(per_seq["length"], per_seq["calls"]) if gamma is not None else (math.nan, math.nan)
         return ToyMetrics(
             zero_one_loss=est["zero_one"], log_loss=est["log"], deferral_rate=est["deferral"],
             rejection_rate=est["rejection"], mean_length=est["length"], tokens_per_verifier_call=calls[0],
@@ -380,8 +381,8 @@ def _check_block_options(gamma: Optional[int], prefixes: str) -> None:
     if prefixes not in ("generated", "truth"):
         raise ValueError(f"prefixes={prefixes!r}: use 'generated' (the rule's own output) or 'truth' "
                          "(prefixes written by P, as in the lemmas).")
-    if gamma is not None and gamma < 1:
-        raise ValueError(f"gamma={gamma}: a block drafts at least one token (gamma >= 1).")
+    if gamma is not None:
+        check_gamma(gamma)
     if gamma is not None and prefixes == "truth":
         raise ValueError("blocks of gamma drafts only exist when the rule writes its own prefixes; "
                          "use gamma=None with prefixes='truth'.")
@@ -430,8 +431,9 @@ def _dot_inf(mass: torch.Tensor, values: torch.Tensor) -> float:
     return float((mass[used] * values[used]).sum()) if used.any() else 0.0
 
 
-def _ratio(num: torch.Tensor, den: torch.Tensor):
-    """Ratio-of-means estimate and its delta-method standard error."""
+def ratio_of_means(num: torch.Tensor, den: torch.Tensor):
+    r"""`(estimate, stderr)` of a per-token rate from per-sequence sums: $\hat r = \bar N / \bar D$ and its
+    delta-method standard error $\mathrm{sd}(N_i - \hat r D_i) / (\bar D \sqrt{n})$ (NaN if $\bar D = 0$)."""
     n = num.numel()
     mean_den = den.mean()
     if mean_den == 0:

@@ -1,0 +1,215 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python (tutorial_lib)
+#     language: python
+#     name: tutorial-lib
+# ---
+
+# %% [markdown]
+# # When does speculation pay? Measuring your own hardware
+#
+# > **Widgets need a running kernel.** The sliders at the end are drawn by the kernel that runs this
+# > notebook: after reopening a saved copy, run it again (*Run > Run All Cells*) to bring them back.
+#
+# **Learning goals.** After this notebook you can
+# 1. measure what a drafter step ($t_q$) and a verifier call scoring $k$ tokens ($t_p(k)$) cost on the
+#    machine in front of you, and say whether it is in the "blocks are cheap" regime of an accelerator
+#    or the "blocks cost several steps" regime of a CPU;
+# 2. predict the speed-up of speculative decoding at any block size $\gamma$ from these costs and the
+#    acceptance rate $a$ (the block-cost model), and check the prediction against measured runs;
+# 3. explain why the textbook speed-up $\frac{1 - a^{\gamma+1}}{(1 - a)(\gamma c + 1)}$ (Leviathan et
+#    al.) can promise 1.5x where the clock shows a slow-down, and what `gamma="auto"` does about it.
+#
+# **The model.** A block drafts $\gamma$ tokens ($\gamma$ drafter steps) and scores them with one verifier
+# call over $\gamma + 1$ tokens. If each draft is kept with probability $a$, a block emits
+# $\mathbb{E}[N_\gamma] = (1 - a^{\gamma+1}) / (1 - a)$ tokens, so a token costs
+#
+# $$\tau(\gamma) = \bigl(\gamma\, t_q + t_p(\gamma + 1)\bigr)\,\frac{1 - a}{1 - a^{\gamma + 1}},
+#   \qquad \tau(0) = t_p(1) \text{ (the verifier alone)},$$
+#
+# and the predicted speed-up is $S(\gamma) = t_p(1) / \tau(\gamma)$. The textbook formula is the special case
+# $t_p(k) = t_p(1)$: on an accelerator, scoring a few tokens costs about as much as scoring one (the time
+# goes into reading the weights); on a CPU the arithmetic grows with $k$. `tl.latency` implements it,
+# `tl.calibration` measures the costs.
+#
+# **Profiles.** `default`: SmolLM2-135M verifying a perturbed copy of itself (noise on the weights): runs
+# anywhere in a few minutes; the drafter costs as much as the verifier ($c \approx 1$), so speculation can
+# only lose time here, and the sliders show what a cheaper drafter would change. `qwen`: Qwen2.5-Coder
+# 0.5B drafting for 1.5B (`make models-qwen` first; about 10 minutes on a CPU). `hub`: a hub pair on a
+# GPU. `smoke`: two tiny random models, for CI.
+
+# %% tags=["parameters"]
+profile = "default"        # "default" (SmolLM2), "qwen", "hub" (GPU) or "smoke" (CI)
+device = None              # None: a GPU if there is one, else the profile's device
+dtype = None               # None: the profile's dtype ("float32" on a CPU, "bfloat16" for "hub")
+gammas = None              # block sizes to run, e.g. [1, 3, 5]; None: the profile's
+n_prompts = None           # how many of the four chat prompts; None: the profile's
+max_new_tokens = None      # tokens per run; None: the profile's
+repeats = None             # rounds over prompts and methods (interleaved); None: the profile's
+threads = None             # torch threads; None: torch's default
+output_dir = "."           # where the metrics JSON and the calibration are written
+
+# %%
+from pathlib import Path
+
+import ipywidgets as widgets
+import pandas as pd
+import torch
+
+import tutorial_lib as tl
+from tutorial_lib import speed_runs
+from tutorial_lib.calibration import calibrate
+from tutorial_lib.gamma_policy import AutoGamma
+from tutorial_lib.views import speed as speed_view
+from tutorial_lib.views.widgets import live_view
+
+if threads:
+    torch.set_num_threads(threads)
+if device is None:
+    device = "cuda" if torch.cuda.is_available() else None
+settings = speed_runs.speed_profile(profile, device=device, dtype=dtype, gammas=gammas, n_prompts=n_prompts,
+                                       max_new_tokens=max_new_tokens, repeats=repeats)
+if settings["device"] == "cuda" and not torch.cuda.is_available():
+    raise RuntimeError(f"profile {profile!r} runs on a GPU and none is visible; choose profile='default' or 'qwen'.")
+pair = speed_runs.load_speed_pair(settings)
+drafter, verifier = pair
+prompts = speed_runs.speed_prompts(verifier, settings["n_prompts"])
+metrics = {"settings": settings, "threads": torch.get_num_threads()}
+print(f"{drafter.name} drafting for {verifier.name} on {verifier.device} ({verifier.dtype}), "
+      f"{torch.get_num_threads()} threads; {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
+
+# %% [markdown]
+# ## 1. Calibrate: what does each call cost here?
+# `calibrate` feeds each model the calls the engine makes (one drafter step; one verifier call scoring
+# $k = 1..K$ tokens; a fresh prompt's prefill; the engine's own per-call overhead), on top of the same
+# cached context, in a shuffled order per round, and keeps the median of the rounds. The column
+# `vs_t_p(1)` is each time relative to scoring one token.
+
+# %%
+calibration = calibrate(pair, max_k=settings["max_k"], repeats=settings["calibration_repeats"],
+                        context_tokens=settings["context_tokens"])
+calibration.save(Path(output_dir) / "09_calibration.json")
+table = calibration.table()
+metrics["calibration"] = {"t_q": calibration.t_q(), "t_p": {k: calibration.t_p(k) for k in range(1, calibration.max_k + 1)},
+                          "cost_ratio": calibration.cost_ratio, "overhead_s": calibration.overhead_s}
+table
+
+# %% [markdown]
+# ## 2. Run the engine at a few $\gamma$, and with `gamma="auto"`
+# Every method runs on every prompt, in a shuffled order per prompt and round; each run's time is
+# divided by the verifier-only time of the same prompt and round (greedy, $T = 0$: speculative decoding
+# must give the verifier's own tokens, `same_tokens` counts the runs that did).
+
+# %%
+policy = AutoGamma(calibration)
+methods = {"verifier": speed_runs.engine_method(pair, 0, eos_token_id=())}
+methods.update({f"gamma={g}": speed_runs.engine_method(pair, g, eos_token_id=()) for g in settings["gammas"]})
+methods["gamma=auto"] = speed_runs.engine_method(pair, policy, eos_token_id=())
+rows = speed_runs.measure_speed(methods, prompts, max_new_tokens=settings["max_new_tokens"],
+                                   repeats=settings["repeats"])
+summary = speed_runs.summarise_speed(rows, calibration)
+fixed = summary[summary["gamma"].notna() & (summary["gamma"] > 0)]
+acceptance = float((rows.loc[rows["method"].isin(fixed["method"]), "n_accepted"].sum()) /
+                   (rows.loc[rows["method"].isin(fixed["method"]), ["n_accepted", "n_rejected"]].sum().sum()))
+auto_runs = rows[rows["method"] == "gamma=auto"]
+auto_gammas = [g for gs in auto_runs["gammas"] for g in gs]
+auto_row = summary.set_index("method").loc["gamma=auto"]
+print(f"acceptance a = {acceptance:.3f} (accepted / judged drafts, every fixed gamma pooled)")
+summary.round(3)
+
+# %% [markdown]
+# ## 3. Predicted against measured
+# Left: the verifier's cost of scoring $k$ tokens, relative to one (the textbook assumes the dashed line).
+# Right: the speed-up the block-cost model predicts at the measured $a$ on this machine, the textbook curve
+# for the same $a$ and $c$, and the measured points (the median over prompts and rounds). **What to look
+# at.** Where the measured $t_p(k)/t_p(1)$ climbs, the two curves part; the measured points should sit on
+# the block-cost curve, not the textbook one. `gamma="auto"` sits at the mean block size it chose.
+
+# %%
+measured = {int(r.gamma): float(r.speedup) for r in fixed.itertuples()}
+auto_point = (sum(auto_gammas) / max(len(auto_gammas), 1), float(auto_row["speedup"]))
+speed_view.block_cost_view(calibration, acceptance, measured=measured, auto=auto_point)
+
+# %%
+tl.views.widgets.save(speed_view.block_cost_figure(calibration, acceptance, measured=measured, auto=auto_point),
+                      "speed_block_cost")
+metrics["acceptance"] = acceptance
+metrics["predicted_speedup"] = {g: calibration.speedup(g, acceptance) for g in range(calibration.max_k)}
+metrics["textbook_speedup"] = {g: calibration.textbook().speedup(g, acceptance) for g in range(calibration.max_k)}
+metrics["measured"] = summary.to_dict(orient="records")
+metrics["n_runs"] = len(rows)
+
+# %% [markdown]
+# ## 4. What `gamma="auto"` decided
+# Before each block, `gamma="auto"` asks the block-cost model which $\gamma$ is fastest at its current
+# estimate of $a$ (a prior of 0.7 worth 4 drafts, then the counts): 0 means one plain verifier step.
+# It stays exact whatever it picks: every block still follows Algorithm 4, and at $T = 0$ the text is the
+# verifier's own.
+
+# %%
+decisions = pd.Series(auto_gammas).value_counts().sort_index()
+print("blocks per chosen gamma:", decisions.to_dict())
+print(f"the model's best gamma at the measured a = {acceptance:.2f}: {calibration.best_gamma(acceptance)}; "
+      f"gamma='auto' ran at {auto_row['speedup']:.2f}x the verifier alone "
+      f"(best fixed gamma: {fixed['speedup'].max():.2f}x), same tokens as the verifier in "
+      f"{int(auto_row['same_tokens'])} of {int(auto_row['n_runs'])} runs")
+metrics["auto"] = {"gammas": decisions.to_dict(), "speedup": float(auto_row["speedup"]),
+                   "same_tokens": int(auto_row["same_tokens"]), "n_runs": int(auto_row["n_runs"]),
+                   "best_gamma_at_measured_a": calibration.best_gamma(acceptance),
+                   "best_fixed_speedup": float(fixed["speedup"].max())}
+
+# %% [markdown]
+# ## 5. Where does speculation start to pay?
+# Keep this machine's verifier costs and move the acceptance $a$ and the drafter's cost $c = t_q / t_p(1)$.
+# Left: the predicted speed-up against $\gamma$, here and in the textbook. Right: the acceptance above which
+# some block size beats the verifier alone, against $c$: speculation pays above the line. **Try** $c$ near 0
+# (a much smaller drafter): how high must $a$ be on this machine, and in the textbook?
+
+# %%
+acceptance_slider = widgets.FloatSlider(value=round(min(max(acceptance, 0.0), 0.99), 2), min=0.0, max=0.99,
+                                        step=0.01, description="acceptance a")
+cost_slider = widgets.FloatSlider(value=round(min(calibration.cost_ratio, 1.0), 2), min=0.0, max=1.0, step=0.01,
+                                  description="cost ratio c")
+live_view(speed_view.what_if_view, {"acceptance": acceptance_slider, "cost_ratio": cost_slider},
+          describe=speed_view.describe_what_if, calibration=calibration)
+
+# %%
+what_if = speed_view.what_if(0.8, 0.1, calibration)
+tl.views.widgets.save(speed_view.what_if_figure(0.8, 0.1, calibration), "speed_what_if")
+print(speed_view.describe_what_if(what_if))
+metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best_speedup_here", "best_gamma_textbook",
+                                                       "best_speedup_textbook")}
+
+# %% [markdown]
+# ## Record the numbers
+
+# %%
+tl.notebook.save_metrics("09_speed_on_your_hardware", metrics, output_dir)
+
+# %% [markdown]
+# ## Exercises
+# 1. From the calibration alone (`calibration.t_q()`, `calibration.t_p(k)`), compute the predicted speed-up of
+#    $\gamma = 3$ at the measured acceptance and store it in `answer_1`.
+# 2. How many tokens must one block of $\gamma = 3$ emit on average to be exactly as fast as the verifier
+#    alone on this machine? Store it in `answer_2`. Compare it with $\gamma + 1 = 4$: can it ever pay here?
+# 3. Which $\gamma$ does the block-cost model pick on this machine at $a = 0.95$ (at most `calibration.max_k - 1`)?
+#    Store it in `answer_3`, then try the textbook twin `calibration.textbook()`.
+
+# %%
+answer_1 = None  # your code here
+answer_2 = None  # your code here
+answer_3 = None  # your code here
+
+# %%
+tl.notebook.check_answer(answer_1, calibration.speedup(3, acceptance), tol=1e-6, label="exercise 1")
+tl.notebook.check_answer(answer_2, (3 * calibration.t_q() + calibration.t_p(4)) / calibration.t_p(1), tol=1e-6,
+                         label="exercise 2")
+tl.notebook.check_answer(answer_3, calibration.best_gamma(0.95), tol=0, label="exercise 3")

@@ -1,0 +1,50 @@
+"""Where `tl.savefig` writes: `$TUTORIAL_LIB_FIGURES`, else the figures/ of the checkout the notebook runs
+in, else ./figures - never the figures/ of the checkout the package happens to be imported from."""
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from tutorial_lib import plotting
+
+PYPROJECT = '[project]\nname = "tutorial_lib"\nversion = "0.1.0"\n'
+
+
+def checkout(root: Path) -> Path:
+    (root / "notebooks").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    return root
+
+
+def test_environment_variable_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORIAL_LIB_FIGURES", str(tmp_path / "mine"))
+    monkeypatch.chdir(checkout(tmp_path / "other"))
+    assert plotting.figures_dir() == tmp_path / "mine"
+
+
+def test_a_notebook_writes_into_its_own_checkout(tmp_path, monkeypatch):
+    monkeypatch.delenv("TUTORIAL_LIB_FIGURES", raising=False)
+    here = checkout(tmp_path / "second-clone")
+    monkeypatch.chdir(here / "notebooks")   # papermill --cwd notebooks, or JupyterLab opening the notebook
+    package_checkout = Path(plotting.__file__).resolve().parent.parent
+    assert plotting.figures_dir() == here.resolve() / "figures" != package_checkout / "figures"
+    fig, _ = plt.subplots()
+    path = plotting.savefig(fig, "where")
+    plt.close(fig)
+    assert path == here.resolve() / "figures" / "where.png" and path.stat().st_size > 0
+
+
+def test_outside_any_checkout_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("TUTORIAL_LIB_FIGURES", raising=False)
+    elsewhere = tmp_path / "copy-of-a-notebook"
+    elsewhere.mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "someone-else"\n')   # not our project
+    monkeypatch.chdir(elsewhere)
+    assert plotting.checkout_of(elsewhere) is None
+    assert plotting.figures_dir() == elsewhere.resolve() / "figures"
+
+
+def test_checkout_of_finds_the_nearest_project(tmp_path):
+    outer = checkout(tmp_path / "outer")
+    inner = checkout(outer / "vendor" / "inner")
+    assert plotting.checkout_of(inner / "notebooks") == inner.resolve()
+    assert plotting.checkout_of(outer / "vendor") == outer.resolve()

@@ -1,0 +1,171 @@
+"""Issue 12, item 6: every public input that used to pass silently or crash with a raw traceback
+now gives a ValueError / TypeError that says what to change (or, where the value is meaningful,
+works)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import tutorial_lib as tl
+from tutorial_lib import checks, models
+from tutorial_lib.batch import generate_batch
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return tl.load_pair("toy-drafter", "toy-verifier")
+
+
+@pytest.fixture(scope="module")
+def llama_pair():
+    verifier = models.tiny_random_llama(0)
+    return models.ModelPair(models.perturbed(verifier, 0.3, seed=1), verifier)
+
+
+def run(pair, prompt=(0, 5), **options):
+    options = {"method": "speculative", "max_new_tokens": 4, **options}
+    return tl.generate(*pair, list(prompt) if isinstance(prompt, tuple) else prompt, **options)
+
+
+# ---- pairs whose ids mean different things --------------------------------------------------------
+
+def test_toy_and_tiny_random_pair_is_refused_although_sizes_agree():
+    d, v = tl.load_model("toy-drafter"), tl.load_model("tiny-random-llama")
+    assert d.vocab_size == v.vocab_size == 16
+    with pytest.raises(ValueError, match="mean different things.*same tokenizer"):
+        tl.load_pair("toy-drafter", "tiny-random-llama")
+    with pytest.raises(ValueError, match="mean different things"):
+        tl.generate(d, v, [0, 3], method="speculative", max_new_tokens=2)
+
+
+def test_models_without_a_tokenizer_must_be_declared_to_share_ids():
+    net_a, net_b = models.tiny_random_llama(3).model, models.tiny_random_llama(4).model
+    a, b = models.LanguageModel(net_a, name="a"), models.LanguageModel(net_b, name="b")
+    with pytest.raises(ValueError, match="has no tokenizer.*shared_vocabulary=True"):
+        models.ModelPair(a, b)
+    with pytest.raises(ValueError, match="shared_vocabulary=True"):
+        tl.generate(a, b, [1, 2], method="speculative", max_new_tokens=2)
+    g = tl.generate(a, b, [1, 2], method="speculative", max_new_tokens=2, shared_vocabulary=True)
+    assert len(g.tokens) == 2
+    pair = models.ModelPair(a, b, shared_vocabulary=True)   # recorded on both models: generate accepts them
+    assert len(tl.generate(*pair, [1, 2], method="speculative", max_new_tokens=2).tokens) == 2
+
+
+def test_toy_worlds_with_other_words_are_refused():
+    other = tl.ToyWorld(n_words=14, seed=0)
+    other.tokens = other.tokens[:2] + [w + "x" for w in other.tokens[2:]]
+    d = models.toy_pair().drafter
+    v = tl.toy_model.ToyModel(other.verifier, name="other", world=other)
+    with pytest.raises(ValueError, match="mean different things"):
+        models.ModelPair(d, v)
+
+
+# ---- temperature ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("temperature", [math.inf, math.nan, -0.5])
+def test_infinite_nan_or_negative_temperature_is_refused(toy, temperature):
+    with pytest.raises(ValueError, match="use T = 0 for greedy decoding or a finite T > 0"):
+        run(toy, temperature=temperature)
+
+
+def test_a_tiny_temperature_is_the_greedy_limit_not_a_crash(toy, llama_pair):
+    for pair in (toy, llama_pair):
+        assert run(pair, (1, 2, 3), temperature=1e-300, max_new_tokens=8).tokens == \
+            run(pair, (1, 2, 3), temperature=0.0, max_new_tokens=8).tokens
+    law = tl.probabilities(torch.tensor([1.0, 1.0, 0.0]), 1e-300)
+    assert law.tolist() == [0.5, 0.5, 0.0]
+
+
+def test_a_temperature_string_is_refused(toy):
+    with pytest.raises(TypeError, match="not a number"):
+        run(toy, temperature="1.0")
+
+
+# ---- prompts -----------------------------------------------------------------------------------------
+
+def test_fractional_token_ids_are_refused(toy):
+    with pytest.raises(ValueError, match="not a whole number.*whole numbers"):
+        run(toy, [1.9, 2.7])
+
+
+@pytest.mark.parametrize("prompt", [None, 123, 4.5])
+def test_a_prompt_that_is_neither_text_nor_ids_is_refused(toy, prompt):
+    with pytest.raises(TypeError, match="neither text nor a list of token ids"):
+        run(toy, prompt)
+
+
+def test_integral_floats_and_numpy_ids_are_token_ids(toy):
+    expected = run(toy, [0, 5]).tokens
+    assert run(toy, [0.0, 5.0]).tokens == expected
+    assert run(toy, np.array([0, 5], dtype=np.int64)).tokens == expected
+    assert run(toy, torch.tensor([0, 5])).tokens == expected
+
+
+# ---- alpha, gamma, seed -------------------------------------------------------------------------
+
+def test_alpha_as_a_string_is_refused(toy):
+    with pytest.raises(TypeError, match=r"alpha='0.3' is not a number"):
+        run(toy, rule="chow", alpha="0.3")
+    with pytest.raises(TypeError, match="not a number"):
+        tl.target_distribution("chow", [0.5, 0.5], [0.5, 0.5], "0.3")
+
+
+@pytest.mark.parametrize("gamma", [np.int64(3), 3.0, np.float64(3.0), torch.tensor(3).item()])
+def test_numpy_and_integral_gammas_are_accepted(toy, gamma):
+    assert run(toy, gamma=gamma).tokens == run(toy, gamma=3).tokens
+
+
+@pytest.mark.parametrize("gamma,error,match", [
+    (0, ValueError, "gamma >= 1"), (2.5, ValueError, "not a whole number"), (True, TypeError, "not a whole number"),
+    ("3", (TypeError, ValueError), "whole number"), (None, TypeError, "not a whole number")])
+def test_bad_gammas_say_what_to_pass(toy, gamma, error, match):
+    with pytest.raises(error, match=match):
+        run(toy, gamma=gamma)
+
+
+def test_generate_batch_accepts_numpy_gamma_one(llama_pair):
+    out = generate_batch(*llama_pair, [[1, 2, 3]], gamma=np.int64(1), max_new_tokens=3, eos_token_id=())
+    assert len(out[0].tokens) == 3
+
+
+def test_seed_none_is_refused_and_numpy_seeds_work(toy):
+    with pytest.raises(TypeError, match="seed=None.*integer seed"):
+        run(toy, seed=None, temperature=1.0)
+    assert run(toy, seed=np.int64(4), temperature=1.0).tokens == run(toy, seed=4, temperature=1.0).tokens
+    with pytest.raises(ValueError, match="seed=-1"):
+        run(toy, seed=-1)
+
+
+# ---- devices -----------------------------------------------------------------------------------------
+
+def test_cuda_without_cuda_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="no CUDA device.*device='cpu'"):
+        tl.load_model("tiny-random-llama", device="cuda")
+    with pytest.raises(ValueError, match="not a torch device"):
+        tl.load_pair("tiny-random-llama:1", "tiny-random-llama:2", device="gpu")
+
+
+# ---- BiLD's two thresholds ----------------------------------------------------------------------------
+
+def test_bild_method_takes_its_own_threshold(toy):
+    with pytest.raises(ValueError, match="ambiguous.*bild_threshold"):
+        run(toy, method="bild", alpha=1.0)
+    with pytest.raises(ValueError, match="needs bild_threshold"):
+        run(toy, method="bild")
+    with pytest.raises(ValueError, match="does not use it"):
+        run(toy, rule="bild", alpha=0.3, bild_threshold=1.0)
+    g = run(toy, method="bild", bild_threshold=1.0, temperature=1.0)
+    assert g.bild_threshold == 1.0 and math.isnan(g.alpha)
+
+
+def test_shared_checks_accept_and_refuse_alike():
+    assert checks.check_gamma(np.int32(2)) == 2 and isinstance(checks.check_gamma(2.0), int)
+    assert checks.check_real(np.float32(0.5), "alpha") == 0.5
+    with pytest.raises(ValueError, match="loss='hinge' is unknown"):
+        checks.check_loss("hinge")
+    with pytest.raises(ValueError, match="rule='nope' is unknown"):
+        checks.check_rule("nope")

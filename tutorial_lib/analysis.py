@@ -1,0 +1,360 @@
+r"""Analysis of a sweep's rows: curves, the paper's table, and the findings notebooks 06 and 07 state.
+
+A **curve** is one method's configurations over its $\alpha$ grid. Each point has
+
+$$\bar{Q}(c) = \frac{1}{n}\sum_x Q(c, x) \pm 1.96\,\frac{s_Q}{\sqrt n},\qquad
+  L(c) = \frac{\sum_x \mathrm{time}(c, x)}{\sum_x \mathrm{time}(\text{verifier}, x)},\qquad
+  r(c) = \frac{\sum_x \#\mathrm{rejected}(c, x)}{\sum_x \#\mathrm{judged}(c, x)},$$
+
+the mean quality with a normal-approximation 95% interval, the latency relative to the verifier
+alone (the T5 plots) and the rejection rate (the Gemma plots; the drafter alone has $r = 0$, the
+verifier alone $r = 1$: every token is its own).
+
+**The paper's table**, per method, computed from the measured curve by one documented rule: sort the
+curve's points by latency and join neighbours by straight lines (linear interpolation).
+
+- (i) *latency reduction at the verifier's quality*: the smallest latency $L^*$ at which the
+  interpolated curve first reaches the verifier's quality $Q_p$; reported as $1 - L^*/L_p$ (the
+  verifier's latency $L_p = 1$). "not reached" when no point reaches $Q_p$.
+- (ii) *best quality within the verifier's latency*: the largest quality of the interpolated curve
+  over $L \le L_p$ (a segment that crosses $L_p$ contributes its value at $L_p$); "not reached"
+  when every point is slower than the verifier.
+
+**Findings** (`t5_findings`, `gemma_findings`) are read off those tables by fixed rules, so what a
+notebook says stays true when its run changes. The figures of these tables are in `rerun_figures`.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+from .evaluation import Task
+
+__all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
+           "best_quality_within", "paper_table", "add_best_quality_any", "speculative_ranges", "qualities",
+           "t5_findings", "describe_t5_findings", "fastest_to_verifier_quality", "TOKEN_RULES", "PREFIX_RULES",
+           "gemma_findings", "describe_gemma_findings", "interval_points", "latency_view"]
+
+NOT_REACHED = "not reached"
+
+_GROUP = ["task", "label", "method", "rule", "alpha", "beta", "gamma", "temperature"]
+
+
+def summarize(rows: pd.DataFrame, *, latency: str = "wall_time_s", cost_ratio: Optional[float] = None) -> pd.DataFrame:
+    r"""One point per (task, configuration): mean quality with its 95% interval, relative latency,
+    rejection rate, tokens per verifier call and the counters, from a sweep's rows.
+
+    `latency` is the row column to price a configuration with (`wall_time_s`, or `model_time_s`:
+    the models' forward passes only, without the engine's own bookkeeping). Latency is relative to
+    the verifier alone at the same temperature on the same task.
+
+    With `cost_ratio` $c$, `latency_calls` prices a run by its calls instead of a clock,
+    $(\#\text{verifier calls} + c\,\#\text{drafter calls})$ relative to the verifier alone: what the
+    same runs would cost where a drafter step costs $c$ verifier calls (notebook 05's cost model).
+    """
+    if rows.empty:
+        raise ValueError("no rows to summarize; run a sweep first.")
+    rows = rows.copy()
+    rows["model_time_s"] = rows["drafter_time_s"] + rows["verifier_time_s"]
+    rows["rule"] = rows["rule"].fillna("-")
+    grouped = rows.groupby(_GROUP, dropna=False, sort=False)
+    out = grouped.agg(n=("quality", "size"), quality=("quality", "mean"), quality_sd=("quality", "std"),
+                      time_s=(latency, "sum"), n_tokens=("n_tokens", "sum"),
+                      n_verifier_calls=("n_verifier_calls", "sum"), n_drafter_calls=("n_drafter_calls", "sum"),
+                      n_accepted=("n_accepted", "sum"), n_rejected=("n_rejected", "sum"),
+                      deferral_rate=("deferral_rate", "mean")).reset_index()
+    out["quality_ci"] = 1.96 * out["quality_sd"].fillna(0.0) / np.sqrt(out["n"])
+    judged = out["n_accepted"] + out["n_rejected"]
+    out["rejection_rate"] = np.where(judged > 0, out["n_rejected"] / judged.where(judged > 0, 1), np.nan)
+    out.loc[out["method"] == "drafter", "rejection_rate"] = 0.0
+    out.loc[out["method"] == "verifier", "rejection_rate"] = 1.0
+    out["tokens_per_call"] = out["n_tokens"] / out["n_verifier_calls"].where(out["n_verifier_calls"] > 0)
+    verifier = out[out["method"] == "verifier"].set_index(["task", "temperature"])
+    reference_time = verifier["time_s"].groupby(level=[0, 1]).mean()
+    reference_quality = verifier["quality"].groupby(level=[0, 1]).mean()
+    keys = list(zip(out["task"], out["temperature"]))
+    out["verifier_quality"] = [reference_quality.get(k, np.nan) for k in keys]
+    out["latency"] = out["time_s"] / np.array([reference_time.get(k, np.nan) for k in keys])
+    out["speedup"] = 1.0 / out["latency"]
+    if cost_ratio is not None:
+        if not cost_ratio >= 0:
+            raise ValueError(f"cost_ratio={cost_ratio}: a drafter step costs a non-negative share of a verifier call.")
+        calls = out["n_verifier_calls"] + cost_ratio * out["n_drafter_calls"]
+        reference_calls = (out[out["method"] == "verifier"].assign(c=calls).groupby(["task", "temperature"])["c"]
+                           .mean())
+        out["latency_calls"] = calls / np.array([reference_calls.get(k, np.nan) for k in keys])
+    return out
+
+
+def quality_by_group(rows: pd.DataFrame, task: Task, *, group: str = "context",
+                     labels: Sequence[str] = ("Drafter", "Verifier"), temperature: Optional[float] = None) -> pd.DataFrame:
+    """Mean quality per group of examples (`example.info[group]`) for the given curves' rows: where
+    each model wins. Curves with several alphas contribute their best alpha per group. `temperature`
+    defaults to the lowest one in the rows."""
+    rows = rows[rows["task"] == task.name]
+    if rows.empty:
+        raise ValueError(f"no rows of task {task.name!r}.")
+    temperature = rows["temperature"].min() if temperature is None else temperature
+    groups = {e.id: e.info.get(group, "-") for e in task.examples}
+    part = rows[(rows["temperature"] == temperature) & rows["label"].isin(labels)].copy()
+    part["group"] = part["example_id"].map(groups)
+    means = part.groupby(["group", "label", "alpha"])["quality"].mean().groupby(["group", "label"]).max()
+    table = means.unstack("label").reindex(columns=[l for l in labels if l in set(part["label"])])
+    table["n"] = part.groupby("group")["example_id"].nunique()
+    return table
+
+
+#: Rules whose target at one end of alpha's range is p itself (SpecDecode); every rule's other end is q.
+_SPEC_END = {"lossy", "chow", "diff", "opt", "bild", "token_v1", "token_v2"}
+
+
+def with_rule_ends(summary: pd.DataFrame) -> pd.DataFrame:
+    """Each speculative rule's curve extended to the ends of its alpha range, from measured points.
+
+    At the drafter end of every rule the target is $q$ and at the other end (all rules but
+    Token-V3, whose $\alpha = 0$ keeps $p$'s argmax) it is $p$. With one token per step
+    (`gamma = 1`, no bonus token) those runs *are* the drafter alone and SpecDecode, in
+    distribution, so their measured points are added to each rule's curve (`end` = "drafter" /
+    "spec"; interior points have `end` = ""). Not for blocks with a bonus token from $p$, where the
+    drafter end still takes every (gamma+1)-th token from the verifier.
+    """
+    summary = summary.copy()
+    summary["end"] = ""
+    extra = []
+    keys = ["task", "temperature", "gamma"]
+    for key, part in summary.groupby(keys, sort=False):
+        drafter = summary[(summary["method"] == "drafter") & (summary["task"] == key[0])
+                          & (summary["temperature"] == key[1])]
+        spec = part[part["label"] == "SpecDecode"]
+        for label in part.loc[(part["method"] == "speculative") & (part["rule"] != "spec"), "label"].unique():
+            rule = part.loc[part["label"] == label, "rule"].iloc[0]
+            for end, rows in (("drafter", drafter), ("spec", spec if rule in _SPEC_END else spec.iloc[0:0])):
+                if len(rows):
+                    row = rows.iloc[0].copy()
+                    row["label"], row["rule"], row["gamma"], row["end"] = label, rule, key[2], end
+                    extra.append(row)
+    return pd.concat([summary, pd.DataFrame(extra)], ignore_index=True) if extra else summary
+
+
+def _curve(points: pd.DataFrame, x: str) -> Tuple[np.ndarray, np.ndarray]:
+    points = points.sort_values([x, "quality"])
+    return points[x].to_numpy(float), points["quality"].to_numpy(float)
+
+
+def crossing_latency(latency: Sequence[float], quality: Sequence[float], target: float) -> Optional[float]:
+    """The smallest latency at which the curve (sorted by latency, linearly interpolated) reaches `target`."""
+    order = np.argsort(np.asarray(latency, float), kind="stable")
+    xs, ys = np.asarray(latency, float)[order], np.asarray(quality, float)[order]
+    if len(xs) == 0:
+        return None
+    if ys[0] >= target:
+        return float(xs[0])
+    for (x0, y0), (x1, y1) in zip(zip(xs[:-1], ys[:-1]), zip(xs[1:], ys[1:])):
+        if y0 < target <= y1:
+            return float(x0 + (target - y0) / (y1 - y0) * (x1 - x0))
+    return None
+
+
+def best_quality_within(latency: Sequence[float], quality: Sequence[float], budget: float) -> Optional[float]:
+    """The best quality of the interpolated curve at latencies up to `budget` (None if all are slower)."""
+    order = np.argsort(np.asarray(latency, float), kind="stable")
+    xs, ys = np.asarray(latency, float)[order], np.asarray(quality, float)[order]
+    inside = ys[xs <= budget]
+    if len(inside) == 0:
+        return None
+    best = float(inside.max())
+    for (x0, y0), (x1, y1) in zip(zip(xs[:-1], ys[:-1]), zip(xs[1:], ys[1:])):
+        if x0 <= budget < x1:  # the segment that crosses the budget contributes its value there
+            best = max(best, float(y0 + (budget - x0) / (x1 - x0) * (y1 - y0)))
+    return best
+
+
+def paper_table(summary: pd.DataFrame, *, x: str = "latency", reference: float = 1.0) -> pd.DataFrame:
+    """The paper's table per (task, T, gamma, method): (i) the reduction of `x` at which the method
+    first matches the verifier's quality, (ii) the best quality it reaches with `x <= reference`.
+
+    Rows are the methods' curves; `x` is `latency` (T5) or `rejection_rate` (Gemma).
+    """
+    rows = []
+    for (task, temperature), part in summary.groupby(["task", "temperature"], sort=False):
+        verifier = part[part["method"] == "verifier"]
+        if verifier.empty:
+            raise ValueError(f"task {task!r} at T={temperature} has no verifier-only rows; include 'Verifier'.")
+        target = float(verifier["quality"].mean())
+        for (label, gamma), curve in part.groupby(["label", "gamma"], sort=False):
+            if label == "Verifier":
+                continue
+            xs, ys = _curve(curve, x)
+            crossing = crossing_latency(xs, ys, target)
+            best = best_quality_within(xs, ys, reference)
+            rows.append({"task": task, "temperature": temperature, "gamma": gamma, "method": label,
+                         "verifier_quality": target,
+                         f"{x}_reduction_at_verifier_quality": (NOT_REACHED if crossing is None
+                                                                 else 1.0 - crossing / reference),
+                         f"best_quality_at_{x}<=verifier": NOT_REACHED if best is None else best,
+                         "best_minus_verifier": np.nan if best is None else best - target})
+    return pd.DataFrame(rows)
+
+
+# ---- the T5 rerun's findings (notebook 06) --------------------------------------------------------
+
+def add_best_quality_any(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """`table` with `best_quality_any`: the best quality each method reaches at any cost."""
+    best = summary.groupby(["task", "temperature", "gamma", "label"])["quality"].max()
+    table = table.copy()
+    table["best_quality_any"] = [best.get(key) for key in
+                                 zip(table["task"], table["temperature"], table["gamma"], table["method"])]
+    return table
+
+
+def speculative_ranges(summary: pd.DataFrame, *, gamma: int) -> pd.DataFrame:
+    """Spec-Bench-style numbers beside quality for the speculative methods at `gamma`: the lowest and
+    highest quality, tokens per verifier call and speed-up over the verifier of each curve."""
+    speculative = summary[summary["method"].isin(["speculative", "bild"]) & (summary["gamma"] == gamma)]
+    return speculative.groupby(["task", "temperature", "label"]).agg(
+        quality_min=("quality", "min"), quality_max=("quality", "max"),
+        tokens_per_call_min=("tokens_per_call", "min"), tokens_per_call_max=("tokens_per_call", "max"),
+        speedup_min=("speedup", "min"), speedup_max=("speedup", "max"))
+
+
+def qualities(summary: pd.DataFrame, method: str) -> Dict[str, float]:
+    """One method's quality per (task, T), keyed "task T=t" (`method` "verifier" or "drafter")."""
+    points = summary[summary["method"] == method].set_index(["task", "temperature"])["quality"]
+    return {f"{task} T={temperature:g}": quality for (task, temperature), quality in points.items()}
+
+
+def _reached(part: pd.DataFrame, column: str) -> pd.DataFrame:
+    """The methods of `part` that reach the verifier's quality, fastest first, with `reduction` as a float."""
+    reached = part[part[column] != NOT_REACHED].copy()
+    reached["reduction"] = reached[column].astype(float)
+    return reached.sort_values("reduction", ascending=False)
+
+
+def t5_findings(table: pd.DataFrame, table_calls: pd.DataFrame, *, gamma: int) -> Dict[str, dict]:
+    """What the T5 run says at `gamma`, per "task T=t", from the two tables (measured latency and
+    cost in calls, each with `best_quality_any`): which methods beat the verifier's quality within
+    its latency (or its cost in calls), which reached it fastest (three at most), which never did,
+    and which went above it at any cost."""
+    column = "latency_reduction_at_verifier_quality"
+    findings = {}
+    for (task_name, temperature), part in table[table["gamma"] == gamma].groupby(["task", "temperature"]):
+        calls = table_calls[(table_calls["gamma"] == gamma) & (table_calls["task"] == task_name)
+                            & (table_calls["temperature"] == temperature)]
+        beats_calls = calls[calls["best_minus_verifier"] > 0].sort_values("best_minus_verifier", ascending=False)
+        above = part[part["best_quality_any"] > part["verifier_quality"]].sort_values("best_quality_any",
+                                                                                        ascending=False)
+        beats = part[part["best_minus_verifier"] > 0].sort_values("best_minus_verifier", ascending=False)
+        findings[f"{task_name} T={temperature:g}"] = {
+            "verifier_quality": float(part["verifier_quality"].iloc[0]),
+            "beat_verifier_within_its_latency": beats["method"].tolist(),
+            "fastest_to_verifier_quality": _reached(part, column)["method"].head(3).tolist(),
+            "never_reached_verifier_quality": part.loc[part[column] == NOT_REACHED, "method"].tolist(),
+            "beat_verifier_within_its_cost_in_calls": beats_calls["method"].tolist(),
+            "above_verifier_quality_at_any_cost": {m: round(float(q), 2) for m, q in
+                                                   zip(above["method"], above["best_quality_any"])},
+        }
+    return findings
+
+
+def describe_t5_findings(findings: Dict[str, dict], table: pd.DataFrame, *, gamma: int,
+                         cost_ratio: float) -> str:
+    """`t5_findings` in sentences, with the latency reduction of the fastest methods from `table`."""
+    lines = []
+    for key, f in findings.items():
+        task_name, temperature = key.rsplit(" T=", 1)
+        part = table[(table["gamma"] == gamma) & (table["task"] == task_name)
+                     & (table["temperature"].map(lambda t: f"{t:g}") == temperature)]
+        reduction = _reached(part, "latency_reduction_at_verifier_quality").set_index("method")["reduction"]
+        lines += [
+            f"{key}: verifier quality {f['verifier_quality']:.2f}",
+            "  better than the verifier without being slower: "
+            + (", ".join(f["beat_verifier_within_its_latency"]) or "none"),
+            "  fastest to the verifier's quality: "
+            + (", ".join(f"{m} ({reduction[m]:+.0%})" for m in f["fastest_to_verifier_quality"]) or "none"),
+            "  never reached it: " + (", ".join(f["never_reached_verifier_quality"]) or "none"),
+            f"  better than the verifier within its cost in calls (c = {cost_ratio}): "
+            + (", ".join(f["beat_verifier_within_its_cost_in_calls"]) or "none"),
+            "  best quality above the verifier's at any cost: "
+            + (", ".join(f"{m} {q}" for m, q in f["above_verifier_quality_at_any_cost"].items()) or "none"),
+        ]
+    return "\n".join(lines)
+
+
+def fastest_to_verifier_quality(table: pd.DataFrame, *, temperature: float, gamma: int) -> Optional[str]:
+    """The method that reaches the verifier's quality at the largest latency reduction (None if none does)."""
+    part = table[(table["temperature"] == temperature) & (table["gamma"] == gamma)]
+    reached = _reached(part, "latency_reduction_at_verifier_quality")
+    return reached["method"].iloc[0] if len(reached) else None
+
+
+# ---- the Gemma-style rerun's findings (notebook 07) -----------------------------------------------
+
+TOKEN_RULES = ["SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"]
+PREFIX_RULES = ["SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]"]
+
+
+def _reduction(part: pd.DataFrame, method: str) -> Optional[float]:
+    value = part.set_index("method").get("rejection_rate_reduction_at_verifier_quality", {}).get(method)
+    return None if value is None or value == NOT_REACHED else float(value)
+
+
+def gemma_findings(table: pd.DataFrame) -> Dict[str, dict]:
+    """The paper's two Gemma findings checked per "task T=t" on a rejection-rate table:
+
+    1. *token rules best*: `token_best_quality` is whether the best quality of a token-specific rule
+       is at least the best of Chow, Diff and OPT (None where a temperature ran only one kind), and
+       `lowest_rejection_at_verifier_quality` the method that reaches the verifier's quality with
+       the fewest rejections;
+    2. *OPT weaker than with T5*: `opt_beats_chow_and_diff` is whether OPT reaches the verifier's
+       quality at a lower rejection rate than both Chow and Diff.
+    """
+    findings = {}
+    for (task_name, temperature), part in table.groupby(["task", "temperature"]):
+        best = part.set_index("method")["best_quality_at_rejection_rate<=verifier"].apply(
+            lambda v: np.nan if v == NOT_REACHED else float(v))
+        reductions = {m: _reduction(part, m) for m in TOKEN_RULES + PREFIX_RULES + ["SpecDecode", "SpecDecode [Lossy]"]}
+        reached = {m: r for m, r in reductions.items() if r is not None}
+        token, prefix = best.reindex(TOKEN_RULES), best.reindex(PREFIX_RULES)
+        opt = reductions["SpecCascade [OPT]"]
+        findings[f"{task_name} T={temperature:g}"] = {
+            "verifier_quality": float(part["verifier_quality"].iloc[0]),
+            "best_token": float(token.max()), "best_prefix": float(prefix.max()),
+            "token_best_quality": (None if prefix.isna().all() or token.isna().all()
+                                   else bool(token.max() >= prefix.max())),
+            "lowest_rejection_at_verifier_quality": max(reached, key=reached.get) if reached else None,
+            "reductions": reductions,
+            "opt_beats_chow_and_diff": (opt is not None and all(
+                reductions[m] is None or opt > reductions[m] for m in ("SpecCascade [Chow]", "SpecCascade [Diff]"))),
+        }
+    return findings
+
+
+def describe_gemma_findings(findings: Dict[str, dict]) -> str:
+    """`gemma_findings` in sentences, and how often the token rules reached the best quality."""
+    lines = [f"{key}: verifier {f['verifier_quality']:.3f}; best Token {f['best_token']:.3f}, best Chow/Diff/OPT "
+             f"{f['best_prefix']:.3f}; verifier quality first reached with the fewest rejections by "
+             f"{f['lowest_rejection_at_verifier_quality']}; OPT ahead of Chow and Diff: {f['opt_beats_chow_and_diff']}"
+             for key, f in findings.items()]
+    compared = [f["token_best_quality"] for f in findings.values() if f["token_best_quality"] is not None]
+    lines.append(f"\nToken rules reach the best quality in {sum(compared)} of {len(compared)} (task, T) cases "
+                 "that ran both kinds of rule.")
+    return "\n".join(lines)
+
+
+def interval_points(summary: pd.DataFrame) -> pd.DataFrame:
+    """Every measured point (curve ends added by `with_rule_ends` left out) with its quality as
+    "mean ± 95% half-width", rounded to three decimals."""
+    points = summary.loc[summary["end"] == "", ["task", "temperature", "label", "alpha", "n", "quality", "quality_ci",
+                                                  "rejection_rate", "deferral_rate"]].copy()
+    points["quality"] = [f"{q:.3f} ± {c:.3f}" for q, c in zip(points["quality"], points["quality_ci"])]
+    return points.drop(columns="quality_ci").round(3)
+
+
+def latency_view(summary: pd.DataFrame) -> pd.DataFrame:
+    """The batch-size-1 latency runs per (method, gamma, alpha), averaged over tasks: latency
+    relative to the verifier, tokens per verifier call, rejection rate and quality."""
+    return (summary.groupby(["label", "gamma", "alpha"])
+            .agg(latency=("latency", "mean"), tokens_per_call=("tokens_per_call", "mean"),
+                 rejection_rate=("rejection_rate", "mean"), quality=("quality", "mean")).reset_index())

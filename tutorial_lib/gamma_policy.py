@@ -1,0 +1,139 @@
+r"""`gamma="auto"`: each block drafts the number of tokens the block-cost model says is fastest.
+
+Before every block the engine asks `AutoGamma.next_gamma()`. With the machine's measured $t_q$ and
+$t_p(k)$ (a `calibration.Calibration`) and the current estimate $\hat a$ of the per-position
+acceptance, it returns
+
+$$\gamma^* = \arg\min_{0 \le \gamma \le \gamma_{max}} \bigl(\gamma\, t_q + t_p(\gamma + 1)\bigr)
+              \frac{1 - \hat a}{1 - \hat a^{\gamma + 1}}$$
+
+(`Calibration.time_per_token`, with the drafter's catch-up call where it was measured), where $\gamma = 0$ is one plain step of the verifier: nothing pays, so do not
+speculate. After the block the engine reports how many drafts were judged and kept (`observe`).
+The estimate is the mean of a Beta posterior: a prior acceptance $a_0$ worth $n_0$ drafts, then the
+counts,
+
+$$\hat a = \frac{a_0 n_0 + \text{accepted}}{n_0 + \text{judged}},$$
+
+so it starts at $a_0$ and follows the text once more than a few drafts were judged.
+
+**Exactness.** The block size is chosen from what was already emitted, never from the drafts the
+block is about to judge, so each block still emits tokens with Algorithm 4's law given the prefix
+(Leviathan et al.'s argument holds for any block size); a plain verifier step emits from $p$. For
+`rule="spec"` every token follows $p$ ($\pi = p$), so the output is the verifier's law, and at
+$T = 0$ its greedy text, whatever gammas were chosen. For the other rules a plain step would emit from
+$p$ where the rule's target is $\pi$, so `allow_zero=False` (the engine sets it) keeps $\gamma \ge 1$.
+
+A policy reaching 0 stops drafting, so it learns nothing more about $a$ in that call: where the cost
+model says speculation could pay at a plausible $a$, choose an optimistic prior.
+"""
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from . import latency
+from .calibration import Calibration
+
+__all__ = ["AutoGamma", "auto_policy", "calibration_for"]
+
+
+@dataclass
+class AutoGamma:
+    """The gamma="auto" policy: a calibration, a prior on the acceptance, and the counts so far."""
+    calibration: Calibration
+    max_gamma: Optional[int] = None          # default: the largest gamma the calibration measured (max_k - 1)
+    prior_acceptance: float = 0.7
+    prior_strength: float = 4.0              # how many drafts the prior is worth
+    allow_zero: bool = True
+    accepted: int = 0
+    judged: int = 0
+    #: `(gamma, acceptance estimate)` of every decision, in order.
+    decisions: List[Tuple[int, float]] = field(default_factory=list)
+
+    def __post_init__(self):
+        if not isinstance(self.calibration, Calibration):
+            raise TypeError(f"AutoGamma needs a tutorial_lib.calibration.Calibration, not {type(self.calibration).__name__}; "
+                            "make one with tl.calibration.calibrate(pair) or Calibration.synthetic(...).")
+        top = self.calibration.max_k - 1
+        if self.max_gamma is None:
+            self.max_gamma = top
+        if isinstance(self.max_gamma, bool) or not isinstance(self.max_gamma, int) or self.max_gamma < 1:
+            raise ValueError(f"max_gamma={self.max_gamma!r}: allow blocks of at least one draft (max_gamma >= 1).")
+        latency.expected_tokens_per_call(self.prior_acceptance, 1)  # checks 0 <= a0 <= 1
+        if not self.prior_strength > 0:
+            raise ValueError(f"prior_strength={self.prior_strength}: the prior is worth a positive number of drafts.")
+
+    @property
+    def acceptance(self) -> float:
+        """$\\hat a$: the posterior mean of the per-position acceptance."""
+        return ((self.prior_acceptance * self.prior_strength + self.accepted) /
+                (self.prior_strength + self.judged))
+
+    def next_gamma(self, remaining: Optional[int] = None) -> int:
+        """The block size for the next block (0: one plain verifier step), at most `remaining` drafts."""
+        a = self.acceptance
+        top = self.max_gamma if remaining is None else max(1, min(self.max_gamma, int(remaining)))
+        calibration = self.calibration
+        costs = [calibration.time_per_token(g, a) for g in range(0 if self.allow_zero else 1, top + 1)]
+        gamma = costs.index(min(costs)) + (0 if self.allow_zero else 1)
+        self.decisions.append((gamma, a))
+        return gamma
+
+    def observe(self, n_accepted: int, n_judged: int) -> None:
+        """After a block: `n_judged` drafts were judged (kept or rejected), `n_accepted` of them kept."""
+        if not 0 <= n_accepted <= n_judged:
+            raise ValueError(f"observe({n_accepted}, {n_judged}): kept drafts are among the judged ones.")
+        self.accepted += int(n_accepted)
+        self.judged += int(n_judged)
+
+    @property
+    def gammas(self) -> List[int]:
+        return [g for g, _ in self.decisions]
+
+    def fresh(self, **changes) -> "AutoGamma":
+        """A new policy with the same calibration and prior and no counts (one per `generate` call)."""
+        return dataclasses.replace(self, accepted=0, judged=0, decisions=[], **changes)
+
+
+# One calibration per loaded pair (and its devices and dtypes), measured the first time gamma="auto" meets it.
+_CALIBRATIONS: dict = {}
+
+
+def calibration_for(drafter, verifier, **options) -> Calibration:
+    """The pair's calibration: measured once (`calibration.calibrate(drafter, verifier, **options)`), then reused.
+
+    Kept for as long as both models live, per device and dtype: moving a model measures again.
+    """
+    from .calibration import calibrate
+    key = (id(drafter), id(verifier), str(drafter.device), str(verifier.device), drafter.dtype, verifier.dtype)
+    held = _CALIBRATIONS.get(key)
+    if held is None or held[0]() is not drafter or held[1]() is not verifier:
+        for stale in [k for k, (d, v, _) in _CALIBRATIONS.items() if d() is None or v() is None]:
+            del _CALIBRATIONS[stale]
+        held = (weakref.ref(drafter), weakref.ref(verifier), calibrate(drafter, verifier, progress=False, **options))
+        _CALIBRATIONS[key] = held
+    return held[2]
+
+
+def auto_policy(gamma, drafter, verifier, *, method: str, rule: Optional[str], bonus: str) -> AutoGamma:
+    """What `generate(..., gamma=...)` runs with when gamma is `"auto"` or an `AutoGamma`: a fresh policy.
+
+    `"auto"` uses the pair's calibration (`calibration_for`, measured on first use); an `AutoGamma`
+    brings its own calibration and prior. Only `method="speculative"` with the paper's bonus token
+    (`bonus="verifier"`, the block the cost model prices) chooses gamma; rules other than `"spec"`
+    never take a plain verifier step (gamma >= 1), which would emit from p instead of their target.
+    """
+    if not (isinstance(gamma, AutoGamma) or (isinstance(gamma, str) and gamma == "auto")):
+        raise ValueError(f"gamma={gamma!r}: pass a whole number >= 1, 'auto', or a gamma_policy.AutoGamma.")
+    if method != "speculative":
+        raise ValueError(f"gamma='auto' chooses the block size of method='speculative', not method={method!r}; "
+                         "pass a whole number gamma.")
+    if bonus != "verifier":
+        raise ValueError(f"gamma='auto' prices blocks that end with the verifier's bonus token; use bonus='verifier' "
+                         f"(not {bonus!r}) or a fixed gamma.")
+    allow_zero = rule in (None, "spec")
+    if isinstance(gamma, AutoGamma):
+        return gamma.fresh(allow_zero=gamma.allow_zero and allow_zero)
+    return AutoGamma(calibration_for(drafter, verifier), allow_zero=allow_zero)

@@ -1,0 +1,20 @@
+"""The views of the lesson notebooks: plotly figures, their matplotlib twins, and ipywidgets wiring.
+
+Views only draw and wire widgets; every number they show comes from a maths module (`rejection`,
+`latency`, `deferral_risks`, `lossy`, `tradeoff`) or the example data (`examples`). Importing this
+package imports plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on first use).
+
+- `widgets` - the shared helper: `Trace` / `Panel` drawn `to_plotly` or `to_matplotlib`, `live_view`,
+  `interactive`, `link_alpha_slider`, label style, rule labels, `number` for titles.
+- `targets` - notebooks 01-02: one pair's `q`, `p`, `pi` with read-outs, every rule at once, rejection
+  rate against `alpha` with the chosen `alpha` marked, Lemma 3 by simulation.
+- `lemmas`  - notebooks 03-05: Lemma 1 and 4 risk lines, risks summed over contexts, miscalibration,
+  Figure 1, Lemma 2 token by token, `beta = 1` against Lossy*, the cost-quality trade-off.
+- `speed`   - notebook 09: t_p(k) / t_p(1), predicted speed-up against gamma beside the textbook with
+  measured points, and the a / c sliders (where speculation starts to pay).
+- `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
+  and one answer token by token shaded by a rule's deferral or rejection probability.
+"""
+from . import lemmas, speed, targets, token_analysis, widgets
+
+__all__ = ["lemmas", "speed", "targets", "token_analysis", "widgets"]

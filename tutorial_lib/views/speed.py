@@ -1,0 +1,161 @@
+"""Notebook 09: what a block of k tokens costs here, the speed-up it allows, and where speculation pays.
+
+Every number comes from `latency` (the block-cost model) and a `calibration.Calibration`; this module
+only draws. `block_cost_panels` gives the two panels of the measured machine (t_p(k) / t_p(1) against
+k; predicted speed-up against gamma beside the textbook curve, with measured points), drawn
+`to_plotly` or `to_matplotlib`. `what_if_view(acceptance, cost_ratio, calibration=...)` is the widget
+callback of the sliders: the same verifier cost curve with another drafter cost and acceptance, and
+the acceptance above which speculation starts to pay, against the cost ratio.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .. import latency
+from ..calibration import Calibration
+from .widgets import COLORS, Panel, Trace, number, to_matplotlib, to_plotly, wrap
+
+__all__ = ["block_cost_panels", "block_cost_figure", "block_cost_view", "what_if", "what_if_panels",
+           "what_if_view", "what_if_figure", "describe_what_if", "scaled_calibration"]
+
+HERE, TEXTBOOK, MEASURED, AUTO = "this machine (block-cost model)", "textbook (t_p(k) = t_p(1))", "measured", "gamma='auto'"
+
+
+def _gammas(calibration: Calibration, max_gamma: Optional[int]) -> List[int]:
+    return list(range(0, (calibration.max_k - 1 if max_gamma is None else max_gamma) + 1))
+
+
+def block_cost_panels(calibration: Calibration, acceptance: float, *,
+                      measured: Optional[Mapping[int, float]] = None, auto: Optional[Tuple[float, float]] = None,
+                      max_gamma: Optional[int] = None) -> List[Panel]:
+    """Two panels: the verifier's cost of scoring k tokens relative to one (and the drafter's step, c),
+    and the predicted speed-up against gamma at `acceptance` on this machine and in the textbook.
+
+    `measured` maps gamma to a measured speed-up (points); `auto` is `(mean gamma, speed-up)` of gamma="auto".
+    """
+    ks = list(range(1, calibration.max_k + 1))
+    t1 = calibration.t_p(1)
+    c = calibration.cost_ratio
+    costs = Panel([Trace("t_p(k) / t_p(1), measured", ks, [calibration.t_p(k) / t1 for k in ks], kind="curve",
+                         color=COLORS[0]),
+                   Trace(TEXTBOOK, ks, [1.0] * len(ks), dash=True, color=COLORS[2])],
+                  xlabel="k, tokens scored in one verifier call", ylabel="time relative to scoring 1 token",
+                  title=f"Scoring k tokens (drafter step: c = {number(c)})", hlines=[(c, "drafter step t_q / t_p(1)")])
+    gammas = _gammas(calibration, max_gamma)
+    flat = calibration.textbook()
+    traces = [Trace(HERE, gammas, [calibration.speedup(g, acceptance) for g in gammas], kind="curve", color=COLORS[1]),
+              Trace(TEXTBOOK, gammas, [flat.speedup(g, acceptance) for g in gammas], kind="curve", dash=True,
+                    color=COLORS[2])]
+    if measured:
+        points = sorted(measured.items())
+        traces.append(Trace(MEASURED, [g for g, _ in points], [s for _, s in points], kind="points", color=COLORS[3]))
+    if auto is not None:
+        traces.append(Trace(AUTO, [auto[0]], [auto[1]], kind="points", color=COLORS[4], labels=["auto"]))
+    best = calibration.best_gamma(acceptance, max_gamma)
+    speed = Panel(traces, xlabel="gamma (drafts per block; 0 = verifier alone)", ylabel="speed-up over the verifier",
+                  title=f"a = {number(acceptance)}: best gamma here {best}", hlines=[(1.0, "verifier alone")],
+                  vlines=[(best, f"best gamma = {best}")])
+    return [costs, speed]
+
+
+def block_cost_figure(calibration: Calibration, acceptance: float, **options):
+    """Static twin of `block_cost_view` (matplotlib), for `tl.savefig`."""
+    return to_matplotlib(block_cost_panels(calibration, acceptance, **options), wrap(_title(calibration), 95))
+
+
+def block_cost_view(calibration: Calibration, acceptance: float, **options):
+    """The interactive figure of `block_cost_panels` (plotly)."""
+    return to_plotly(block_cost_panels(calibration, acceptance, **options), _title(calibration))
+
+
+def _title(calibration: Calibration) -> str:
+    dtypes = "/".join(dict.fromkeys(calibration.dtypes.values())) or "?"
+    return (f"When does speculation pay? {calibration.drafter} drafting for {calibration.verifier} "
+            f"({calibration.device}, {dtypes}, {calibration.threads} threads)")
+
+
+# ---- the sliders: another acceptance, another drafter ---------------------------------------
+
+def scaled_calibration(calibration: Calibration, cost_ratio: float) -> Calibration:
+    """The same verifier costs with a drafter step of `cost_ratio` x t_p(1) (overheads folded in)."""
+    ks = range(1, calibration.max_k + 1)
+    t_p = [calibration.t_p(k) for k in ks]
+    return Calibration.synthetic(cost_ratio * t_p[0], t_p, note=f"c = {cost_ratio}")
+
+
+def what_if(acceptance: float, cost_ratio: float, calibration: Calibration, *, max_gamma: Optional[int] = None,
+            grid: int = 41) -> Dict:
+    """Numbers of the slider view: speed-up against gamma here and in the textbook at (a, c); the
+    break-even acceptance against c for gamma* (here and textbook); the best gamma and its speed-up."""
+    a = float(acceptance)
+    latency.expected_tokens_per_call(a, 1)                      # checks a
+    latency.textbook_speedup(a, 1, cost_ratio)                  # checks c
+    here = scaled_calibration(calibration, float(cost_ratio))
+    flat = here.textbook()
+    gammas = _gammas(calibration, max_gamma)
+    best_here, best_flat = here.best_gamma(a, gammas[-1]), flat.best_gamma(a, gammas[-1])
+    cs = [i * 1.0 / (grid - 1) for i in range(grid)]
+
+    def threshold(cal: Calibration) -> List[Optional[float]]:
+        # the least acceptance at which some gamma >= 1 beats the verifier alone
+        out = []
+        for c in cs:
+            scaled = scaled_calibration(cal, c)
+            found = [latency.break_even_acceptance(g, scaled.t_q(), scaled.t_p) for g in gammas[1:]]
+            found = [f for f in found if f is not None]
+            out.append(min(found) if found else None)
+        return out
+
+    return dict(acceptance=a, cost_ratio=float(cost_ratio), gammas=gammas,
+                speedup_here=[here.speedup(g, a) for g in gammas], speedup_textbook=[flat.speedup(g, a) for g in gammas],
+                best_gamma_here=best_here, best_speedup_here=here.speedup(best_here, a),
+                best_gamma_textbook=best_flat, best_speedup_textbook=flat.speedup(best_flat, a),
+                cost_ratios=cs, break_even_here=threshold(calibration), break_even_textbook=threshold(calibration.textbook()))
+
+
+def what_if_panels(numbers: Dict) -> List[Panel]:
+    a, c, gammas = numbers["acceptance"], numbers["cost_ratio"], numbers["gammas"]
+    speed = Panel([Trace(HERE, gammas, numbers["speedup_here"], kind="curve", color=COLORS[1]),
+                   Trace(TEXTBOOK, gammas, numbers["speedup_textbook"], kind="curve", dash=True, color=COLORS[2])],
+                  xlabel="gamma (0 = verifier alone)", ylabel="predicted speed-up",
+                  title=f"Speed-up at a = {number(a)}, c = {number(c)}",
+                  hlines=[(1.0, "verifier alone")])
+
+    def line(values: Sequence[Optional[float]]):
+        pairs = [(x, y) for x, y in zip(numbers["cost_ratios"], values) if y is not None]
+        return [x for x, _ in pairs], [y for _, y in pairs]
+
+    here_x, here_y = line(numbers["break_even_here"])
+    flat_x, flat_y = line(numbers["break_even_textbook"])
+    pays = Panel([Trace(HERE, here_x, here_y, color=COLORS[1]), Trace(TEXTBOOK, flat_x, flat_y, dash=True, color=COLORS[2]),
+                  Trace("your setting (a, c)", [c], [a], kind="points", color=COLORS[3])],
+                 xlabel="c = t_q / t_p(1)", ylabel="acceptance a", ylim=(0.0, 1.02),
+                 title="Speculation pays above the line (no line: never)")
+    return [speed, pays]
+
+
+def what_if_view(acceptance: float, cost_ratio: float, *, calibration: Calibration, max_gamma: Optional[int] = None):
+    """Widget callback for the a and c sliders: `(plotly Figure, numbers)`."""
+    numbers = what_if(acceptance, cost_ratio, calibration, max_gamma=max_gamma)
+    return to_plotly(what_if_panels(numbers), _what_if_title(numbers)), numbers
+
+
+def what_if_figure(acceptance: float, cost_ratio: float, calibration: Calibration, **options):
+    """Static twin of `what_if_view`."""
+    numbers = what_if(acceptance, cost_ratio, calibration, **options)
+    return to_matplotlib(what_if_panels(numbers), _what_if_title(numbers))
+
+
+def _what_if_title(numbers: Dict) -> str:
+    return (f"What if: best gamma here {numbers['best_gamma_here']} ({number(numbers['best_speedup_here'])}x), "
+            f"textbook {numbers['best_gamma_textbook']} ({number(numbers['best_speedup_textbook'])}x)")
+
+
+def describe_what_if(numbers: Dict) -> str:
+    """One sentence under the slider view."""
+    here = numbers["best_gamma_here"]
+    verdict = ("do not speculate: the verifier alone is fastest" if here == 0 else
+               f"speculate with gamma = {here}: {number(numbers['best_speedup_here'])}x")
+    return (f"At a = {number(numbers['acceptance'])} and c = {number(numbers['cost_ratio'])}, on this machine: {verdict}; "
+            f"with blocks as cheap as one step (the textbook) gamma = {numbers['best_gamma_textbook']} would give "
+            f"{number(numbers['best_speedup_textbook'])}x.")
