@@ -23,7 +23,7 @@ The checks of issue 15: measured / expected >= 0.9 for every fixed gamma; `gamma
 the best fixed gamma (pairwise time ratio); `gamma="auto"` at least 10% faster than transformers' default
 assisted schedule. Lossless: at fp32 every speculative run must give our verifier's tokens.
 
-    python benchmarks/engine_speed.py                    # Qwen pair, fp32, 4 prompts x 2 rounds (~25 min, 2 quiet cores)
+    python benchmarks/engine_speed.py                    # Qwen pair, fp32, 4 prompts x 2 rounds (longer than the 16.4 min that 3 prompts x 48 tokens took on 2 quiet cores)
     python benchmarks/engine_speed.py --quick            # SmolLM2 verifying a perturbed copy, 2 prompts x 2 rounds
     python benchmarks/engine_speed.py --device cuda --dtypes bfloat16,float32   # on a GPU
 """

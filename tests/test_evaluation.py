@@ -96,7 +96,7 @@ def test_every_curve_of_the_paper_is_swept_over_its_range():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(n_alpha=1), "two ends"), (dict(gammas=(0,)), "gamma"), (dict(temperatures=(-1.0,)), "negative"),
+    (dict(n_alpha=1), "two ends"), (dict(gammas=(0,)), "gamma"), (dict(temperatures=(-1.0,)), "T = 0"),
 ])
 def test_bad_sweep_settings_say_what_to_change(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -29,7 +29,7 @@ def test_free_blocks_mean_the_longest_block():
 def test_the_estimate_moves_from_the_prior_to_the_counts():
     # t_p(k) = 0.1 + 0.02 (k - 1), t_q = 0.01: worth speculating only when drafts are kept often enough
     middling = Calibration.synthetic(0.01, lambda k: 0.1 + 0.02 * (k - 1), max_k=9)
-    policy = AutoGamma(middling, prior_acceptance=0.8, prior_strength=4)
+    policy = AutoGamma(middling, prior_acceptance=0.8, prior_strength=4, optimism=None)
     assert policy.acceptance == pytest.approx(0.8)
     first = policy.next_gamma()
     assert first >= 2
@@ -38,6 +38,31 @@ def test_the_estimate_moves_from_the_prior_to_the_counts():
     assert policy.next_gamma() == 0
     assert policy.decisions[1] == (0, pytest.approx(3.2 / 44))
     assert middling.best_gamma(policy.acceptance) == 0
+
+
+# The Qwen pair as calibrated on this CPU (t_q 158 ms, t_p(1) 399 ms, a block of k >= 2 about twice one step):
+# speculation pays at the pair's true acceptance (about 0.95) but not at a pessimistic prior of 0.7.
+QWEN_CPU = Calibration.synthetic(0.158, lambda k: 0.399 * (1.0 if k == 1 else 2.0), max_k=9)
+
+
+def test_a_pessimistic_prior_does_not_stop_the_policy_from_learning():
+    at_the_mean = AutoGamma(QWEN_CPU, prior_acceptance=0.7, optimism=None)
+    assert at_the_mean.next_gamma() == 0          # stuck: a plain step judges no draft, the estimate never moves
+    policy = AutoGamma(QWEN_CPU, prior_acceptance=0.7)
+    assert policy.decision_acceptance > policy.acceptance == pytest.approx(0.7)
+    assert policy.next_gamma() >= 1               # optimism drafts first and so learns the acceptance
+    for _ in range(20):                           # the drafts are kept 95% of the time: keep speculating
+        policy.observe(19, 20)
+    assert policy.next_gamma() >= 3
+    assert policy.decision_acceptance == pytest.approx(policy.acceptance, abs=0.02)   # the quantile closes on the mean
+    doubtful = AutoGamma(QWEN_CPU, prior_acceptance=0.7)
+    doubtful.observe(10, 40)                      # kept a quarter of the time: not worth a block
+    assert doubtful.next_gamma() == 0
+
+
+def test_optimism_must_be_a_quantile():
+    with pytest.raises(ValueError, match="optimism"):
+        AutoGamma(FREE, optimism=1.0)
 
 
 def test_without_zero_the_smallest_block_is_one():

@@ -107,7 +107,7 @@ class Calibration:
         return seconds + (self.overhead_s if with_overhead else 0.0)
 
     def t_q2(self, with_overhead: bool = True) -> Optional[float]:
-        """$t_q^{(2)}$: the drafter fed two tokens (None if not measured: the model then takes $\Delta_q = 0$)."""
+        r"""$t_q^{(2)}$: the drafter fed two tokens (None if not measured: the model then takes $\Delta_q = 0$)."""
         if "drafter_k2" not in self.samples:
             return None
         return self.median("drafter_k2") + (self.overhead_s if with_overhead else 0.0)

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from . import rows_file, targets
+from .checks import check_gamma, check_temperature
 
 __all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid",
            "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
@@ -202,13 +203,10 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
     unknown = [c for c in curves if c not in CURVES]
     if unknown:
         raise ValueError(f"unknown curves {unknown}; choose from {list(CURVES)}.")
+    gammas = [check_gamma(gamma) for gamma in gammas]
     configs = []
-    for temperature in temperatures:
-        if temperature < 0:
-            raise ValueError(f"temperature={temperature} is negative; use 0 (greedy) or a positive value.")
+    for temperature in map(check_temperature, temperatures):
         for gamma in gammas:
-            if gamma < 1:
-                raise ValueError(f"gamma={gamma}: the draft block needs at least one token.")
             for label in curves:
                 spec = CURVES[label]
                 grid_name = spec.get("grid", spec.get("rule"))
