@@ -214,9 +214,6 @@ class _Rows:
     def sample(self, r: int, probs: torch.Tensor) -> int:
         return int(targets.sample(probs, self.generators[r]))
 
-    def coin(self, r: int) -> float:
-        return float(torch.rand((), generator=self.generators[r], dtype=torch.float64))
-
     def emit(self, r: int, step: TraceStep) -> None:
         self.tokens[r].append(step.token)
         self.trace[r].append(step)

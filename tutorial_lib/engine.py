@@ -176,9 +176,6 @@ class _Run:
     def sample(self, probs: torch.Tensor) -> int:
         return int(targets.sample(probs, self.generator))
 
-    def coin(self) -> float:
-        return float(torch.rand((), generator=self.generator, dtype=torch.float64))
-
     def emit(self, step: TraceStep) -> None:
         self.seq.append(step.token)
         self.trace.append(step)
