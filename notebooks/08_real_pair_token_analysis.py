@@ -54,15 +54,15 @@
 #
 # **Profiles.**
 # - `qwen` (default): Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct (`make
-#   models-qwen`), fp32, on the first 10 items of each offline task set (code, arithmetic, facts)
-#   with their gold answers, and the verifier's greedy answers to the first 3 of each. The results
-#   ship in `data/results/`, so the default run only loads the pair to check it and redraws.
-# - `qwen-all`: the same on every offline item (162). On this two-core machine shared with other
-#   jobs one answer cost one to two minutes, so it is left to a quieter machine.
+#   models-qwen`), fp32, on every item of the three offline task sets (53 code problems, 60
+#   arithmetic problems, 49 questions: 162 answers) with their gold answers, and the verifier's greedy
+#   answers to the first 16 of each (decoded 16 at a time). The results ship in `data/results/`, so the
+#   default run loads the pair to check it and redraws; from an empty results folder it recomputes
+#   everything (the timings it prints are those of the run that made the results).
 # - `smoke`: SmolLM2-135M with a drafter made of its first 16 layers, two items per task (CI).
 
 # %% tags=["parameters"]
-profile = "qwen"          # "qwen", "qwen-all" or "smoke"
+profile = "qwen"          # "qwen" or "smoke"
 n_items = None            # items per task (None: the profile's)
 n_alpha = 41              # alpha values per rule, over each rule's live range
 temperature = 1.0
@@ -86,8 +86,7 @@ from tutorial_lib.views import token_analysis as view
 
 torch.set_num_threads(2)
 PROFILES = {
-    "qwen": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", n_items=10, greedy_items=3),
-    "qwen-all": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", n_items=None, greedy_items=10),
+    "qwen": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", n_items=None, greedy_items=16),
     "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_items=2, greedy_items=1),
 }
 if profile not in PROFILES:
@@ -217,7 +216,7 @@ display(HTML(view.token_html(result, first, "token_v2", 0.0, color_by="rejection
 #
 # Where no gold answer exists, the verifier's greedy answer is the natural reference: then
 # $\ell^{\rm greedy}$ of the verifier is 0 by construction and the losses measure *disagreement with
-# the verifier* rather than error. We generate the verifier's greedy answers to a few items of each
+# the verifier* rather than error. We generate the verifier's greedy answers to the first items of each
 # task (cached on disk like the results) and run the same analysis.
 
 # %%

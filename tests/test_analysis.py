@@ -142,3 +142,31 @@ def test_figures_put_the_legend_in_its_own_panel():
     with pytest.raises(ValueError, match="nothing to plot"):
         rerun_figures.plot_curves(summary, task="nope")
     assert math.isclose(summary.loc[summary["label"] == "Verifier", "quality"].iloc[0], 1.0)
+
+
+def test_each_curve_end_carries_its_own_alpha_and_calls():
+    rows = []
+    for label, method, rule, alpha, tokens, verifier_calls, drafter_calls, time_s in [
+            ("Drafter", "drafter", None, 0.0, 8, 0, 8, 0.8), ("Verifier", "verifier", None, 0.0, 10, 10, 0, 5.0),
+            ("SpecDecode", "speculative", "spec", 0.0, 10, 10, 10, 4.0),
+            ("SpecCascade [Diff]", "speculative", "diff", 0.2, 9, 9, 9, 3.0),
+            ("SpecCascade [Token-V3]", "speculative", "token_v3", 0.5, 9, 9, 9, 3.0)]:
+        for i in range(3):
+            rows.append(dict(task="t", example_id=f"x{i}", config=f"{label}|{alpha}", label=label, method=method,
+                             rule=rule, alpha=alpha, beta="1.0", gamma=1, temperature=1.0, seed=i, quality=0.5,
+                             n_tokens=tokens, n_verifier_calls=verifier_calls, n_drafter_calls=drafter_calls,
+                             n_drafted=drafter_calls, n_accepted=drafter_calls, n_rejected=0, deferral_rate=0.0,
+                             wall_time_s=time_s, drafter_time_s=0.0, verifier_time_s=0.0))
+    summary = an.with_rule_ends(an.summarize(pd.DataFrame(rows)))
+    ends = summary[summary["end"] != ""].set_index(["label", "end"])
+    spec = summary[summary["label"] == "SpecDecode"].iloc[0]
+    diff_drafter, diff_spec = ends.loc[("SpecCascade [Diff]", "drafter")], ends.loc[("SpecCascade [Diff]", "spec")]
+    assert (diff_drafter["alpha"], diff_spec["alpha"]) == (1.0, -1.0)        # Diff's live range [-1, 1]
+    assert ends.loc[("SpecCascade [Token-V3]", "drafter"), "alpha"] == 1.0
+    assert ("SpecCascade [Token-V3]", "spec") not in ends.index              # its alpha = 0 is not SpecDecode
+    # the drafter end runs speculatively: one drafter and one verifier call per emitted token (3 items x 8 tokens)
+    assert (diff_drafter["n_verifier_calls"], diff_drafter["n_drafter_calls"]) == (24, 24)
+    assert diff_drafter["time_s"] == pytest.approx(spec["time_s"] / 30 * 24)  # SpecDecode's cost per token
+    assert diff_drafter["latency"] == pytest.approx(spec["latency"] * 24 / 30)
+    assert diff_drafter["rejection_rate"] == 0.0 and diff_drafter["tokens_per_call"] == 1.0
+    assert diff_spec["n_verifier_calls"] == spec["n_verifier_calls"] and diff_spec["latency"] == spec["latency"]

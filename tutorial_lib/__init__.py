@@ -26,6 +26,8 @@ Modules, one idea each:
 - `calibration` - measured call costs of a loaded pair (drafter step, verifier scoring k tokens, prefill,
   encoder pass, per-call overhead), as a table and JSON; `gamma_policy` - `gamma="auto"` (`AutoGamma`);
   `speed_runs` - measured speed-ups beside the block-cost model's (notebook 09, `benchmarks/engine_speed.py`).
+- `pricing`  - a sweep's rows priced from their counted calls with its stored calibration (as measured, and
+  as on an accelerator), latency intervals over items, and the model's error against wall time.
 - `deferral_risks` - Lemmas 1 and 4 on a toy world: risk lines, switch points, summed risks, miscalibration.
 - `lossy`    - Lemma 2: lossy speculative sampling from its definition against Algorithm 4; beta = 1 vs Lossy*.
 - `tradeoff` - exact cost-quality curves in the toy world: Figure 1 and the trade-off of notebook 05.
@@ -46,13 +48,17 @@ Modules, one idea each:
 - `token_analysis` - exact per-position statistics of every rule along a reference (teacher forcing,
   full vocabulary) and the oracle envelope; `token_curves` - the passes of a pair over answers,
   cached results, curves, areas and matched-rejection losses with bootstrap intervals (notebook 08).
+- `alpha_grids` - each rule's live alpha range (OPT's by temperature) and alphas placed along a rejection curve.
+- `paired` - paired bootstrap differences to the verifier and SpecDecode (corpus BLEU from sacrebleu's
+  statistics); `curve_bootstrap` - the paper's table with bootstrap intervals over items;
+  `claims` - the paper's T5 and Gemma claims checked (holds / does not hold / not resolved).
 
 Notebooks import it as `import tutorial_lib as tl`.
 """
 from . import lemmas, notebook, plotting, targets, toyworld
 from .plotting import savefig
 from .targets import (
-    ALPHA_RANGES, PREFIX_RULES, RULES, TOKEN_RULES, acceptance_probability, acceptance_set, alpha_grid,
+    ALPHA_RANGES, LIVE_ALPHA_RANGES, PREFIX_RULES, RULES, TOKEN_RULES, acceptance_probability, acceptance_set, alpha_grid,
     deferral_decision, deferral_weight, lossy_beta, output_distribution, probabilities,
     rejection_probability, residual_distribution, target_distribution, tv_distance,
 )
@@ -62,10 +68,11 @@ from . import engine, model_files, models, toy_model, toycheck
 from .engine import Generation, generate, generate_many
 from .models import load_model, load_pair
 from . import deferral_risks, examples, latency, lossy, rejection, tradeoff
-from . import calibration, gamma_policy, speed_runs
+from . import calibration, gamma_policy, pricing, speed_runs
 from . import batch, evaluation, metrics, reruns, sandbox, synthetic_mt, tasksets
 from . import analysis, arithmetic_problems, hub_tasks, rerun_figures, rows_file, task_prompts
 from . import token_analysis, token_curves
+from . import alpha_grids, claims, curve_bootstrap, paired
 from .batch import generate_batch, prefill_batch
 
 __version__ = "0.1.0"
@@ -74,13 +81,13 @@ __all__ = [
     "checks", "options", "verification", "toy_model",
     "engine", "model_files", "models", "toycheck", "Generation", "generate", "generate_many", "load_model", "load_pair",
     "deferral_risks", "examples", "latency", "lossy", "rejection", "tradeoff", "views",
-    "calibration", "gamma_policy", "speed_runs",
+    "calibration", "gamma_policy", "pricing", "speed_runs",
     "batch", "evaluation", "metrics", "reruns", "sandbox", "synthetic_mt", "tasksets",
     "analysis", "arithmetic_problems", "hub_tasks", "rerun_figures", "rows_file", "task_prompts",
-    "token_analysis", "token_curves",
+    "token_analysis", "token_curves", "alpha_grids", "claims", "curve_bootstrap", "paired",
     "generate_batch", "prefill_batch",
     "lemmas", "notebook", "plotting", "targets", "toyworld", "savefig", "ToyWorld",
-    "ALPHA_RANGES", "PREFIX_RULES", "RULES", "TOKEN_RULES", "acceptance_probability", "acceptance_set",
+    "ALPHA_RANGES", "LIVE_ALPHA_RANGES", "PREFIX_RULES", "RULES", "TOKEN_RULES", "acceptance_probability", "acceptance_set",
     "alpha_grid", "deferral_decision", "deferral_weight", "lossy_beta", "output_distribution",
     "probabilities", "rejection_probability", "residual_distribution", "target_distribution", "tv_distance",
 ]

@@ -26,8 +26,11 @@ How the rows share the forward passes:
   not notice a shift, models with absolute positions would);
 - one `DynamicCache` per model holds the whole batch; the prompts minus their last token are
   prefilled once (`prefill_batch`), the first step feeds the last prompt token;
-- a row that stopped (EOS or `max_new_tokens`) keeps being fed a masked pad token until every row
-  has stopped, but its output is frozen and its random stream untouched;
+- the prompts' shared prefix (a few-shot task's instructions and examples) runs once per model and
+  every chunk starts from a copy of its cache (`shared_prefix`), so a prefill feeds only each
+  row's own tokens: the padding sits between prefix and row, masked, and takes no position;
+- a row that stopped (EOS or `max_new_tokens`) leaves the batch: its cache entries are dropped
+  (`batch_select_indices`) and the next steps compute the running rows only;
 - row $i$ draws from its own `torch.Generator().manual_seed(seeds[i])` in exactly the order
   `generate(..., gamma=1, bonus="none", seed=seeds[i])` does (draft, coin, residual), so a row's
   output equals that single run: token for token at $T = 0$, and at $T > 0$ except where float
@@ -47,6 +50,7 @@ from .checks import check_gamma, check_seed, check_whole_number
 from .engine import Generation, TraceStep
 from .models import LanguageModel, check_compatible, load_model
 from .options import check_generate_options, stop_tokens
+from .shared_prefix import SharedPrefix, common_prefix_length, forward_rows
 from .verification import block_targets, temperature_laws, verify_block
 
 __all__ = ["BATCH_METHODS", "BatchPrefill", "prefill_batch", "generate_batch"]
@@ -54,8 +58,6 @@ __all__ = ["BATCH_METHODS", "BatchPrefill", "prefill_batch", "generate_batch"]
 #: The methods `generate_batch` runs; the others need per-row control flow, see `engine.generate`.
 BATCH_METHODS = ("speculative", "drafter", "verifier")
 _NAN = float("nan")
-# Fed at left padding and to rows that stopped. Any id works: the attention mask hides it.
-_PAD = 0
 
 
 @dataclass
@@ -131,53 +133,46 @@ def _check_seeds(seeds, n: int) -> List[int]:
 # ---- forward passes ---------------------------------------------------------------------------
 
 def _forward(lm: LanguageModel, cache, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """One call of `lm` on `ids` `(b, n)` on top of `cache`; `mask` `(b, cache + n)` covers both.
-
-    Returns the float32 next-token logits after the last column, `(b, V)`. Only that position's
-    logits are computed (`logits_to_keep=1`): at V = 151,936 the full `(b, n, V)` would not fit.
-    """
-    device = lm.device
-    mask = mask.to(device)
-    # Each row counts positions from its first real token, as if it were alone; the padding's
-    # own positions (-1 before clamping) do not matter, the mask hides it.
-    position_ids = (mask.cumsum(-1) - 1).clamp_min(0)[:, -ids.shape[1]:]     # (b, n)
-    extra = {"logits_to_keep": 1} if lm.has_logits_to_keep else {}
-    with torch.inference_mode():
-        out = lm.model(input_ids=ids.to(device), attention_mask=mask, position_ids=position_ids,
-                       past_key_values=cache, use_cache=True, **extra)
-        return out.logits[:, -1, : lm.vocab_size].float().cpu()                # (b, V)
+    """The float32 next-token logits after the last column, `(b, V)` (`shared_prefix.forward_rows`)."""
+    return forward_rows(lm, cache, ids, mask, keep=1)[:, -1]                   # (b, V)
 
 
-def _prefill_chunk(lms: Dict[str, LanguageModel], prompt_ids: List[List[int]], rows: range) -> _Chunk:
+def _prefill_chunk(prefixes: Dict[str, SharedPrefix], prompt_ids: List[List[int]], rows: range) -> _Chunk:
     from transformers import DynamicCache
     start = time.perf_counter()
     contexts = [prompt_ids[i][:-1] for i in rows]  # the last token is fed by the first step
-    width = max(len(c) for c in contexts)
-    ids = torch.full((len(rows), width), _PAD, dtype=torch.long)             # (b, M)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)                 # (b, M)
-    for r, context in enumerate(contexts):
-        if context:
-            ids[r, width - len(context):] = torch.tensor(context)
-            mask[r, width - len(context):] = 1
-    chunk = _Chunk(rows=rows, caches={}, mask=mask)
-    for which, lm in lms.items():
-        cache = DynamicCache()
-        if width:  # prompts of one token each leave nothing to prefill
-            tic = time.perf_counter()
-            _forward(lm, cache, ids, mask)
-            chunk.time_s[which] = time.perf_counter() - tic
+    chunk = _Chunk(rows=rows, caches={}, mask=torch.zeros((len(rows), 0), dtype=torch.long))
+    for which, prefix in prefixes.items():
+        if any(len(c) > len(prefix.prefix) for c in contexts):
+            before = prefix.time_s
+            cache, chunk.mask, _ = prefix.batch(contexts, keep=1)              # mask (b, P + L)
+            chunk.time_s[which] = prefix.time_s - before
+        elif prefix.prefix:  # every context is the shared prefix itself
+            cache = prefix.cache_for(len(rows))
+            chunk.mask = torch.ones((len(rows), len(prefix.prefix)), dtype=torch.long)
+        else:  # prompts of one token each leave nothing to prefill
+            cache = DynamicCache()
         chunk.caches[which] = cache
     chunk.wall_s = time.perf_counter() - start
     return chunk
 
 
 def _prefill(drafter, verifier, prompt_ids, which, batch_size, progress) -> BatchPrefill:
+    """The prompts' shared prefix runs once per model (`shared_prefix`); each chunk of rows then
+    feeds only its own tokens after a copy of that cache. The prefix's own pass is charged to the
+    first chunk's time."""
     from tqdm.auto import tqdm
     lms = {name: lm for name, lm in (("drafter", drafter), ("verifier", verifier)) if name in which}
+    contexts = [ids[:-1] for ids in prompt_ids]
+    shared = contexts[0][:common_prefix_length(contexts, keep_last=0)]  # may be a whole context
+    prefixes = {name: SharedPrefix(lm, shared) for name, lm in lms.items()}
     size = batch_size or len(prompt_ids)
     starts = range(0, len(prompt_ids), size)
-    chunks = [_prefill_chunk(lms, prompt_ids, range(s, min(s + size, len(prompt_ids))))
+    chunks = [_prefill_chunk(prefixes, prompt_ids, range(s, min(s + size, len(prompt_ids))))
               for s in tqdm(starts, desc="prefill", unit="chunk", disable=not progress)]
+    for name, prefix in prefixes.items():
+        if chunks and prefix.prefix:
+            chunks[0].time_s[name] = chunks[0].time_s.get(name, 0.0) + prefix.prefix_time_s
     return BatchPrefill(prompt_ids, chunks, batch_size, drafter, verifier)
 
 
@@ -226,10 +221,9 @@ class _Rows:
 
 def _speculative_step(rows: _Rows, logits: Dict[str, torch.Tensor], live: List[int], rule, alpha, beta,
                       temperature) -> None:
-    # Only the rows still running: a stopped row's logits (after a pad token) are never looked at.
-    index = torch.tensor(live)
-    q, q_unscaled = temperature_laws(logits["drafter"][index], temperature)       # (k, V)
-    p, p_unscaled = temperature_laws(logits["verifier"][index], temperature)      # (k, V)
+    # `logits` hold the running rows only, in the order of `live`.
+    q, q_unscaled = temperature_laws(logits["drafter"], temperature)              # (k, V)
+    p, p_unscaled = temperature_laws(logits["verifier"], temperature)             # (k, V)
     pi, weight = block_targets(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
     # Each row draws from its own generator in the engine's order: draft, coin, then residual.
     drafts = torch.tensor([rows.sample(r, q[k]) for k, r in enumerate(live)])    # (k,)
@@ -246,7 +240,7 @@ def _speculative_step(rows: _Rows, logits: Dict[str, torch.Tensor], live: List[i
 
 
 def _plain_step(rows: _Rows, logits: torch.Tensor, live: List[int], which: str, temperature) -> None:
-    law, _ = temperature_laws(logits[torch.tensor(live)], temperature)          # (k, V)
+    law, _ = temperature_laws(logits, temperature)                              # (k, V), rows of `live`
     for k, r in enumerate(live):
         x = rows.sample(r, law[k])
         prob = float(law[k, x])
@@ -265,27 +259,36 @@ def _decode_chunk(chunk: _Chunk, lms: Dict[str, LanguageModel], verifier: Langua
     mask = chunk.mask                                                            # (b, M + steps so far)
     time_s = {which: chunk.time_s.get(which, 0.0) for which in lms}
     feed_log = [{which: list(enumerate(p[:-1])) for which in lms} for p in ids]
+    live = list(range(len(ids)))             # the rows still running, in the caches' batch order
     with targets.trusted_inputs():  # every law below comes from `probabilities`
-        while bool(rows.active.any()):
-            live = rows.active.nonzero().flatten().tolist()
-            feed = torch.where(rows.active, rows.last, torch.full_like(rows.last, _PAD))  # (b,)
-            # A stopped row's pad token is masked out: its own cache entries never change what it saw.
-            mask = torch.cat([mask, rows.active.long().unsqueeze(1)], dim=1)   # (b, M + steps + 1)
+        while live:
+            feed = rows.last[live]                                               # (k,)
+            mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype)], dim=1)  # (k, M + steps + 1)
             logits = {}
             for which, lm in lms.items():
                 tic = time.perf_counter()
-                logits[which] = _forward(lm, caches[which], feed.unsqueeze(1), mask)  # (b, V)
+                logits[which] = _forward(lm, caches[which], feed.unsqueeze(1), mask)  # (k, V)
                 time_s[which] += time.perf_counter() - tic
-            for r in live:
+            for k, r in enumerate(live):
                 position = len(ids[r]) + len(rows.tokens[r]) - 1
                 for which in lms:
-                    feed_log[r][which].append((position, int(feed[r])))
+                    feed_log[r][which].append((position, int(feed[k])))
             if method == "speculative":
                 _speculative_step(rows, logits, live, rule, alpha, beta, temperature)
             else:
                 _plain_step(rows, logits[method], live, method, temperature)
             if bar is not None:  # the bar counts the token budget: a row that stops hands in the rest
                 bar.update(sum(1 if rows.active[r] else max_new_tokens - len(rows.tokens[r]) + 1 for r in live))
+            # Rows that stopped leave the batch (and their cache entries with them): the next step
+            # computes only running rows, so a long answer no longer makes every finished row pay.
+            keep = [k for k, r in enumerate(live) if rows.active[r]]
+            if len(keep) < len(live):
+                if keep:
+                    index = torch.tensor(keep)
+                    for cache in caches.values():
+                        cache.batch_select_indices(index.to(next(iter(lms.values())).device))
+                    mask = mask[index]
+                live = [live[k] for k in keep]
     # The batch's cost, prefill included, split evenly among its rows.
     b = len(ids)
     prefill_s = sum(chunk.time_s.get(which, 0.0) for which in lms)  # only the models this method used
@@ -299,7 +302,11 @@ def _decode_chunk(chunk: _Chunk, lms: Dict[str, LanguageModel], verifier: Langua
             n_verifier_calls=n if "verifier" in lms else 0, n_drafter_calls=n if "drafter" in lms else 0,
             wall_time_s=wall, drafter_time_s=time_s.get("drafter", 0.0) / b,
             verifier_time_s=time_s.get("verifier", 0.0) / b, stopped_at_eos=rows.stopped_at_eos[r],
-            trace=rows.trace[r], feed_log=feed_log[r], **rows.counts[r]))
+            trace=rows.trace[r], feed_log=feed_log[r], **rows.counts[r],
+            # the calls `generate` makes for this row alone: the prefill here plus the first step (the
+            # prompt's last token) are its one prefill of the whole prompt, then n - 1 one-token calls
+            **{f"{which}_{name}": value if which in lms else empty for which in ("drafter", "verifier")
+               for name, value, empty in (("calls_by_k", [n - 1] if n > 1 else [], []), ("prefills", 1, 0))}))
     return out
 
 

@@ -9,7 +9,9 @@ For a loaded drafter $q$ / verifier $p$ pair on its device, `calibrate` measures
 | `verifier_k<k>` ($t_p(k)$) | the verifier fed $k$ tokens on top of the same context, $k$ rows kept, $k = 1..K$ |
 | `prefill_drafter`, `prefill_verifier` | a fresh session's decoder fed the whole context (the prompt's first call) |
 | `encoder_drafter`, `encoder_verifier` | the encoder pass of an encoder-decoder model (`model.start`) |
+| `prefill_<model>@<n>`, `encoder_<model>@<n>` | the same on a prompt of n tokens (`prefill_lengths`; `prefill_time` interpolates) |
 | `overhead` | the engine's fixed per-call cost: plain decoding's wall time minus its model time, per call |
+| `overhead_block` | what a speculative block costs beyond its calls (drafting, verification, the trace): speculative decoding's wall time minus its model time and per-call overheads, per verifier call |
 
 exactly as `tutorial_lib.engine` makes these calls (`Session.feed` with the same `keep`, logits
 copied back to the host), so the times include what the engine pays. Each call after the context
@@ -41,7 +43,7 @@ from . import latency
 __all__ = ["Calibration", "calibrate", "CALL_KINDS"]
 
 CALL_KINDS = ("drafter_step", "drafter_k2", "verifier", "prefill_drafter", "prefill_verifier", "encoder_drafter",
-              "encoder_verifier", "overhead")
+              "encoder_verifier", "overhead", "overhead_block")
 
 
 def _verifier_key(k: int) -> str:
@@ -89,6 +91,11 @@ class Calibration:
         """The engine's fixed cost per model call (0 if it was not measured)."""
         return self.median("overhead") if "overhead" in self.samples else 0.0
 
+    @property
+    def block_overhead_s(self) -> float:
+        """The engine's cost per speculative block beyond its calls' (0 if it was not measured)."""
+        return self.median("overhead_block") if "overhead_block" in self.samples else 0.0
+
     def t_q(self, with_overhead: bool = True) -> float:
         """$t_q$: one drafter step, seconds (plus the engine's per-call overhead unless told not to)."""
         return self.median("drafter_step") + (self.overhead_s if with_overhead else 0.0)
@@ -125,6 +132,8 @@ class Calibration:
             return self.t_p(k, with_overhead=False)
         if kind == "overhead":
             return self.overhead_s
+        if kind == "overhead_block":
+            return self.block_overhead_s
         if kind.startswith("encoder") and kind not in self.samples:
             return 0.0  # decoder-only models have no encoder pass
         return self.median(kind)
@@ -142,6 +151,21 @@ class Calibration:
         """The block size the model says is fastest at acceptance `acceptance` (0: do not speculate)."""
         return latency.best_gamma(acceptance, self.t_q(), self.t_p, self.max_k - 1 if max_gamma is None else max_gamma,
                                   self.t_q2())
+
+    def prefill_time(self, kind: str, n_tokens: Optional[int] = None) -> float:
+        """Seconds of a prefill or encoder pass (`kind` such as `"prefill_verifier"`) on a prompt of
+        `n_tokens`: linear in the prompt length through the lengths measured (`context_tokens` and
+        `prefill_lengths`), continued beyond them by the nearest segment; the median at
+        `context_tokens` where only that length was measured or `n_tokens` is None."""
+        points = {self.context_tokens: self.median(kind)}
+        points.update((int(key.rpartition("@")[2]), self.median(key)) for key in self.samples
+                      if key.startswith(kind + "@"))
+        if n_tokens is None or len(points) == 1:
+            return self.median(kind)
+        lengths = sorted(points)
+        i = max(1, min(len(lengths) - 1, sum(1 for L in lengths if L <= n_tokens)))
+        (x0, x1), (y0, y1) = lengths[i - 1:i + 1], (points[lengths[i - 1]], points[lengths[i]])
+        return max(y0 + (y1 - y0) * (n_tokens - x0) / (x1 - x0), 0.0)
 
     def textbook(self) -> "Calibration":
         """The same machine if scoring k tokens cost one step: $t_p(k) = t_p(1)$ for every measured k
@@ -185,13 +209,21 @@ class Calibration:
 
     @classmethod
     def synthetic(cls, t_q: float, t_p: Union[Sequence[float], Callable[[int], float]], *, max_k: int = 8,
-                  overhead: float = 0.0, note: str = "synthetic") -> "Calibration":
-        """A calibration from chosen numbers: `t_p` is a function of k or the list $t_p(1), t_p(2), \\dots$."""
+                  overhead: float = 0.0, others: Optional[Mapping[str, float]] = None,
+                  note: str = "synthetic") -> "Calibration":
+        """A calibration from chosen numbers: `t_p` is a function of k or the list $t_p(1), t_p(2), \\dots$;
+        `others` gives the seconds of other kinds (`drafter_k2`, `prefill_verifier`, `encoder_drafter`, ...)."""
         cost = latency.verifier_cost(t_p)
         if not callable(t_p):
             max_k = len(t_p)
+        others = dict(others or {})
+        unknown = [kind for kind in others if kind not in CALL_KINDS or kind in ("verifier", "drafter_step", "overhead")]
+        if unknown:
+            raise ValueError(f"others={unknown}: give t_q, t_p and overhead as arguments, other kinds from "
+                             f"{', '.join(k for k in CALL_KINDS if k not in ('verifier', 'drafter_step', 'overhead'))}.")
         samples = {"drafter_step": [float(t_q)], "overhead": [float(overhead)],
-                   **{_verifier_key(k): [cost(k)] for k in range(1, max_k + 1)}}
+                   **{_verifier_key(k): [cost(k)] for k in range(1, max_k + 1)},
+                   **{kind: [float(seconds)] for kind, seconds in others.items()}}
         return cls(samples, drafter="synthetic q", verifier="synthetic p", note=note)
 
 
@@ -230,17 +262,22 @@ def _context_ids(model, n: int, seed: int) -> List[int]:
 
 
 def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_tokens: int = 64,
-              overhead_tokens: int = 8, seed: int = 0, progress: bool = True) -> Calibration:
+              overhead_tokens: int = 8, prefill_lengths: Sequence[int] = (), seed: int = 0,
+              progress: bool = True) -> Calibration:
     """Measure the call costs of a loaded pair on its device (see the module docstring).
 
     `pair` is a `ModelPair` (or pass drafter and verifier). `max_k`: measure $t_p(k)$ for k = 1..max_k
     (gamma up to max_k - 1). `repeats` rounds after a warm-up round; `context_tokens` cached tokens
     under every measured call (about a prompt plus part of an answer); `overhead_tokens` tokens of
-    plain decoding per round to measure the engine's per-call overhead (0: do not measure it).
+    plain decoding per round to measure the engine's per-call overhead, and (max_k >= 2) a few blocks of
+    speculative decoding at gamma = max_k - 1 for its per-block overhead (0: measure neither).
+    `prefill_lengths`: other prompt lengths at which prefills and encoder passes are timed too
+    (kinds `prefill_verifier@n`, ...), so `Calibration.prefill_time` prices any prompt length.
     """
     drafter, verifier = _pair(pair, verifier)
     for name, value, least in (("repeats", repeats, 1), ("max_k", max_k, 1), ("context_tokens", context_tokens, 1),
-                               ("overhead_tokens", overhead_tokens, 0)):
+                               ("overhead_tokens", overhead_tokens, 0),
+                               *(("prefill_lengths[i]", n, 1) for n in prefill_lengths)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise ValueError(f"{name}={value!r}: pass a whole number >= {least}.")
     from .engine import generate
@@ -268,12 +305,12 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
         finally:
             session.crop(length)
 
-    def prefill(model) -> float:
-        session = model.start(context)     # (an encoder-decoder's encoder pass is timed on its own)
-        return timed(lambda: session.feed(_decoder_context(model, context), keep=1))
+    def prefill(model, prompt) -> float:
+        session = model.start(prompt)      # (an encoder-decoder's encoder pass is timed on its own)
+        return timed(lambda: session.feed(_decoder_context(model, prompt), keep=1))
 
-    def encoder(model) -> float:
-        return timed(lambda: model.start(context))
+    def encoder(model, prompt) -> float:
+        return timed(lambda: model.start(prompt))
 
     def overhead() -> float:
         # a short prompt: the overhead does not depend on the context, the prefill's time would only add noise
@@ -281,15 +318,26 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
                      eos_token_id=(), seed=seed)
         return max(g.wall_time_s - g.verifier_time_s, 0.0) / g.n_verifier_calls
 
+    def block_overhead() -> float:
+        per_call = overhead()   # measured beside it, so both see the machine in the same state
+        g = generate(drafter, verifier, context[:4], method="speculative", rule="spec", gamma=max_k - 1,
+                     max_new_tokens=max(overhead_tokens, 4 * max_k), eos_token_id=(), seed=seed)  # a few blocks
+        spare = g.wall_time_s - g.drafter_time_s - g.verifier_time_s
+        return max(spare - per_call * (g.n_drafter_calls + g.n_verifier_calls), 0.0) / g.n_verifier_calls
+
     measurements: Dict[str, Callable[[], float]] = {"drafter_step": lambda: step("drafter", 1),
                                                      "drafter_k2": lambda: step("drafter", 2, keep=1)}
     measurements.update({_verifier_key(k): (lambda k=k: step("verifier", k)) for k in range(1, max_k + 1)})
     for which, model in (("drafter", drafter), ("verifier", verifier)):
-        measurements[f"prefill_{which}"] = lambda model=model: prefill(model)
-        if model.is_encoder_decoder:
-            measurements[f"encoder_{which}"] = lambda model=model: encoder(model)
+        for n in [context_tokens, *sorted(set(prefill_lengths) - {context_tokens})]:
+            prompt, at = (context, "") if n == context_tokens else (_context_ids(verifier, n, seed + 2), f"@{n}")
+            measurements[f"prefill_{which}{at}"] = lambda model=model, prompt=prompt: prefill(model, prompt)
+            if model.is_encoder_decoder:
+                measurements[f"encoder_{which}{at}"] = lambda model=model, prompt=prompt: encoder(model, prompt)
     if overhead_tokens:
         measurements["overhead"] = overhead
+        if max_k >= 2:
+            measurements["overhead_block"] = block_overhead
 
     from tqdm.auto import tqdm
     samples: Dict[str, List[float]] = {kind: [] for kind in measurements}

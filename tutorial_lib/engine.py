@@ -87,9 +87,23 @@ class Generation:
     bild_threshold: Optional[float] = None
     #: gamma="auto": the block size chosen before each block, in order (0: one plain verifier step).
     gammas: List[int] = field(default_factory=list)
+    #: What prices the run (`tutorial_lib.pricing`): per model, `<model>_calls_by_k[k - 1]` decoder calls
+    #: that fed k tokens (its prefill excepted), `<model>_prefills` passes over a decoder-only model's
+    #: prompt, `<model>_encoder_passes` encoder passes of an encoder-decoder. None: not counted.
+    drafter_calls_by_k: Optional[List[int]] = None
+    verifier_calls_by_k: Optional[List[int]] = None
+    drafter_prefills: int = 0
+    verifier_prefills: int = 0
+    drafter_encoder_passes: int = 0
+    verifier_encoder_passes: int = 0
     trace: List[TraceStep] = field(default_factory=list, repr=False)
     #: Per model, every `(position, token)` its forward passes received, in order (cache discipline).
     feed_log: dict = field(default_factory=dict, repr=False)
+
+    def call_counts(self) -> dict:
+        """The counters that price the run (`tutorial_lib.pricing`), as a row stores them."""
+        return {f"{m}_{c}": getattr(self, f"{m}_{c}") for m in ("drafter", "verifier")
+                for c in ("calls_by_k", "prefills", "encoder_passes")}
 
     @property
     def rejection_rate(self) -> float:
@@ -136,12 +150,30 @@ class _Run:
         self.stopped_at_eos = False
         self._sessions = {}
         self.counts = dict(n_drafted=0, n_accepted=0, n_rejected=0)
+        # per model: calls by tokens fed (index k - 1), prefills, encoder passes (what `pricing` prices)
+        self.calls = {which: dict(calls_by_k=[], prefills=0, encoder_passes=0) for which in ("drafter", "verifier")}
 
     def session(self, which: str):
         if which not in self._sessions:  # started lazily: plain verifier decoding never encodes for q
             model = self.drafter if which == "drafter" else self.verifier
             self._sessions[which] = model.start(self.prompt_ids)
+            self.calls[which]["encoder_passes"] += int(model.is_encoder_decoder)
         return self._sessions[which]
+
+    def feed(self, which: str, tokens: Sequence[int], keep: Optional[int] = None) -> torch.Tensor:
+        """`Session.feed` of one model, counted: a decoder-only model's first call reads the prompt
+        (a prefill); every other call is counted by the number k of tokens it fed."""
+        session, counts = self.session(which), self.calls[which]
+        # an encoder-decoder reads the prompt with its encoder: its decoder has no prefill
+        is_prefill = session.length == 0 and not session.model.is_encoder_decoder
+        logits = session.feed(tokens, keep=keep)
+        if is_prefill:
+            counts["prefills"] += 1
+        else:
+            by_k, k = counts["calls_by_k"], len(tokens)
+            by_k.extend([0] * (k - len(by_k)))
+            by_k[k - 1] += 1
+        return logits
 
     @property
     def remaining(self) -> int:
@@ -160,14 +192,14 @@ class _Run:
         session, drafts = self.session(which), list(drafts)
         backlog = self.seq[session.length:]
         if backlog:
-            return session.feed(backlog + drafts, keep=len(drafts) + 1)
+            return self.feed(which, backlog + drafts, keep=len(drafts) + 1)
         last = session.last_logits()  # it has seen everything, e.g. after a rollback to the same token
         if last is None:
             session.crop(session.length - 1)
-            return session.feed(self.seq[session.length:] + drafts, keep=len(drafts) + 1)
+            return self.feed(which, self.seq[session.length:] + drafts, keep=len(drafts) + 1)
         if not drafts:
             return last.unsqueeze(0)
-        return torch.cat([last.unsqueeze(0), session.feed(drafts)])
+        return torch.cat([last.unsqueeze(0), self.feed(which, drafts)])
 
     def next_logits(self, which: str) -> torch.Tensor:
         """Catch one model up with the sequence: its next-token logits `(V,)`."""
@@ -238,7 +270,7 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
     logits = run.next_logits("drafter")
     for j in range(n):
         if j:
-            logits = run.session("drafter").feed([drafts[-1]])[-1]
+            logits = run.feed("drafter", [drafts[-1]])[-1]
         q_j, qu_j = run.laws(logits)
         drafts.append(run.sample(q_j))
         q_rows.append(q_j)
@@ -280,7 +312,7 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
 
 def _target_bonus(run: _Run, rule, alpha, beta, drafts, p_n, pu_n, after: dict) -> torch.Tensor:
     """bonus="target": one more drafter step gives q_{t+gamma}, so the bonus follows pi as well."""
-    q_n, qu_n = run.laws(run.session("drafter").feed([drafts[-1]], keep=1)[-1])
+    q_n, qu_n = run.laws(run.feed("drafter", [drafts[-1]], keep=1)[-1])
     pi_n = targets.target_distribution(rule, q_n, p_n, alpha, q_unscaled=qu_n, p_unscaled=pu_n, beta=beta)
     after.update(q=q_n, pi=pi_n)
     return targets.output_distribution(pi_n, q_n).unsqueeze(0)                  # (1, V)
@@ -328,7 +360,7 @@ def _bild(run: _Run, threshold: float, gamma: int, fallback: float) -> None:
         logits = run.next_logits("drafter")
         while len(drafts) < min(gamma, run.remaining):
             if drafts:
-                logits = run.session("drafter").feed([drafts[-1]])[-1]
+                logits = run.feed("drafter", [drafts[-1]])[-1]
             q_j, qu_j = run.laws(logits)
             if float(qu_j.max()) < fallback:   # the small model is unsure: hand over to the large one
                 break
@@ -463,7 +495,8 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
         wall_time_s=wall, drafter_time_s=sum(s.time_s for s in by_model["drafter"]),
         verifier_time_s=sum(s.time_s for s in by_model["verifier"]),
         stopped_at_eos=run.stopped_at_eos, trace=run.trace,
-        feed_log={k: list(s.feed_log) for k, s in sessions.items()}, **run.counts)
+        feed_log={k: list(s.feed_log) for k, s in sessions.items()}, **run.counts,
+        **{f"{which}_{name}": value for which, counts in run.calls.items() for name, value in counts.items()})
 
 
 def generate_many(drafter, verifier, prompts: Iterable, *, seed: int = 0, progress: bool = True,

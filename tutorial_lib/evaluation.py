@@ -148,12 +148,13 @@ GEMMA_CURVES = ["Drafter", "Verifier", "SpecDecode", "SpecDecode [Lossy]", "Spec
                 "SpecCascade [Token-V3]"]
 
 
-def opt_grid(n: int) -> np.ndarray:
-    """OPT's alphas for a sweep: sinh-spaced over [-2, 2], dense near 0. Its range is unbounded, but
-    OPT defers iff max q < max p - alpha D_TV with every term in [0, 1], so |alpha| > 2 rarely
-    changes a decision (`targets.alpha_grid("opt", n)` spans [-50, 50] for the exact curves)."""
-    edge = np.arcsinh(2.0)
-    return np.sinh(np.linspace(-edge, edge, n))
+def opt_grid(n: int, temperature: float = 1.0) -> np.ndarray:
+    """OPT's alphas for a sweep: `n` evenly spaced over its live range, [-1, 1] at T = 1 (where
+    |max p - max q| <= D_TV(p, q), so OPT never defers for alpha >= 1 and always, where p != q, for
+    alpha < -1) and at T = 0 (its TV term is on one-hot laws, so OPT(alpha) emits Diff(alpha)'s
+    tokens). At other T the range depends on the laws: ValueError (see `alpha_grids.opt_live_range`)."""
+    from .alpha_grids import live_alpha_grid
+    return live_alpha_grid("opt", n, temperature)
 
 
 def bild_thresholds(n: int) -> np.ndarray:
@@ -196,8 +197,11 @@ class Config:
 def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = (5,),
                   temperatures: Sequence[float] = (0.0,), n_alpha: int = 5,
                   alphas: Optional[Dict[str, Sequence[float]]] = None, bonus: str = "verifier") -> List[Config]:
-    """Every (curve, alpha, gamma, T) to run. `alphas` overrides a curve's grid by label; `bonus`
-    is the speculative methods' bonus token (`"none"`: one token per step, for the batched runs)."""
+    """Every (curve, alpha, gamma, T) to run. A rule's grid is `n_alpha` evenly spaced alphas over its
+    live range, both ends included (`targets.alpha_grid`; OPT's `opt_grid` at each T); `alphas`
+    overrides a curve's grid by label (e.g. alphas placed along a pilot curve by
+    `alpha_grids.placed_alphas`); `bonus` is the speculative methods' bonus token (`"none"`: one
+    token per step, for the batched runs)."""
     if n_alpha < 2:
         raise ValueError(f"n_alpha={n_alpha}: a curve needs at least its two ends.")
     unknown = [c for c in curves if c not in CURVES]
@@ -217,7 +221,7 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
                 elif grid_name == "bild_threshold":
                     grid = bild_thresholds(n_alpha).tolist()
                 elif grid_name == "opt":
-                    grid = opt_grid(n_alpha).tolist()
+                    grid = opt_grid(n_alpha, temperature).tolist()
                 else:
                     grid = targets.alpha_grid(grid_name, n_alpha).tolist()
                 # gamma does not change plain decoding or the one-call-per-token cascades: run them once
@@ -350,6 +354,8 @@ def _row(task: Task, example: Example, config: Config, generation, seed: int) ->
         "n_rejected": generation.n_rejected, "deferral_rate": generation.deferral_rate,
         "wall_time_s": generation.wall_time_s, "drafter_time_s": generation.drafter_time_s,
         "verifier_time_s": generation.verifier_time_s,
+        # the calls each model made, which `pricing.price_rows` prices with a calibration
+        "prompt_tokens": len(generation.prompt_tokens), **generation.call_counts(),
     }
 
 

@@ -6,7 +6,10 @@ Where a standard package exists it computes the number; nothing here re-implemen
   defaults: 13a tokenisation, `BLEU = BP * exp(sum_n 1/4 log p_n)` over n = 1..4 with brevity
   penalty `BP = min(1, exp(1 - r/c))`. `bleu` is corpus BLEU (`sacrebleu.corpus_bleu`, several
   references per item allowed); `sentence_bleu` is `sacrebleu.sentence_bleu` (exponential smoothing),
-  the per-example score. Scale 0-100, as sacrebleu reports it.
+  the per-example score. Scale 0-100, as sacrebleu reports it. A set of items is scored by corpus
+  BLEU, never the mean of sentence BLEU: `bleu_statistics` keeps each item's n-gram counts (sacrebleu's
+  own sufficient statistics), so a resampled set is rescored by `bleu_from_statistics` without
+  re-tokenising (`paired`).
 - ROUGE-2 (CNN/DM): `rouge_score.rouge_scorer` (Google's reimplementation of Lin 2004), bigram
   F-measure `F = 2PR / (P + R)` with Porter stemming, as the summarisation papers report it; with
   several references, the best one. Scale 0-1.
@@ -117,11 +120,53 @@ def bleu(hypotheses: Sequence[str], references_list: Sequence[str | Sequence[str
                          f"{len(hypotheses)} hypotheses and {len(per_item)} reference entries")
     if not all(isinstance(hypothesis, str) for hypothesis in hypotheses):
         raise ValueError("every hypothesis must be a str")
+    return float(sacrebleu.corpus_bleu(hypotheses, _reference_streams(per_item)).score)
+
+
+def _reference_streams(references_list: Sequence[str | Sequence[str]]) -> list:
     # sacrebleu takes reference *streams* (stream k holds every item's k-th reference); None marks
     # "this item has fewer references", which sacrebleu skips.
+    per_item = [_as_reference_list(references) for references in references_list]
     width = max(map(len, per_item))
-    streams = [[references[k] if k < len(references) else None for references in per_item] for k in range(width)]
-    return float(sacrebleu.corpus_bleu(hypotheses, streams).score)
+    return [[references[k] if k < len(references) else None for references in per_item] for k in range(width)]
+
+
+@lru_cache(maxsize=1)
+def _bleu_metric():
+    from sacrebleu.metrics import BLEU
+    return BLEU()  # corpus_bleu's defaults: 13a tokenisation, no smoothing, n = 1..4
+
+
+def bleu_statistics(hypotheses: Sequence[str], references_list: Sequence[str | Sequence[str]]):
+    """Per-item sufficient statistics of corpus BLEU, shape `(n, 2 + 2*4)`: hypothesis and reference
+    lengths, then matched and total n-grams for n = 1..4, as sacrebleu's `BLEU` extracts them
+    (`_extract_corpus_statistics`, what `sacrebleu.corpus_bleu` sums and its paired bootstrap resamples).
+    Corpus BLEU of any multiset of items is `bleu_from_statistics` of their rows."""
+    import numpy as np
+    if isinstance(hypotheses, str):
+        raise ValueError("hypotheses must be a list of str, one per item")
+    hypotheses = list(hypotheses)
+    if len(hypotheses) != len(references_list) or not hypotheses:
+        raise ValueError(f"need one reference entry per hypothesis and at least one item; got "
+                         f"{len(hypotheses)} hypotheses and {len(references_list)} reference entries")
+    if not all(isinstance(hypothesis, str) for hypothesis in hypotheses):
+        raise ValueError("every hypothesis must be a str")
+    stats = _bleu_metric()._extract_corpus_statistics(hypotheses, _reference_streams(references_list))
+    return np.asarray(stats, dtype=np.int64)
+
+
+def bleu_from_statistics(stats) -> float:
+    """Corpus BLEU (0-100) from `bleu_statistics` rows (summed over items; one summed row also works),
+    by sacrebleu's own `BLEU._compute_score_from_stats`."""
+    import numpy as np
+    stats = np.asarray(stats)
+    total = stats.sum(0) if stats.ndim == 2 else stats
+    return float(_bleu_metric()._compute_score_from_stats(total.tolist()).score)
+
+
+def bleu_hypothesis(prediction: str) -> str:
+    """What BLEU scores of a reply (sentence and corpus alike): its first answer line."""
+    return first_answer_line(prediction)
 
 
 def sentence_bleu(hypothesis: str, references: str | Sequence[str]) -> float:
@@ -372,7 +417,7 @@ def _references(example: dict) -> list[str]:
 
 
 def _score_bleu(prediction: str, example: dict) -> float:
-    return sentence_bleu(first_answer_line(prediction), _references(example))
+    return sentence_bleu(bleu_hypothesis(prediction), _references(example))
 
 
 def _score_rouge2(prediction: str, example: dict) -> float:
@@ -426,6 +471,10 @@ METRICS: dict[str, Callable[[str, dict], float]] = {
     "qa_contains": _score_qa_contains,  # 0/1
     "qa_f1": _score_qa_f1,          # 0-1
 }
+
+#: Metrics whose set-level score is not the mean of the per-example scores: BLEU is corpus BLEU
+#: (`bleu_statistics` / `bleu_from_statistics`); every other metric's set-level score is the mean.
+CORPUS_METRICS = ("bleu",)
 
 # The largest value of each metric: BLEU keeps sacrebleu's 0-100, the rest are fractions.
 METRIC_MAX = {name: (100.0 if name == "bleu" else 1.0) for name in METRICS}

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional
 from . import evaluation as ev
 
 __all__ = ["T5_PROFILES", "GEMMA_PROFILES", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
-           "t5_training_budget", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
+           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
            "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
 
 # ---- T5 -------------------------------------------------------------------------------------------
@@ -31,20 +31,38 @@ __all__ = ["T5_PROFILES", "GEMMA_PROFILES", "T5_HUB_DATASETS", "t5_profile", "ge
 T5_PREFIXES = {"wmt_en_de": "translate English to German: ", "cnn_dailymail": "summarize: ",
                "xsum": "summarize: "}
 
+#: The offline T5 profile's alphas: 5 interior points per rule plus its two ends, placed so that their
+#: rejection rates spread evenly between the rule's SpecDecode and drafter ends
+#: (`alpha_grids.placed_alphas(result, 5, ends=True)` on the token-level analysis `token_curves.analyse`
+#: of the synthetic T5 pair along the 60 first held-out reference translations, T = 1). The curves not
+#: in that analysis (sequential and token cascades, original BiLD) use `n_alpha`-point grids.
+T5_OFFLINE_ALPHAS: Dict[str, List[float]] = {
+    "SpecCascade [Chow]": [0.0, 0.015, 0.125, 0.3829, 0.5202, 0.6451, 1.0],
+    "SpecCascade [Diff]": [-1.0, 0.0045, 0.0444, 0.1957, 0.423, 0.5989, 1.0],
+    "SpecCascade [OPT]": [-1.0, 0.0053, 0.0699, 0.6304, 0.95, 0.975, 1.0],
+    "SpecCascade [Token-V1]": [-1.0, 0.0122, 0.1238, 0.5632, 0.8119, 0.945, 1.0],
+    "SpecCascade [Token-V2]": [-1.0, 0.7265, 0.9559, 0.9669, 0.9779, 0.989, 1.0],
+    "SpecCascade [Token-V3]": [0.0, 0.9769, 0.9815, 0.9861, 0.9908, 0.9954, 1.0],
+    "SpecDecode [Lossy]": [0.0, 0.9681, 0.9797, 0.9848, 0.9899, 0.9949, 0.999],
+    "Lossy*": [0.0, 0.9681, 0.9797, 0.9848, 0.9899, 0.9949, 0.999],
+    "BiLD*": [0.0, 0.3362, 0.5793, 0.7724, 0.9672, 0.9872, 1.0],
+}
+
 T5_PROFILES: Dict[str, dict] = {
     # the original multi-task T5 checkpoints, not the paper's fine-tuned T5 v1.1 (see notebook 06)
     "hub": dict(drafter="google-t5/t5-small", verifier="google-t5/t5-large", dtype="float32", device="cuda",
                 tasks=["wmt_en_de", "cnn_dailymail", "xsum"], n_examples=200,
-                gammas=[3, 5, 7], temperatures=[0.0, 1.0], n_alpha=7, curves=ev.T5_CURVES),
+                gammas=[3, 5, 7], temperatures=[0.0, 1.0], n_alpha=7, alphas=None, curves=ev.T5_CURVES),
+    # 200 held-out sentences; every rule 5 interior alphas (T5_OFFLINE_ALPHAS), the other curves 7-point grids
     "offline": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
-                    device="cpu", tasks=["synthetic_mt"], n_examples=60, gammas=[5], temperatures=[0.0, 1.0],
-                    n_alpha=5, curves=ev.T5_CURVES),
+                    device="cpu", tasks=["synthetic_mt"], n_examples=200, gammas=[5], temperatures=[0.0, 1.0],
+                    n_alpha=7, alphas=T5_OFFLINE_ALPHAS, curves=ev.T5_CURVES),
     "full": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
                  device="cpu", tasks=["synthetic_mt"], n_examples=300, gammas=[3, 5, 7],
-                 temperatures=[0.0, 1.0], n_alpha=9, curves=ev.T5_CURVES),
+                 temperatures=[0.0, 1.0], n_alpha=9, alphas=None, curves=ev.T5_CURVES),
     "smoke": dict(drafter="synthetic-t5-drafter:tiny", verifier="synthetic-t5-verifier:tiny", dtype="float32",
                   device="cpu", tasks=["synthetic_mt"], n_examples=3, gammas=[3], temperatures=[1.0],
-                  n_alpha=2, curves=ev.T5_CURVES),
+                  n_alpha=2, alphas=None, curves=ev.T5_CURVES),
 }
 
 
@@ -114,6 +132,13 @@ def t5_tasks(settings: dict) -> List[ev.Task]:
     examples = synthetic_mt.TranslationGrammar().examples(settings["n_examples"], split="test")
     # the longest valid translation has 13 words; a model that has not learned to stop gets a few more
     return [ev.Task("synthetic_mt", "bleu", examples, max_new_tokens=20)]
+
+
+def t5_configs(settings: dict) -> List[ev.Config]:
+    """The T5 sweep: every curve over its grid (the profile's `alphas` where it gives them, else an
+    `n_alpha`-point grid over the curve's live range), at every gamma and temperature."""
+    return ev.sweep_configs(settings["curves"], gammas=settings["gammas"], temperatures=settings["temperatures"],
+                            n_alpha=settings["n_alpha"], alphas=settings.get("alphas"))
 
 
 def t5_training_budget(settings: dict) -> Optional[str]:
@@ -196,6 +221,21 @@ _ONE_ALPHA_PER_RULE = {"SpecDecode [Lossy]": [0.5], "SpecCascade [Chow]": [0.4],
                        "SpecCascade [OPT]": [1.0], "SpecCascade [Token-V1]": [0.1], "SpecCascade [Token-V2]": [0.1],
                        "SpecCascade [Token-V3]": [0.5]}
 
+#: The offline-all profile's alphas: 3 interior points per rule (Token-V3 also its alpha = 0 end, which
+#: is not SpecDecode), at the rejection rates 3/4, 1/2 and 1/4 of the way from the SpecDecode end to the
+#: drafter end of the rule's pooled rejection curve (`alpha_grids.placed_alphas(result, 3)`) in the
+#: token-level analysis of the Qwen pair (`token_curves.analyse`, gold answers, T = 1; notebook 08):
+#: `data/results/token-analysis-4368c63a9810`, all 162 offline items (tests/test_alpha_grids.py rechecks).
+GEMMA_OFFLINE_ALPHAS: Dict[str, List[float]] = {
+    "SpecCascade [Chow]": [0.1414, 0.3509, 0.5724],
+    "SpecCascade [Diff]": [-0.071, 0.0834, 0.2796],
+    "SpecCascade [OPT]": [-0.1772, 0.2739, 0.826],
+    "SpecCascade [Token-V1]": [0.1594, 0.4757, 0.7617],
+    "SpecCascade [Token-V2]": [0.4897, 0.7563, 0.9355],
+    "SpecCascade [Token-V3]": [0.0, 0.8572, 0.9759, 0.988],
+    "SpecDecode [Lossy]": [0.3598, 0.7505, 0.9548],
+}
+
 GEMMA_PROFILES: Dict[str, dict] = {
     "hub": dict(drafter="google/gemma-2-2b-it", verifier="google/gemma-2-9b-it", dtype="bfloat16", device="cuda",
                 tasks=["wmt", "cnn_dailymail", "gsm8k", "mbpp", "squad_v2", "web_questions", "natural_questions",
@@ -216,10 +256,17 @@ GEMMA_PROFILES: Dict[str, dict] = {
                     latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
                     max_new_tokens={"code": 40, "arithmetic": 40, "facts": 10},
                     shots={"code": 1, "arithmetic": 2, "facts": 4}),
-    "full": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="bfloat16", device="cpu",
-                 tasks=["code", "arithmetic", "facts"], n_items=None, temperatures=[1.0, 0.0],
-                 curves=ev.GEMMA_CURVES, n_alpha=7, alphas=None, greedy_curves=None, batch_size=32, latency_items=8,
-                 latency_gammas=[1, 5], latency_curves=None, max_new_tokens=None, shots=None),
+    # Every offline item (53 + 60 + 49), 3 interior alphas per rule placed along its rejection curve
+    # (GEMMA_OFFLINE_ALPHAS), room to answer, the batch size from benchmarks/sweep_throughput.py.
+    # It runs for hours on two CPU cores; sweeps resume, so it may span sessions.
+    "offline-all": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
+                        tasks=["code", "arithmetic", "facts"], n_items=None, temperatures=[1.0, 0.0],
+                        curves=ev.GEMMA_CURVES, n_alpha=3, batch_size=64, alphas=GEMMA_OFFLINE_ALPHAS,
+                        greedy_curves=["Drafter", "Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                        latency_items=4, latency_gammas=[1, 5],
+                        latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                        max_new_tokens={"code": 192, "arithmetic": 160, "facts": 24},
+                        shots={"code": 1, "arithmetic": 2, "facts": 4}),
     "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", dtype="float32", device="cpu",
                   tasks=["code", "arithmetic", "facts"], n_items=2, temperatures=[1.0], curves=ev.GEMMA_CURVES,
                   n_alpha=2, alphas=_ONE_ALPHA_PER_RULE, greedy_curves=None, batch_size=2, latency_items=1, latency_gammas=[1, 5],

@@ -41,7 +41,7 @@ import torch
 from .checks import check_real, check_rule, check_temperature
 
 __all__ = [
-    "RULES", "PREFIX_RULES", "TOKEN_RULES", "ALPHA_RANGES",
+    "RULES", "PREFIX_RULES", "TOKEN_RULES", "ALPHA_RANGES", "LIVE_ALPHA_RANGES",
     "probabilities", "tv_distance", "target_distribution", "deferral_decision", "acceptance_set",
     "deferral_weight", "lossy_beta", "acceptance_probability", "residual_distribution",
     "rejection_probability", "output_distribution", "check_alpha", "check_pair", "alpha_grid", "sample",
@@ -68,6 +68,10 @@ ALPHA_RANGES = {
     "token_v2": (-1.0, 1.0),
     "token_v3": (0.0, 1.0),
 }
+#: Where each rule's decisions change with `alpha` (SpecDecode end first): `ALPHA_RANGES`, except
+#: OPT's $[-1, 1]$, its live range at $T = 1$ ($|\max p - \max q| \le D_{TV}(p, q)$) and at $T = 0$
+#: (where it emits Diff's tokens); at other $T$ it depends on the laws (`alpha_grids.opt_live_range`).
+LIVE_ALPHA_RANGES = {**ALPHA_RANGES, "opt": (-1.0, 1.0)}
 
 Beta = Union[float, str]
 Distance = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -159,20 +163,19 @@ def check_alpha(rule: str, alpha: float) -> float:
 
 
 def alpha_grid(rule: str, n: int = 21) -> torch.Tensor:
-    """`n` values of `alpha` spanning `rule`'s range from its SpecDecode end to its drafter end.
+    """`n` values of `alpha` spanning `rule`'s live range (`LIVE_ALPHA_RANGES`) from its SpecDecode
+    end to its drafter end, evenly spaced.
 
-    `lossy` stops at 0.99 (1 is excluded); `opt`, whose range is unbounded, gets a sinh-spaced grid
-    over [-50, 50], dense near 0 where its decisions change most.
+    `lossy` stops at 0.99 (1 is excluded). `opt` accepts any alpha but its decisions change only in
+    $[-1, 1]$ at $T = 1$ and $T = 0$, which this grid spans; at other temperatures derive the range
+    from the laws (`alpha_grids.opt_live_range`).
     """
     check_rule(rule)
     if n < 2:
         raise ValueError(f"n={n}: a grid needs at least its two ends.")
-    if rule not in ALPHA_RANGES:
+    if rule not in LIVE_ALPHA_RANGES:
         return torch.zeros(n, dtype=torch.float64)
-    if rule == "opt":
-        edge = math.asinh(50.0)
-        return torch.sinh(torch.linspace(-edge, edge, n, dtype=torch.float64))
-    low, high = ALPHA_RANGES[rule]
+    low, high = LIVE_ALPHA_RANGES[rule]
     return torch.linspace(low, 0.99 if rule == "lossy" else high, n, dtype=torch.float64)
 
 

@@ -168,21 +168,22 @@ class _Rows:
         q, p, y = self.q, self.p, self.y
         self.qy, self.py = q[rows, y], p[rows, y]                  # (C,)
         self.quy, self.puy = self.qu[rows, y], self.pu[rows, y]
-        self.tv = (p - q).clamp_min(0).sum(-1)                      # D_TV as OPT's term
-        self.rej = (q - p).clamp_min(0).sum(-1)                     # rejection of SpecDecode
+        d = p - q
+        self.tv = d.clamp_min(0).sum(-1)                            # D_TV as OPT's term
+        self.rej = d.neg_().clamp_min_(0).sum(-1)                   # rejection of SpecDecode
+        del d
         self.tvu = (self.pu - self.qu).clamp_min(0).sum(-1)
         self.max_qu, self.max_pu = self.qu.max(-1).values, self.pu.max(-1).values
         self.greedy_q, self.greedy_p = _greedy_loss(q, y), _greedy_loss(p, y)
         # ratios r = q / p, ascending, with prefix and suffix sums of q and p in that order
-        ratio = torch.where(p > 0, q / torch.where(p > 0, p, torch.ones_like(p)),
-                            torch.where(q > 0, torch.full_like(q, float("inf")), torch.zeros_like(q)))
+        # (p = 0 only where a softmax underflows: there r = inf if q > 0, and 0 where both vanish)
+        ratio = (q / p).nan_to_num_(nan=0.0, posinf=float("inf"))
         order = torch.from_numpy(np.argsort(ratio.numpy(), axis=-1))  # numpy sorts faster here than torch
         self.r = ratio.gather(-1, order)
-        zero = q.new_zeros(C, 1)
-        self.q_pre = torch.cat([zero, q.gather(-1, order).cumsum(-1)], -1)   # (C, V + 1)
-        self.p_pre = torch.cat([zero, p.gather(-1, order).cumsum(-1)], -1)
-        self.q_suf = self.q_pre[:, -1:] - self.q_pre                         # sums over r >= r_i
-        self.p_suf = self.p_pre[:, -1:] - self.p_pre
+        del ratio
+        self.q_pre, self.p_pre = q.new_zeros(C, V + 1), q.new_zeros(C, V + 1)  # (C, V + 1) prefix sums
+        torch.cumsum(q.gather(-1, order), -1, out=self.q_pre[:, 1:])
+        torch.cumsum(p.gather(-1, order), -1, out=self.p_pre[:, 1:])
         self.K = min(int(head), V)
         self.top_q = self.qu.topk(self.K, -1).indices              # (C, K), by q descending
         self.top_p = self.pu.topk(self.K, -1).indices
@@ -199,7 +200,9 @@ class _Rows:
     def G(self, c: torch.Tensor) -> torch.Tensor:
         """$\\sum_v \\max\\{0, q(v) - c\\,p(v)\\}$ for thresholds `c` of shape (C, m)."""
         i = torch.searchsorted(self.r, c.contiguous(), right=True)
-        value = self.q_suf.gather(-1, i) - c * self.p_suf.gather(-1, i)
+        q_above = self.q_pre[:, -1:] - self.q_pre.gather(-1, i)            # sums over r > c
+        p_above = self.p_pre[:, -1:] - self.p_pre.gather(-1, i)
+        value = q_above - c * p_above
         return value.clamp_min(0)
 
     def greedy(self, law_at, law_y: torch.Tensor, scale_out: torch.Tensor):

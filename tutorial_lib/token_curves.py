@@ -28,12 +28,13 @@ import torch
 from scipy import stats as scipy_stats
 
 from . import token_analysis as ta
+from .shared_prefix import PAD, SharedPrefix, common_prefix_length, forward_rows
 
 __all__ = ["Item", "TokenAnalysis", "offline_items", "reference_text", "encode_item", "analyse",
            "greedy_references", "summarise", "RESULTS_DIR"]
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "data" / "results"
-_VERSION = 1
+_VERSION = 2  # 2: greedy references decoded in batches
 Tokens = Union[str, Sequence[int]]
 
 
@@ -99,17 +100,6 @@ def encode_item(lm, item: Item, *, chat: bool):
     if min(reference) < 0 or max(reference) >= lm.vocab_size:
         raise ValueError(f"reference ids of item {item.id!r} must lie in [0, {lm.vocab_size}).")
     return prompt, reference
-
-
-def _common_prefix(sequences: List[List[int]]) -> int:
-    n = min(len(s) for s in sequences) - 1  # every item keeps at least its last prompt token
-    first = sequences[0]
-    for s in sequences[1:]:
-        k = 0
-        while k < n and s[k] == first[k]:
-            k += 1
-        n = k
-    return max(n, 0)
 
 
 class _PrefixRunner:
@@ -251,7 +241,7 @@ def analyse(pair, items: Sequence[Item], *, temperature: float = 1.0, grid: Opti
 
     for task in dict.fromkeys(tasks):
         members = [i for i, t in enumerate(tasks) if t == task]
-        prefix = encoded[members[0]][1][:_common_prefix([encoded[i][1] for i in members])]
+        prefix = encoded[members[0]][1][:common_prefix_length([encoded[i][1] for i in members])]
         runners = [_PrefixRunner(lm, prefix) for lm in pair]
         for i in tqdm(members, desc=f"{task}: teacher forcing", disable=not progress):
             _, prompt, reference = encoded[i]
@@ -278,18 +268,45 @@ def analyse(pair, items: Sequence[Item], *, temperature: float = 1.0, grid: Opti
     return result
 
 
+def _greedy_batch(prefix: SharedPrefix, rows: List[List[int]], limit: int, stops: set) -> List[List[int]]:
+    """Greedy answers of `prefix.lm` to `rows` in lockstep: one forward pass per step for the batch."""
+    cache, mask, logits = prefix.batch(rows, keep=1)                          # logits (b, 1, V)
+    b = len(rows)
+    answers: List[List[int]] = [[] for _ in range(b)]
+    active = torch.ones(b, dtype=torch.bool)
+    while True:
+        tokens = logits[:, -1].argmax(-1)                                     # (b,)
+        for r in active.nonzero().flatten().tolist():
+            answers[r].append(int(tokens[r]))
+            if int(tokens[r]) in stops or len(answers[r]) >= limit:
+                active[r] = False
+        if not bool(active.any()):
+            return answers
+        # a finished row is fed a masked pad: the other rows never see it
+        feed = torch.where(active, tokens, torch.full_like(tokens, PAD))[:, None]   # (b, 1)
+        mask = torch.cat([mask, active.long()[:, None]], 1)
+        tic = time.perf_counter()
+        logits = forward_rows(prefix.lm, cache, feed, mask)
+        prefix.time_s += time.perf_counter() - tic
+
+
 def greedy_references(pair, items: Sequence[Item], *, max_new_tokens: Union[int, Dict[str, int]] = 64,
                       chat: Optional[bool] = None, cache: Union[bool, str, Path] = True,
-                      progress: bool = True) -> List[Item]:
+                      batch_size: int = 16, progress: bool = True) -> List[Item]:
     """The items again, each with the verifier's own greedy answer as its reference (token ids, the end
-    token included when it is reached). The shared prefix is prefilled once per task; the answers are
-    cached on disk like `analyse`'s results. `max_new_tokens`: one limit, or one per task name."""
+    token included when it is reached). A task's shared prefix runs once; its items are decoded
+    `batch_size` at a time in lockstep (one forward pass per step for the batch: a CPU reads the
+    weights once for all rows). Batched and single passes differ by float rounding, so an answer can
+    differ from one-at-a-time decoding where two tokens nearly tie. The answers are cached on disk
+    like `analyse`'s results. `max_new_tokens`: one limit, or one per task name."""
     from tqdm.auto import tqdm
     verifier = pair.verifier
     if chat is None:
         chat = getattr(verifier.tokenizer, "chat_template", None) is not None
-    if verifier.is_encoder_decoder:
-        raise ValueError("greedy_references supports decoder-only verifiers; pass references yourself.")
+    if verifier.is_encoder_decoder or verifier.is_toy:
+        raise ValueError("greedy_references supports decoder-only transformers verifiers; pass references yourself.")
+    if int(batch_size) < 1:
+        raise ValueError(f"batch_size={batch_size}: decode at least one item at a time.")
     items = list(items)
     limits = {item.task: int(max_new_tokens[item.task] if isinstance(max_new_tokens, dict) else max_new_tokens)
               for item in items}
@@ -308,21 +325,13 @@ def greedy_references(pair, items: Sequence[Item], *, max_new_tokens: Union[int,
     answers = {}
     for task in dict.fromkeys(item.task for item in items):
         members = [item for item in items if item.task == task]
-        prefix = prompts[members[0].id][:_common_prefix([prompts[item.id] for item in members])]
-        session = verifier.start(prefix)
-        if prefix:
-            session.feed(prefix, keep=1)
-        for item in tqdm(members, desc=f"{task}: greedy answers", disable=not progress):
-            logits = session.feed(prompts[item.id][len(prefix):], keep=1)[-1]
-            answer = []
-            while True:
-                token = int(logits.argmax())
-                answer.append(token)
-                if token in stops or len(answer) >= limits[task]:
-                    break
-                logits = session.feed([token], keep=1)[-1]
-            answers[item.id] = answer
-            session.crop(len(prefix))
+        rows = [prompts[item.id] for item in members]
+        prefix = SharedPrefix(verifier, rows[0][:common_prefix_length(rows)])
+        for start in tqdm(range(0, len(members), batch_size), desc=f"{task}: greedy answers",
+                          disable=not progress):
+            chunk = members[start:start + batch_size]
+            for item, answer in zip(chunk, _greedy_batch(prefix, [prompts[i.id] for i in chunk], limits[task], stops)):
+                answers[item.id] = answer
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(answers))

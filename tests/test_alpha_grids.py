@@ -1,0 +1,136 @@
+"""Live alpha grids: OPT's range by temperature, OPT = Diff at T = 0, and alphas placed along a rejection curve."""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import tutorial_lib as tl
+from tutorial_lib import alpha_grids as ag
+from tutorial_lib import evaluation as ev
+from tutorial_lib import models, targets
+from tutorial_lib.engine import generate
+
+ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "results" / "token-analysis-4368c63a9810"
+
+
+def test_opt_grid_lies_in_its_live_range_at_t1_and_t0():
+    for temperature in (0.0, 1.0):
+        grid = ev.opt_grid(7, temperature)
+        assert grid.min() == -1.0 and grid.max() == 1.0 and len(np.unique(grid)) == 7
+    assert targets.alpha_grid("opt", 5).tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
+    configs = ev.sweep_configs(["SpecCascade [OPT]"], temperatures=(0.0, 1.0), n_alpha=7)
+    alphas = [c.alpha for c in configs]
+    assert min(alphas) == -1.0 and max(alphas) == 1.0
+    assert sum(-1.0 < a < 1.0 for a in alphas) == 2 * 5  # five interior alphas per temperature
+
+
+def test_opt_grid_elsewhere_asks_for_a_derived_range():
+    with pytest.raises(ValueError, match="opt_live_range"):
+        ev.sweep_configs(["SpecCascade [OPT]"], temperatures=(0.7,))
+    configs = ev.sweep_configs(["SpecCascade [OPT]"], temperatures=(0.7,), alphas={"SpecCascade [OPT]": [-3.0, 2.5]})
+    assert [c.alpha for c in configs] == [-3.0, 2.5]
+
+
+def test_every_rule_grid_spans_its_live_range_with_interior_points():
+    for label in ev.GEMMA_CURVES:
+        rule = ev.CURVES[label].get("rule")
+        if rule not in targets.LIVE_ALPHA_RANGES:
+            continue
+        low, high = targets.LIVE_ALPHA_RANGES[rule]
+        grid = [c.alpha for c in ev.sweep_configs([label], temperatures=(1.0,), n_alpha=5)]
+        assert grid[0] == low and grid[-1] == (0.99 if rule == "lossy" else high)
+        assert sum(low < a < high for a in grid) >= 3
+
+
+def test_opt_switch_points_lie_in_minus_one_one_at_t1_and_decide():
+    generator = torch.Generator().manual_seed(0)
+    q_logits, p_logits = 3 * torch.randn(400, 12, generator=generator), 3 * torch.randn(400, 12, generator=generator)
+    points = ag.opt_switch_points(q_logits, p_logits, 1.0)
+    assert len(points) == 400 and np.all(np.abs(points) <= 1 + 1e-12)
+    # the decision switches exactly there: defer just below, keep just above
+    q, p = targets.probabilities(q_logits, 1.0), targets.probabilities(p_logits, 1.0)
+    for i in range(0, 400, 37):
+        s = float(points[i])
+        assert bool(targets.deferral_decision("opt", q[i], p[i], s - 1e-6))
+        assert not bool(targets.deferral_decision("opt", q[i], p[i], s + 1e-6))
+
+
+def test_opt_live_range_grows_beyond_one_at_high_temperature():
+    q_logits = torch.tensor([[1.0, 0.0, 0.0, 0.0]])
+    p_logits = torch.tensor([[0.0, 0.0, 0.0, 6.0]])
+    low1, high1 = ag.opt_live_range(q_logits, p_logits, 1.0)
+    low5, high5 = ag.opt_live_range(q_logits, p_logits, 5.0)
+    assert -1 <= low1 <= 1 and low5 == high5 and high5 > 1  # flatter scaled laws: a smaller TV term
+    with pytest.raises(ValueError, match="opt_live_range"):
+        ag.live_range("opt", 5.0)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_opt_emits_diff_tokens_at_t0_on_the_engine():
+    verifier = models.tiny_random_llama(0)
+    drafter = models.perturbed(verifier, 0.5, seed=1)
+    deferrals = set()
+    for alpha in (-0.6, 0.0, 0.3):
+        for prompt in ([3, 5, 7, 2, 1], [4, 4, 9, 1]):
+            runs = [generate(drafter, verifier, prompt, method="speculative", rule=rule, alpha=alpha, gamma=3,
+                             temperature=0.0, max_new_tokens=16, eos_token_id=()) for rule in ("opt", "diff")]
+            assert runs[0].tokens == runs[1].tokens
+            assert (runs[0].n_rejected, runs[0].n_verifier_calls) == (runs[1].n_rejected, runs[1].n_verifier_calls)
+            deferrals.add(runs[1].n_rejected)
+    assert len(deferrals) > 1  # the alphas changed what Diff did, so the equality is not vacuous
+
+
+def test_alphas_at_levels_inverts_a_known_curve():
+    alphas = np.linspace(-1, 1, 21)
+    rejection = 0.4 * (1 - alphas) / 2          # linear: 0.4 at -1, 0 at 1
+    placed = ag.alphas_at_levels(alphas, rejection, [0.3, 0.2, 0.1])
+    assert np.allclose(placed, [-0.5, 0.0, 0.5])
+    flat_then_falling = np.where(alphas < 0, 0.4, 0.4 * (1 - alphas))
+    assert np.allclose(ag.alphas_at_levels(alphas, flat_then_falling, [0.2]), [0.5])
+    with pytest.raises(ValueError, match="outside"):
+        ag.alphas_at_levels(alphas, rejection, [0.5])
+
+
+def test_placed_alphas_spread_rejection_on_the_committed_token_analysis():
+    result = tl.token_curves.TokenAnalysis.load(ANALYSIS)
+    summary = tl.token_curves.summarise(result, n_resamples=20)
+    for curve in ("chow", "diff", "opt", "token_v1", "token_v2", "token_v3", "lossy"):
+        alphas, rejection = ag.token_rejection_curve(result, curve)
+        block = summary["mean"][result.grid.slice(curve), 0]  # summarise's mean rejection per grid alpha
+        assert np.allclose(rejection, block)
+        placed = ag.alphas_at_rejection_quantiles(result, curve, 3)
+        low, high = targets.LIVE_ALPHA_RANGES[curve]
+        assert len(placed) == 3 and np.all((placed > low) & (placed < high))
+        levels = np.interp(placed, alphas, rejection)
+        top, bottom = rejection[0], rejection[-1]
+        assert np.allclose(levels, top - np.array([1, 2, 3]) / 4 * (top - bottom), atol=2e-3)
+    chosen = ag.placed_alphas(result, 3)
+    assert set(chosen) <= set(ev.CURVES) and len(chosen) == 7
+    assert all(len(v) >= 3 for v in chosen.values()) and chosen["SpecCascade [Token-V3]"][0] == 0.0
+    with_ends = ag.placed_alphas(result, 5, curves=("diff", "lossy"), ends=True)
+    assert with_ends["SpecCascade [Diff]"][0] == -1.0 and with_ends["SpecCascade [Diff]"][-1] == 1.0
+    assert len(with_ends["SpecCascade [Diff]"]) == 7 and with_ends["SpecDecode [Lossy]"][-1] == 0.999
+
+
+def test_alphas_from_a_pilot_summary():
+    summary = pd.DataFrame({"label": "SpecCascade [Chow]", "alpha": [0.0, 0.25, 0.5, 0.75, 1.0],
+                            "rejection_rate": [0.4, 0.3, 0.2, 0.1, 0.0], "temperature": 1.0})
+    assert np.allclose(ag.alphas_at_rejection_quantiles(summary, "SpecCascade [Chow]", 3, temperature=1.0),
+                       [0.25, 0.5, 0.75])
+    with pytest.raises(ValueError, match="does not fall"):
+        ag.alphas_at_rejection_quantiles(summary.assign(rejection_rate=0.1), "SpecCascade [Chow]", 2)
+
+
+def test_the_offline_all_profile_alphas_are_placed_from_the_committed_token_analysis():
+    from pathlib import Path
+    from tutorial_lib import reruns, token_curves
+    result = token_curves.TokenAnalysis.load(Path(__file__).resolve().parents[1] / "data" / "results"
+                                             / "token-analysis-4368c63a9810")
+    assert len(result.item_ids) == 162
+    placed = ag.placed_alphas(result, 3)
+    assert placed.keys() == reruns.GEMMA_OFFLINE_ALPHAS.keys()
+    for label, alphas in placed.items():
+        assert alphas == pytest.approx(reruns.GEMMA_OFFLINE_ALPHAS[label], abs=1e-4), label
+    assert reruns.gemma_profile("offline-all")["alphas"] == reruns.GEMMA_OFFLINE_ALPHAS
