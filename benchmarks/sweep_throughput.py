@@ -30,12 +30,12 @@ import json
 import random
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-import tutorial_lib as tl
 from tutorial_lib import batch as batch_now
 from tutorial_lib import evaluation as ev
 from tutorial_lib import reruns
@@ -52,6 +52,7 @@ def baseline_batch(commit: str = BASELINE_COMMIT):
     spec = importlib.util.spec_from_loader(name, loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "tutorial_lib"
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
     exec(compile(source, f"batch.py@{commit}", "exec"), module.__dict__)
     return module
 

@@ -19,9 +19,14 @@
 # **Learning goals.** After this notebook you can
 # 1. run the paper's T5 comparison (Section 6, the T5 plots and table) as one sweep over
 #    method x rule x $\alpha$ x $\gamma$ x $T$, and resume it when it is interrupted;
-# 2. read a quality-latency plot and the paper's table: (i) the latency reduction at which a method
-#    first matches the large model's quality, (ii) the best quality it reaches without being slower;
-# 3. say *where* a cascade can beat its verifier: only where the small model is better somewhere.
+# 2. price a run's latency from the calls it made (a measured cost model), and say which pricing a
+#    figure uses;
+# 3. read a quality-latency plot and the paper's table with intervals: (i) the latency reduction at
+#    which a method first matches the large model's quality, (ii) the best quality it reaches without
+#    being slower;
+# 4. compare methods *pairwise* (same sentences, same seeds) and decide whether a claim of the paper
+#    holds, does not hold, or needs more sentences;
+# 5. say *where* a cascade can beat its verifier: only where the small model is better somewhere.
 #
 # **The paper's setup.** T5 small (77M) drafts for T5 large (800M) or XL (3B), fine-tuned on WMT
 # EN$\to$DE (BLEU), CNN/DM and XSum (ROUGE-2); wall-clock latency at batch size 1; $\gamma \in \{3, 5, 7\}$,
@@ -43,6 +48,9 @@
 # - `offline` (default): an encoder-decoder pair this package trains here, in a few minutes, on a
 #   synthetic translation task whose grammar is known, so BLEU is measured against every valid
 #   translation. The pair is made so that the larger model is better on average *but not everywhere*.
+#   200 held-out sentences, $\gamma = 5$, $T \in \{0, 1\}$; every speculative rule gets 5 interior
+#   $\alpha$ values plus its two ends, placed from a token-level analysis of the pair so that their
+#   rejection rates spread evenly along the curve (`tl.reruns.T5_OFFLINE_ALPHAS` says how).
 # - `full`: the offline pair with more sentences and the whole $\gamma \times T$ grid.
 # - `smoke`: a few sentences and a tiny training budget, for `make test`.
 #
@@ -54,9 +62,9 @@ profile = "offline"       # "hub", "offline", "full" or "smoke"
 n_examples = None         # sentences per task (None: the profile's)
 gammas = None             # draft block sizes, e.g. [3, 5, 7] (None: the profile's)
 temperatures = None       # e.g. [0.0, 1.0] (None: the profile's)
-n_alpha = None            # alpha values per curve (None: the profile's)
-latency = "wall_time_s"   # what prices a run: "wall_time_s", or "model_time_s" (forward passes only)
-cost_ratio = 0.1          # the second latency axis: a drafter step costs this many verifier calls
+n_alpha = None            # alpha values per curve without placed alphas (None: the profile's)
+latency = "modelled"      # "modelled": calls priced by the cost model (below); "wall_time_s": one clock reading per row
+n_resamples = 2000        # bootstrap resamples of the sentences for every interval (at least 2000)
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
 redraw_only = False       # True: redraw from the saved rows of this profile's run, without training or loading models
 output_dir = "."          # where the metrics JSON is written
@@ -69,12 +77,14 @@ import pandas as pd
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import analysis, rerun_figures
+from tutorial_lib import analysis, claims, curve_bootstrap, paired, pricing, rerun_figures
 from tutorial_lib import evaluation as ev
 
 pd.set_option("display.width", 200)
 settings = tl.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas, temperatures=temperatures,
                                 n_alpha=n_alpha)
+if latency not in ("modelled", "wall_time_s"):
+    raise ValueError(f"latency={latency!r}: use 'modelled' (the cost model) or 'wall_time_s' (the clock).")
 pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
@@ -109,8 +119,10 @@ tl.reruns.describe_pair(pair)
 #
 # Each example is a source sentence with *every* valid translation as a reference (the offline
 # grammar has synonyms and a free word order in places, so several outputs are right). Quality is
-# BLEU (sacrebleu) of the output against those references; a row's quality is its sentence BLEU, a
-# point's quality the mean over sentences with a 95% interval.
+# **corpus BLEU** (sacrebleu), as in the paper: the n-gram matches and lengths of all sentences are
+# summed before the score is taken, which is not the mean of the sentences' BLEU. Its 95% interval
+# comes from resampling the sentences (the bootstrap below). The hub profile's summarisation tasks
+# are scored by ROUGE-2 (rouge-score), the mean over examples.
 
 # %%
 tasks = tl.reruns.t5_tasks(settings)
@@ -124,14 +136,28 @@ for task in tasks:
 # %% [markdown]
 # ## The sweep
 #
-# Every curve of the paper over its $\alpha$ grid (`tl.alpha_grid`; BiLD's rollback threshold on
-# $-\log p$ from 0.25 to 8), for each $\gamma$ and $T$. Plain decoding and the two sequential
-# cascades do not depend on $\gamma$, so they run once per $T$. Every method sees the same seed
-# on the same sentence, so differences between methods are not differences in luck.
+# Every curve of the paper over its $\alpha$ grid, for each $\gamma$ and $T$. Plain decoding and the
+# two sequential cascades do not depend on $\gamma$, so they run once per $T$. Every method sees the
+# same seed on the same sentence, so differences between methods are not differences in luck, and
+# they can be compared pairwise.
+#
+# **Each grid spans its rule's live range** (`tl.LIVE_ALPHA_RANGES`). OPT defers when
+# $\max_v q(v) < \max_v p(v) - \alpha\, D_{TV}(p, q)$. At $T = 1$,
+# $|\max p - \max q| \le D_{TV}(p, q)$, so OPT never defers for $\alpha \ge 1$ and always defers
+# (where $p \ne q$) for $\alpha \le -1$: its live range is $[-1, 1]$, not the whole real line.
+#
+# **At $T = 0$, OPT($\alpha$) emits exactly Diff($\alpha$)'s tokens.** As in the authors' code, the
+# deferral tests read the unscaled ($T = 1$) probabilities, while OPT's $D_{TV}$ term is computed on the
+# sampling laws, which greedy decoding makes one-hot: $D_{TV}(p, q) = 1(\arg\max p \ne \arg\max q)$.
+# Where the argmaxes agree, $D_{TV} = 0$, and deferring or not emits the same token. Where they
+# differ, $D_{TV} = 1$, and OPT's test $\max q < \max p - \alpha\,D_{TV}$ *is* Diff's test
+# $\max q < \max p - \alpha$. So at $T = 0$, OPT($\alpha$) and Diff($\alpha$) are the same run: the
+# same tokens, rejections and calls, checked in `tests/test_alpha_grids.py`. The two grids share only
+# their ends ($\alpha = \pm 1$), and there the rows agree exactly. OPT's points at $T = 0$ are points
+# of Diff's curve, so OPT can gain nothing there; its $D_{TV}$ term matters only at $T > 0$.
 
 # %%
-configs = ev.sweep_configs(settings["curves"], gammas=settings["gammas"], temperatures=settings["temperatures"],
-                           n_alpha=settings["n_alpha"])
+configs = tl.reruns.t5_configs(settings)
 print(f"{len(configs)} configurations x {sum(len(t.examples) for t in tasks)} examples")
 torch.set_num_threads(1)  # tiny models: one thread is faster and times are steadier
 start = time.perf_counter()
@@ -142,11 +168,70 @@ sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
 
 # %% [markdown]
+# ## Latency from counted calls: the cost model
+#
+# One wall-clock reading per row measures the machine as much as the method: configurations that
+# make exactly the same calls come out at different latencies, depending on what else ran at the
+# time. So latency is **priced from the calls each row counted** (`tl.pricing`). A calibration times
+# each kind of call of this pair on this machine, interleaved in a shuffled order, at least 5 times
+# each, and keeps the median: a drafter step $t_q$, the verifier scoring $k$ tokens $t_p(k)$ for
+# every $k = 1..\gamma+1$, the encoder pass of each model, and the engine's overhead per call $o$ and
+# per speculative block. A row's modelled latency is
+#
+# $$L = \sum_{m \in \{q, p\}} \Big[n^{\rm enc}_m\, t^{\rm enc}_m + \sum_{k \ge 1} c_m(k)\,\big(t_m(k) + o\big)\Big]
+#       + n_{\rm blocks}\, o_{\rm block},$$
+#
+# with $c_m(k)$ the row's calls of model $m$ that fed $k$ tokens. Configurations with the same calls
+# get the same latency, and a configuration's latency has an interval from its sentences. The
+# calibration is stored with the rows (`calibration.json`), so a redraw reuses it.
+#
+# Two pricings of the same calls, both used below:
+# - **measured CPU calibration** (`modelled_latency_s`): the costs as measured here, where scoring
+#   $k$ tokens costs several one-token steps;
+# - **accelerator pricing** (`modelled_latency_accelerator_s`): every call costs one step of its
+#   model, $t_p(k) = t_p(1)$, the regime of an accelerator, where a call is bound by reading the
+#   weights. This is what the paper's speculative methods are built for.
+
+# %%
+calibration = None
+cost, cost_accelerator = "wall_time_s", None
+if latency == "modelled":
+    try:
+        calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["gammas"])
+        rows = pricing.price_rows(rows, calibration)
+        cost, cost_accelerator = pricing.LATENCY_COLUMN, pricing.ACCELERATOR_COLUMN
+    except (ValueError, FileNotFoundError) as why:
+        print(f"Latency is NOT modelled for this run, the figures use measured wall time instead:\n  {why}")
+PRICING_NAMES = {pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration",
+                 pricing.ACCELERATOR_COLUMN: "modelled latency, accelerator pricing (k tokens cost 1 step)",
+                 "wall_time_s": "measured wall time (one run per row)"}
+PRICING_SHORT = {pricing.LATENCY_COLUMN: "modelled, CPU calibration",
+                 pricing.ACCELERATOR_COLUMN: "modelled, accelerator pricing", "wall_time_s": "wall time"}
+print("latency axis:", PRICING_NAMES[cost])
+calibration.table().round(5) if calibration is not None else None
+
+# %% [markdown]
+# **The check against the clock.** The measured wall time of each row stays in the rows; per
+# configuration, the median absolute relative error $|L - W|/W$ of the modelled latency $L$ against
+# the wall time $W$ says how well the calls explain the time (`pricing.model_error`). An error of a
+# few percent means the model prices what the machine did; a larger one, work the model does not
+# count (or a busy machine during the sweep).
+
+# %%
+model_error = None
+if calibration is not None:
+    model_error = pricing.model_error(rows)
+    overall_error = pricing.overall_model_error(rows)
+    print(f"median |L - W| / W over all rows: {overall_error:.1%}; per configuration: quartiles "
+          f"{model_error['median_abs_rel_error'].quantile([0.25, 0.5, 0.75]).round(3).tolist()}")
+    display(model_error.sort_values("median_abs_rel_error", ascending=False).head(15).round(4))
+
+# %% [markdown]
 # ## Where each model wins
 #
 # A cascade can only beat its verifier if the drafter is better *somewhere*, and a good deferral
 # rule finds those places. The offline task has one built in (see `tl.synthetic_mt`): per group of
-# sentences, the drafter's and the verifier's greedy BLEU.
+# sentences, the drafter's and the verifier's greedy BLEU (mean per sentence).
 
 # %%
 wins = None
@@ -158,104 +243,153 @@ if settings["profile"] != "hub":
     plt.show()
 
 # %% [markdown]
-# ## Quality against latency, and against rejection rate
+# ## Quality against latency
 #
-# Three views of the same runs, one line per method over its $\alpha$ grid, 95% intervals as error
-# bars, the verifier's quality dashed:
-# - **measured latency** (left): total decoding time of the sentences relative to the verifier alone
-#   at the same $T$, batch size 1, as in the paper. Points above the dashed line and left of 1 beat
-#   the large model on both counts;
-# - **cost in calls** (middle): (verifier calls + $c$ x drafter calls) relative to the verifier alone,
-#   with $c$ = `cost_ratio` (0.1, as in notebook 05: roughly T5-small against T5-large on an
-#   accelerator);
-# - **rejection rate** (right), the Gemma plots' axis.
+# One figure per task and temperature, one panel per family of methods: the baselines and the
+# sequential cascades; the deferral rules (Chow, Diff, OPT); the token-specific rules (V1, V2, V3);
+# lossy SpecDecode and BiLD. Each curve runs over its $\alpha$ grid with its 95% interval (corpus
+# BLEU over resampled sentences) as a shaded band; the dashed line is the verifier's quality inside
+# its own grey band, the dotted line the verifier's latency. Points above the dashed line and left of
+# the dotted one beat the large model on both counts. The drafter and SpecDecode are drawn faintly
+# in every panel as anchors.
 #
-# Why two latencies: the offline models are tiny, so a forward pass costs about as much as the
-# engine's own bookkeeping and the drafter is barely cheaper per call than the verifier (about 1.7
-# against 2.7 ms per token here). Measured wall-clock then penalises every method that calls the
-# drafter $\gamma$ times per verifier call; the call-based cost shows what the same decisions would
-# buy with the paper's cost ratio. Only the measured one is a measurement of speed.
+# The first figure of each pair prices latency with the **measured CPU calibration**, the second with
+# the **accelerator pricing** (same calls). The offline models are tiny, so on this CPU a drafter
+# step costs a sizeable share of a verifier step, and scoring a block of $\gamma + 1$ tokens costs
+# several steps: methods that draft a lot pay for it in the first figure and much less in the second.
 
 # %%
-summary = analysis.summarize(rows, latency=latency, cost_ratio=cost_ratio)
+summary = analysis.summarize(rows, latency=cost, tasks=tasks)
+summaries = {cost: summary}
+if cost_accelerator is not None:
+    summaries[cost_accelerator] = analysis.summarize(rows, latency=cost_accelerator, tasks=tasks)
 main_gamma = 5 if 5 in settings["gammas"] else settings["gammas"][0]
 figures = []
 for task in tasks:
     for temperature in settings["temperatures"]:
-        fig = rerun_figures.t5_figure(summary, task=task.name, temperature=temperature, gamma=main_gamma,
-                                      quality_label=f"{task.metric_name} (mean per example)")
-        name = f"t5_{task.name}_T{temperature:g}".replace(".", "p")
-        tl.savefig(fig, name)
-        figures.append(name)
-        plt.show()
+        for column, part in summaries.items():
+            fig = rerun_figures.family_figure(
+                part, task=task.name, temperature=temperature, gamma=main_gamma, x="latency",
+                x_label=f"latency, verifier = 1 ({PRICING_SHORT[column]})",
+                quality_label=(f"corpus {task.metric_name.upper()}" if task.metric_name in tl.metrics.CORPUS_METRICS
+                               else f"{task.metric_name} (mean per example)"),
+                title=f"{task.name}, T = {temperature:g}, gamma = {main_gamma}; {PRICING_NAMES[column]}")
+            name = f"t5_{task.name}_T{temperature:g}".replace(".", "p")
+            name += "_accelerator" if column == pricing.ACCELERATOR_COLUMN else ""
+            tl.savefig(fig, name, size=fig.get_size_inches())
+            figures.append(name)
+            plt.show()
 
 # %% [markdown]
-# ## The paper's table
+# ## Paired differences to the verifier and to SpecDecode
 #
-# Per method, from the measured curve with points sorted by latency and joined by straight lines:
-# (i) `latency_reduction_at_verifier_quality` $= 1 - L^*$, where $L^*$ is the smallest latency at
-# which the curve first reaches the verifier's quality ("not reached" if it never does; a negative
-# value means it gets there only by being slower); (ii) the best quality at latency $\le 1$ and its
-# difference from the verifier's.
-#
-#
-# The first table uses the measured latency, the second the cost in calls; the last column of both,
-# `best_quality_any`, is the best quality the method reaches at any cost.
+# Every configuration ran on the same sentences with the same random numbers as the verifier, so
+# the question "is it better than the verifier?" is about the *difference on the same sentences*,
+# whose interval is much narrower than the two curves' intervals side by side. Per configuration: its
+# corpus BLEU minus the verifier's, and minus SpecDecode's (same $\gamma$), with a 95% paired
+# bootstrap interval (`tl.paired.paired_differences`: the same resample of sentences for both
+# configurations, `n_resamples` resamples). Below: the configurations whose interval excludes 0.
 
 # %%
-table = analysis.add_best_quality_any(analysis.paper_table(summary), summary)
-table_calls = analysis.add_best_quality_any(analysis.paper_table(summary, x="latency_calls"), summary)
+differences = paired.paired_differences(rows, tasks, n_resamples=n_resamples)
+differences.to_csv(f"{sweep_path}/paired_differences.csv", index=False)
+separated = differences[(differences["low"] > 0) | (differences["high"] < 0)]
+print(f"{len(separated)} of {len(differences)} (configuration, reference) pairs differ at 95%: "
+      f"{int((separated['low'] > 0).sum())} above, {int((separated['high'] < 0).sum())} below")
+separated[["temperature", "label", "alpha", "gamma", "versus", "quality", "versus_quality", "difference", "low",
+           "high"]].round(3)
+
+# %% [markdown]
+# ## The paper's table, with intervals
+#
+# Per method, from its curve with points sorted by latency and joined by straight lines
+# (`tl.curve_bootstrap.curve_table`): (i) `reduction_at_verifier_quality` $= 1 - L^*$, where $L^*$ is
+# the smallest latency at which the curve first reaches the verifier's quality ("not reached" if the
+# curve on all sentences never does; a negative value means it gets there only by being slower);
+# (ii) `best_quality_within_verifier_cost`, the best quality at latency $\le 1$, and its difference
+# from the verifier's. Each number has a 95% bootstrap interval over sentences, recomputed with the
+# verifier's quality on the same resample; a bound of `-inf` says the curve does not reach in more
+# than 2.5% of the resamples (`reached_share`: how often it does).
+#
+# The first table prices latency with the measured CPU calibration, the second with the accelerator
+# pricing.
+
+# %%
+table = curve_bootstrap.curve_table(rows, tasks, cost=cost, n_resamples=n_resamples)
 table.to_csv(f"{sweep_path}/table.csv", index=False)
-table_calls.to_csv(f"{sweep_path}/table_calls.csv", index=False)
 summary.to_csv(f"{sweep_path}/summary.csv", index=False)
-table[table["gamma"] == main_gamma].round(3)
+TABLE_COLUMNS = ["temperature", "method", "reduction_at_verifier_quality", "reduction_low", "reduction_high",
+                 "reached_share", "best_quality_within_verifier_cost", "best_quality_low", "best_quality_high",
+                 "best_minus_verifier", "best_minus_verifier_low", "best_minus_verifier_high"]
+table.loc[table["gamma"] == main_gamma, TABLE_COLUMNS].round(3)
 
 # %%
-table_calls[table_calls["gamma"] == main_gamma].round(3)
+table_accelerator = None
+if cost_accelerator is not None:
+    table_accelerator = curve_bootstrap.curve_table(rows, tasks, cost=cost_accelerator, n_resamples=n_resamples)
+    table_accelerator.to_csv(f"{sweep_path}/table_accelerator.csv", index=False)
+    display(table_accelerator.loc[table_accelerator["gamma"] == main_gamma, TABLE_COLUMNS].round(3))
 
 # %% [markdown]
-# Spec-Bench-style numbers beside quality: tokens per verifier call and speed-up over the verifier,
-# at each method's most verifier-like and most drafter-like ends.
+# Spec-Bench-style numbers beside quality: tokens per verifier call and speed-up over the verifier
+# (on the figures' first pricing), at each method's most verifier-like and most drafter-like ends.
 
 # %%
 analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 
 # %% [markdown]
-# ## What the run says
+# ## Did the paper's claims hold?
 #
-# The cell below states the findings of this run from the table, so they stay true when the run
-# changes: which methods beat the verifier's quality within its latency, and which reached its
-# quality fastest.
+# The paper's T5 claims, each measured as a difference that is positive when the claim holds, on the
+# latency of the first figure, with a 95% bootstrap interval over sentences (`tl.claims.t5_claims`).
+# The verdict is **holds** when the interval lies above 0, **does not hold** when it lies at or
+# below 0, and otherwise **not resolved at this sample size**, with `n_needed`: the number of
+# sentences at which a difference of the measured size would be detected (5% test, 80% power; empty
+# where no size follows from the measured spread, e.g. a curve that fails to reach in some
+# resamples).
 
 # %%
-findings = analysis.t5_findings(table, table_calls, gamma=main_gamma)
-print(analysis.describe_t5_findings(findings, table, gamma=main_gamma, cost_ratio=cost_ratio))
+claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)
+claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
+claims_table[["claim", "temperature", "gamma", "measurement", "estimate", "low", "high", "n", "verdict",
+              "n_needed", "detail"]].round(3)
 
 # %% [markdown]
 # ## Exercises
 #
 # 1. Rerun with `temperatures = [1.0]` and `gammas = [3, 7]`: the finished rows are reused, only the
-#    new $\gamma$ values run. Does a longer block help the speculative cascades here?
-# 2. In the table, which rule reaches the verifier's quality at the largest latency reduction at
-#    $T = 0$? Put its name below (as in the table's `method` column) and run the cell.
+#    new $\gamma$ values run (and the calibration is measured again for the larger blocks). Does a
+#    longer block help the speculative cascades here, on either pricing?
+# 2. In the first table, which method reaches the verifier's quality at the largest latency
+#    reduction at $T = 0$? Put its name below (as in the table's `method` column) and run the cell.
+# 3. At $T = 0$, compare the OPT and Diff rows of the paired-differences table at $\alpha = -1$ and
+#    $\alpha = 1$, the values both grids share. Why are they identical? Would they stay identical at
+#    $T = 1$?
 
 # %%
 answer = None  # e.g. "SpecCascade [Token-V2]"
-best_method = analysis.fastest_to_verifier_quality(table, temperature=min(settings["temperatures"]), gamma=main_gamma)
+coldest = table[(table["temperature"] == min(settings["temperatures"])) & (table["gamma"] == main_gamma)
+                & (table["reduction_at_verifier_quality"] != analysis.NOT_REACHED)]
+best_method = (coldest.loc[coldest["reduction_at_verifier_quality"].astype(float).idxmax(), "method"]
+               if len(coldest) else None)
 if answer is None:
     print("not answered yet - put a method name in `answer` and run this cell again.")
 else:
-    print("correct" if answer == best_method else f"not quite: look at the column latency_reduction_at_verifier_quality")
+    print("correct" if answer == best_method else "not quite: look at the column reduction_at_verifier_quality")
 
 # %%
 metrics = {
     "profile": settings["profile"], "n_rows": len(rows), "n_configs": len(configs),
     "sweep_path": sweep_path, "sweep_seconds": sweep_seconds, "load_seconds": load_seconds,
-    "figures": figures, "findings": findings,
+    "figures": figures, "latency_column": cost, "pricings": [PRICING_NAMES[c] for c in summaries],
+    "model_error": None if model_error is None else model_error.to_dict(orient="records"),
     "verifier_quality": analysis.qualities(summary, "verifier"),
     "drafter_quality": analysis.qualities(summary, "drafter"),
     "labels": sorted(summary["label"].unique()),
     "where_each_wins": None if wins is None else wins.to_dict(),
-    "table": table.to_dict(orient="records"), "table_calls": table_calls.to_dict(orient="records"),
+    "table": table.to_dict(orient="records"),
+    "table_accelerator": None if table_accelerator is None else table_accelerator.to_dict(orient="records"),
+    "paired_differences": differences.to_dict(orient="records"),
+    "claims": claims_table.to_dict(orient="records"),
 }
 tl.notebook.save_metrics("06_t5_evaluation", metrics, output_dir)

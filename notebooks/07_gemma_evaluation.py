@@ -21,8 +21,11 @@
 #    drafter/verifier pair: few-shot prompts, $\gamma = 1$, quality against rejection rate;
 # 2. run many prompts in lockstep at $\gamma = 1$ (`tl.batch.generate_batch`) and know what that
 #    does and does not say about speed;
-# 3. check two of the paper's findings on real models: the token-specific rules give the best
-#    trade-off, and OPT helps less here than with T5.
+# 3. check the paper's claims on real models with paired statistics: the token-specific rules give
+#    the best trade-off, and OPT helps less here than with T5; and say which claims this sample
+#    size cannot resolve;
+# 4. read what a rule does to the answers themselves: their length, the verifier calls per answer,
+#    and how many are cut short by the token limit.
 #
 # **The paper's setup.** Gemma 2 2B drafts for 9B or 27B (instruction-tuned), few-shot, on WMT,
 # CNN/DM, GSM8K, MBPP, SQuAD 2.0, WebQuestions, NaturalQA and TriviaQA; $\gamma = 1$; quality against
@@ -43,7 +46,9 @@
 #   `data/tasks/`: programming problems in MBPP's format (pass@1 by running their tests in a
 #   sandbox), arithmetic word problems (exact numeric answer) and short factual questions (exact
 #   match against accepted answers).
-# - `full`: the offline pair on every item, more $\alpha$ values, bigger batches.
+# - `offline-all`: the offline pair on every item of the three sets, 3 interior $\alpha$ values per
+#   rule placed along its rejection curve, and room to answer (longer `max_new_tokens`). It runs for
+#   hours on two CPU cores; sweeps resume, so it may span sessions.
 # - `smoke`: two items per task with SmolLM2-135M and a drafter made of its first 16 layers (`make test`).
 #
 # **What the offline profile chose to fit in 45 minutes on two CPU cores** (all rules stay available;
@@ -64,7 +69,7 @@
 # is measured separately, at batch size 1 on a few items, at $\gamma = 1$ and $\gamma = 5$.
 
 # %% tags=["parameters"]
-profile = "offline"       # "hub", "offline", "full" or "smoke"
+profile = "offline"       # "hub", "offline", "offline-all" or "smoke"
 n_items = None            # items per task (None: the profile's)
 temperatures = None       # e.g. [1.0, 0.0] (None: the profile's)
 n_alpha = None            # alpha values per rule (None: the profile's)
@@ -72,6 +77,8 @@ batch_size = None         # prompts per lockstep batch (None: the profile's)
 latency_items = None      # items per task in the batch-size-1 latency runs (None: the profile's)
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
 redraw_only = False       # True: redraw from the saved rows of this profile's run, without loading the models
+n_resamples = 2000        # bootstrap resamples of the items for every interval (at least 2000)
+t5_profile = "offline"    # the saved T5 run (notebook 06) the claim "OPT helps less than with T5" compares with; None: skip
 output_dir = "."          # where the metrics JSON is written
 
 # %%
@@ -82,7 +89,7 @@ import pandas as pd
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import analysis, rerun_figures
+from tutorial_lib import analysis, claims, curve_bootstrap, paired, pricing, rerun_figures
 from tutorial_lib import evaluation as ev
 
 pd.set_option("display.width", 200)
@@ -152,42 +159,76 @@ sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
 
 # %% [markdown]
+# ## What the rules do to the answers: length, verifier calls, cut rate
+#
+# A cost per token hides what a lenient rule can do to an answer: make it longer. Per configuration,
+# the mean answer length in tokens, the verifier calls per answer (at $\gamma = 1$ one per emitted
+# token, except for the drafter alone) and the **cut rate**, the share of answers that reached the
+# task's `max_new_tokens` and so may have been cut short (a cut answer usually fails its test or its
+# exact match, whatever the method). A high cut rate for the *verifier* means the token limit, not the
+# method, decides the quality: the `offline-all` profile sets the limits so that at most 5% of the
+# verifier's answers are cut.
+#
+# Where the rows count their calls by tokens fed, the table also gives the **modelled latency per
+# answer** (`cost_per_answer`, seconds): the calls each answer made, priced at batch size 1 with a
+# calibration of this pair on this machine (see notebook 06 and `tl.pricing`; measured CPU
+# calibration). The batched runner records for each row the calls `generate` would make for that
+# item alone, so this is a latency at batch size 1, not the batched run's time.
+
+# %%
+calibration = None
+if analysis.counts_calls(rows):
+    try:
+        calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
+        rows = pricing.price_rows(rows, calibration)
+    except (ValueError, FileNotFoundError) as why:
+        print(f"no modelled latency for these rows: {why}")
+else:
+    print("These rows were written before rows counted their calls by tokens fed, so their latency cannot be "
+          "priced by the cost model (tl.pricing); the table below has no cost_per_answer. Rerun the sweep into "
+          "an empty results folder to get it.")
+lengths = analysis.answer_lengths(rows, tasks, cost=pricing.LATENCY_COLUMN if calibration is not None else None)
+lengths.to_csv(f"{sweep_path}/answer_lengths.csv", index=False)
+lengths.round(3)
+
+# %% [markdown]
+# The cut rate per method (mean over its $\alpha$ values), per task and temperature:
+
+# %%
+cut_rates = lengths.pivot_table(index="label", columns=["task", "temperature"], values="cut_rate", aggfunc="mean")
+cut_rates.round(3)
+
+# %% [markdown]
 # ## Quality against rejection rate
 #
-# One panel per task, one line per method over its $\alpha$ grid, 95% intervals as error bars (with
-# a few dozen items they are wide: read differences smaller than the bars as noise). The dashed
-# line is the verifier's quality. The drafter sits at rejection rate 0 and the verifier at 1.
+# One figure per task and temperature, one panel per family of methods: the baselines (the drafter
+# and SpecDecode); the deferral rules (Chow, Diff, OPT); the token-specific rules (V1, V2, V3); lossy
+# SpecDecode. Each curve runs over its $\alpha$ grid with its 95% interval as a shaded band (with a
+# few dozen items the bands are wide: read differences inside them as noise, and use the paired
+# differences below). The dashed line is the verifier's quality inside its own grey band. The
+# x axis is the **rejection rate**, the paper's axis for these experiments: no latency pricing is
+# involved. The drafter sits at rejection rate 0; the verifier, at 1, is off the right of the panels.
 #
 # **Each rule's curve runs from the drafter to SpecDecode.** At one end of its $\alpha$ range every
 # rule's target is $q$, and at the other (all but Token-V3, whose $\alpha = 0$ still keeps $p$'s
 # argmax) it is $p$. With one token per step and no bonus token, those runs are exactly the drafter
 # alone and SpecDecode in distribution, so `analysis.with_rule_ends` adds those two measured points to
-# each rule's line.
+# each rule's line, at the $\alpha$ of the end they stand for.
 
 # %%
 summary = analysis.with_rule_ends(analysis.summarize(rows))
 figures = []
 for temperature in settings["temperatures"]:
-    fig = rerun_figures.gemma_figure(summary, tasks=tasks, temperature=temperature, labels=settings["curves"])
-    name = f"gemma_{settings['profile']}_T{temperature:g}".replace(".", "p")
-    tl.savefig(fig, name)
-    figures.append(name)
-    plt.show()
-
-# %% [markdown]
-# ## The table
-#
-# As in the T5 notebook, with the rejection rate as the cost: (i)
-# `rejection_rate_reduction_at_verifier_quality` $= 1 - r^*$, where $r^*$ is the lowest rejection
-# rate at which the interpolated curve first reaches the verifier's quality, and (ii) the best
-# quality reached at any rejection rate (every point has $r \le 1$), with its difference from the
-# verifier's.
-
-# %%
-table = analysis.paper_table(summary, x="rejection_rate")
-table.to_csv(f"{sweep_path}/table.csv", index=False)
-summary.to_csv(f"{sweep_path}/summary.csv", index=False)
-table.round(3)
+    for task in tasks:
+        fig = rerun_figures.family_figure(summary, task=task.name, temperature=temperature, x="rejection_rate",
+                                          x_label="rejection rate (drafter = 0, verifier = 1)",
+                                          quality_label=task.metric_name,
+                                          title=f"{task.name}, T = {temperature:g}, gamma = 1: quality against "
+                                                "rejection rate")
+        name = f"gemma_{settings['profile']}_{task.name}_T{temperature:g}".replace(".", "p")
+        tl.savefig(fig, name, size=fig.get_size_inches())
+        figures.append(name)
+        plt.show()
 
 # %% [markdown]
 # Every point with its interval:
@@ -196,20 +237,41 @@ table.round(3)
 analysis.interval_points(summary)
 
 # %% [markdown]
-# ## Did the paper's findings hold?
+# ## Paired differences to the verifier and to SpecDecode
 #
-# Two checks, computed from the table so they stay true when the run changes:
-# 1. **Token rules best**: per task and temperature, is the best quality reached by a token-specific
-#    rule at least as high as the best of Chow, Diff and OPT, and is the lowest rejection rate at the
-#    verifier's quality a Token rule's?
-# 2. **OPT weaker than with T5**: does OPT reach the verifier's quality at a lower rejection rate
-#    than Diff and Chow (as it did with T5), or not?
-#
-# With a few dozen items per task, differences inside the intervals above are not findings.
+# Every configuration ran on the same items with the same seeds as the verifier, so the right
+# comparison is the difference on the same items, with a paired bootstrap interval
+# (`tl.paired.paired_differences`, `n_resamples` resamples of the items): per configuration, its
+# quality minus the verifier's and minus SpecDecode's. The comparison with SpecDecode is the tighter
+# one: both share the drafter's draws, so most items give the same answer. Below, the configurations
+# whose interval excludes 0, then the median interval width per reference.
 
 # %%
-findings = analysis.gemma_findings(table)
-print(analysis.describe_gemma_findings(findings))
+differences = paired.paired_differences(rows, tasks, n_resamples=n_resamples)
+differences.to_csv(f"{sweep_path}/paired_differences.csv", index=False)
+separated = differences[(differences["low"] > 0) | (differences["high"] < 0)]
+print(f"{len(separated)} of {len(differences)} (configuration, reference) pairs differ at 95%")
+display(separated[["task", "temperature", "label", "alpha", "versus", "quality", "versus_quality", "difference",
+                   "low", "high", "n"]].round(3))
+differences.assign(width=differences["high"] - differences["low"]).groupby("versus")["width"].median().round(3)
+
+# %% [markdown]
+# ## The table, with intervals
+#
+# As in the T5 notebook, with the rejection rate as the cost (`tl.curve_bootstrap.curve_table`): (i)
+# `reduction_at_verifier_quality` $= 1 - r^*$, where $r^*$ is the lowest rejection rate at which the
+# interpolated curve first reaches the verifier's quality ("not reached" where the curve on all
+# items never does), and (ii) the best quality reached at any rejection rate (every point has
+# $r \le 1$), with its difference from the verifier's. Each number has a 95% bootstrap interval over
+# items (the verifier's quality recomputed on the same resample).
+
+# %%
+table = curve_bootstrap.curve_table(rows, tasks, cost="rejection_rate", n_resamples=n_resamples)
+table.to_csv(f"{sweep_path}/table.csv", index=False)
+summary.to_csv(f"{sweep_path}/summary.csv", index=False)
+table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_verifier_quality", "reduction_low",
+       "reduction_high", "reached_share", "best_quality_within_verifier_cost", "best_minus_verifier",
+       "best_minus_verifier_low", "best_minus_verifier_high"]].round(3)
 
 # %% [markdown]
 # ## Wall-clock latency at batch size 1
@@ -217,7 +279,10 @@ print(analysis.describe_gemma_findings(findings))
 # The paper's speed claim is about one sequence at a time. Here a few items per task run alone, at
 # $\gamma = 1$ (no bonus token, as above) and at $\gamma = 5$ (the faster setting, with Algorithm 4's
 # bonus token), for the verifier, SpecDecode and one cascade at a middle $\alpha$. Latency is relative
-# to the verifier alone on the same items.
+# to the verifier alone on the same items. Where the rows count their calls, latency is the **modelled
+# latency with the measured CPU calibration** (the calls priced, as in notebook 06) and the table
+# after the figure gives the model's error against the measured wall time per configuration;
+# otherwise (rows written before the counters) it is the measured wall time, as the printed line says.
 
 # %%
 latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
@@ -227,20 +292,63 @@ start = time.perf_counter()
 latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"gemma-{settings['profile']}-latency",
                             root=results_dir, runner="single", extra_config=tl.reruns.run_config(settings))
 latency_seconds = time.perf_counter() - start
-latency_view = analysis.latency_view(analysis.summarize(latency_rows))
+latency_error = None
+latency_column = "wall_time_s"
+if calibration is not None and analysis.counts_calls(latency_rows):
+    latency_rows = pricing.price_rows(latency_rows, calibration)
+    latency_column = pricing.LATENCY_COLUMN
+    latency_error = pricing.model_error(latency_rows)
+print("latency axis:", {"wall_time_s": "measured wall time (rows without call counts)",
+                        pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column])
+latency_view = analysis.latency_view(analysis.summarize(latency_rows, latency=latency_column))
 fig = rerun_figures.latency_figure(latency_view)
+fig.axes[0].set_xlabel(f"latency relative to the verifier, batch size 1 ({latency_column})")
 tl.savefig(fig, f"gemma_{settings['profile']}_latency")
 figures.append(f"gemma_{settings['profile']}_latency")
 plt.show()
 latency_view.round(3)
 
 # %%
+latency_error.round(4) if latency_error is not None else None
+
+# %% [markdown]
+# ## Did the paper's claims hold?
+#
+# The paper's Gemma claims, each measured as a difference that is positive when the claim holds,
+# with a 95% bootstrap interval over items (`tl.claims.gemma_claims`, on the rejection-rate axis):
+# **holds** when the interval lies above 0, **does not hold** when it lies at or below 0, otherwise
+# **not resolved at this sample size**, with `n_needed`, the number of items per task at which a
+# difference of the measured size would be detected (5% test, 80% power; empty where the measured
+# spread gives no such size). "OPT helps less with Gemma than with T5" compares OPT's advantage over
+# Chow and Diff here with the same in the saved T5 run of notebook 06 (`t5_profile`), when that run
+# is saved.
+
+# %%
+t5_rows = t5_tasks = None
+t5_cost = "wall_time_s"
+if t5_profile is not None:
+    try:
+        t5_rows, t5_tasks, t5_cost = analysis.saved_t5_run(t5_profile, results_dir=results_dir)
+        print(f"T5 run: {len(t5_rows)} rows, latency from {t5_cost}")
+    except (FileNotFoundError, ev.MissingRowsError) as why:
+        print(f"no saved T5 run to compare OPT with, that claim is left out: {why}")
+claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, t5_cost=t5_cost,
+                                   n_resamples=n_resamples)
+claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
+claims_table[["claim", "task", "temperature", "measurement", "estimate", "low", "high", "n", "verdict", "n_needed",
+              "detail"]].round(3)
+
+# %%
 metrics = {
     "profile": settings["profile"], "n_rows": len(rows), "n_configs": len(configs), "sweep_path": sweep_path,
     "sweep_seconds": sweep_seconds, "load_seconds": load_seconds, "latency_seconds": latency_seconds,
-    "figures": figures, "findings": findings, "labels": sorted(summary["label"].unique()),
+    "figures": figures, "labels": sorted(summary["label"].unique()),
     "tasks": [t.name for t in tasks], "table": table.to_dict(orient="records"),
-    "latency": latency_view.to_dict(orient="records"),
+    "claims": claims_table.to_dict(orient="records"),
+    "paired_differences": differences.to_dict(orient="records"),
+    "answer_lengths": lengths.to_dict(orient="records"),
+    "latency": latency_view.to_dict(orient="records"), "latency_column": latency_column,
+    "latency_model_error": None if latency_error is None else latency_error.to_dict(orient="records"),
     "verifier_quality": analysis.qualities(summary, "verifier"),
     "drafter_quality": analysis.qualities(summary, "drafter"),
 }

@@ -1,87 +1,12 @@
 """The findings notebooks 06 and 07 state, on tables with known answers, and the figures they draw."""
-import math
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from tutorial_lib import analysis as an
-from tutorial_lib import evaluation as ev
 from tutorial_lib import rerun_figures
 
 NR = an.NOT_REACHED
-
-
-def _t5_table(x="latency"):
-    """Verifier quality 20 at T = 0; four methods with known reductions and bests."""
-    rows = [  # method, reduction at the verifier's quality, best within its cost, best at any cost
-        ("SpecDecode", 0.10, 20.0, 20.0),
-        ("SpecCascade [Token-V2]", 0.30, 22.0, 23.0),
-        ("SpecCascade [OPT]", 0.20, 21.0, 21.0),
-        ("Drafter", NR, 12.0, 12.0),
-        ("BiLD", -0.05, NR, 20.5),   # reaches it only by being slower
-    ]
-    return pd.DataFrame([{
-        "task": "mt", "temperature": 0.0, "gamma": 5, "method": m, "verifier_quality": 20.0,
-        f"{x}_reduction_at_verifier_quality": r, f"best_quality_at_{x}<=verifier": b,
-        "best_minus_verifier": np.nan if b == NR else b - 20.0, "best_quality_any": any_}
-        for m, r, b, any_ in rows])
-
-
-def test_t5_findings_read_the_tables():
-    table, calls = _t5_table(), _t5_table("latency_calls")
-    calls.loc[calls["method"] == "SpecCascade [OPT]", "best_minus_verifier"] = 5.0   # best in calls: OPT
-    findings = an.t5_findings(table, calls, gamma=5)
-    f = findings["mt T=0"]
-    assert f["verifier_quality"] == 20.0
-    assert f["beat_verifier_within_its_latency"] == ["SpecCascade [Token-V2]", "SpecCascade [OPT]"]
-    assert f["fastest_to_verifier_quality"] == ["SpecCascade [Token-V2]", "SpecCascade [OPT]", "SpecDecode"]
-    assert f["never_reached_verifier_quality"] == ["Drafter"]
-    assert f["beat_verifier_within_its_cost_in_calls"] == ["SpecCascade [OPT]", "SpecCascade [Token-V2]"]
-    assert f["above_verifier_quality_at_any_cost"] == {"SpecCascade [Token-V2]": 23.0, "SpecCascade [OPT]": 21.0,
-                                                       "BiLD": 20.5}
-    assert an.t5_findings(table, calls, gamma=3) == {}   # nothing ran at that gamma
-    text = an.describe_t5_findings(findings, table, gamma=5, cost_ratio=0.1)
-    assert "fastest to the verifier's quality: SpecCascade [Token-V2] (+30%), SpecCascade [OPT] (+20%)" in text
-    assert "never reached it: Drafter" in text and "(c = 0.1)" in text
-    assert an.fastest_to_verifier_quality(table, temperature=0.0, gamma=5) == "SpecCascade [Token-V2]"
-    assert an.fastest_to_verifier_quality(table, temperature=1.0, gamma=5) is None
-
-
-def test_best_quality_any_is_the_best_point_of_each_curve():
-    summary = pd.DataFrame([dict(task="mt", temperature=0.0, gamma=5, label="A", quality=q) for q in (1.0, 3.0, 2.0)])
-    table = pd.DataFrame([dict(task="mt", temperature=0.0, gamma=5, method="A"),
-                          dict(task="mt", temperature=0.0, gamma=5, method="B")])
-    out = an.add_best_quality_any(table, summary)
-    assert out.loc[0, "best_quality_any"] == 3.0 and np.isnan(out.loc[1, "best_quality_any"])
-    assert "best_quality_any" not in table   # the input is left as it was
-
-
-def _gemma_table(token_best, prefix_best, reductions):
-    rows = []
-    for method in an.TOKEN_RULES + an.PREFIX_RULES + ["SpecDecode", "SpecDecode [Lossy]"]:
-        best = token_best if method in an.TOKEN_RULES else prefix_best if method in an.PREFIX_RULES else 0.5
-        rows.append({"task": "facts", "temperature": 1.0, "gamma": 1, "method": method, "verifier_quality": 0.6,
-                     "rejection_rate_reduction_at_verifier_quality": reductions.get(method, NR),
-                     "best_quality_at_rejection_rate<=verifier": best})
-    return pd.DataFrame(rows)
-
-
-def test_gemma_findings_token_rules_and_opt():
-    table = _gemma_table(0.7, 0.65, {"SpecCascade [Token-V2]": 0.4, "SpecCascade [OPT]": 0.3,
-                                     "SpecCascade [Chow]": 0.1, "SpecDecode": 0.0})
-    f = an.gemma_findings(table)["facts T=1"]
-    assert f["token_best_quality"] is True and f["best_token"] == 0.7 and f["best_prefix"] == 0.65
-    assert f["lowest_rejection_at_verifier_quality"] == "SpecCascade [Token-V2]"
-    assert f["opt_beats_chow_and_diff"] is True   # Diff never reached it: no comparison against it
-    assert f["reductions"]["SpecCascade [Diff]"] is None
-    worse = an.gemma_findings(_gemma_table(0.6, 0.65, {"SpecCascade [Chow]": 0.5, "SpecCascade [OPT]": 0.3}))
-    assert worse["facts T=1"]["token_best_quality"] is False
-    assert worse["facts T=1"]["opt_beats_chow_and_diff"] is False
-    only_token = _gemma_table(0.7, NR, {})
-    assert an.gemma_findings(only_token)["facts T=1"]["token_best_quality"] is None   # nothing to compare with
-    text = an.describe_gemma_findings(an.gemma_findings(table))
-    assert "Token rules reach the best quality in 1 of 1 (task, T) cases" in text
 
 
 def _summary():
@@ -116,22 +41,8 @@ def test_qualities_are_keyed_by_task_and_temperature():
     assert an.qualities(_summary(), "verifier") == {"t T=1": 1.0}
 
 
-def test_figures_put_the_legend_in_its_own_panel():
+def test_latency_and_where_each_wins_figures():
     import matplotlib.pyplot as plt
-    summary = an.with_rule_ends(_summary())
-    fig = rerun_figures.t5_figure(summary, task="t", temperature=1.0, gamma=1, quality_label="BLEU")
-    axes = fig.get_axes()
-    assert len(axes) == 4 and not axes[-1].axison
-    assert all(ax.get_legend() is None for ax in axes[:3])
-    legend = [t.get_text() for t in axes[-1].get_legend().get_texts()]
-    assert {"Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]", "verifier quality"} <= set(legend)
-    assert [ax.get_xlabel() for ax in axes[:3]] == ["latency (verifier = 1)", "cost in calls (verifier = 1)",
-                                                    "rejection rate"]
-    tasks = [ev.Task("t", "qa_em", [{"id": "a", "prompt": "x", "references": ["y"]}])]
-    fig = rerun_figures.gemma_figure(summary, tasks=tasks, temperature=1.0, labels=ev.GEMMA_CURVES)
-    axes = fig.get_axes()
-    assert len(axes) == 2 and axes[0].get_title() == "t" and axes[0].get_ylabel() == "qa_em"
-    assert axes[-1].get_legend() is not None
     view = an.latency_view(_summary())
     fig = rerun_figures.latency_figure(view)
     assert len(fig.get_axes()[0].collections) == view.groupby(["label", "gamma"]).ngroups
@@ -139,9 +50,6 @@ def test_figures_put_the_legend_in_its_own_panel():
     fig = rerun_figures.where_each_wins_figure(wins)
     assert len(fig.get_axes()[0].patches) == 4
     plt.close("all")
-    with pytest.raises(ValueError, match="nothing to plot"):
-        rerun_figures.plot_curves(summary, task="nope")
-    assert math.isclose(summary.loc[summary["label"] == "Verifier", "quality"].iloc[0], 1.0)
 
 
 def test_each_curve_end_carries_its_own_alpha_and_calls():

@@ -178,9 +178,20 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
     methods = {row["method"] for row in metrics["table"]}
     assert set(ev.CURVES) - methods == {"Verifier"}
     assert set(metrics["where_each_wins"]) >= {"Drafter", "Verifier"}
-    # Redrawn from the saved rows without training or loading a model: the same tables and findings.
+    # Latency from the cost model, both pricings, each with its figure; the calibration stored with the rows.
+    assert metrics["latency_column"] == "modelled_latency_s" and (sweep / "calibration.json").exists()
+    assert len(metrics["pricings"]) == 2 and any(f.endswith("_accelerator") for f in metrics["figures"])
+    assert {row["config"] for row in metrics["model_error"]} == {row["config"] for row in metrics["paired_differences"]}
+    assert all(row["median_abs_rel_error"] >= 0 for row in metrics["model_error"])
+    # Paired differences to the verifier and SpecDecode for every configuration; the claims with a verdict.
+    assert {row["versus"] for row in metrics["paired_differences"]} == {"Verifier", "SpecDecode"}
+    assert len(metrics["paired_differences"]) == 2 * metrics["n_configs"]
+    verdicts = {"holds", "does not hold", "not resolved at this sample size"}
+    assert metrics["claims"] and {row["verdict"] for row in metrics["claims"]} <= verdicts
+    # Redrawn from the saved rows (and calibration) without training or loading a model: the same tables.
     redrawn = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
-    for key in ("n_rows", "table", "table_calls", "findings", "verifier_quality", "where_each_wins"):
+    for key in ("n_rows", "table", "table_accelerator", "claims", "paired_differences", "model_error",
+                "verifier_quality", "where_each_wins"):
         assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
 
 
@@ -195,12 +206,23 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     assert metrics["n_rows"] == metrics["n_configs"] * 2 * 3
     for figure in metrics["figures"]:
         assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
-    assert metrics["findings"] and all("token_best_quality" in f for f in metrics["findings"].values())
+    # one figure per task and temperature, and the latency figure
+    assert len(metrics["figures"]) == 3 * len({row["temperature"] for row in metrics["table"]}) + 1
+    verdicts = {"holds", "does not hold", "not resolved at this sample size"}
+    assert metrics["claims"] and {row["verdict"] for row in metrics["claims"]} <= verdicts
+    assert {row["versus"] for row in metrics["paired_differences"]} == {"Verifier", "SpecDecode"}
+    # per configuration: answer length, verifier calls per answer, cut rate, modelled latency per answer
+    lengths = metrics["answer_lengths"]
+    assert len(lengths) == metrics["n_configs"] * 3
+    assert all(0 <= row["cut_rate"] <= 1 and row["cost_per_answer"] > 0 for row in lengths)
+    assert all(row["verifier_calls_per_answer"] == 0 for row in lengths if row["label"] == "Drafter")
     gammas = {row["gamma"] for row in metrics["latency"]}
     assert gammas == {1, 5}
+    assert metrics["latency_column"] == "modelled_latency_s" and metrics["latency_model_error"]
     # Redrawn from the saved rows without loading a model (as without the Qwen pair): the same tables.
     redrawn = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
-    for key in ("n_rows", "table", "findings", "latency", "verifier_quality", "drafter_quality"):
+    for key in ("n_rows", "table", "claims", "paired_differences", "answer_lengths", "latency",
+                "latency_model_error", "verifier_quality", "drafter_quality"):
         assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
 
 

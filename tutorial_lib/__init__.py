@@ -42,7 +42,7 @@ Modules, one idea each:
 - `synthetic_mt` - a synthetic translation task with known truth and the T5 pair trained on it.
 - `evaluation` - the harness: tasks, configurations, resumable sweeps; `rows_file` - their
   `rows.jsonl` (a cut or malformed line is kept aside or named, never silently dropped).
-- `analysis` - a sweep's curves, the paper's table and the findings notebooks 06 and 07 state;
+- `analysis` - a sweep's curves, the paper's table and answer lengths;
   `rerun_figures` - their figures.
 - `reruns`   - the profiles (hub / offline / full / smoke) of the T5 and Gemma notebooks.
 - `token_analysis` - exact per-position statistics of every rule along a reference (teacher forcing,

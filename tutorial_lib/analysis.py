@@ -1,4 +1,4 @@
-r"""Analysis of a sweep's rows: curves, the paper's table, and the findings notebooks 06 and 07 state.
+r"""Analysis of a sweep's rows: curves, the paper's table (point estimates), answer lengths.
 
 A **curve** is one method's configurations over its $\alpha$ grid. Each point has
 
@@ -20,8 +20,8 @@ curve's points by latency and join neighbours by straight lines (linear interpol
   over $L \le L_p$ (a segment that crosses $L_p$ contributes its value at $L_p$); "not reached"
   when every point is slower than the verifier.
 
-**Findings** (`t5_findings`, `gemma_findings`) are read off those tables by fixed rules, so what a
-notebook says stays true when its run changes. The figures of these tables are in `rerun_figures`.
+The same table with bootstrap intervals is `curve_bootstrap.curve_table`; the paper's claims, each
+with its interval and verdict, are `claims`. The figures are in `rerun_figures`.
 """
 from __future__ import annotations
 
@@ -33,11 +33,8 @@ import pandas as pd
 from .evaluation import Task
 
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
-           "best_quality_within", "paper_table", "add_best_quality_any", "speculative_ranges", "qualities",
-           "t5_findings", "describe_t5_findings", "fastest_to_verifier_quality", "TOKEN_RULES", "PREFIX_RULES",
-           "COST_COLUMNS",
-           "gemma_findings", "describe_gemma_findings", "interval_points", "latency_view", "answer_lengths",
-           "counts_calls", "saved_t5_run"]
+           "best_quality_within", "paper_table", "speculative_ranges", "qualities",
+           "COST_COLUMNS", "interval_points", "latency_view", "answer_lengths", "counts_calls", "saved_t5_run"]
 
 NOT_REACHED = "not reached"
 
@@ -273,16 +270,7 @@ def paper_table(summary: pd.DataFrame, *, x: str = "latency", reference: float =
     return pd.DataFrame(rows)
 
 
-# ---- the T5 rerun's findings (notebook 06) --------------------------------------------------------
-
-def add_best_quality_any(table: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
-    """`table` with `best_quality_any`: the best quality each method reaches at any cost."""
-    best = summary.groupby(["task", "temperature", "gamma", "label"])["quality"].max()
-    table = table.copy()
-    table["best_quality_any"] = [best.get(key) for key in
-                                 zip(table["task"], table["temperature"], table["gamma"], table["method"])]
-    return table
-
+# ---- per-method views (notebook 06) ---------------------------------------------------------------
 
 def speculative_ranges(summary: pd.DataFrame, *, gamma: int) -> pd.DataFrame:
     """Spec-Bench-style numbers beside quality for the speculative methods at `gamma`: the lowest and
@@ -300,123 +288,7 @@ def qualities(summary: pd.DataFrame, method: str) -> Dict[str, float]:
     return {f"{task} T={temperature:g}": quality for (task, temperature), quality in points.items()}
 
 
-def _reached(part: pd.DataFrame, column: str) -> pd.DataFrame:
-    """The methods of `part` that reach the verifier's quality, fastest first, with `reduction` as a float."""
-    reached = part[part[column] != NOT_REACHED].copy()
-    reached["reduction"] = reached[column].astype(float)
-    return reached.sort_values("reduction", ascending=False)
-
-
-def t5_findings(table: pd.DataFrame, table_calls: pd.DataFrame, *, gamma: int) -> Dict[str, dict]:
-    """What the T5 run says at `gamma`, per "task T=t", from the two tables (measured latency and
-    cost in calls, each with `best_quality_any`): which methods beat the verifier's quality within
-    its latency (or its cost in calls), which reached it fastest (three at most), which never did,
-    and which went above it at any cost."""
-    column = "latency_reduction_at_verifier_quality"
-    findings = {}
-    for (task_name, temperature), part in table[table["gamma"] == gamma].groupby(["task", "temperature"]):
-        calls = table_calls[(table_calls["gamma"] == gamma) & (table_calls["task"] == task_name)
-                            & (table_calls["temperature"] == temperature)]
-        beats_calls = calls[calls["best_minus_verifier"] > 0].sort_values("best_minus_verifier", ascending=False)
-        above = part[part["best_quality_any"] > part["verifier_quality"]].sort_values("best_quality_any",
-                                                                                        ascending=False)
-        beats = part[part["best_minus_verifier"] > 0].sort_values("best_minus_verifier", ascending=False)
-        findings[f"{task_name} T={temperature:g}"] = {
-            "verifier_quality": float(part["verifier_quality"].iloc[0]),
-            "beat_verifier_within_its_latency": beats["method"].tolist(),
-            "fastest_to_verifier_quality": _reached(part, column)["method"].head(3).tolist(),
-            "never_reached_verifier_quality": part.loc[part[column] == NOT_REACHED, "method"].tolist(),
-            "beat_verifier_within_its_cost_in_calls": beats_calls["method"].tolist(),
-            "above_verifier_quality_at_any_cost": {m: round(float(q), 2) for m, q in
-                                                   zip(above["method"], above["best_quality_any"])},
-        }
-    return findings
-
-
-def describe_t5_findings(findings: Dict[str, dict], table: pd.DataFrame, *, gamma: int,
-                         cost_ratio: float) -> str:
-    """`t5_findings` in sentences, with the latency reduction of the fastest methods from `table`."""
-    lines = []
-    for key, f in findings.items():
-        task_name, temperature = key.rsplit(" T=", 1)
-        part = table[(table["gamma"] == gamma) & (table["task"] == task_name)
-                     & (table["temperature"].map(lambda t: f"{t:g}") == temperature)]
-        reduction = _reached(part, "latency_reduction_at_verifier_quality").set_index("method")["reduction"]
-        lines += [
-            f"{key}: verifier quality {f['verifier_quality']:.2f}",
-            "  better than the verifier without being slower: "
-            + (", ".join(f["beat_verifier_within_its_latency"]) or "none"),
-            "  fastest to the verifier's quality: "
-            + (", ".join(f"{m} ({reduction[m]:+.0%})" for m in f["fastest_to_verifier_quality"]) or "none"),
-            "  never reached it: " + (", ".join(f["never_reached_verifier_quality"]) or "none"),
-            f"  better than the verifier within its cost in calls (c = {cost_ratio}): "
-            + (", ".join(f["beat_verifier_within_its_cost_in_calls"]) or "none"),
-            "  best quality above the verifier's at any cost: "
-            + (", ".join(f"{m} {q}" for m, q in f["above_verifier_quality_at_any_cost"].items()) or "none"),
-        ]
-    return "\n".join(lines)
-
-
-def fastest_to_verifier_quality(table: pd.DataFrame, *, temperature: float, gamma: int) -> Optional[str]:
-    """The method that reaches the verifier's quality at the largest latency reduction (None if none does)."""
-    part = table[(table["temperature"] == temperature) & (table["gamma"] == gamma)]
-    reached = _reached(part, "latency_reduction_at_verifier_quality")
-    return reached["method"].iloc[0] if len(reached) else None
-
-
-# ---- the Gemma-style rerun's findings (notebook 07) -----------------------------------------------
-
-TOKEN_RULES = ["SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"]
-PREFIX_RULES = ["SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]"]
-
-
-def _reduction(part: pd.DataFrame, method: str) -> Optional[float]:
-    value = part.set_index("method").get("rejection_rate_reduction_at_verifier_quality", {}).get(method)
-    return None if value is None or value == NOT_REACHED else float(value)
-
-
-def gemma_findings(table: pd.DataFrame) -> Dict[str, dict]:
-    """The paper's two Gemma findings checked per "task T=t" on a rejection-rate table:
-
-    1. *token rules best*: `token_best_quality` is whether the best quality of a token-specific rule
-       is at least the best of Chow, Diff and OPT (None where a temperature ran only one kind), and
-       `lowest_rejection_at_verifier_quality` the method that reaches the verifier's quality with
-       the fewest rejections;
-    2. *OPT weaker than with T5*: `opt_beats_chow_and_diff` is whether OPT reaches the verifier's
-       quality at a lower rejection rate than both Chow and Diff.
-    """
-    findings = {}
-    for (task_name, temperature), part in table.groupby(["task", "temperature"]):
-        best = part.set_index("method")["best_quality_at_rejection_rate<=verifier"].apply(
-            lambda v: np.nan if v == NOT_REACHED else float(v))
-        reductions = {m: _reduction(part, m) for m in TOKEN_RULES + PREFIX_RULES + ["SpecDecode", "SpecDecode [Lossy]"]}
-        reached = {m: r for m, r in reductions.items() if r is not None}
-        token, prefix = best.reindex(TOKEN_RULES), best.reindex(PREFIX_RULES)
-        opt = reductions["SpecCascade [OPT]"]
-        findings[f"{task_name} T={temperature:g}"] = {
-            "verifier_quality": float(part["verifier_quality"].iloc[0]),
-            "best_token": float(token.max()), "best_prefix": float(prefix.max()),
-            "token_best_quality": (None if prefix.isna().all() or token.isna().all()
-                                   else bool(token.max() >= prefix.max())),
-            "lowest_rejection_at_verifier_quality": max(reached, key=reached.get) if reached else None,
-            "reductions": reductions,
-            "opt_beats_chow_and_diff": (opt is not None and all(
-                reductions[m] is None or opt > reductions[m] for m in ("SpecCascade [Chow]", "SpecCascade [Diff]"))),
-        }
-    return findings
-
-
-def describe_gemma_findings(findings: Dict[str, dict]) -> str:
-    """`gemma_findings` in sentences, and how often the token rules reached the best quality."""
-    lines = [f"{key}: verifier {f['verifier_quality']:.3f}; best Token {f['best_token']:.3f}, best Chow/Diff/OPT "
-             f"{f['best_prefix']:.3f}; verifier quality first reached with the fewest rejections by "
-             f"{f['lowest_rejection_at_verifier_quality']}; OPT ahead of Chow and Diff: {f['opt_beats_chow_and_diff']}"
-             for key, f in findings.items()]
-    compared = [f["token_best_quality"] for f in findings.values() if f["token_best_quality"] is not None]
-    lines.append(f"\nToken rules reach the best quality in {sum(compared)} of {len(compared)} (task, T) cases "
-                 "that ran both kinds of rule.")
-    return "\n".join(lines)
-
+# ---- views of a summary ---------------------------------------------------------------------------
 
 def interval_points(summary: pd.DataFrame) -> pd.DataFrame:
     """Every measured point (curve ends added by `with_rule_ends` left out) with its quality as

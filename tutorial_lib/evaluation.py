@@ -8,7 +8,7 @@ references (a metric from its standard package, `tutorial_lib.metrics`), the `Ge
 interrupted sweep resumes where it stopped and a rerun reuses every finished row.
 
 Rows are written and read by `rows_file` (what happens to a cut or malformed line is documented
-there). A sweep's analysis (curves, the paper's table, findings) is in `analysis`, its figures in
+there). A sweep's analysis (curves, the paper's table) is in `analysis` (claims in `claims`), its figures in
 `rerun_figures`.
 
 A sweep can be reloaded without its models: `ModelRecord(name, dtype)` stands in for a model that

@@ -55,14 +55,16 @@ def figures_dir() -> Path:
     return (checkout if checkout is not None else Path.cwd()) / "figures"
 
 
-def savefig(fig, name: str, directory: Optional[os.PathLike] = None) -> Path:
-    """Save a matplotlib figure as `<figures>/<name>.png` at `FIGURE_SIZE` and `FIGURE_DPI`."""
+def savefig(fig, name: str, directory: Optional[os.PathLike] = None, *,
+            size: Optional[Sequence[float]] = None) -> Path:
+    """Save a matplotlib figure as `<figures>/<name>.png` at `FIGURE_SIZE` (or `size`, inches, for a
+    figure of several panels) and `FIGURE_DPI`."""
     if not name or any(c in name for c in "/\\"):
         raise ValueError(f"figure name {name!r} must be a plain file name such as 'quickstart_tradeoff'.")
     out = Path(directory) if directory is not None else figures_dir()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.png"
-    fig.set_size_inches(*FIGURE_SIZE)
+    fig.set_size_inches(*(FIGURE_SIZE if size is None else size))
     fig.tight_layout()
     fig.savefig(path, dpi=FIGURE_DPI)
     return path

@@ -1,31 +1,39 @@
-"""The figures of notebooks 06 and 07: quality curves, the T5 and Gemma-style panels, the latency scatter.
+"""The figures of notebooks 06 and 07: quality curves by family of methods, the latency scatter.
 
 Drawing only: every number comes from `analysis` (a summary of a sweep's rows). matplotlib and
 seaborn are imported when a figure is drawn, not with the package. Each function returns its
 figure (or axes) so a notebook saves it with `tl.savefig` and shows it.
+
+`family_figure` is the reruns' main figure: one task and temperature, one panel per family of
+methods (`FAMILIES`), each curve with its 95% interval as a shaded band, the verifier's quality as a
+dashed line inside its own band, and a short legend per panel.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import pandas as pd
 
-from .evaluation import CURVES
 
-__all__ = ["plot_curves", "where_each_wins_figure", "t5_figure", "gemma_figure", "latency_figure"]
+__all__ = ["FAMILIES", "FAMILY_FIGURE_SIZE", "family_figure", "where_each_wins_figure", "latency_figure"]
 
 #: Methods run once, at the first gamma of a sweep: they are drawn on every gamma's panel.
 _GAMMA_FREE = ["drafter", "verifier", "token_cascade", "seq_cascade"]
 
+#: The panels of `family_figure`: the curves of each family of methods (the verifier is the reference line).
+FAMILIES = {
+    "baselines and sequential cascades": ["Drafter", "SpecDecode", "SeqCascade [Chow]", "TokenCascade [Chow]"],
+    "deferral rules": ["SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]"],
+    "token-specific rules": ["SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"],
+    "lossy and BiLD": ["SpecDecode [Lossy]", "Lossy*", "BiLD", "BiLD*"],
+}
+#: Inches: two rows of two panels (pass it to `tl.savefig(..., size=FAMILY_FIGURE_SIZE)`).
+FAMILY_FIGURE_SIZE = (9.0, 6.5)
+#: Points drawn faintly in every other panel, so each family is read against the same two anchors.
+_ANCHORS = ["Drafter", "SpecDecode"]
 
-def plot_curves(summary: pd.DataFrame, *, x: str = "latency", task: Optional[str] = None,
-                temperature: Optional[float] = None, gamma: Optional[int] = None, ax=None,
-                quality_label: str = "quality", labels: Optional[Sequence[str]] = None):
-    """Quality against `x` (`latency` relative to the verifier, or `rejection_rate`), one line per
-    method over its alpha grid, 95% intervals as error bars, the verifier's quality dashed."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-    from .plotting import FIGURE_SIZE
+
+def _select(summary: pd.DataFrame, task, temperature, gamma) -> pd.DataFrame:
     part = summary
     if task is not None:
         part = part[part["task"] == task]
@@ -35,37 +43,75 @@ def plot_curves(summary: pd.DataFrame, *, x: str = "latency", task: Optional[str
         part = part[(part["gamma"] == gamma) | part["method"].isin(_GAMMA_FREE)]
     if part.empty:
         raise ValueError("nothing to plot for that task / temperature / gamma.")
-    if ax is None:
-        _, ax = plt.subplots(figsize=FIGURE_SIZE)
-    order = [l for l in (labels or CURVES) if l in set(part["label"])]
-    colors = dict(zip(order, sns.color_palette("tab20", len(order))))
-    markers = "os^vD<>phX*P+x1"
-    for i, label in enumerate(order):
-        curve = part[part["label"] == label].sort_values(x)
-        style = dict(color=colors[label], marker=markers[i % len(markers)], markersize=4, linewidth=1.2,
-                     label=label, capsize=2, elinewidth=0.6)
-        if label.startswith("SpecCascade [Token"):
-            style["linewidth"] = 2.0
-        ax.errorbar(curve[x], curve["quality"], yerr=curve["quality_ci"], **style)
-    reference = part.loc[part["method"] == "verifier", "quality"].mean()
-    ax.axhline(reference, color="black", linestyle="--", linewidth=1, label="verifier quality")
-    if x.startswith("latency"):
-        ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
-    ax.set_xlabel({"latency": "latency (verifier = 1)", "rejection_rate": "rejection rate",
-                   "latency_calls": "cost in calls (verifier = 1)"}.get(x, x), fontsize=8)
-    ax.set_ylabel(quality_label)
-    ax.legend(fontsize=6, ncol=2, loc="best")
-    return ax
+    return part
 
 
-def _legend_panel(fig, axes, legend_ax, fontsize: float) -> None:
-    """Move the curves' legend out of the plotting panels into `legend_ax` (an empty panel)."""
-    handles, names = axes[-1].get_legend_handles_labels()
-    for ax in axes:
-        if ax.get_legend() is not None:
-            ax.get_legend().remove()
-    legend_ax.axis("off")
-    legend_ax.legend(handles, names, loc="center", fontsize=fontsize)
+def _band(ax, curve: pd.DataFrame, x: str, color, marker: str, label: str) -> None:
+    """One curve sorted along x: line and markers, its 95% quality interval as a shaded band (a
+    single point gets an error bar: a band needs two)."""
+    curve = curve.sort_values([x, "alpha"])
+    xs, ys = curve[x].to_numpy(float), curve["quality"].to_numpy(float)
+    ci = curve["quality_ci"].fillna(0.0).to_numpy(float)
+    if len(curve) == 1:
+        ax.errorbar(xs, ys, yerr=ci, color=color, marker=marker, markersize=5, capsize=2, linewidth=0,
+                    elinewidth=0.8, label=label)
+        return
+    ax.fill_between(xs, ys - ci, ys + ci, color=color, alpha=0.13, linewidth=0)
+    ax.plot(xs, ys, color=color, marker=marker, markersize=3.5, linewidth=1.4, label=label)
+
+
+def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperature: Optional[float] = None,
+                  gamma: Optional[int] = None, x: str = "latency", x_label: Optional[str] = None,
+                  quality_label: str = "quality", title: str = "", families=None):
+    """Quality against `x` (a summary column: `latency` relative to the verifier, `rejection_rate`...)
+    for one task and temperature, one panel per family of methods (`families`, default `FAMILIES`;
+    families with no curve in the summary are left out), in rows of two. Each curve has its 95%
+    interval (`quality_ci`) as a band; the verifier's quality is a dashed line in a grey band (its own
+    interval); on a latency axis a dotted line marks the verifier's cost (1). The drafter and
+    SpecDecode are drawn faintly in every panel after the first, as anchors. Returns the figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    part = _select(summary, task, temperature, gamma)
+    present = set(part["label"])
+    panels = [(name, [l for l in labels if l in present]) for name, labels in (families or FAMILIES).items()]
+    panels = [(name, labels) for name, labels in panels if labels]
+    if not panels:
+        raise ValueError(f"none of the families' curves is in the summary (it has {sorted(present)}).")
+    verifier = part[part["method"] == "verifier"]
+    n_rows = (len(panels) + 1) // 2
+    with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=0.9):
+        fig, axes = plt.subplots(n_rows, 2 if len(panels) > 1 else 1, squeeze=False, sharex=True, sharey=True,
+                                 figsize=(FAMILY_FIGURE_SIZE[0], FAMILY_FIGURE_SIZE[1] * n_rows / 2))
+        palette = sns.color_palette("colorblind", 4)
+        for i, (ax, (name, labels)) in enumerate(zip(axes.flat, panels)):
+            if len(verifier):
+                reference = float(verifier["quality"].mean())
+                half = float(verifier["quality_ci"].fillna(0.0).mean())
+                ax.axhspan(reference - half, reference + half, color="grey", alpha=0.15, linewidth=0)
+                ax.axhline(reference, color="black", linestyle="--", linewidth=1, label="verifier (95% band)")
+            if x.startswith("latency"):
+                ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+            for anchor in (_ANCHORS if i else []):
+                if anchor in present and anchor not in labels:
+                    point = part[part["label"] == anchor]
+                    ax.scatter(point[x], point["quality"], color="grey", alpha=0.5, s=14, marker="s", zorder=1)
+                    for _, row in point.iterrows():
+                        ax.annotate(anchor, (row[x], row["quality"]), fontsize=6, color="grey",
+                                    xytext=(3, 3), textcoords="offset points")
+            for j, label in enumerate(labels):
+                _band(ax, part[part["label"] == label], x, palette[j % len(palette)], "os^D"[j % 4], label)
+            ax.set_title(name, fontsize=9)
+            ax.legend(fontsize=6.5, loc="best", frameon=True, framealpha=0.8, handlelength=1.5)
+        for k, ax in enumerate(axes.flat[len(panels):], start=len(panels)):
+            ax.axis("off")   # an odd panel count: the panel above the empty one shows the x ticks
+            axes.flat[k - axes.shape[1]].xaxis.set_tick_params(labelbottom=True)
+        for ax in axes[-1]:
+            ax.set_xlabel(x_label or {"latency": "latency (verifier = 1)", "rejection_rate": "rejection rate"}.get(x, x))
+        for ax in axes[:, 0]:
+            ax.set_ylabel(quality_label)
+        if title:
+            fig.suptitle(title, fontsize=10)
+    return fig
 
 
 def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence BLEU (mean, T = 0)"):
@@ -75,32 +121,6 @@ def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence
     wins[["Drafter", "Verifier"]].plot.bar(ax=ax, rot=0)
     ax.set_ylabel(quality_label)
     ax.set_title("Where each model wins: per group of held-out sentences")
-    return fig
-
-
-def t5_figure(summary: pd.DataFrame, *, task: str, temperature: float, gamma: int, quality_label: str):
-    """Notebook 06's figure for one task and temperature: quality against measured latency, against
-    cost in calls and against rejection rate (three panels), and a fourth panel for the legend."""
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 4, gridspec_kw={"width_ratios": [3, 3, 3, 2]})
-    for ax, x in zip(axes, ["latency", "latency_calls", "rejection_rate"]):
-        plot_curves(summary, x=x, task=task, temperature=temperature, gamma=gamma, ax=ax, quality_label=quality_label)
-    _legend_panel(fig, axes[:3], axes[-1], fontsize=5)
-    fig.suptitle(f"{task}, T = {temperature:g}, gamma = {gamma}")
-    return fig
-
-
-def gemma_figure(summary: pd.DataFrame, *, tasks: Sequence, temperature: float, labels: Sequence[str]):
-    """Notebook 07's figure for one temperature: quality against rejection rate, one panel per task
-    (`tasks`: `evaluation.Task`s, titled by name, the metric on the y axis), the legend in a last panel."""
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(tasks) + 1, squeeze=False)
-    for ax, task in zip(axes[0], tasks):
-        plot_curves(summary, x="rejection_rate", task=task.name, temperature=temperature, ax=ax,
-                    quality_label=task.metric_name, labels=labels)
-        ax.set_title(task.name, fontsize=9)
-    _legend_panel(fig, axes[0][:-1], axes[0][-1], fontsize=6)
-    fig.suptitle(f"quality against rejection rate, gamma = 1, T = {temperature:g}")
     return fig
 
 
