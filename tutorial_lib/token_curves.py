@@ -28,7 +28,7 @@ import torch
 from scipy import stats as scipy_stats
 
 from . import token_analysis as ta
-from .shared_prefix import PAD, SharedPrefix, common_prefix_length, forward_rows
+from .shared_prefix import common_prefix_length
 
 __all__ = ["Item", "TokenAnalysis", "offline_items", "reference_text", "encode_item", "analyse",
            "greedy_references", "summarise", "RESULTS_DIR"]
@@ -268,38 +268,15 @@ def analyse(pair, items: Sequence[Item], *, temperature: float = 1.0, grid: Opti
     return result
 
 
-def _greedy_batch(prefix: SharedPrefix, rows: List[List[int]], limit: int, stops: set) -> List[List[int]]:
-    """Greedy answers of `prefix.lm` to `rows` in lockstep: one forward pass per step for the batch."""
-    cache, mask, logits = prefix.batch(rows, keep=1)                          # logits (b, 1, V)
-    b = len(rows)
-    answers: List[List[int]] = [[] for _ in range(b)]
-    active = torch.ones(b, dtype=torch.bool)
-    while True:
-        tokens = logits[:, -1].argmax(-1)                                     # (b,)
-        for r in active.nonzero().flatten().tolist():
-            answers[r].append(int(tokens[r]))
-            if int(tokens[r]) in stops or len(answers[r]) >= limit:
-                active[r] = False
-        if not bool(active.any()):
-            return answers
-        # a finished row is fed a masked pad: the other rows never see it
-        feed = torch.where(active, tokens, torch.full_like(tokens, PAD))[:, None]   # (b, 1)
-        mask = torch.cat([mask, active.long()[:, None]], 1)
-        tic = time.perf_counter()
-        logits = forward_rows(prefix.lm, cache, feed, mask)
-        prefix.time_s += time.perf_counter() - tic
-
-
 def greedy_references(pair, items: Sequence[Item], *, max_new_tokens: Union[int, Dict[str, int]] = 64,
                       chat: Optional[bool] = None, cache: Union[bool, str, Path] = True,
                       batch_size: int = 16, progress: bool = True) -> List[Item]:
     """The items again, each with the verifier's own greedy answer as its reference (token ids, the end
-    token included when it is reached). A task's shared prefix runs once; its items are decoded
-    `batch_size` at a time in lockstep (one forward pass per step for the batch: a CPU reads the
-    weights once for all rows). Batched and single passes differ by float rounding, so an answer can
+    token included when it is reached), decoded by `batch.generate_batch` (the verifier alone,
+    `T = 0`): a task's shared prefix runs once and its items go `batch_size` at a time in lockstep
+    (one forward pass per step for the batch: a CPU reads the weights once for all rows). Batched and single passes differ by float rounding, so an answer can
     differ from one-at-a-time decoding where two tokens nearly tie. The answers are cached on disk
     like `analyse`'s results. `max_new_tokens`: one limit, or one per task name."""
-    from tqdm.auto import tqdm
     verifier = pair.verifier
     if chat is None:
         chat = getattr(verifier.tokenizer, "chat_template", None) is not None
@@ -320,18 +297,15 @@ def greedy_references(pair, items: Sequence[Item], *, max_new_tokens: Union[int,
         if path.exists():
             answers = json.loads(path.read_text())
             return [Item(item.id, item.task, item.prompt, answers[item.id]) for item in items]
-    eos = verifier.eos_token_id
-    stops = set(eos if isinstance(eos, (list, tuple)) else [eos]) if eos is not None else set()
+    from .batch import generate_batch
     answers = {}
     for task in dict.fromkeys(item.task for item in items):
         members = [item for item in items if item.task == task]
-        rows = [prompts[item.id] for item in members]
-        prefix = SharedPrefix(verifier, rows[0][:common_prefix_length(rows)])
-        for start in tqdm(range(0, len(members), batch_size), desc=f"{task}: greedy answers",
-                          disable=not progress):
-            chunk = members[start:start + batch_size]
-            for item, answer in zip(chunk, _greedy_batch(prefix, [prompts[i.id] for i in chunk], limits[task], stops)):
-                answers[item.id] = answer
+        # greedy verifier decoding, batched in lockstep over the task's shared prefix (`batch`)
+        outputs = generate_batch(pair.drafter, verifier, [prompts[item.id] for item in members], method="verifier",
+                                 temperature=0.0, max_new_tokens=limits[task], batch_size=batch_size,
+                                 progress=progress)
+        answers.update((item.id, out.tokens) for item, out in zip(members, outputs))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(answers))
