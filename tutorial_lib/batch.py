@@ -293,21 +293,27 @@ def _decode_chunk(chunk: _Chunk, lms: Dict[str, LanguageModel], verifier: Langua
     b = len(ids)
     prefill_s = sum(chunk.time_s.get(which, 0.0) for which in lms)  # only the models this method used
     wall = (prefill_s + time.perf_counter() - start) / b
-    out = []
-    for r in range(b):
-        n = len(rows.tokens[r])
-        out.append(Generation(
-            tokens=rows.tokens[r], text=verifier.decode(rows.tokens[r]), prompt_tokens=ids[r], method=method,
-            rule=rule, alpha=alpha, gamma=1, temperature=temperature,
-            n_verifier_calls=n if "verifier" in lms else 0, n_drafter_calls=n if "drafter" in lms else 0,
-            wall_time_s=wall, drafter_time_s=time_s.get("drafter", 0.0) / b,
-            verifier_time_s=time_s.get("verifier", 0.0) / b, stopped_at_eos=rows.stopped_at_eos[r],
-            trace=rows.trace[r], feed_log=feed_log[r], **rows.counts[r],
-            # the calls `generate` makes for this row alone: the prefill here plus the first step (the
-            # prompt's last token) are its one prefill of the whole prompt, then n - 1 one-token calls
-            **{f"{which}_{name}": value if which in lms else empty for which in ("drafter", "verifier")
-               for name, value, empty in (("calls_by_k", [n - 1] if n > 1 else [], []), ("prefills", 1, 0))}))
-    return out
+    used = tuple(lms)
+    return [_row_generation(rows, r, ids[r], verifier, method=method, rule=rule, alpha=alpha, temperature=temperature,
+                            used=used, wall_s=wall, time_s={w: time_s.get(w, 0.0) / b for w in used},
+                            feed_log=feed_log[r])
+            for r in range(b)]
+
+
+def _row_generation(rows: _Rows, r: int, prompt: List[int], verifier: LanguageModel, *, method, rule, alpha,
+                    temperature, used, wall_s: float, time_s: Dict[str, float], feed_log) -> Generation:
+    """Row `r`'s `Generation`, with the calls `generate` makes for that prompt alone: the prefill plus
+    the first step (the prompt's last token) are its one prefill of the whole prompt, then n - 1
+    one-token calls of each model in `used`. Times are the row's share of its batch's."""
+    n = len(rows.tokens[r])
+    return Generation(
+        tokens=rows.tokens[r], text=verifier.decode(rows.tokens[r]), prompt_tokens=prompt, method=method,
+        rule=rule, alpha=alpha, gamma=1, temperature=temperature,
+        n_verifier_calls=n if "verifier" in used else 0, n_drafter_calls=n if "drafter" in used else 0,
+        wall_time_s=wall_s, drafter_time_s=time_s.get("drafter", 0.0), verifier_time_s=time_s.get("verifier", 0.0),
+        stopped_at_eos=rows.stopped_at_eos[r], trace=rows.trace[r], feed_log=feed_log, **rows.counts[r],
+        **{f"{which}_{name}": value if which in used else empty for which in ("drafter", "verifier")
+           for name, value, empty in (("calls_by_k", [n - 1] if n > 1 else [], []), ("prefills", 1, 0))})
 
 
 def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", rule: Optional[str] = "spec",

@@ -35,8 +35,9 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from . import targets
-from .batch import (BATCH_METHODS, BatchPrefill, _check_prefill, _check_seeds, _Chunk, _forward, _load_models,
-                    _plain_step, _prefill, _prompt_ids, _Rows, _speculative_step)
+from .batch import (BATCH_METHODS, BatchPrefill, _check_batch_size, _check_prefill, _check_seeds, _Chunk, _forward,
+                    _load_models, _plain_step, _prefill, _prompt_ids, _row_generation, _Rows, _speculative_step)
+from .checks import check_whole_number
 from .engine import Generation
 from .options import check_generate_options, stop_tokens
 
@@ -148,24 +149,12 @@ def _decode_chunk(chunk: _Chunk, lms, verifier, prompt_ids, seeds, settings, max
                 held[which] = keep
             slot_rows = new_rows
     wall = (sum(chunk.time_s.get(w, 0.0) for w in lms) + time.perf_counter() - start) / (n * C)
-    out = []
-    for c, s in enumerate(settings):
-        method = s["method"]
-        used = ("drafter", "verifier") if method == "speculative" else (method,)
-        gens = []
-        for i in range(n):
-            r, k = c * n + i, len(rows.tokens[c * n + i])
-            gens.append(Generation(
-                tokens=rows.tokens[r], text=verifier.decode(rows.tokens[r]), prompt_tokens=ids[i], method=method,
-                rule=s["rule"], alpha=s["alpha"], gamma=1, temperature=s["temperature"],
-                n_verifier_calls=k if "verifier" in used else 0, n_drafter_calls=k if "drafter" in used else 0,
-                # the batch's cost split evenly among its rows, as in generate_batch
-                wall_time_s=wall, drafter_time_s=time_s.get("drafter", 0.0) / (n * C),
-                verifier_time_s=time_s.get("verifier", 0.0) / (n * C), stopped_at_eos=rows.stopped_at_eos[r],
-                trace=rows.trace[r], feed_log=_feed_log(ids[i], rows.tokens[r], used), **rows.counts[r],
-                **{f"{which}_{name}": value if which in used else empty for which in ("drafter", "verifier")
-                   for name, value, empty in (("calls_by_k", [k - 1] if k > 1 else [], []), ("prefills", 1, 0))}))
-        out.append(gens)
+    # the batch's cost split evenly among its rows, as in generate_batch
+    shares = {w: time_s.get(w, 0.0) / (n * C) for w in lms}
+    out = [[_row_generation(rows, c * n + i, ids[i], verifier, method=s["method"], rule=s["rule"], alpha=s["alpha"],
+                            temperature=s["temperature"], used=uses[c], wall_s=wall, time_s=shares,
+                            feed_log=_feed_log(ids[i], rows.tokens[c * n + i], uses[c]))
+            for i in range(n)] for c, s in enumerate(settings)]
     return out, needed, computed
 
 
@@ -190,15 +179,12 @@ def generate_configs(drafter, verifier, prompts, configurations: Sequence[dict],
     """
     settings = _settings(configurations)
     drafter, verifier = _load_models(drafter, verifier, shared_vocabulary)
-    from .checks import check_whole_number
     max_new_tokens = check_whole_number(max_new_tokens, "max_new_tokens", 1, "each row emits at least one token")
     prompt_ids = _prompt_ids(verifier, prompts)
     seeds = _check_seeds(seeds, len(prompt_ids))
     eos = stop_tokens(eos_token_id, verifier)
-    which = tuple(w for w in ("drafter", "verifier")
-                  if any(s["method"] in ("speculative", w) for s in settings))
+    which = tuple(w for w in ("drafter", "verifier") if any(w in _USES[s["method"]] for s in settings))
     if prefill is None:
-        from .batch import _check_batch_size
         prefill = _prefill(drafter, verifier, prompt_ids, which, _check_batch_size(batch_size), progress)
     else:
         _check_prefill(prefill, drafter, verifier, prompt_ids, which, batch_size)
