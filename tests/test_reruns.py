@@ -103,6 +103,31 @@ def test_the_committed_runs_reload_without_their_models():
         reruns.saved_pair("gemma-offline", reruns.gemma_profile("offline", n_items=3))
 
 
+def test_the_committed_offline_all_run_is_complete_and_priced():
+    # issue 13: every item of the three offline sets, every configuration, and its latency runs and
+    # calibration, so notebook 07 redraws at its default without the models
+    from tutorial_lib import pricing
+    settings = reruns.gemma_profile("offline-all")
+    pair = reruns.saved_pair("gemma-offline-all", settings)
+    tasks = reruns.gemma_tasks(settings)
+    assert [len(t.examples) for t in tasks] == [53, 60, 49]
+    configs = reruns.gemma_configs(settings)
+    rows = ev.run_sweep(pair, tasks, configs, name="gemma-offline-all", runner="batch",
+                        extra_config=reruns.run_config(settings), progress=False)
+    assert len(rows) == len(configs) * 162 == 5022
+    sizes = rows.groupby(["task", "config"]).size()
+    items = {t.name: len(t.examples) for t in tasks}
+    assert len(sizes) == 3 * len(configs) and all(n == items[task] for (task, _), n in sizes.items())
+    calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
+    priced = pricing.price_rows(rows, calibration)
+    assert priced[pricing.LATENCY_COLUMN].gt(0).all()
+    latency = ev.run_sweep(pair, [t.head(settings["latency_items"]) for t in tasks], reruns.latency_configs(settings),
+                           name="gemma-offline-all-latency", runner="single", extra_config=reruns.run_config(settings),
+                           progress=False)
+    assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
+    assert pricing.model_error(pricing.price_rows(latency, calibration))["n_items"].eq(settings["latency_items"]).all()
+
+
 def test_describe_pair_and_task_table_with_loaded_models():
     pair = tl.models.ModelPair(tl.models.tiny_random_t5(0), tl.models.tiny_random_t5(1))
     described = reruns.describe_pair(pair)

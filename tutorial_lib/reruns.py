@@ -7,8 +7,8 @@ $\gamma = 1$). Each has a few profiles, chosen by the notebook's `profile` param
 | profile | models | tasks |
 |---|---|---|
 | `hub` | the paper's families from the Hugging Face hub | the real datasets through `datasets.load_dataset` |
-| `offline` (default) | models that run here without a network | task sets the package makes or ships |
-| `offline-all` (Gemma) | as `offline` | every item of the offline sets, room to answer |
+| `offline` (T5's default) | models that run here without a network | task sets the package makes or ships |
+| `offline-all` (Gemma's default) | as `offline` | every item of the offline sets, room to answer |
 | `full` (T5) | as `offline` | more examples, the whole grid |
 | `smoke` | the cheapest models | a few examples (`make test`) |
 
@@ -279,7 +279,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
 }
 
 
-def gemma_profile(name: str = "offline", **overrides) -> dict:
+def gemma_profile(name: str = "offline-all", **overrides) -> dict:
     """The settings of one Gemma profile; keyword arguments that are not None replace settings."""
     return _profile(GEMMA_PROFILES, name, overrides)
 
