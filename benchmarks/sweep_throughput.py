@@ -8,7 +8,7 @@ items one prefill after the task's shared few-shot prefix, then every configurat
 (`config_batch.generate_configs`: rows whose histories are equal share their forward passes,
 finished rows leave the batch).
 
-Workload: the `offline-all` profile's configurations (both temperatures) on the first `--items`
+Workload: the profile's configurations (`--profile`, default `offline-all`) on the first `--items`
 items of the task(s), every row's seed as in a sweep. A baseline round over all of them would take
 most of an hour, so in round $r$ "before" decodes the configurations $r, r + S, r + 2S, \dots$
 (`--before-share` $S \ge R$, default the number of rounds $R$: then over the rounds every
