@@ -363,7 +363,6 @@ claims_table[["claim", "task", "temperature", "measurement", "estimate", "low", 
 # leaks in. So it makes more verifier calls per answer even though its rejection rate is lower.
 
 # %%
-metrics = {# %%
 metrics = {
     "profile": settings["profile"], "n_rows": len(rows), "n_configs": len(configs), "sweep_path": sweep_path,
     "sweep_seconds": sweep_seconds, "load_seconds": load_seconds, "latency_seconds": latency_seconds,
