@@ -355,8 +355,8 @@ claims_table[["claim", "task", "temperature", "measurement", "estimate", "low", 
 # beats the large model" on facts at $T = 0$: Token-V2's best point there is the verifier's own
 # answers, an exact tie. The point estimates lean the paper's way: Token-V2 reaches the verifier's
 # arithmetic quality at rejection rate 0.06 against SpecDecode [Lossy]'s 0.09, and OPT's advantage
-# over Chow/Diff is 0.05 smaller than in the T5 run on every task. Resolving them would take a few
-# hundred to about 1,300 items per task (`n_needed`).
+# over Chow/Diff is 0.05 smaller than in the T5 run on every task. Where the measured spread gives a
+# size, resolving them would take about 200 to 1,300 items per task (`n_needed`).
 #
 # The answer-length table holds the finding a cost per token hides. At $T = 0$ on arithmetic,
 # Token-V2 answers in 118-142 tokens against the verifier's 92, because the drafter's longer style
