@@ -57,6 +57,8 @@ __all__ = ["BATCH_METHODS", "BatchPrefill", "prefill_batch", "generate_batch"]
 
 #: The methods `generate_batch` runs; the others need per-row control flow, see `engine.generate`.
 BATCH_METHODS = ("speculative", "drafter", "verifier")
+#: The models each batched method calls.
+_USES = {"speculative": ("drafter", "verifier"), "drafter": ("drafter",), "verifier": ("verifier",)}
 _NAN = float("nan")
 
 
@@ -258,7 +260,6 @@ def _decode_chunk(chunk: _Chunk, lms: Dict[str, LanguageModel], verifier: Langua
     caches = {which: copy.deepcopy(chunk.caches[which]) for which in lms}
     mask = chunk.mask                                                            # (b, M + steps so far)
     time_s = {which: chunk.time_s.get(which, 0.0) for which in lms}
-    feed_log = [{which: list(enumerate(p[:-1])) for which in lms} for p in ids]
     live = list(range(len(ids)))             # the rows still running, in the caches' batch order
     with targets.trusted_inputs():  # every law below comes from `probabilities`
         while live:
@@ -269,10 +270,6 @@ def _decode_chunk(chunk: _Chunk, lms: Dict[str, LanguageModel], verifier: Langua
                 tic = time.perf_counter()
                 logits[which] = _forward(lm, caches[which], feed.unsqueeze(1), mask)  # (k, V)
                 time_s[which] += time.perf_counter() - tic
-            for k, r in enumerate(live):
-                position = len(ids[r]) + len(rows.tokens[r]) - 1
-                for which in lms:
-                    feed_log[r][which].append((position, int(feed[k])))
             if method == "speculative":
                 _speculative_step(rows, logits, live, rule, alpha, beta, temperature)
             else:
@@ -296,8 +293,15 @@ def _decode_chunk(chunk: _Chunk, lms: Dict[str, LanguageModel], verifier: Langua
     used = tuple(lms)
     return [_row_generation(rows, r, ids[r], verifier, method=method, rule=rule, alpha=alpha, temperature=temperature,
                             used=used, wall_s=wall, time_s={w: time_s.get(w, 0.0) / b for w in used},
-                            feed_log=feed_log[r])
+                            feed_log=_feed_log(ids[r], rows.tokens[r], used))
             for r in range(b)]
+
+
+def _feed_log(prompt: List[int], tokens: List[int], used) -> Dict[str, list]:
+    """What each model in `used` was fed, `(position, token)`: the prompt (its last token in the first
+    step), then every emitted token but the last, which ends the row unfed."""
+    fed = list(enumerate(prompt)) + [(len(prompt) + j, t) for j, t in enumerate(tokens[:-1])]
+    return {which: list(fed) for which in used}
 
 
 def _row_generation(rows: _Rows, r: int, prompt: List[int], verifier: LanguageModel, *, method, rule, alpha,
@@ -357,7 +361,7 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
     prompt_ids = _prompt_ids(verifier, prompts)
     seeds = _check_seeds(seeds, len(prompt_ids))
     eos = stop_tokens(eos_token_id, verifier)
-    which = ("drafter", "verifier") if method == "speculative" else (method,)
+    which = _USES[method]
     if prefill is None:
         prefill = _prefill(drafter, verifier, prompt_ids, which, batch_size, progress)
     else:

@@ -35,8 +35,9 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from . import targets
-from .batch import (BATCH_METHODS, BatchPrefill, _check_batch_size, _check_prefill, _check_seeds, _Chunk, _forward,
-                    _load_models, _plain_step, _prefill, _prompt_ids, _row_generation, _Rows, _speculative_step)
+from .batch import (BATCH_METHODS, BatchPrefill, _check_batch_size, _check_prefill, _check_seeds, _Chunk, _feed_log,
+                    _forward, _load_models, _plain_step, _prefill, _prompt_ids, _row_generation, _Rows,
+                    _speculative_step, _USES)
 from .checks import check_whole_number
 from .engine import Generation
 from .options import check_generate_options, stop_tokens
@@ -77,9 +78,6 @@ def _settings(configurations: Sequence[dict]) -> List[dict]:
         out.append(dict(method=method, rule=o.rule, alpha=o.alpha, beta=given.get("beta", 1.0),
                         temperature=o.temperature))
     return out
-
-
-_USES = {"speculative": ("drafter", "verifier"), "drafter": ("drafter",), "verifier": ("verifier",)}
 
 
 def _decode_chunk(chunk: _Chunk, lms, verifier, prompt_ids, seeds, settings, max_new_tokens, eos, bar):
@@ -156,13 +154,6 @@ def _decode_chunk(chunk: _Chunk, lms, verifier, prompt_ids, seeds, settings, max
                             feed_log=_feed_log(ids[i], rows.tokens[c * n + i], uses[c]))
             for i in range(n)] for c, s in enumerate(settings)]
     return out, needed, computed
-
-
-def _feed_log(prompt: List[int], tokens: List[int], used) -> Dict[str, list]:
-    """What each model was fed, `(position, token)`, as `generate_batch` records it: the prompt, then
-    every emitted token but the last."""
-    fed = list(enumerate(prompt)) + [(len(prompt) + j, t) for j, t in enumerate(tokens[:-1])]
-    return {which: list(fed) for which in used}
 
 
 def generate_configs(drafter, verifier, prompts, configurations: Sequence[dict], *, max_new_tokens: int = 64,

@@ -429,7 +429,6 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                 new_rows += 1
                 bar.update(1)
     else:
-        from .batch import prefill_batch
         from .config_batch import generate_configs
         for config in configs:
             if config.gamma != 1 or config.method not in ("drafter", "verifier", "speculative"):
@@ -459,8 +458,8 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                 for config in pending:
                     o = config.engine_options()
                     options.append({k: o[k] for k in ("method", "rule", "alpha", "beta", "temperature") if k in o})
+                # prefilled there, for the models the pending configurations call
                 shared = generate_configs(drafter, verifier, prompts, options, seeds=seeds,
-                                          prefill=prefill_batch(drafter, verifier, prompts),
                                           max_new_tokens=task.max_new_tokens, eos_token_id=eos_token_id)
                 rows = [_row(task, e, config, g, s) for config, generations in zip(pending, shared.generations)
                         for e, g, s in zip(chunk, generations, seeds) if (task.name, config.key, e.id) not in done]
