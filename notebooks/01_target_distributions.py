@@ -194,18 +194,13 @@ with pd.option_context("display.float_format", "{:.3f}".format, "display.width",
     display(tokens_per_call)
 
 # %%
-def plain(readouts):
-    """The read-outs without the distributions, for the metrics file."""
-    return {k: v for k, v in readouts.items() if k not in ("q", "p", "pi")}
-
-
 _, every_rule_numbers = views.targets.every_rule_view(every_rule_example, lenience, temperature, examples=examples)
 tl.notebook.save_metrics("01_target_distributions", {
     "parameters": {"example": example, "rule": rule, "alpha": alpha, "temperature": temperature, "gamma": gamma,
                    "every_rule_example": every_rule_example, "lenience": lenience, "real_pair": real_pair},
     "examples": {name: {"tv_distance": float(tl.tv_distance(e.p, e.q)), "max_q": float(e.q.max()),
                         "max_p": float(e.p.max())} for name, e in examples.items()},
-    "view": plain(readouts),
+    "view": {k: v for k, v in readouts.items() if k not in ("q", "p", "pi")},  # the read-outs without the distributions
     "every_rule": every_rule_numbers,
     "rejection_table": rejection.to_dict(orient="index"),
     "tokens_per_call_table": tokens_per_call.to_dict(orient="index"),

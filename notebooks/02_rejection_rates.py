@@ -127,7 +127,7 @@ print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
 # %% [markdown]
 # ## Lemma 3 by simulation
 # For every example and each $r$ in `r_values`, `n_draws` drafts $x \sim q$ go through
-# `tl.targets.verify_draft` (Algorithm 4's accept/reject step) with the target
+# `tl.verification.verify_draft` (Algorithm 4's accept/reject step) with the target
 # $\pi = (1 - r)\,q + r\,p$, and the fraction rejected is compared with $r\,D_{TV}(p, q)$. What to look
 # at: on the left every point sits on the diagonal; on the right the differences are a few thousandths,
 # inside their error bars of $\pm 2$ standard errors. At $r = 0$ nothing is ever rejected ($\pi = q$),

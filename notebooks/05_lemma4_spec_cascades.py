@@ -185,7 +185,7 @@ checked_alpha = {label: curve["alpha"][round(0.65 * (len(curve["alpha"]) - 1))]
 check = tl.toycheck.engine_check(world, tl.tradeoff.TRADEOFF_METHODS, checked_alpha, gamma=gamma, temperature=temperature,
                                  n=n_engine, seed=seed)
 print(pd.DataFrame({label: {f"z {k}": v for k, v in r["z"].items()} for label, r in check.items()}).T.round(2).to_string())
-print("saved", views.widgets.save(tl.toycheck.engine_check_figure(check, tradeoff["curves"]), "lemma4_engine_check"))
+print("saved", views.widgets.save(tl.views.toy.engine_check_figure(check, tradeoff["curves"]), "lemma4_engine_check"))
 metrics["engine_check"] = {"n": n_engine, "results": check,
                            "max_abs_z": max(abs(z) for r in check.values() for z in r["z"].values() if z == z)}
 print(f"largest |z| over every method and metric: {metrics['engine_check']['max_abs_z']:.2f}")

@@ -91,7 +91,7 @@ pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 # ## The models
 #
 # In the offline profile both models are `T5ForConditionalGeneration` networks trained on the
-# synthetic task by `tl.synthetic_mt.train_t5_pair`, called below: it trains the pair once (a few
+# synthetic task by `tl.synthetic_t5.train_t5_pair`, called below: it trains the pair once (a few
 # minutes; seconds for the smoke profile's "tiny" budget) and caches the checkpoints under
 # `tl.model_files.cache_dir()`, so later runs only load them. Loading never trains. The drafter is
 # the small one.
@@ -108,7 +108,7 @@ if redraw_only:
 else:
     budget = tl.reruns.t5_training_budget(settings)   # None for the hub's pretrained T5s
     if budget is not None:
-        tl.synthetic_mt.train_t5_pair(budget=budget)
+        tl.synthetic_t5.train_t5_pair(budget=budget)
     pair = tl.reruns.load_t5_pair(settings)
 load_seconds = time.perf_counter() - start
 print(f"trained where missing and loaded in {load_seconds:.0f} s")

@@ -82,24 +82,14 @@ from IPython.display import HTML, display
 import tutorial_lib as tl
 from tutorial_lib import token_analysis as ta
 from tutorial_lib import token_curves as tc
+from tutorial_lib.stats import token_report as report
 from tutorial_lib.views import token_analysis as view
 
 torch.set_num_threads(2)
-PROFILES = {
-    "qwen": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", n_items=None, greedy_items=16),
-    "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_items=2, greedy_items=1),
-}
-if profile not in PROFILES:
-    raise ValueError(f"profile={profile!r}: choose one of {', '.join(PROFILES)}")
-settings = dict(PROFILES[profile], **({"n_items": n_items} if n_items is not None else {}))
-GREEDY_LIMITS = {"code": 64, "arithmetic": 64, "facts": 16}
+settings = report.token_profile(profile, n_items)
 
 start = time.perf_counter()
-if ":layers=" in settings["drafter"]:
-    verifier = tl.load_model(settings["verifier"], dtype="float32")
-    pair = tl.models.ModelPair(tl.reruns.layer_skip_drafter(verifier, 16), verifier)
-else:
-    pair = tl.load_pair(settings["drafter"], settings["verifier"], dtype="float32")
+pair = report.load_profile_pair(settings)
 print(f"pair: {pair.drafter.name} -> {pair.verifier.name}, vocabulary {pair.verifier.vocab_size}, "
       f"loaded in {time.perf_counter() - start:.1f} s")
 
@@ -173,29 +163,12 @@ fig = view.gap_figure({task: summaries[task] for task in tasks} | {"all": summar
 tl.savefig(fig, "token_analysis_gaps")
 
 # %%
-def ranking(summary, loss="expected_01"):
-    """Curves ordered by their area above the envelope (smallest first)."""
-    areas = {c: float(v["area"]["mean"][0]) for c, v in summary[loss]["curves"].items()}
-    return sorted(areas, key=areas.get)
-
-
-def below_envelope(summary, loss="expected_01"):
-    """Grid points of each curve that lie below the envelope (possible only for non-mixtures)."""
-    R, column = summary["rejection_axis"], ta.STATS.index(loss)
-    env = summary[loss]["envelope"]["mean"]
-    counts = {}
-    for j, (curve, _) in enumerate(summary["points"]):
-        if summary["mean"][j, column] < np.interp(summary["mean"][j, 0], R, env) - 1e-12:
-            counts[curve] = counts.get(curve, 0) + 1
-    return counts
-
-
 for name, summary in summaries.items():
-    print(f"{name:>10}: closest to the envelope first: {', '.join(ranking(summary))}")
+    print(f"{name:>10}: closest to the envelope first: {', '.join(report.ranking(summary))}")
 for name, summary in summaries.items():
-    print(f"{name:>10}: grid points below the deferral envelope: {below_envelope(summary) or 'none'}")
+    print(f"{name:>10}: grid points below the deferral envelope: {report.below_envelope(summary) or 'none'}")
 for loss in ("greedy_01", "log_loss"):
-    print(f"ranking by {loss}: {', '.join(ranking(summaries['all'], loss))}")
+    print(f"ranking by {loss}: {', '.join(report.ranking(summaries['all'], loss))}")
 
 # %% [markdown]
 # ## One answer, token by token
@@ -220,7 +193,7 @@ display(HTML(view.token_html(result, first, "token_v2", 0.0, color_by="rejection
 # task (cached on disk like the results) and run the same analysis.
 
 # %%
-greedy_items = tc.greedy_references(pair, tc.offline_items(n=settings["greedy_items"]), max_new_tokens=GREEDY_LIMITS,
+greedy_items = tc.greedy_references(pair, tc.offline_items(n=settings["greedy_items"]), max_new_tokens=report.GREEDY_LIMITS,
                                     cache=cache)
 greedy_result = tc.analyse(pair, greedy_items, grid=grid, temperature=temperature, cache=cache)
 greedy_summary = tc.summarise(greedy_result, None, losses=("expected_01", "greedy_01"), rates=rates,
@@ -231,8 +204,8 @@ display(pd.DataFrame(tc.table_rows(greedy_summary)).set_index("curve"))
 i_d, i_v = grid.points.index(("drafter", 0.0)), grid.points.index(("verifier", 0.0))
 for name, s in (("gold", summaries["all"]), ("verifier greedy", greedy_summary)):
     print(f"{name:>16}: drafter 1 - q(y) {s['mean'][i_d, 2]:.3f}, verifier 1 - p(y) {s['mean'][i_v, 2]:.3f}, "
-          f"SpecDecode rejection {s['mean'][i_v, 0]:.3f}; closest to the envelope: {', '.join(ranking(s)[:3])}; "
-          f"points below it: {below_envelope(s) or 'none'}")
+          f"SpecDecode rejection {s['mean'][i_v, 0]:.3f}; closest to the envelope: {', '.join(report.ranking(s)[:3])}; "
+          f"points below it: {report.below_envelope(s) or 'none'}")
 
 # %% [markdown]
 # **What changes.** With its own greedy answer as the reference, the verifier is right at every
@@ -263,24 +236,8 @@ world = toy_pair.drafter.world
 toy_items = [tc.Item(f"toy-{i}", "toy", [0], r) for i, r in enumerate(world.sample(toy_sequences, seed=1))]
 toy_grid = ta.default_grid(5)
 toy = tc.analyse(toy_pair, toy_items, grid=toy_grid, cache=False, progress=False)
-n = toy.counts.astype(float)
-rows, z_scores = [], []
-for j, (curve, alpha) in enumerate(toy_grid.points):
-    rule, beta = ta.curve_rule(curve)
-    if rule == "lossy" and alpha >= 1:
-        continue
-    exact = world.evaluate(rule, alpha, beta=beta, prefixes="truth")
-    for column, value in (("rejection", exact.rejection_rate), ("expected_01", exact.zero_one_loss),
-                          ("log_loss", exact.log_loss), ("deferral", exact.deferral_rate)):
-        s = toy.sums[:, j, ta.STATS.index(column)]
-        if np.isnan(value):
-            continue
-        mean = s.sum() / n.sum()
-        se = np.std(s - mean * n, ddof=1) * np.sqrt(len(n)) / n.sum()
-        z = (mean - value) / se if se > 0 else 0.0
-        z_scores.append(z)
-        rows.append({"curve": curve, "alpha": alpha, "statistic": column, "exact": value, "module": mean, "z": z})
-toy_table = pd.DataFrame(rows)
+toy_table = report.toy_world_check(world, toy)
+z_scores = toy_table["z"].to_numpy()
 print(f"{len(z_scores)} numbers; largest |z| = {np.max(np.abs(z_scores)):.2f}; "
       f"share with |z| > 2: {np.mean(np.abs(z_scores) > 2):.3f}")
 verifier_z = toy_table.query("curve == 'verifier' and statistic == 'expected_01'")["z"].iloc[0]
@@ -300,9 +257,9 @@ tl.notebook.save_metrics("08_real_pair_token_analysis", {
     "at_rates": {c: {k: np.asarray(v["at_rates"][k]).tolist() for k in ("mean", "low", "high")}
                  for c, v in pooled["expected_01"]["curves"].items()},
     "oracle_at_rates": {k: np.asarray(pooled["expected_01"]["oracle_at_rates"][k]).tolist() for k in ("mean", "low", "high")},
-    "ranking": {name: ranking(s) for name, s in summaries.items()},
-    "below_envelope": below_envelope(pooled),
-    "greedy_reference": {"items": len(greedy_items), "ranking": ranking(greedy_summary),
+    "ranking": {name: report.ranking(s) for name, s in summaries.items()},
+    "below_envelope": report.below_envelope(pooled),
+    "greedy_reference": {"items": len(greedy_items), "ranking": report.ranking(greedy_summary),
                          "verifier_greedy_loss": float(greedy_summary["mean"][i_v, 3]),
                          "drafter_expected_01": float(greedy_summary["mean"][i_d, 2])},
     "toy_max_abs_z": float(np.max(np.abs(z_scores))), "toy_numbers": len(z_scores),

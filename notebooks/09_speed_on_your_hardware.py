@@ -66,8 +66,8 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib import speed_runs
-from tutorial_lib.calibration import calibrate
-from tutorial_lib.gamma_policy import AutoGamma
+from tutorial_lib.decoding.engine import calibrate
+from tutorial_lib.decoding.gamma_policy import AutoGamma
 from tutorial_lib.views import speed as speed_view
 from tutorial_lib.views.widgets import live_view
 
@@ -182,7 +182,7 @@ live_view(speed_view.what_if_view, {"acceptance": acceptance_slider, "cost_ratio
           describe=speed_view.describe_what_if, calibration=calibration)
 
 # %%
-what_if = speed_view.what_if(0.8, 0.1, calibration)
+what_if = tl.speed_runs.what_if(0.8, 0.1, calibration)
 tl.views.widgets.save(speed_view.what_if_figure(0.8, 0.1, calibration), "speed_what_if")
 print(speed_view.describe_what_if(what_if))
 metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best_speedup_here", "best_gamma_textbook",

@@ -19,7 +19,7 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def world():
-    from tutorial_lib.toyworld import ToyWorld
+    from tutorial_lib.toy.toyworld import ToyWorld
     return ToyWorld()
 
 

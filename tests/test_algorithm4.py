@@ -29,7 +29,7 @@ def test_output_law_chi_square(rule, alpha, beta):
     n = 20_000
     g = torch.Generator().manual_seed(1234)
     draft = tl.targets.sample(q.expand(n, -1), g)
-    tokens, accepted = tl.targets.verify_draft(pi.expand(n, -1), q.expand(n, -1), draft, g)
+    tokens, accepted = tl.verification.verify_draft(pi.expand(n, -1), q.expand(n, -1), draft, g)
     observed = torch.bincount(tokens, minlength=len(q)).double()
     assert observed[law == 0].sum() == 0
     keep = law > 0
@@ -77,7 +77,7 @@ def _block(n_rows, seed=0):
 
 
 def test_verify_block_accepts_each_draft_with_its_probability_and_draws_the_residual_and_bonus():
-    from tutorial_lib.verification import verify_block
+    from tutorial_lib.maths.verification import verify_block
     n = 20_000
     pi, qs, drafts, g = _block(n)
     verdict = verify_block(pi, qs, drafts, g, bonus=p.expand(n, -1))
@@ -102,7 +102,7 @@ def test_verify_block_accepts_each_draft_with_its_probability_and_draws_the_resi
 
 
 def test_verify_block_rows_with_their_own_generators_equal_their_single_runs():
-    from tutorial_lib.verification import verify_block
+    from tutorial_lib.maths.verification import verify_block
     pi, qs, drafts, _ = _block(6, seed=3)
     together = verify_block(pi, qs, drafts, [torch.Generator().manual_seed(i) for i in range(6)],
                             bonus=p.expand(6, -1))
@@ -113,7 +113,7 @@ def test_verify_block_rows_with_their_own_generators_equal_their_single_runs():
 
 
 def test_verify_block_stops_a_row_at_a_stop_token():
-    from tutorial_lib.verification import verify_block
+    from tutorial_lib.maths.verification import verify_block
     pi = q.expand(2, 3, -1)                          # pi = q: every draft is accepted
     drafts = torch.tensor([[2, 1, 4], [2, 3, 4]])
     verdict = verify_block(pi, pi, drafts, torch.Generator().manual_seed(0), bonus=p.expand(2, -1), stop_tokens={1})

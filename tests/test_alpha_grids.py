@@ -10,7 +10,7 @@ import tutorial_lib as tl
 from tutorial_lib import alpha_grids as ag
 from tutorial_lib import evaluation as ev
 from tutorial_lib import models, targets
-from tutorial_lib.engine import generate
+from tutorial_lib.decoding.engine import generate
 
 ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "results" / "token-analysis-4368c63a9810"
 

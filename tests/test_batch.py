@@ -9,8 +9,8 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib import models, targets
-from tutorial_lib.batch import generate_batch, prefill_batch
-from tutorial_lib.engine import generate
+from tutorial_lib.decoding.batch import generate_batch, prefill_batch
+from tutorial_lib.decoding.engine import generate
 
 from test_engine_distribution import chi_square_p_value
 

@@ -3,7 +3,8 @@ import pytest
 
 import tutorial_lib as tl
 from tutorial_lib import latency, models
-from tutorial_lib.calibration import CALL_KINDS, Calibration, calibrate
+from tutorial_lib.decoding.calibration import CALL_KINDS, Calibration
+from tutorial_lib.decoding.engine import calibrate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -84,4 +85,4 @@ def test_a_pair_of_different_vocabularies_is_refused():
 
 
 def test_calibration_is_exported():
-    assert tl.calibration.calibrate is calibrate
+    assert tl.calibrate is calibrate and tl.calibration.Calibration is Calibration

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from tutorial_lib import claims, rows_file
-from tutorial_lib.analysis import NOT_REACHED
-from tutorial_lib.curve_bootstrap import CurveBootstrap, curve_table
-from tutorial_lib.paired import item_scores
+from tutorial_lib.stats.analysis import NOT_REACHED
+from tutorial_lib.stats.curve_bootstrap import CurveBootstrap, curve_table
+from tutorial_lib.stats.paired import item_scores
 
 N = 40
 RNG = np.random.default_rng(0)

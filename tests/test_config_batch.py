@@ -3,8 +3,8 @@
 import pytest
 
 from tutorial_lib import models
-from tutorial_lib.batch import generate_batch, prefill_batch
-from tutorial_lib.config_batch import generate_configs
+from tutorial_lib.decoding.batch import generate_batch, prefill_batch
+from tutorial_lib.decoding.config_batch import generate_configs
 
 from test_batch import PROMPTS, RULES, assert_same_run
 

@@ -6,7 +6,7 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib import models, targets
-from tutorial_lib.engine import generate, generate_many
+from tutorial_lib.decoding.engine import generate, generate_many
 
 PROMPTS = ([3, 5, 7, 2, 1], [4, 4, 9, 1], [12, 3, 8, 15, 6, 1])
 

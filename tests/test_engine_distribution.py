@@ -16,7 +16,7 @@ from scipy import stats
 
 import tutorial_lib as tl
 from tutorial_lib import models, targets
-from tutorial_lib.engine import generate
+from tutorial_lib.decoding.engine import generate
 
 N_RUNS = 5000
 RULES = {"spec": 0.0, "lossy": 0.4, "chow": 0.6, "opt": 0.5, "token_v3": 0.5}

@@ -11,8 +11,8 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib import models
-from tutorial_lib.batch import generate_batch
-from tutorial_lib.engine import generate
+from tutorial_lib.decoding.batch import generate_batch
+from tutorial_lib.decoding.engine import generate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tutorial_lib import models
-from tutorial_lib.engine import generate
+from tutorial_lib.decoding.engine import generate
 
 from test_model_files import use_shared_model_cache
 
@@ -66,5 +66,5 @@ def test_a_pair_with_different_tokenizers_is_refused(smollm2_pair):
 
 
 def tl_model_dir():
-    from tutorial_lib.model_files import offline_model_dir
+    from tutorial_lib.models.files import offline_model_dir
     return offline_model_dir("smollm2-135m", progress=False)

@@ -1,8 +1,8 @@
 """gamma="auto": the policy's decisions on fake calibrations, and exactness through the engine."""
 import pytest
 
-from tutorial_lib.calibration import Calibration
-from tutorial_lib.gamma_policy import AutoGamma
+from tutorial_lib.decoding.calibration import Calibration
+from tutorial_lib.decoding.gamma_policy import AutoGamma
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread costs more than it gives
 
@@ -107,7 +107,7 @@ import torch  # noqa: E402
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib import models  # noqa: E402
-from tutorial_lib.gamma_policy import calibration_for  # noqa: E402
+from tutorial_lib.decoding.gamma_policy import calibration_for  # noqa: E402
 
 from test_engine_distribution import chi_square_p_value  # noqa: E402
 
@@ -197,7 +197,7 @@ def test_gamma_auto_calibrates_the_pair_once():
     pair = models.ModelPair(models.perturbed(models.tiny_random_llama(2), 0.3, seed=1), models.tiny_random_llama(2))
     g = tl.generate(*pair, PROMPTS[1], method="speculative", gamma="auto", max_new_tokens=8, eos_token_id=())
     assert g.gamma == "auto" and len(g.gammas) >= 1
-    assert calibration_for(*pair) is calibration_for(*pair)
+    assert calibration_for(*pair, decode=tl.generate) is calibration_for(*pair, decode=tl.generate)
 
 
 @pytest.mark.parametrize("options,match", [

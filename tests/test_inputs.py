@@ -9,7 +9,7 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib import checks, models
-from tutorial_lib.batch import generate_batch
+from tutorial_lib.decoding.batch import generate_batch
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -168,4 +168,4 @@ def test_shared_checks_accept_and_refuse_alike():
     with pytest.raises(ValueError, match="loss='hinge' is unknown"):
         checks.check_loss("hinge")
     with pytest.raises(ValueError, match="rule='nope' is unknown"):
-        checks.check_rule("nope")
+        tl.targets.check_rule("nope")

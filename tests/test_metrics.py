@@ -1,4 +1,4 @@
-"""The quality metrics of tutorial_lib.metrics on hand-made cases."""
+"""The quality metrics of tutorial_lib.tasks.metrics on hand-made cases."""
 import pytest
 
 from tutorial_lib import metrics as m

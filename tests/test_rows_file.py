@@ -5,7 +5,7 @@ import warnings
 import pytest
 
 from tutorial_lib import rows_file
-from tutorial_lib.rows_file import RowsFileError, append_rows, corrupt_path, read_rows, set_aside_bad_lines
+from tutorial_lib.sweeps.rows_file import RowsFileError, append_rows, corrupt_path, read_rows, set_aside_bad_lines
 
 
 def _row(i):

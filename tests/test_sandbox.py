@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import tutorial_lib.sandbox as sandbox
-from tutorial_lib.judge import decode_value, plan_test, setup_constants
-from tutorial_lib.sandbox import SandboxResult, SandboxUnavailableError, run_python
+import tutorial_lib.tasks.sandbox as sandbox
+from tutorial_lib.tasks.judge import decode_value, plan_test, setup_constants
+from tutorial_lib.tasks.sandbox import SandboxResult, SandboxUnavailableError, run_python
 
 FAST = dict(timeout_s=3.0, cpu_s=1.0, memory_mb=256)
 needs_bwrap = pytest.mark.skipif(

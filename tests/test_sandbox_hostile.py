@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import tutorial_lib.sandbox as sandbox
-from tutorial_lib.metrics import METRICS
+import tutorial_lib.tasks.sandbox as sandbox
+from tutorial_lib.tasks.metrics import METRICS
 
 pytestmark = pytest.mark.skipif(
     not sandbox.sandbox_available(),
@@ -393,7 +393,7 @@ def _descendants(pid: int) -> set:
 
 
 def test_killing_the_sweep_mid_run_leaves_no_sandbox_and_no_folder(tmp_path):
-    script = ("import tutorial_lib.sandbox as s\n"
+    script = ("import tutorial_lib.tasks.sandbox as s\n"
               "s.run_python('import time\\ntime.sleep(60)\\n', ['assert True'], timeout_s=60, cpu_s=60)\n")
     sweep = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)})
     try:

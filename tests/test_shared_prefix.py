@@ -4,9 +4,9 @@ import torch
 
 from tutorial_lib import models
 from tutorial_lib import token_curves as tc
-from tutorial_lib.batch import generate_batch, prefill_batch
-from tutorial_lib.engine import generate
-from tutorial_lib.shared_prefix import SharedPrefix, common_prefix_length
+from tutorial_lib.decoding.batch import generate_batch, prefill_batch
+from tutorial_lib.decoding.engine import generate
+from tutorial_lib.decoding.shared_prefix import SharedPrefix, common_prefix_length
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,4 +1,4 @@
-"""tutorial_lib.synthetic_mt: the toy translation task, its tokenizer, the built-in flaw and the T5 pair.
+"""tutorial_lib.toy.synthetic_mt: the toy translation task, its tokenizer, the built-in flaw and the T5 pair.
 
 The models are trained with the "tiny" budget (seconds, no quality): these tests check the plumbing
 (caching, loading through `load_pair`, every engine method), not BLEU.
@@ -9,7 +9,8 @@ import pytest
 
 import tutorial_lib as tl
 from tutorial_lib import synthetic_mt as mt
-from tutorial_lib.synthetic_mt import CONTEXTS, FLAWED_CONTEXT, TranslationGrammar
+from tutorial_lib.models import synthetic_t5
+from tutorial_lib.toy.synthetic_mt import CONTEXTS, FLAWED_CONTEXT, TranslationGrammar
 
 from test_model_files import use_shared_model_cache
 
@@ -126,23 +127,23 @@ def test_per_context_quality_scores_the_references_perfectly(grammar, test_examp
 @pytest.fixture(scope="module")
 def tiny_pair():
     use_shared_model_cache()
-    paths = mt.train_t5_pair(budget="tiny", progress=False)
-    assert paths["drafter"] != paths["verifier"] != mt.model_dir("verifier", "default")
+    paths = synthetic_t5.train_t5_pair(budget="tiny", progress=False)
+    assert paths["drafter"] != paths["verifier"] != synthetic_t5.model_dir("verifier", "default")
     return tl.load_pair("synthetic-t5-drafter:tiny", "synthetic-t5-verifier:tiny")
 
 
 def test_cached_models_are_not_retrained(tiny_pair):
-    paths = mt.train_t5_pair(budget="tiny", progress=False)
+    paths = synthetic_t5.train_t5_pair(budget="tiny", progress=False)
     stamps = {role: (path / mt.TRAINING_RECORD).stat().st_mtime_ns for role, path in paths.items()}
-    assert mt.train_t5_pair(budget="tiny", progress=False) == paths
+    assert synthetic_t5.train_t5_pair(budget="tiny", progress=False) == paths
     assert {role: (path / mt.TRAINING_RECORD).stat().st_mtime_ns for role, path in paths.items()} == stamps
     drafter, verifier = tiny_pair
     assert drafter.is_encoder_decoder and verifier.is_encoder_decoder
     assert drafter.model.num_parameters() < verifier.model.num_parameters()
     with pytest.raises(ValueError, match="budget"):
-        mt.train_t5_pair(budget="huge")
+        synthetic_t5.train_t5_pair(budget="huge")
     with pytest.raises(ValueError, match="role"):
-        mt.model_dir("teacher", "tiny")
+        synthetic_t5.model_dir("teacher", "tiny")
 
 
 def test_loading_an_untrained_pair_says_which_call_trains_it_and_never_trains(tmp_path, monkeypatch):
@@ -156,14 +157,14 @@ def test_loading_an_untrained_pair_says_which_call_trains_it_and_never_trains(tm
 def test_loading_after_the_explicit_training_call_keeps_the_alias_name(tiny_pair):
     drafter, verifier = tiny_pair
     assert (drafter.name, verifier.name) == ("synthetic-t5-drafter:tiny", "synthetic-t5-verifier:tiny")
-    again = mt.load_trained_t5("drafter", "tiny")
+    again = synthetic_t5.load_trained_t5("drafter", "tiny")
     assert sum(p.numel() for p in again.model.parameters()) == sum(p.numel() for p in drafter.model.parameters())
 
 
 def test_each_budget_role_and_cache_has_its_own_folder(tmp_path):
-    folders = {mt.model_dir(role, budget) for role in mt.ROLES for budget in mt.BUDGETS}
-    assert len(folders) == len(mt.ROLES) * len(mt.BUDGETS)
-    assert mt.model_dir("drafter", "tiny", cache=tmp_path).parent == tmp_path / "models"
+    folders = {synthetic_t5.model_dir(role, budget) for role in mt.ROLES for budget in synthetic_t5.BUDGETS}
+    assert len(folders) == len(mt.ROLES) * len(synthetic_t5.BUDGETS)
+    assert synthetic_t5.model_dir("drafter", "tiny", cache=tmp_path).parent == tmp_path / "models"
 
 
 CALLS = [dict(method="drafter"), dict(method="verifier")] + \

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tutorial_lib import arithmetic_problems, hub_tasks, metrics, task_prompts, tasksets
-from tutorial_lib.sandbox import run_python
+from tutorial_lib.tasks.sandbox import run_python
 
 # --------------------------------------------------------------------------------------------------
 # Offline sets

@@ -1,4 +1,4 @@
-"""Exact token-level analysis (tutorial_lib.token_analysis / token_curves): agreement with `targets` on
+"""Exact token-level analysis (tutorial_lib.maths.token_analysis / token_curves): agreement with `targets` on
 the same rows, the curves' ends, the oracle envelope, the toy world's exact expectations, chunking,
 and clear errors."""
 import itertools
@@ -11,6 +11,7 @@ import torch
 import tutorial_lib as tl
 from tutorial_lib import token_analysis as ta
 from tutorial_lib import token_curves as tc
+from tutorial_lib.stats import token_report as report
 from tutorial_lib.models import ModelPair, tiny_random_llama
 
 
@@ -103,24 +104,10 @@ def test_toy_world_numbers_match_exact_expectations(toy_analysis):
     """References drawn from the toy world's P: the means are the exact teacher-forced expectations of
     `ToyWorld.evaluate(prefixes="truth")` within sampling error (5 standard errors, ratio estimator)."""
     world, result = toy_analysis
-    n = result.counts.astype(float)
-    checked = 0
-    for j, (curve, alpha) in enumerate(result.grid.points):
-        rule, beta = ta.curve_rule(curve)
-        if rule == "lossy" and alpha >= 1:
-            continue
-        exact = world.evaluate(rule, alpha, beta=beta, prefixes="truth")
-        for column, value in (("rejection", exact.rejection_rate), ("deferral", exact.deferral_rate),
-                              ("expected_01", exact.zero_one_loss), ("log_loss", exact.log_loss)):
-            s = result.sums[:, j, ta.STATS.index(column)]
-            if math.isnan(value):
-                assert np.isnan(s).all()
-                continue
-            mean = s.sum() / n.sum()
-            se = np.std(s - mean * n, ddof=1) * math.sqrt(len(n)) / n.sum()
-            assert abs(mean - value) <= 5 * se + 1e-9, (curve, alpha, column, mean, value, se)
-            checked += 1
-    assert checked > 100
+    table = report.toy_world_check(world, result)     # the function notebook 08 shows
+    assert len(table) > 100
+    too_far = table[(table["module"] - table["exact"]).abs() > 5 * table["se"] + 1e-9]
+    assert too_far.empty, too_far
 
 
 def test_envelope_below_every_deferral_rule_on_the_toy_world(toy_analysis):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib.toyworld import BOS, EOS, ToyWorld
+from tutorial_lib.toy.toyworld import BOS, EOS, ToyWorld
 
 METRICS = ("zero_one_loss", "log_loss", "deferral_rate", "rejection_rate", "mean_length")
 

@@ -1,9 +1,10 @@
 """Notebook 09's views: the numbers they draw come from the block-cost model; the slider callback is a plain function."""
 import plotly.graph_objects as go
 import pytest
+import tutorial_lib as tl
 
 from tutorial_lib import latency
-from tutorial_lib.calibration import Calibration
+from tutorial_lib.decoding.calibration import Calibration
 from tutorial_lib.views import speed
 
 CPU_LIKE = Calibration.synthetic(0.02, lambda k: 0.1 * (1 + 0.6 * (k - 1)), max_k=8)
@@ -27,7 +28,7 @@ def test_block_cost_panels_show_the_model_and_the_textbook():
 def test_what_if_callback():
     fig, numbers = speed.what_if_view(0.8, 0.1, calibration=CPU_LIKE)
     assert isinstance(fig, go.Figure)
-    hypothetical = speed.scaled_calibration(CPU_LIKE, 0.1)
+    hypothetical = tl.speed_runs.scaled_calibration(CPU_LIKE, 0.1)
     assert numbers["best_gamma_here"] == hypothetical.best_gamma(0.8)
     assert numbers["best_gamma_textbook"] == hypothetical.textbook().best_gamma(0.8)
     assert numbers["speedup_textbook"][3] == pytest.approx(latency.textbook_speedup(0.8, 3, 0.1))

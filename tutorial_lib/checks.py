@@ -7,7 +7,7 @@ message everywhere:
   floats (`3`, `np.int64(3)`, `3.0`) are accepted; `True`, `2.5`, `"3"` are not;
 - real numbers (`check_real`): ints, floats and numpy scalars, never strings or booleans;
 - the sampling temperature $T$ (`check_temperature`): $T = 0$ (greedy) or a finite $T > 0$;
-- names from a fixed list (`check_choice`, `check_rule`, `check_loss`), random seeds
+- names from a fixed list (`check_choice`, `check_loss`; `targets.check_rule` checks a rule), random seeds
   (`check_seed`) and devices (`check_device`).
 
 Each raises `TypeError` for a value of the wrong kind and `ValueError` for one out of range.
@@ -20,7 +20,7 @@ import operator
 from typing import Optional, Sequence
 
 __all__ = ["LOSSES", "check_whole_number", "check_gamma", "check_real", "check_temperature",
-           "check_choice", "check_rule", "check_loss", "check_seed", "check_device"]
+           "check_choice", "check_loss", "check_seed", "check_device"]
 
 #: The losses of the lemmas: 0-1 loss and log loss.
 LOSSES = ("zero_one", "log")
@@ -87,12 +87,6 @@ def check_choice(value, choices: Sequence[str], name: str) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name}={value!r} is unknown; choose one of {', '.join(choices)}.")
     return value
-
-
-def check_rule(rule) -> str:
-    """A rule of `targets.RULES` (the target functions of the paper)."""
-    from .targets import RULES
-    return check_choice(rule, RULES, "rule")
 
 
 def check_loss(loss) -> str:

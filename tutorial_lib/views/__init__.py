@@ -1,8 +1,14 @@
-"""The views of the lesson notebooks: plotly figures, their matplotlib twins, and ipywidgets wiring.
+"""Everything that draws: plotly figures, their matplotlib twins, and ipywidgets wiring.
 
-Views only draw and wire widgets; every number they show comes from a maths module (`rejection`,
-`latency`, `deferral_risks`, `lossy`, `tradeoff`) or the example data (`examples`). Importing this
-package imports plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on first use).
+The only wing that imports matplotlib, seaborn, plotly or ipywidgets (tests/test_structure.py checks it).
+Views only draw and wire widgets; every number they show comes from another wing (`lessons`, `maths`,
+`decoding.speed_runs`, `stats`) or the example data (`toy.examples`). Importing this package imports
+plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on first use).
+
+- `figures` - `savefig` (where figures go: `$TUTORIAL_LIB_FIGURES` or the checkout's `figures/`), the figure
+  size, and the lessons' static distribution and trade-off figures.
+- `reruns`  - the figures of the T5 and Gemma-style reruns (curves with bands, tables drawn).
+- `toy`     - the engine on the toy world against the exact curves (notebook 05).
 
 - `widgets` - the shared helper: `Trace` / `Panel` drawn `to_plotly` or `to_matplotlib`, `live_view`,
   `interactive`, `link_alpha_slider`, label style, rule labels, `number` for titles.
@@ -15,6 +21,6 @@ package imports plotly and ipywidgets; `import tutorial_lib` does not (it loads 
 - `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
   and one answer token by token shaded by a rule's deferral or rejection probability.
 """
-from . import lemmas, speed, targets, token_analysis, widgets
+from . import figures, lemmas, reruns, speed, targets, token_analysis, toy, widgets
 
-__all__ = ["lemmas", "speed", "targets", "token_analysis", "widgets"]
+__all__ = ["figures", "lemmas", "reruns", "speed", "targets", "token_analysis", "toy", "widgets"]

@@ -13,10 +13,10 @@ from typing import List, Optional, Sequence, Tuple
 import plotly.graph_objects as go
 import seaborn as sns
 
-from .. import deferral_risks as dr
-from .. import lossy, tradeoff
-from ..examples import context_name, default_world
-from ..toyworld import ToyWorld
+from ..lessons import deferral_risks as dr
+from ..lessons import lossy, tradeoff
+from ..toy.examples import context_name, default_world
+from ..toy.toyworld import ToyWorld
 from .widgets import Panel, Trace, number, to_matplotlib, to_plotly, wrap
 
 __all__ = [

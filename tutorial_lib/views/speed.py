@@ -11,18 +11,14 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .. import latency
-from ..calibration import Calibration
+from ..decoding.calibration import Calibration
+from ..decoding.speed_runs import gamma_range, what_if
 from .widgets import COLORS, Panel, Trace, number, to_matplotlib, to_plotly, wrap
 
 __all__ = ["block_cost_panels", "block_cost_figure", "block_cost_view", "what_if", "what_if_panels",
-           "what_if_view", "what_if_figure", "describe_what_if", "scaled_calibration"]
+           "what_if_view", "what_if_figure", "describe_what_if"]
 
 HERE, TEXTBOOK, MEASURED, AUTO = "this machine (block-cost model)", "textbook (t_p(k) = t_p(1))", "measured", "gamma='auto'"
-
-
-def _gammas(calibration: Calibration, max_gamma: Optional[int]) -> List[int]:
-    return list(range(0, (calibration.max_k - 1 if max_gamma is None else max_gamma) + 1))
 
 
 def block_cost_panels(calibration: Calibration, acceptance: float, *,
@@ -41,7 +37,7 @@ def block_cost_panels(calibration: Calibration, acceptance: float, *,
                    Trace(TEXTBOOK, ks, [1.0] * len(ks), dash=True, color=COLORS[2])],
                   xlabel="k, tokens scored in one verifier call", ylabel="time relative to scoring 1 token",
                   title=f"Scoring k tokens (drafter step: c = {number(c)})", hlines=[(c, "drafter step t_q / t_p(1)")])
-    gammas = _gammas(calibration, max_gamma)
+    gammas = gamma_range(calibration, max_gamma)
     flat = calibration.textbook()
     traces = [Trace(HERE, gammas, [calibration.speedup(g, acceptance) for g in gammas], kind="curve", color=COLORS[1]),
               Trace(TEXTBOOK, gammas, [flat.speedup(g, acceptance) for g in gammas], kind="curve", dash=True,
@@ -74,44 +70,7 @@ def _title(calibration: Calibration) -> str:
             f"({calibration.device}, {dtypes}, {calibration.threads} threads)")
 
 
-# ---- the sliders: another acceptance, another drafter ---------------------------------------
-
-def scaled_calibration(calibration: Calibration, cost_ratio: float) -> Calibration:
-    """The same verifier costs with a drafter step of `cost_ratio` x t_p(1) (overheads folded in)."""
-    ks = range(1, calibration.max_k + 1)
-    t_p = [calibration.t_p(k) for k in ks]
-    return Calibration.synthetic(cost_ratio * t_p[0], t_p, note=f"c = {cost_ratio}")
-
-
-def what_if(acceptance: float, cost_ratio: float, calibration: Calibration, *, max_gamma: Optional[int] = None,
-            grid: int = 41) -> Dict:
-    """Numbers of the slider view: speed-up against gamma here and in the textbook at (a, c); the
-    break-even acceptance against c for gamma* (here and textbook); the best gamma and its speed-up."""
-    a = float(acceptance)
-    latency.expected_tokens_per_call(a, 1)                      # checks a
-    latency.textbook_speedup(a, 1, cost_ratio)                  # checks c
-    here = scaled_calibration(calibration, float(cost_ratio))
-    flat = here.textbook()
-    gammas = _gammas(calibration, max_gamma)
-    best_here, best_flat = here.best_gamma(a, gammas[-1]), flat.best_gamma(a, gammas[-1])
-    cs = [i * 1.0 / (grid - 1) for i in range(grid)]
-
-    def threshold(cal: Calibration) -> List[Optional[float]]:
-        # the least acceptance at which some gamma >= 1 beats the verifier alone
-        out = []
-        for c in cs:
-            scaled = scaled_calibration(cal, c)
-            found = [latency.break_even_acceptance(g, scaled.t_q(), scaled.t_p) for g in gammas[1:]]
-            found = [f for f in found if f is not None]
-            out.append(min(found) if found else None)
-        return out
-
-    return dict(acceptance=a, cost_ratio=float(cost_ratio), gammas=gammas,
-                speedup_here=[here.speedup(g, a) for g in gammas], speedup_textbook=[flat.speedup(g, a) for g in gammas],
-                best_gamma_here=best_here, best_speedup_here=here.speedup(best_here, a),
-                best_gamma_textbook=best_flat, best_speedup_textbook=flat.speedup(best_flat, a),
-                cost_ratios=cs, break_even_here=threshold(calibration), break_even_textbook=threshold(calibration.textbook()))
-
+# ---- the sliders: another acceptance, another drafter (numbers: `speed_runs.what_if`) ----------
 
 def what_if_panels(numbers: Dict) -> List[Panel]:
     a, c, gammas = numbers["acceptance"], numbers["cost_ratio"], numbers["gammas"]

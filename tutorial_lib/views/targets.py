@@ -18,10 +18,11 @@ import seaborn as sns
 import torch
 from plotly.subplots import make_subplots
 
-from .. import rejection, targets
+from ..lessons import rejection
+from ..maths import targets
 from ..checks import check_temperature
-from ..examples import Example, single_example, toy_examples
-from ..plotting import FIGURE_SIZE, plot_distributions
+from ..toy.examples import Example, single_example, toy_examples
+from .figures import FIGURE_SIZE, plot_distributions
 from .widgets import COLORS, RULE_LABELS, number
 
 __all__ = [
@@ -293,7 +294,7 @@ def lemma3_figure(rows: Sequence[dict]):
     fig.update_xaxes(title_text="r · D_TV(p, q)")
     fig.update_yaxes(title_text="rejection rate", row=1, col=1)
     draws = sorted({row["n"] for row in rows})
-    fig.update_layout(height=430, title=f"Lemma 3 by simulation: targets.verify_draft on "
+    fig.update_layout(height=430, title=f"Lemma 3 by simulation: verification.verify_draft on "
                                         f"{', '.join(map(str, draws))} drafts per point")
     return fig
 
@@ -317,6 +318,6 @@ def plot_lemma3(rows: Sequence[dict]):
     for ax in (left, right):
         ax.title.set_fontsize(9)
     draws = sorted({row["n"] for row in rows})
-    fig.suptitle(f"Lemma 3 by simulation: targets.verify_draft on {', '.join(map(str, draws))} drafts per point",
+    fig.suptitle(f"Lemma 3 by simulation: verification.verify_draft on {', '.join(map(str, draws))} drafts per point",
                  fontsize=10)
     return fig

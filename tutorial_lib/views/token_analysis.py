@@ -13,7 +13,7 @@ import ipywidgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .. import token_analysis as ta
+from ..maths import token_analysis as ta
 from .widgets import COLORS, LABEL_STYLE, RULE_LABELS
 
 __all__ = ["LABELS", "curves_figure", "gap_figure", "token_html", "token_view", "nearest_alpha"]

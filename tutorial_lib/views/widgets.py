@@ -21,8 +21,8 @@ import seaborn as sns
 from matplotlib.ticker import NullLocator
 from plotly.subplots import make_subplots
 
-from ..plotting import FIGURE_SIZE, savefig
-from ..rejection import alpha_at, alpha_span
+from .figures import FIGURE_SIZE, savefig
+from ..lessons.rejection import alpha_at, alpha_span
 
 __all__ = [
     "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "number", "wrap", "Trace", "Panel", "to_plotly",

@@ -1,0 +1,172 @@
+"""The package's architecture, checked: wings import only downward, no circles, no private reaches,
+only `views/` draws, notebooks hold no definitions, modules and folders stay small, and a light import."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tutorial_lib
+
+ROOT = Path(tutorial_lib.__file__).resolve().parent
+REPO = ROOT.parent
+#: A wing may import from a wing of lower rank (and from itself); `checks` and `paths` are the floor.
+RANK = {"": 0, "maths": 1, "toy": 2, "models": 3, "decoding": 4, "tasks": 4, "lessons": 5, "sweeps": 5, "stats": 6,
+        "views": 7}
+DRAWING = ("matplotlib", "seaborn", "plotly", "ipywidgets")
+HEAVY = ("matplotlib", "pandas", "scipy", "transformers", "plotly", "ipywidgets")
+
+
+def _modules():
+    """{dotted name under tutorial_lib: path}; a package is named by its folder."""
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _wing(module: str) -> str:
+    head = module.split(".")[0]
+    return head if head in RANK else ""
+
+
+def _imports(module: str, path: Path):
+    """(target module, imported names, line) of every tutorial_lib import in `module`, at any depth."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    package = [p for p in package if p]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            elif node.module and node.module.split(".")[0] == "tutorial_lib":
+                target = node.module.partition(".")[2]
+            else:
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}" if target else alias.name
+                if sub in MODULES:               # a module imported from its package
+                    yield sub, [], node.lineno
+                else:
+                    yield target, [alias.name], node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "tutorial_lib":
+                    yield alias.name.partition(".")[2], [], node.lineno
+
+
+def _third_party(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((a.name.split(".")[0], node.lineno) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module.split(".")[0], node.lineno
+
+
+def test_wings_import_only_downward():
+    upward = []
+    for module, path in MODULES.items():
+        if module == "":
+            continue
+        for target, _, line in _imports(module, path):
+            source_wing, target_wing = _wing(module), _wing(target)
+            if target == "" or (source_wing != target_wing and RANK[target_wing] >= RANK[source_wing]):
+                upward.append(f"{path.relative_to(REPO)}:{line} imports tutorial_lib.{target}")
+    assert not upward, "imports that go up or sideways between wings:\n" + "\n".join(upward)
+
+
+def test_no_import_circle():
+    graph = {m: {t for t, _, _ in _imports(m, p) if t in MODULES and t != m} for m, p in MODULES.items()}
+    state, stack, circles = {}, [], []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                circles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module)
+    assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_no_private_name_imported_from_another_module():
+    reaches = [f"{path.relative_to(REPO)}:{line} imports {name} from tutorial_lib.{target}"
+               for module, path in MODULES.items() for target, names, line in _imports(module, path)
+               for name in names if name.startswith("_") and not name.startswith("__") and target != module]
+    assert not reaches, "\n".join(reaches)
+
+
+def test_only_views_import_a_plotting_library():
+    outside = [f"{path.relative_to(REPO)}:{line} imports {lib}" for module, path in MODULES.items()
+               if _wing(module) != "views" for lib, line in _third_party(path) if lib in DRAWING]
+    assert not outside, "\n".join(outside)
+
+
+def test_modules_and_folders_stay_small():
+    long = [f"{p.relative_to(REPO)}: {n} lines" for p in MODULES.values()
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600]
+    assert not long, "modules over 600 lines:\n" + "\n".join(long)
+    crowded = [f"{folder.relative_to(REPO)}: {n} modules" for folder in [ROOT, *ROOT.iterdir()] if folder.is_dir()
+               if (n := len([p for p in folder.glob("*.py") if p.name != "__init__.py"])) > 12]
+    assert not crowded, "folders with more than 12 modules:\n" + "\n".join(crowded)
+
+
+def test_every_wing_has_an_index_page():
+    for wing in tutorial_lib.WINGS:
+        init = ROOT / wing / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        modules = sorted(p.stem for p in (ROOT / wing).glob("*.py") if p.name != "__init__.py")
+        missing = [m for m in modules if f"`{m}`" not in doc]
+        assert not missing, f"tutorial_lib/{wing}/__init__.py's docstring does not list {missing}"
+
+
+@pytest.mark.parametrize("notebook", sorted((REPO / "notebooks").glob("*.py")), ids=lambda p: p.name)
+def test_notebooks_define_no_function_or_class(notebook):
+    tree = ast.parse(notebook.read_text(encoding="utf-8"))
+    defined = [f"line {n.lineno}: {n.name}" for n in ast.walk(tree)
+               if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    assert not defined, f"{notebook.name} defines {defined}: define it in the library and call it"
+
+
+def test_the_package_imports_light():
+    """`import tutorial_lib` loads no wing and none of the heavy libraries, and leaves matplotlib's backend alone."""
+    code = ("import sys, tutorial_lib as tl; "
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules)); "
+            "print(','.join(m for m in sys.modules if m.startswith('tutorial_lib.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"MPLBACKEND": "", "PATH": "/usr/bin:/bin"}).stdout.splitlines()
+    assert out == ["", ""], f"loaded by `import tutorial_lib`: {out}"
+
+
+def test_old_flat_paths_resolve_to_the_new_modules():
+    """`import tutorial_lib.engine` (earlier versions' flat paths) gives the module at its new home, with a
+    DeprecationWarning naming it; `tl.engine` gives the same module."""
+    code = """
+import importlib, sys, warnings
+import tutorial_lib as tl
+for old, new in tl.MOVED.items():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module("tutorial_lib." + old)
+    assert module is sys.modules["tutorial_lib." + new], (old, module)
+    assert getattr(tl, old) is module, old
+    assert any(f"tutorial_lib.{old} moved to tutorial_lib.{new}" in str(w.message) for w in caught), old
+print(len(tl.MOVED))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == len(tutorial_lib.MOVED) > 40

@@ -1,0 +1,248 @@
+r"""Measured speed-ups of the engine, beside what the block-cost model predicts for them.
+
+`measure_speed` runs plain verifier decoding and speculative decoding at several gamma (and
+`gamma="auto"`, and any other timed method, such as transformers' assisted generation) on every
+prompt, in a shuffled order per prompt and round, so that a machine slowing down slows every method
+alike. `summarise_speed` divides each run's time by the verifier-only time of the same prompt and
+round and reports, per method, the median speed-up with its quartiles over (prompt, round) pairs,
+the pooled acceptance $a$ (accepted / judged drafts), tokens per verifier call, and the speed-up the
+block-cost model predicts from a `calibration.Calibration` at that $a$:
+
+$$\hat S(\gamma) = \frac{P_p + n\, t_p(1)}{P_p + P_q + n\, \tau(\gamma)}, \qquad
+  \tau(\gamma) = \bigl(\gamma t_q + t_p(\gamma + 1)\bigr)\frac{1 - a}{1 - a^{\gamma+1}},$$
+
+with $n$ the tokens emitted and $P_q$, $P_p$ the prompt's prefill calls (the calibration's prefill
+time scaled to the prompt's length). "measured / expected" near 1 says the model explains the times.
+
+The profiles (`SPEED_PROFILES`) are the settings of notebook 09 (`speed_profile`, `load_speed_pair`).
+"""
+from __future__ import annotations
+
+import random
+import statistics
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+import pandas as pd
+
+from ..maths import latency
+from .calibration import Calibration
+
+__all__ = ["PROMPTS", "SPEED_PROFILES", "speed_profile", "load_speed_pair", "engine_method", "measure_speed",
+           "summarise_speed", "expected_run_time", "gamma_range", "scaled_calibration", "what_if"]
+
+PROMPTS = {
+    "code: reverse words": "Write a Python function that reverses the order of the words in a sentence, "
+                           "with a docstring and two doctest examples.",
+    "code: binary search": "Implement binary search over a sorted list in Python and explain its running time.",
+    "maths: train": "A train travels 180 km in 2 hours and then 120 km in 1.5 hours. What is its average "
+                    "speed over the whole trip? Show your working.",
+    "explain: caching": "Explain to a new programmer what a cache is and why it makes programs faster.",
+}
+
+#: A drafter named `perturbed:<noise>` is the verifier with Gaussian noise on its weights (`models.perturbed`):
+#: the same cost per step ($c \approx 1$), and drafts the verifier keeps most of the time.
+SPEED_PROFILES = {
+    "default": dict(drafter="perturbed:0.05", verifier="smollm2-135m", dtype="float32", device="cpu",
+                    n_prompts=2, max_new_tokens=48, gammas=[1, 2, 3, 5, 7], repeats=2, calibration_repeats=5,
+                    max_k=8, context_tokens=64),
+    "qwen": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
+                 n_prompts=2, max_new_tokens=64, gammas=[1, 3, 5], repeats=1, calibration_repeats=5,
+                 max_k=8, context_tokens=64),
+    # Any pair of one family from the hub, on a GPU (same tokenizer; needs a network the first time).
+    "hub": dict(drafter="Qwen/Qwen2.5-0.5B-Instruct", verifier="Qwen/Qwen2.5-1.5B-Instruct", dtype="bfloat16",
+                device="cuda", n_prompts=4, max_new_tokens=128, gammas=[1, 3, 5, 7], repeats=2,
+                calibration_repeats=10, max_k=12, context_tokens=96),
+    # CI: two tiny random transformers, prompts of token ids, seconds.
+    "smoke": dict(drafter="perturbed:0.3", verifier="tiny-random-llama:0", dtype="float32", device="cpu",
+                  n_prompts=2, max_new_tokens=12, gammas=[1, 3], repeats=1, calibration_repeats=2,
+                  max_k=4, context_tokens=16),
+}
+
+
+def speed_profile(name: str = "default", **overrides) -> dict:
+    """The settings of one profile; keyword arguments that are not None replace settings."""
+    if name not in SPEED_PROFILES:
+        raise ValueError(f"profile={name!r} is unknown; choose one of {', '.join(SPEED_PROFILES)}.")
+    settings = dict(SPEED_PROFILES[name], profile=name)
+    unknown = set(overrides) - set(settings)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; a profile has {sorted(settings)}.")
+    settings.update({k: v for k, v in overrides.items() if v is not None})
+    return settings
+
+
+def load_speed_pair(settings: Mapping):
+    """The profile's pair: named models, or a verifier with a perturbed copy of itself as drafter."""
+    from ..models.adapter import ModelPair, load_model, load_pair, perturbed
+    drafter, verifier = settings["drafter"], settings["verifier"]
+    if drafter.startswith("perturbed:"):
+        big = load_model(verifier, dtype=settings["dtype"], device=settings["device"])
+        return ModelPair(perturbed(big, float(drafter.split(":", 1)[1]), seed=1), big)
+    return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"])
+
+
+def speed_prompts(verifier, n: int) -> Dict[str, List[int]]:
+    """The first `n` prompts as token ids: chat-formatted where the verifier has a chat template."""
+    if n < 1 or n > len(PROMPTS):
+        raise ValueError(f"n_prompts={n}: choose between 1 and {len(PROMPTS)}.")
+    out = {}
+    for label, text in list(PROMPTS.items())[:n]:
+        if verifier.tokenizer is None:      # a tiny random model: a few token ids from the text's length
+            out[label] = [(len(text) * (i + 3)) % verifier.vocab_size for i in range(6)]
+        elif getattr(verifier.tokenizer, "chat_template", None):
+            out[label] = verifier.chat_prompt(text)
+        else:
+            out[label] = verifier.encode(text)
+    return out
+
+
+def engine_method(pair, gamma, **options) -> Callable[[List[int], int], dict]:
+    """A timed method for `measure_speed`: `tl.generate` at T = 0 (`gamma=0` is plain verifier decoding)."""
+    from .engine import generate
+    drafter, verifier = pair
+
+    def run(prompt: List[int], max_new_tokens: int) -> dict:
+        if gamma == 0:
+            g = generate(drafter, verifier, prompt, method="verifier", max_new_tokens=max_new_tokens, **options)
+        else:
+            g = generate(drafter, verifier, prompt, method="speculative", rule="spec", gamma=gamma,
+                         max_new_tokens=max_new_tokens, **options)
+        gammas = getattr(g, "gammas", None)
+        return {"tokens": list(g.tokens), "seconds": g.wall_time_s, "n_verifier_calls": g.n_verifier_calls,
+                "n_drafter_calls": g.n_drafter_calls, "n_accepted": g.n_accepted, "n_rejected": g.n_rejected,
+                "gammas": list(gammas) if gammas is not None else None}
+    return run
+
+
+def measure_speed(methods: Mapping[str, Callable], prompts: Mapping[str, List[int]], *, max_new_tokens: int,
+                  repeats: int = 2, reference: str = "verifier", seed: int = 0, warmup: bool = True,
+                  progress: bool = True) -> pd.DataFrame:
+    """Every method on every prompt, `repeats` rounds, shuffled per (round, prompt); one row per run.
+
+    `methods[name](prompt_ids, max_new_tokens)` returns at least `tokens` and `seconds`; `reference`
+    names the method the others are divided by. A warm-up pass runs each method once on 4 tokens.
+    """
+    if reference not in methods:
+        raise ValueError(f"reference={reference!r} is not among the methods {list(methods)}.")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats={repeats!r}: run every method at least once (repeats >= 1).")
+    from tqdm.auto import tqdm
+    first = next(iter(prompts.values()))
+    if warmup:
+        for fn in methods.values():
+            fn(first, 4)
+    rng, rows = random.Random(seed), []
+    bar = tqdm(total=repeats * len(prompts) * len(methods), desc="timing", disable=not progress)
+    for round_ in range(repeats):
+        for label, ids in prompts.items():
+            order = list(methods)
+            rng.shuffle(order)
+            for name in order:
+                result = dict(methods[name](ids, max_new_tokens))
+                rows.append({"round": round_, "prompt": label, "prompt_tokens": len(ids), "method": name, **result})
+                bar.update()
+    bar.close()
+    return pd.DataFrame(rows)
+
+
+def expected_run_time(calibration: Calibration, gamma: int, acceptance: float, n_tokens: int,
+                      prompt_tokens: int) -> float:
+    """Seconds the block-cost model expects for one run: the prefill call(s), then n tokens at $\\tau(\\gamma)$."""
+    scale = prompt_tokens / max(calibration.context_tokens, 1)
+    prefill = calibration.price("prefill_verifier") if "prefill_verifier" in calibration.samples else 0.0
+    if gamma > 0 and "prefill_drafter" in calibration.samples:
+        prefill += calibration.price("prefill_drafter")
+    return prefill * scale + n_tokens * calibration.time_per_token(gamma, acceptance)
+
+
+def _quartiles(values: Sequence[float]):
+    values = list(values)
+    if len(values) == 1:
+        return values[0], values[0]
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q3
+
+
+def summarise_speed(rows: pd.DataFrame, calibration: Optional[Calibration] = None, *,
+                    gammas: Optional[Mapping[str, int]] = None, reference: str = "verifier") -> pd.DataFrame:
+    """Per method: median speed-up over the reference with quartiles, acceptance, tokens per call,
+    same tokens as the reference, and (fixed gamma, with a calibration) expected and measured / expected.
+
+    `gammas` maps a method to its fixed gamma (0 for the reference); by default names `gamma=<g>` are read.
+    """
+    keys = ["round", "prompt"]
+    ref = rows[rows["method"] == reference].set_index(keys)
+    out = []
+    for name, runs in rows.groupby("method", sort=False):
+        runs = runs.set_index(keys)
+        speedups = (ref["seconds"] / runs["seconds"]).dropna()
+        q1, q3 = _quartiles(speedups)
+        row = {"method": name, "median_seconds": runs["seconds"].median(), "speedup": speedups.median(),
+               "speedup_q25": q1, "speedup_q75": q3, "n_runs": len(speedups),
+               "same_tokens": int(sum(list(a) == list(b) for a, b in zip(runs["tokens"], ref.loc[runs.index, "tokens"])))}
+        if "n_accepted" in runs and runs["n_accepted"].notna().all():
+            judged = (runs["n_accepted"] + runs["n_rejected"]).sum()
+            row["acceptance"] = runs["n_accepted"].sum() / judged if judged else float("nan")
+            n_tokens = runs["tokens"].map(len)
+            row["tokens_per_call"] = n_tokens.sum() / runs["n_verifier_calls"].sum()
+        gamma = (gammas or {}).get(name)
+        if gamma is None and "gamma=" in name:
+            tail = name.split("gamma=")[1].split()[0]
+            gamma = int(tail) if tail.isdigit() else None
+        if name == reference:
+            gamma = 0
+        if calibration is not None and gamma is not None and "acceptance" in row:
+            a = row["acceptance"] if gamma else 0.0
+            a = 0.0 if a != a else a  # no drafts judged (gamma = 0)
+            expected = statistics.median(
+                expected_run_time(calibration, 0, 0.0, len(t), p) / expected_run_time(calibration, gamma, a, len(t), p)
+                for t, p in zip(runs["tokens"], runs["prompt_tokens"]))
+            row.update(gamma=gamma, expected_speedup=expected, measured_over_expected=row["speedup"] / expected,
+                       model_speedup=calibration.speedup(gamma, a),
+                       textbook_speedup=latency.textbook_speedup(a, gamma, calibration.cost_ratio))
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def gamma_range(calibration: Calibration, max_gamma: Optional[int]) -> List[int]:
+    """gamma = 0 (the verifier alone) up to `max_gamma` (default: the largest the calibration measured)."""
+    return list(range(0, (calibration.max_k - 1 if max_gamma is None else max_gamma) + 1))
+
+
+# ---- what if: another acceptance, another drafter (notebook 09's sliders) --------------------
+
+def scaled_calibration(calibration: Calibration, cost_ratio: float) -> Calibration:
+    """The same verifier costs with a drafter step of `cost_ratio` x t_p(1) (overheads folded in)."""
+    ks = range(1, calibration.max_k + 1)
+    t_p = [calibration.t_p(k) for k in ks]
+    return Calibration.synthetic(cost_ratio * t_p[0], t_p, note=f"c = {cost_ratio}")
+
+
+def what_if(acceptance: float, cost_ratio: float, calibration: Calibration, *, max_gamma: Optional[int] = None,
+            grid: int = 41) -> Dict:
+    """Numbers of the slider view: speed-up against gamma here and in the textbook at (a, c); the
+    break-even acceptance against c for gamma* (here and textbook); the best gamma and its speed-up."""
+    a = float(acceptance)
+    latency.expected_tokens_per_call(a, 1)                      # checks a
+    latency.textbook_speedup(a, 1, cost_ratio)                  # checks c
+    here = scaled_calibration(calibration, float(cost_ratio))
+    flat = here.textbook()
+    gammas = gamma_range(calibration, max_gamma)
+    best_here, best_flat = here.best_gamma(a, gammas[-1]), flat.best_gamma(a, gammas[-1])
+    cs = [i * 1.0 / (grid - 1) for i in range(grid)]
+
+    def threshold(cal: Calibration) -> List[Optional[float]]:
+        # the least acceptance at which some gamma >= 1 beats the verifier alone
+        out = []
+        for c in cs:
+            scaled = scaled_calibration(cal, c)
+            found = [latency.break_even_acceptance(g, scaled.t_q(), scaled.t_p) for g in gammas[1:]]
+            found = [f for f in found if f is not None]
+            out.append(min(found) if found else None)
+        return out
+
+    return dict(acceptance=a, cost_ratio=float(cost_ratio), gammas=gammas,
+                speedup_here=[here.speedup(g, a) for g in gammas], speedup_textbook=[flat.speedup(g, a) for g in gammas],
+                best_gamma_here=best_here, best_speedup_here=here.speedup(best_here, a),
+                best_gamma_textbook=best_flat, best_speedup_textbook=flat.speedup(best_flat, a),
+                cost_ratios=cs, break_even_here=threshold(calibration), break_even_textbook=threshold(calibration.textbook()))

@@ -1,0 +1,20 @@
+r"""The maths of the paper, with no models and no data: each module opens with the equations it implements.
+
+- `targets`        - Table 1: the target distributions $\mathbb{T}(q, p)$ and deferral rules (Chow, Diff, OPT,
+  Token-V1/2/3, Lossy, BiLD), acceptance probability, residual, rejection probability (Lemma 3), `check_rule`.
+- `verification`   - Algorithm 4's block verification (`verify_block`), used by every decoder, and
+  `verify_draft` (one draft per position).
+- `lemmas`         - the deferral risks of equations (3) and (8), brute-force minimisers, Lemmas 1 and 4 in closed form.
+- `latency`        - tokens per verifier call $(1 - a^{\gamma+1}) / (1 - a)$, the latency and block-cost models.
+- `token_analysis` - exact per-position statistics of every rule along a reference (teacher forcing, full vocabulary).
+- `alpha_grids`    - each rule's live alpha range and alphas placed along a rejection curve.
+"""
+import importlib
+
+__all__ = ['targets', 'verification', 'lemmas', 'latency', 'token_analysis', 'alpha_grids']
+
+
+def __getattr__(name: str):
+    if name in __all__:  # a module of this wing, loaded on first use
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}; its modules: {', '.join(__all__)}")

@@ -1,0 +1,39 @@
+"""The offline GGUF aliases (`files.OFFLINE_MODELS`: SmolLM2-135M, the Qwen2.5-Coder pair) as engine models.
+
+Registers a resolver with `adapter.load_model`, so every alias of `files.OFFLINE_MODELS`, including one
+added at run time, loads from the converted safetensors of the cache (`files.offline_model_dir`, which
+builds and checks them).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import torch
+
+from . import files
+from .adapter import LanguageModel, register_resolver
+
+__all__ = ["load_offline", "offline_loader"]
+
+
+def load_offline(alias: str, dtype: Optional[torch.dtype] = None, device: str = "cpu") -> LanguageModel:
+    """The offline model `alias`, converted once into the cache, in `dtype` (default float32) on `device`."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer   # loaded when a model is, not with the package
+    path = files.offline_model_dir(alias)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
+    return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=alias)
+
+
+def offline_loader(name: str) -> Optional[Callable]:
+    """A `load_model` loader for an alias of `files.OFFLINE_MODELS`, or None for any other name."""
+    if name not in files.OFFLINE_MODELS:
+        return None
+
+    def load(suffix, dtype, device):
+        if suffix:
+            raise ValueError(f"{name}:{suffix}: the offline aliases take no suffix; pass {name!r}.")
+        return load_offline(name, dtype, device)
+    return load
+
+
+register_resolver(offline_loader)

@@ -1,0 +1,483 @@
+r"""The evaluation harness: tasks, the methods on every curve, and resumable sweeps saved as rows.
+
+A **sweep** runs every configuration $c$ = (method, rule, $\alpha$, $\beta$, $\gamma$, $T$) on every
+example $x$ of a task and records one row per $(c, x)$: the quality of the output against the
+references (a metric from its standard package, `tutorial_lib.metrics`), the `Generation` counters
+(drafted, accepted, rejected, calls of each model) and the wall time. Rows are appended to
+`rows.jsonl` as they finish, in a folder named after a hash of the run's configuration, so an
+interrupted sweep resumes where it stopped and a rerun reuses every finished row.
+
+Rows are written and read by `rows_file` (what happens to a cut or malformed line is documented
+there). A sweep's analysis (curves, the paper's table) is in `analysis` (claims in `claims`), its figures in
+`rerun_figures`.
+
+A sweep can be reloaded without its models: `ModelRecord(name, dtype)` stands in for a model that
+is not installed, and `run_sweep` then returns the saved rows, or says which are missing and how
+to install the models that would compute them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+
+from .. import paths
+from . import rows_file
+from ..maths import targets
+from ..checks import check_gamma, check_temperature
+
+__all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid",
+           "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
+           "prompt_ids",
+           "MissingRowsError"]
+
+
+# ---- tasks ----------------------------------------------------------------------------------------
+
+@dataclass
+class Example:
+    id: str
+    prompt: str
+    references: List[str]
+    info: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, item: Union["Example", dict]) -> "Example":
+        if isinstance(item, Example):
+            return item
+        return cls(str(item["id"]), item["prompt"], list(item.get("references", [])), dict(item.get("info", {})))
+
+
+@dataclass
+class Task:
+    """Prompts with references and a metric: a name from `tutorial_lib.metrics.METRICS`, or a function
+    `(prediction, example_dict) -> float`.
+
+    `chat=True` sends each prompt as one user message in the model's chat template (instruction-tuned
+    decoder-only models); otherwise the prompt text is encoded as it is (T5's task prefixes).
+    `max_input_tokens` cuts a plain prompt to its first tokens in the model's own tokenizer (the
+    final end-of-sequence token kept), as the paper cuts T5's inputs; None keeps it whole.
+    """
+    name: str
+    metric: Union[str, Callable[[str, dict], float]]
+    examples: List[Example]
+    max_new_tokens: int = 64
+    chat: bool = False
+    postprocess: Optional[Callable[[str], str]] = None
+    max_input_tokens: Optional[int] = None
+
+    def __post_init__(self):
+        if self.max_input_tokens is not None:
+            if isinstance(self.max_input_tokens, bool) or not isinstance(self.max_input_tokens, int) \
+                    or self.max_input_tokens < 2:
+                raise ValueError(f"max_input_tokens={self.max_input_tokens!r}: give an int of at least 2, or None.")
+            if self.chat:
+                raise ValueError("max_input_tokens cuts plain prompts; a chat prompt would lose its template's end. "
+                                 "Shorten the messages instead.")
+        self.examples = [Example.from_dict(e) for e in self.examples]
+        if not self.examples:
+            raise ValueError(f"task {self.name!r} has no examples; give at least one.")
+        ids = [e.id for e in self.examples]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"task {self.name!r} has repeated example ids; make them unique.")
+
+    @classmethod
+    def from_dict(cls, task: Union["Task", dict], **overrides) -> "Task":
+        if isinstance(task, Task):
+            return task
+        fields = {k: task[k] for k in ("name", "metric", "examples", "max_new_tokens", "chat", "postprocess",
+                                       "max_input_tokens") if k in task}
+        fields.update(overrides)
+        return cls(**fields)
+
+    def head(self, n: Optional[int]) -> "Task":
+        """The first `n` examples (all of them for `None`)."""
+        return self if n is None else Task(self.name, self.metric, self.examples[:n], self.max_new_tokens,
+                                           self.chat, self.postprocess, self.max_input_tokens)
+
+    def score(self, text: str, example: Example) -> float:
+        prediction = self.postprocess(text) if self.postprocess is not None else text
+        if callable(self.metric):
+            return float(self.metric(prediction, asdict(example)))
+        from ..tasks.metrics import METRICS
+        if self.metric not in METRICS:
+            raise ValueError(f"metric {self.metric!r} is unknown; choose one of {', '.join(METRICS)}.")
+        return float(METRICS[self.metric](prediction, asdict(example)))
+
+    @property
+    def metric_name(self) -> str:
+        return self.metric if isinstance(self.metric, str) else getattr(self.metric, "__name__", "metric")
+
+    def fingerprint(self) -> str:
+        payload = [self.name, self.metric_name, self.max_new_tokens, self.chat,
+                   [(e.id, e.prompt, e.references) for e in self.examples]]
+        if self.max_input_tokens is not None:  # only where set: the fingerprints of saved runs stay as they were
+            payload.append({"max_input_tokens": self.max_input_tokens})
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# ---- methods and configurations -------------------------------------------------------------------
+
+#: Every curve of the paper's plots: label -> engine options. `alpha` comes from the grid of `rule`
+#: (or of `grid` where given); `None` for the two single points.
+CURVES: Dict[str, dict] = {
+    "Drafter": dict(method="drafter"),
+    "Verifier": dict(method="verifier"),
+    "SpecDecode": dict(method="speculative", rule="spec"),
+    "SeqCascade [Chow]": dict(method="seq_cascade", grid="chow"),
+    "TokenCascade [Chow]": dict(method="token_cascade", grid="chow"),
+    "SpecDecode [Lossy]": dict(method="speculative", rule="lossy", beta=1.0),
+    "Lossy*": dict(method="speculative", rule="lossy", beta="normalize"),
+    "BiLD": dict(method="bild", grid="bild_threshold"),
+    "BiLD*": dict(method="speculative", rule="bild"),
+    "SpecCascade [Chow]": dict(method="speculative", rule="chow"),
+    "SpecCascade [Diff]": dict(method="speculative", rule="diff"),
+    "SpecCascade [OPT]": dict(method="speculative", rule="opt"),
+    "SpecCascade [Token-V1]": dict(method="speculative", rule="token_v1"),
+    "SpecCascade [Token-V2]": dict(method="speculative", rule="token_v2"),
+    "SpecCascade [Token-V3]": dict(method="speculative", rule="token_v3"),
+}
+T5_CURVES = list(CURVES)
+#: The Gemma plots: speculative execution only (all of it runs batched at gamma = 1).
+GEMMA_CURVES = ["Drafter", "Verifier", "SpecDecode", "SpecDecode [Lossy]", "SpecCascade [Chow]",
+                "SpecCascade [Diff]", "SpecCascade [OPT]", "SpecCascade [Token-V1]", "SpecCascade [Token-V2]",
+                "SpecCascade [Token-V3]"]
+
+
+def opt_grid(n: int, temperature: float = 1.0) -> np.ndarray:
+    """OPT's alphas for a sweep: `n` evenly spaced over its live range, [-1, 1] at T = 1 (where
+    |max p - max q| <= D_TV(p, q), so OPT never defers for alpha >= 1 and always, where p != q, for
+    alpha < -1) and at T = 0 (its TV term is on one-hot laws, so OPT(alpha) emits Diff(alpha)'s
+    tokens). At other T the range depends on the laws: ValueError (see `alpha_grids.opt_live_range`)."""
+    from ..maths.alpha_grids import live_alpha_grid
+    return live_alpha_grid("opt", n, temperature)
+
+
+def bild_thresholds(n: int) -> np.ndarray:
+    """BiLD's rollback thresholds on $-\\log p(x)$: geometric from 0.25 (roll back often) to 8 (almost never)."""
+    return np.geomspace(0.25, 8.0, n)
+
+
+@dataclass(frozen=True)
+class Config:
+    r"""One point of a curve. `alpha` is the curve's parameter: the rule's alpha, except for
+    `method="bild"` (the original BiLD), where it is the rollback threshold on $-\log p$, passed to
+    the engine as `bild_threshold` (the rows keep it in their `alpha` column, so one column orders
+    every curve)."""
+    label: str
+    method: str
+    rule: Optional[str] = None
+    alpha: float = 0.0
+    beta: Union[float, str] = 1.0
+    gamma: int = 5
+    temperature: float = 0.0
+    bonus: str = "verifier"   # after a fully accepted block; "none" at gamma = 1 is the authors' colab
+
+    @property
+    def key(self) -> str:
+        key = (f"{self.label}|{self.method}|{self.rule}|{self.alpha:.6g}|{self.beta}|g{self.gamma}"
+               f"|T{self.temperature:g}")
+        return key if self.bonus == "verifier" else f"{key}|bonus={self.bonus}"
+
+    def engine_options(self) -> dict:
+        options = dict(method=self.method, gamma=self.gamma, temperature=self.temperature)
+        if self.method == "bild":
+            options["bild_threshold"] = self.alpha
+        else:
+            options["alpha"] = self.alpha
+        if self.method == "speculative":
+            options.update(rule=self.rule, beta=self.beta, bonus=self.bonus)
+        return options
+
+
+def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = (5,),
+                  temperatures: Sequence[float] = (0.0,), n_alpha: int = 5,
+                  alphas: Optional[Dict[str, Sequence[float]]] = None, bonus: str = "verifier") -> List[Config]:
+    """Every (curve, alpha, gamma, T) to run. A rule's grid is `n_alpha` evenly spaced alphas over its
+    live range, both ends included (`targets.alpha_grid`; OPT's `opt_grid` at each T); `alphas`
+    overrides a curve's grid by label (e.g. alphas placed along a pilot curve by
+    `alpha_grids.placed_alphas`); `bonus` is the speculative methods' bonus token (`"none"`: one
+    token per step, for the batched runs)."""
+    if n_alpha < 2:
+        raise ValueError(f"n_alpha={n_alpha}: a curve needs at least its two ends.")
+    unknown = [c for c in curves if c not in CURVES]
+    if unknown:
+        raise ValueError(f"unknown curves {unknown}; choose from {list(CURVES)}.")
+    gammas = [check_gamma(gamma) for gamma in gammas]
+    configs = []
+    for temperature in map(check_temperature, temperatures):
+        for gamma in gammas:
+            for label in curves:
+                spec = CURVES[label]
+                grid_name = spec.get("grid", spec.get("rule"))
+                if alphas and label in alphas:
+                    grid = list(alphas[label])
+                elif spec["method"] in ("drafter", "verifier") or grid_name in ("spec", None):
+                    grid = [0.0]
+                elif grid_name == "bild_threshold":
+                    grid = bild_thresholds(n_alpha).tolist()
+                elif grid_name == "opt":
+                    grid = opt_grid(n_alpha, temperature).tolist()
+                else:
+                    grid = targets.alpha_grid(grid_name, n_alpha).tolist()
+                # gamma does not change plain decoding or the one-call-per-token cascades: run them once
+                plain = spec["method"] in ("drafter", "verifier", "token_cascade", "seq_cascade")
+                if plain and gamma != gammas[0]:
+                    continue
+                for alpha in grid:
+                    configs.append(Config(label, spec["method"], spec.get("rule"), float(alpha),
+                                          spec.get("beta", 1.0), gammas[0] if plain else gamma, float(temperature),
+                                          bonus if spec["method"] == "speculative" else "verifier"))
+    return configs
+
+
+# ---- the sweep --------------------------------------------------------------------------------------
+
+def results_dir() -> Path:
+    """Where sweeps are saved: `$TUTORIAL_LIB_RESULTS`, else the repository's `data/results/`."""
+    if os.environ.get("TUTORIAL_LIB_RESULTS"):
+        return Path(os.environ["TUTORIAL_LIB_RESULTS"])
+    repo = paths.CHECKOUT
+    return (repo if (repo / "pyproject.toml").exists() else Path.cwd()) / "data" / "results"
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """A model as a sweep's hash records it, standing in for a model that is not loaded: `run_sweep`
+    with a pair of records returns the saved rows of that run (the models are needed only for rows
+    still missing). Models of up to 20M parameters are recorded with a hash of their weights, so
+    their runs can only be reloaded with the models themselves."""
+    name: str
+    dtype: str = "float32"
+    weights: Optional[str] = None
+    install: str = ""   # how to get the model, for the error that reports missing rows
+
+    def identity(self) -> dict:
+        ident = {"name": self.name, "dtype": self.dtype}
+        return ident if self.weights is None else {**ident, "weights": self.weights}
+
+
+def model_identity(lm) -> dict:
+    """What identifies a model in a sweep's hash: its name, dtype and, for models small enough to
+    hash quickly, its weights (so rows of a retrained checkpoint are never mixed with older ones)."""
+    if isinstance(lm, ModelRecord):
+        return lm.identity()
+    ident = {"name": lm.name, "dtype": str(lm.dtype).replace("torch.", "")}
+    network = getattr(lm, "model", None)
+    from ..toy.toyworld import ToyLanguageModel
+    if hasattr(network, "parameters") and not isinstance(network, ToyLanguageModel):  # the toy world: its name says all
+        parameters = list(network.parameters())
+        if sum(w.numel() for w in parameters) <= 20_000_000:
+            digest = hashlib.sha256()
+            for w in parameters:
+                digest.update(w.detach().float().cpu().numpy().tobytes())
+            ident["weights"] = digest.hexdigest()[:16]
+    return ident
+
+
+def saved_models(name: str, *, root: Optional[os.PathLike] = None, extra_config: Optional[dict] = None,
+                 install: str = "") -> Tuple[ModelRecord, ModelRecord]:
+    """The drafter and verifier (as `ModelRecord`s) of a saved sweep `name` whose `extra_config`
+    matches, to reload its rows without the models: `run_sweep(saved_models(...), ...)`. Where
+    several saved runs match (the same settings with other weights), the one with the most rows."""
+    root = Path(root or results_dir())
+    wanted = json.loads(json.dumps(extra_config or {}, sort_keys=True, default=str))
+    found = []
+    for config_file in sorted(root.glob(f"{name}-*/config.json")):
+        config = json.loads(config_file.read_text())
+        if config.get("name") == name and all(config.get(k) == v for k, v in wanted.items()):
+            rows = config_file.with_name("rows.jsonl")
+            found.append((rows.stat().st_size if rows.exists() else 0, config))
+    if not found:
+        raise FileNotFoundError(f"no saved sweep {name!r} with these settings in {root}; run it with the models "
+                                f"first{f' ({install})' if install else ''}.")
+    config = max(found, key=lambda item: item[0])[1]
+    return ModelRecord(**config["drafter"], install=install), ModelRecord(**config["verifier"], install=install)
+
+
+class MissingRowsError(RuntimeError):
+    """`run_sweep` was given `ModelRecord`s (models not loaded) and some requested rows are not saved."""
+
+
+#: What keys a row in its sweep: the same example id may occur in two tasks.
+ROW_KEY = ("task", "config", "example_id")
+
+
+@dataclass
+class Sweep:
+    """Where one run's rows live: `<results>/<name>-<hash>/{config.json, rows.jsonl}`."""
+    name: str
+    config: dict
+    root: Optional[Path] = None
+
+    def __post_init__(self):
+        blob = json.dumps(self.config, sort_keys=True, default=str).encode()
+        self.hash = hashlib.sha256(blob).hexdigest()[:12]
+        self.path = Path(self.root or results_dir()) / f"{self.name}-{self.hash}"
+
+    @property
+    def rows_path(self) -> Path:
+        return self.path / "rows.jsonl"
+
+    def load(self) -> pd.DataFrame:
+        """Every saved row, the last one kept where a row was written twice (see `rows_file.read_rows`)."""
+        rows = rows_file.read_rows(self.rows_path)
+        return pd.DataFrame(rows).drop_duplicates(list(ROW_KEY), keep="last") if rows else pd.DataFrame()
+
+    def done(self) -> set:
+        """The (task, config key, example id) of every saved row."""
+        table = self.load()
+        return set() if table.empty else set(zip(*(table[k] for k in ROW_KEY)))
+
+    def append(self, rows: Iterable[dict]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        config_file = self.path / "config.json"
+        if not config_file.exists():
+            config_file.write_text(json.dumps({"name": self.name, "hash": self.hash, **self.config},
+                                              indent=2, sort_keys=True, default=str))
+        rows_file.append_rows(self.rows_path, rows)
+
+
+def _row(task: Task, example: Example, config: Config, generation, seed: int) -> dict:
+    n_tokens = len(generation.tokens)
+    return {
+        "task": task.name, "example_id": example.id, "config": config.key, "label": config.label,
+        "method": config.method, "rule": config.rule, "alpha": config.alpha, "beta": str(config.beta),
+        "gamma": config.gamma, "temperature": config.temperature, "seed": seed,
+        "quality": task.score(generation.text, example), "text": generation.text, "n_tokens": n_tokens,
+        "n_verifier_calls": generation.n_verifier_calls, "n_drafter_calls": generation.n_drafter_calls,
+        "n_drafted": generation.n_drafted, "n_accepted": generation.n_accepted,
+        "n_rejected": generation.n_rejected, "deferral_rate": generation.deferral_rate,
+        "wall_time_s": generation.wall_time_s, "drafter_time_s": generation.drafter_time_s,
+        "verifier_time_s": generation.verifier_time_s,
+        # the calls each model made, which `pricing.price_rows` prices with a calibration
+        "prompt_tokens": len(generation.prompt_tokens), **generation.call_counts(),
+    }
+
+
+def prompt_ids(lm, task: Task, example: Example) -> List[int]:
+    """The token ids `lm` reads for an example: its chat template for chat tasks, else the plain text,
+    cut to `task.max_input_tokens` (keeping a final end-of-sequence token, as tokenizers truncate)."""
+    if task.chat:
+        return lm.chat_prompt(example.prompt)
+    ids = lm.encode(example.prompt)
+    limit = task.max_input_tokens
+    if limit is not None and len(ids) > limit:
+        eos = getattr(getattr(lm, "tokenizer", None), "eos_token_id", None)
+        ids = ids[:limit - 1] + ids[-1:] if eos is not None and ids[-1] == eos else ids[:limit]
+    return ids
+
+
+def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config], *, name: str,
+              seed: int = 0, runner: str = "single", batch_size: int = 16, root: Optional[os.PathLike] = None,
+              progress: bool = True, extra_config: Optional[dict] = None, max_rows: Optional[int] = None,
+              eos_token_id=None) -> pd.DataFrame:
+    """Run every configuration on every example of every task; returns the sweep's whole table.
+
+    `runner="single"` runs `engine.generate` one example at a time (batch size 1: the wall times
+    are latencies); `runner="batch"` decodes `batch_size` examples at once at `gamma = 1` under every
+    configuration still missing rows, all in one batch (`config_batch.generate_configs`: rows with one
+    history share their forward passes; the wall time of a row is then its share of the batch's time,
+    not a latency). Finished rows are skipped; `max_rows`
+    stops after that many new rows (as an interruption would). Example `i` of a task uses seed
+    `seed + i` in every configuration (common random numbers across methods).
+
+    `pair` may hold `ModelRecord`s instead of models: then nothing runs, and the saved rows are
+    returned if every requested row is saved (`MissingRowsError` says how many are not, and how to
+    install the models, otherwise).
+    """
+    from tqdm.auto import tqdm
+    tasks = [tasks] if isinstance(tasks, (Task, dict)) else list(tasks)
+    tasks = [Task.from_dict(t) for t in tasks]
+    if runner not in ("single", "batch"):
+        raise ValueError(f"runner={runner!r}; use 'single' (latency at batch size 1) or 'batch' (gamma = 1).")
+    drafter, verifier = pair
+    sweep = Sweep(name, {"drafter": model_identity(drafter), "verifier": model_identity(verifier), "seed": seed,
+                         "runner": runner, "tasks": {t.name: t.fingerprint() for t in tasks},
+                         **(extra_config or {})}, root)
+    done = sweep.done()
+    todo = [(t, c) for t in tasks for c in configs]
+    total = sum(len(t.examples) for t, _ in todo)
+    saved = sum(1 for t, c in todo for e in t.examples if (t.name, c.key, e.id) in done)
+    records = [m for m in (drafter, verifier) if isinstance(m, ModelRecord)]
+    if records and saved < total:
+        install = "; ".join(dict.fromkeys(m.install for m in records if m.install)) or "load the models"
+        raise MissingRowsError(f"{total - saved} of the {total} requested rows are not saved in {sweep.rows_path} and "
+                               f"{', '.join(m.name for m in records)} is not loaded to compute them: {install}, "
+                               "then run again with the models.")
+    bar = tqdm(total=total, desc=name, disable=not progress, unit="example")
+    bar.update(saved)
+    new_rows = 0
+    if runner == "single":
+        from ..decoding.engine import generate
+        for task, config in todo:
+            bar.set_postfix_str(f"{task.name}: {config.label} a={config.alpha:.3g}", refresh=False)
+            for i, example in enumerate(task.examples):
+                if (task.name, config.key, example.id) in done:
+                    continue
+                if max_rows is not None and new_rows >= max_rows:
+                    bar.close()
+                    return _requested(sweep, tasks, configs)
+                generation = generate(drafter, verifier, prompt_ids(verifier, task, example),
+                                      max_new_tokens=task.max_new_tokens, seed=seed + i,
+                                      eos_token_id=eos_token_id, **config.engine_options())
+                sweep.append([_row(task, example, config, generation, seed + i)])
+                new_rows += 1
+                bar.update(1)
+    else:
+        from ..decoding.config_batch import generate_configs
+        for config in configs:
+            if config.gamma != 1 or config.method not in ("drafter", "verifier", "speculative"):
+                raise ValueError(f"runner='batch' runs speculative execution at gamma = 1; {config.key} needs "
+                                 "runner='single'.")
+            if config.method == "speculative" and config.bonus != "none":
+                raise ValueError(f"runner='batch' emits one token per step (bonus='none'); {config.key} asks "
+                                 "for a bonus token: build the configurations with bonus='none'.")
+        for task in tasks:
+            for start in range(0, len(task.examples), batch_size):
+                chunk = task.examples[start:start + batch_size]
+                # every configuration still missing a row of this chunk decodes in one batch, rows with
+                # one history sharing their forward passes (`config_batch`)
+                pending = [c for c in configs if any((task.name, c.key, e.id) not in done for e in chunk)]
+                if not pending:
+                    continue
+                if max_rows is not None:
+                    if new_rows >= max_rows:
+                        bar.close()
+                        return _requested(sweep, tasks, configs)
+                    pending = pending[:-(-(max_rows - new_rows) // len(chunk))]
+                bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, "
+                                    f"{len(pending)} configurations", refresh=False)
+                prompts = [prompt_ids(verifier, task, e) for e in chunk]
+                seeds = [seed + start + j for j in range(len(chunk))]
+                options = []
+                for config in pending:
+                    o = config.engine_options()
+                    options.append({k: o[k] for k in ("method", "rule", "alpha", "beta", "temperature") if k in o})
+                # prefilled there, for the models the pending configurations call
+                shared = generate_configs(drafter, verifier, prompts, options, seeds=seeds,
+                                          max_new_tokens=task.max_new_tokens, eos_token_id=eos_token_id)
+                rows = [_row(task, e, config, g, s) for config, generations in zip(pending, shared.generations)
+                        for e, g, s in zip(chunk, generations, seeds) if (task.name, config.key, e.id) not in done]
+                sweep.append(rows)
+                new_rows += len(rows)
+                bar.update(len(rows))
+    bar.close()
+    return _requested(sweep, tasks, configs)
+
+
+def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config]) -> pd.DataFrame:
+    """The sweep's rows of these tasks and configurations (a folder may also hold rows of others)."""
+    table = sweep.load()
+    if not table.empty:
+        keys = {c.key for c in configs}
+        names = {t.name for t in tasks}
+        table = table[table["config"].isin(keys) & table["task"].isin(names)].reset_index(drop=True)
+    table.attrs["path"] = str(sweep.path)
+    return table

@@ -1,0 +1,357 @@
+r"""Latency from counted calls: every row priced with the measured cost of each call it made.
+
+A row (one configuration on one item) counts, per model $m \in \{q, p\}$, its decoder calls by the
+number $k$ of tokens each fed ($c_m(k)$), its prefills $n^{\text{pre}}_m$ (a decoder-only model
+reading the prompt) and its encoder passes $n^{\text{enc}}_m$ (an encoder-decoder reading it). With a
+`calibration.Calibration` of the same models on the same machine (median seconds $t_q(k)$, $t_p(k)$,
+$t^{\text{pre}}_m$, $t^{\text{enc}}_m$, and the engine's per-call overhead $o$), its modelled latency is
+
+$$
+L = \sum_{m \in \{q, p\}} \Big[ n^{\text{pre}}_m \,(t^{\text{pre}}_m + o) + n^{\text{enc}}_m\, t^{\text{enc}}_m
+    + \sum_{k \ge 1} c_m(k)\,\big(t_m(k) + o\big) \Big] + n_{\text{blocks}}\, o_{\text{block}},
+$$
+
+where $n_{\text{blocks}}$ is the verifier calls of a speculative row (`method == "speculative"`; 0
+for the others) and $o_{\text{block}}$ the engine's measured work per block beyond its calls
+(drafting bookkeeping, verification, the trace: `calibration`'s `overhead_block`).
+
+So two configurations that make the same calls get the same latency, whatever else the machine did
+while they ran: the noise of one wall-clock run per row is gone, and what remains is the spread over
+items (`latency_intervals`, a bootstrap over items). The measured wall time stays as a check
+(`model_error`: per configuration, the median absolute relative error of $L$ against it).
+
+Two pricings (columns of `price_rows`):
+
+- `modelled_latency_s`: the calibration as measured (here a CPU, where scoring $k$ tokens costs
+  about $k$ one-token steps of the verifier);
+- `modelled_latency_accelerator_s`: the same calls if every call cost its model's one-token step,
+  $t_m(k) = t_m(1)$ for every $k$, prefills and encoder passes included (`accelerator_calibration`):
+  the regime of an accelerator, where a call is bound by reading the weights, not by arithmetic.
+
+Prefills and encoder passes are priced at the row's prompt length (`prompt_tokens`), linearly
+between the lengths the calibration measured them at (`calibrate_for_sweep` measures at each task's
+median prompt length: `Calibration.prefill_time`). Rows of the batched runner are priced as the
+calls `engine.generate` makes for that item alone (`batch.generate_batch` counts them so), i.e. a
+latency at batch size 1; their `wall_time_s` is a share of a batch's time, so `model_error` of such
+rows measures batching as much as the model. Rows written before the counters existed (no
+`verifier_calls_by_k`) cannot be priced from their total call counts (a speculative call's $k$
+is not recorded) and are refused: rerun them.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+from ..decoding.calibration import Calibration
+from ..decoding.engine import calibrate
+
+__all__ = ["LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
+           "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
+           "overall_model_error", "calibrate_for_sweep", "load_sweep_calibration", "CALIBRATION_FILE"]
+
+LATENCY_COLUMN = "modelled_latency_s"
+ACCELERATOR_COLUMN = "modelled_latency_accelerator_s"
+#: pricing name -> the column `price_rows` writes, and what it means (for figure captions)
+PRICINGS = {"measured": (LATENCY_COLUMN, "calls priced at this machine's measured costs"),
+            "accelerator": (ACCELERATOR_COLUMN, "the same calls if scoring k tokens cost one step")}
+MODELS = ("drafter", "verifier")
+CALL_COLUMNS = tuple(f"{m}_{c}" for m in MODELS for c in ("calls_by_k", "prefills", "encoder_passes"))
+CALIBRATION_FILE = "calibration.json"
+
+
+# ---- the cost of one call -----------------------------------------------------------------------
+
+def _drafter_step(calibration: Calibration, k: int) -> float:
+    """$t_q(k)$ without overhead: measured for k = 1 (and 2, if `drafter_k2` was), beyond that the
+    straight line through the last two measured points."""
+    one = calibration.median("drafter_step")
+    two = calibration.median("drafter_k2") if "drafter_k2" in calibration.samples else one
+    return one if k == 1 else two + (k - 2) * max(two - one, 0.0)
+
+
+def _step(calibration: Calibration, model: str, k: int) -> float:
+    return _drafter_step(calibration, k) if model == "drafter" else calibration.t_p(k, with_overhead=False)
+
+
+def _fixed(calibration: Calibration, kind: str, model: str, n_tokens: Optional[int]) -> float:
+    key = f"{kind}_{model}"
+    if key not in calibration.samples:
+        what = "prefill of a decoder-only" if kind == "prefill" else "encoder pass of an encoder-decoder"
+        raise ValueError(f"the rows count a {what} {model}, but the calibration has no {key!r} "
+                         f"(it holds {sorted(calibration.samples)}); calibrate the pair that made the rows.")
+    return calibration.prefill_time(key, n_tokens)
+
+
+def accelerator_calibration(calibration: Calibration) -> Calibration:
+    """The same machine if every call cost its model's one-token step: $t_p(k) = t_p(1)$,
+    $t_q(k) = t_q(1)$, prefills and encoder passes one step of their model; the overhead unchanged."""
+    samples = {kind: list(values) for kind, values in calibration.samples.items()}
+    one = {"drafter": list(calibration.samples["drafter_step"]), "verifier": list(calibration.samples["verifier_k1"])}
+    for kind in samples:
+        if kind.startswith("verifier_k"):
+            samples[kind] = one["verifier"]
+        elif kind == "drafter_k2":
+            samples[kind] = one["drafter"]
+        elif kind.startswith(("prefill_", "encoder_")):
+            samples[kind] = one[kind.split("_", 1)[1].partition("@")[0]]
+    return Calibration(**{**calibration.to_dict(), "samples": samples,
+                          "note": "accelerator pricing: every call costs one step of its model"})
+
+
+# ---- pricing rows -------------------------------------------------------------------------------
+
+def _counts(row: Mapping, model: str):
+    by_k = row.get(f"{model}_calls_by_k")
+    if by_k is None or isinstance(by_k, float):   # a missing cell of a DataFrame reads NaN
+        raise ValueError(f"row {row.get('config', '?')} / {row.get('example_id', '?')} has no {model}_calls_by_k: it "
+                         "was written before rows counted calls by tokens fed, and its total call counts do not say "
+                         "what a speculative call cost. Rerun it (an empty results folder, or a new one).")
+    return [int(c) for c in by_k], int(row.get(f"{model}_prefills", 0)), int(row.get(f"{model}_encoder_passes", 0))
+
+
+def row_latency(row: Mapping, calibration: Calibration) -> float:
+    """$L$ of one row (a dict, or a row of a table): its counted calls at the calibration's median
+    costs, plus the per-call overhead for every decoder call and, for a speculative row, the
+    per-block overhead for every verifier call (see the module docstring)."""
+    overhead = calibration.overhead_s
+    n_prompt = row.get("prompt_tokens")
+    n_prompt = None if n_prompt is None or isinstance(n_prompt, float) and math.isnan(n_prompt) else int(n_prompt)
+    total = 0.0
+    for model in MODELS:
+        by_k, prefills, encoder_passes = _counts(row, model)
+        if prefills:
+            total += prefills * (_fixed(calibration, "prefill", model, n_prompt) + overhead)
+        if encoder_passes:
+            total += encoder_passes * _fixed(calibration, "encoder", model, n_prompt)
+        total += sum(c * (_step(calibration, model, k) + overhead) for k, c in enumerate(by_k, start=1) if c)
+        if model == "verifier" and row.get("method") == "speculative":
+            total += (sum(by_k) + prefills) * calibration.block_overhead_s
+    return total
+
+
+def _as_table(rows) -> pd.DataFrame:
+    if isinstance(rows, pd.DataFrame):
+        return rows.copy()
+    return pd.DataFrame(list(rows))
+
+
+def price_rows(rows: Union[pd.DataFrame, Iterable[Mapping]], calibration: Calibration, *,
+               accelerator: bool = True) -> pd.DataFrame:
+    """A copy of `rows` with `modelled_latency_s` (the calibration as measured) and, unless told not
+    to, `modelled_latency_accelerator_s` (`accelerator_calibration`). Rows without per-call counts
+    are refused with the reason (see `row_latency`)."""
+    if not isinstance(calibration, Calibration):
+        raise TypeError(f"calibration must be a tutorial_lib.Calibration (calibrate_for_sweep or Calibration.load), "
+                        f"not {type(calibration).__name__}.")
+    table = _as_table(rows)
+    if table.empty:
+        raise ValueError("no rows to price.")
+    missing = [c for c in ("drafter_calls_by_k", "verifier_calls_by_k") if c not in table.columns]
+    if missing:
+        raise ValueError(f"the rows have no {' or '.join(missing)}: they were written before rows counted calls by "
+                         "tokens fed, so their latency cannot be priced. Rerun the sweep into an empty results folder.")
+    records = table.to_dict("records")
+    table[LATENCY_COLUMN] = [row_latency(r, calibration) for r in records]
+    if accelerator:
+        flat = accelerator_calibration(calibration)
+        table[ACCELERATOR_COLUMN] = [row_latency(r, flat) for r in records]
+    return table
+
+
+# ---- intervals and the check against wall time ---------------------------------------------------
+
+def _check_columns(table: pd.DataFrame, columns: Sequence[str]) -> None:
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        hint = " (price the rows first: price_rows(rows, calibration))" \
+            if {LATENCY_COLUMN, ACCELERATOR_COLUMN} & set(missing) else ""
+        raise ValueError(f"the rows have no column {', '.join(missing)}{hint}.")
+
+
+def _bootstrap(samples: tuple, statistic, confidence: float, n_resamples: int, seed: int):
+    from scipy import stats
+    if len(samples[0]) < 2 or all(np.ptp(s) == 0 for s in samples):
+        value = statistic(*samples, axis=-1)
+        return (value, value) if len(samples[0]) >= 2 else (math.nan, math.nan)
+    result = stats.bootstrap(samples, statistic, paired=len(samples) > 1, confidence_level=confidence,
+                             n_resamples=n_resamples, method="percentile", random_state=seed)
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _mean(x, axis=-1):
+    return np.mean(x, axis=axis)
+
+
+def latency_intervals(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("task", "config"),
+                      confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Per configuration (`by`), the mean of `column` over its items with a `confidence` percentile
+    bootstrap interval (`scipy.stats.bootstrap`, `n_resamples` resamples of the items). Rows whose
+    values are all equal get that value as both ends; a single item gets no interval (NaN)."""
+    table = _as_table(rows)
+    _check_columns(table, [column, *by])
+    out = []
+    for key, group in table.groupby(list(by), sort=False, dropna=False):
+        values = group[column].to_numpy(dtype=float)
+        low, high = _bootstrap((values,), _mean, confidence, n_resamples, seed)
+        out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_items": len(values),
+                    "mean_s": float(values.mean()), "ci_low_s": low, "ci_high_s": high})
+    return pd.DataFrame(out)
+
+
+def _ratio_of_means(x, y, axis=-1):
+    return np.mean(x, axis=axis) / np.mean(y, axis=axis)
+
+
+def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, reference_method: str = "verifier",
+                     confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Per (task, config), mean latency over the mean latency of the `reference_method` configuration
+    of the same task and temperature on the same items, with a paired bootstrap interval over items
+    (resampling items, both configurations together: `scipy.stats.bootstrap(..., paired=True)`)."""
+    table = _as_table(rows)
+    _check_columns(table, [column, "task", "config", "method", "temperature", "example_id"])
+    out = []
+    for (task, temperature), block in table.groupby(["task", "temperature"], sort=False):
+        reference = block[block["method"] == reference_method]
+        if reference["config"].nunique() != 1:
+            raise ValueError(f"task {task!r} at T = {temperature:g} has {reference['config'].nunique()} "
+                             f"{reference_method!r} configurations; relative latency needs exactly one.")
+        base = reference.set_index("example_id")[column]
+        for config, group in block.groupby("config", sort=False):
+            mine = group.set_index("example_id")[column]
+            items = mine.index.intersection(base.index)
+            x, y = mine.loc[items].to_numpy(float), base.loc[items].to_numpy(float)
+            low, high = _bootstrap((x, y), _ratio_of_means, confidence, n_resamples, seed)
+            out.append({"task": task, "temperature": temperature, "config": config,
+                        "label": group["label"].iloc[0] if "label" in group else config, "n_items": len(items),
+                        "relative_latency": float(x.mean() / y.mean()), "ci_low": low, "ci_high": high})
+    return pd.DataFrame(out)
+
+
+def _relative_errors(table: pd.DataFrame, column: str) -> pd.Series:
+    _check_columns(table, [column, "wall_time_s"])
+    wall = table["wall_time_s"].astype(float)
+    if (wall <= 0).any():
+        raise ValueError("some rows have wall_time_s <= 0; the relative error needs measured times.")
+    return (table[column].astype(float) - wall).abs() / wall
+
+
+def model_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN,
+                by: Sequence[str] = ("task", "config")) -> pd.DataFrame:
+    """Per configuration: the median absolute relative error $|L - W| / W$ of the modelled latency
+    $L$ against the measured wall time $W$ over its rows, and the two medians themselves."""
+    table = _as_table(rows)
+    table["abs_rel_error"] = _relative_errors(table, column)
+    grouped = table.groupby(list(by), sort=False, dropna=False)
+    out = grouped.agg(n_items=("abs_rel_error", "size"), median_abs_rel_error=("abs_rel_error", "median"),
+                      median_modelled_s=(column, "median"), median_wall_s=("wall_time_s", "median"))
+    if "label" in table:
+        out.insert(0, "label", grouped["label"].first())
+    return out.reset_index()
+
+
+def overall_model_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN) -> float:
+    """The median absolute relative error of the modelled latency against wall time over all rows."""
+    return float(_relative_errors(_as_table(rows), column).median())
+
+
+# ---- the calibration of a sweep -------------------------------------------------------------------
+
+def _sweep_path(sweep) -> Path:
+    if isinstance(sweep, pd.DataFrame):
+        if "path" not in sweep.attrs:
+            raise ValueError("this table does not say which sweep folder it came from; pass the folder "
+                             "(run_sweep's table has it in .attrs['path']).")
+        return Path(sweep.attrs["path"])
+    return Path(getattr(sweep, "path", sweep))
+
+
+def load_sweep_calibration(sweep) -> Calibration:
+    """The calibration stored with a sweep (`<folder>/calibration.json`); `sweep` is the folder, a
+    `Sweep`, or `run_sweep`'s table."""
+    path = _sweep_path(sweep) / CALIBRATION_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no {CALIBRATION_FILE} in {path.parent}; run calibrate_for_sweep(pair, ...) with "
+                                "the models loaded, on the machine that ran the sweep.")
+    return Calibration.load(path)
+
+
+def _prompt_lengths(folder: Path) -> Dict[str, int]:
+    """Each task's median prompt length in the sweep's saved rows (empty without rows)."""
+    rows_path = folder / "rows.jsonl"
+    if not rows_path.exists():
+        return {}
+    from . import rows_file
+    lengths: Dict[str, List[int]] = {}
+    for r in rows_file.read_rows(rows_path):
+        if r.get("prompt_tokens"):
+            lengths.setdefault(str(r.get("task")), []).append(int(r["prompt_tokens"]))
+    return {task: int(np.median(values)) for task, values in lengths.items()}
+
+
+def _needed_k(gammas: Sequence) -> int:
+    if isinstance(gammas, (int, str)):
+        gammas = [gammas]
+    fixed = [g for g in gammas if not isinstance(g, str)]
+    if any(isinstance(g, bool) or not isinstance(g, int) or g < 1 for g in fixed) or \
+            any(g != "auto" for g in gammas if isinstance(g, str)):
+        raise ValueError(f"gammas={gammas!r}: pass the block sizes the sweep uses (whole numbers >= 1, or 'auto').")
+    # gamma="auto" picks sizes up to the calibration's max_k - 1; 8 is `calibrate`'s default
+    return max([g + 1 for g in fixed] + ([8] if len(fixed) < len(gammas) else []) + [2])
+
+
+def _fits(calibration: Calibration, drafter, verifier, max_k: int) -> List[str]:
+    problems = []
+    if calibration.max_k < max_k:
+        problems.append(f"it measured k up to {calibration.max_k}, the sweep needs {max_k}")
+    for role, lm in (("drafter", drafter), ("verifier", verifier)):
+        name = getattr(lm, "name", None)
+        if name is not None and name != getattr(calibration, role):
+            problems.append(f"its {role} is {getattr(calibration, role)!r}, not {name!r}")
+        if getattr(lm, "is_encoder_decoder", False) and f"encoder_{role}" not in calibration.samples:
+            problems.append(f"it has no encoder pass of the {role}")
+    return problems
+
+
+def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 5,
+                        context_tokens: Optional[int] = None, recalibrate: bool = False,
+                        progress: bool = True) -> Calibration:
+    """The calibration of a sweep's pair, measured once and stored as `<folder>/calibration.json`.
+
+    `sweep` is the sweep's folder, a `Sweep` or `run_sweep`'s table; `gammas` the block sizes it runs
+    ($t_p(k)$ is measured for k = 1..max(gamma) + 1). `calibration.calibrate` times every call kind
+    `repeats` (>= 5) rounds, interleaved in a shuffled order, and keeps each kind's median; encoder
+    passes are timed for encoder-decoders. `context_tokens` (cached tokens under each call) defaults
+    to the median over tasks of each task's median prompt length in the sweep's saved rows (64
+    without rows); prefills and encoder passes are timed at each of those task medians too, so a
+    row's prefill is priced at its own prompt length (run it after the sweep, or calibrate again). A stored calibration is reused when it covers the sweep's
+    k and models; `recalibrate=True` measures again (and replaces it). With models that are not
+    loaded (`evaluation.ModelRecord`), the stored calibration is returned or its absence reported.
+    """
+    folder = _sweep_path(sweep)
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 5:
+        raise ValueError(f"repeats={repeats!r}: a sweep's calibration takes the median of at least 5 rounds.")
+    drafter, verifier = pair
+    max_k = _needed_k(gammas)
+    path = folder / CALIBRATION_FILE
+    loaded = all(hasattr(lm, "start") for lm in (drafter, verifier))
+    if path.exists() and not recalibrate:
+        stored = Calibration.load(path)
+        problems = _fits(stored, drafter, verifier, max_k)
+        if not problems:
+            return stored
+        how = "pass recalibrate=True to measure again" if loaded else "calibrate again with the models loaded"
+        raise ValueError(f"{path} does not fit this sweep ({'; '.join(problems)}): {how}.")
+    if not loaded:
+        raise FileNotFoundError(f"no {CALIBRATION_FILE} in {folder} and the models are not loaded; run "
+                                "calibrate_for_sweep with the sweep's models on the machine that ran it.")
+    by_task = _prompt_lengths(folder)
+    context = context_tokens or (int(np.median(list(by_task.values()))) if by_task else 64)
+    calibration = calibrate(drafter, verifier, max_k=max_k, repeats=repeats, context_tokens=int(context),
+                            prefill_lengths=sorted(set(by_task.values())), progress=progress)
+    calibration.note = f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}"
+    calibration.save(path)
+    return calibration

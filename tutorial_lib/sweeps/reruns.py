@@ -1,0 +1,382 @@
+r"""The paper's two evaluations as profiles: which models, tasks and settings each notebook run uses.
+
+`notebooks/06_t5_evaluation` reruns the T5 experiments (quality against latency at batch size 1)
+and `notebooks/07_gemma_evaluation` the Gemma ones (quality against rejection rate at
+$\gamma = 1$). Each has a few profiles, chosen by the notebook's `profile` parameter:
+
+| profile | models | tasks |
+|---|---|---|
+| `hub` | the paper's families from the Hugging Face hub | the real datasets through `datasets.load_dataset` |
+| `offline` (T5's default) | models that run here without a network | task sets the package makes or ships |
+| `offline-all` (Gemma's default) | as `offline` | every item of the offline sets, room to answer |
+| `full` (T5) | as `offline` | more examples, the whole grid |
+| `smoke` | the cheapest models | a few examples (`make test`) |
+
+Everything a profile decides is a plain dict, so a notebook shows it and a reader can change it.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Dict, List, Optional
+
+from . import evaluation as ev
+
+__all__ = ["T5_PROFILES", "GEMMA_PROFILES", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
+           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
+           "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
+
+# ---- T5 -------------------------------------------------------------------------------------------
+
+#: T5 was trained with these task prefixes (Raffel et al., appendix D); `t5-small` / `t5-large`
+#: translate and summarise with them out of the box.
+T5_PREFIXES = {"wmt_en_de": "translate English to German: ", "cnn_dailymail": "summarize: ",
+               "xsum": "summarize: "}
+
+#: The offline T5 profile's alphas: 5 interior points per rule plus its two ends, placed so that their
+#: rejection rates spread evenly between the rule's SpecDecode and drafter ends
+#: (`alpha_grids.placed_alphas(result, 5, ends=True)` on the token-level analysis `token_curves.analyse`
+#: of the synthetic T5 pair along the 60 first held-out reference translations, T = 1). The curves not
+#: in that analysis (sequential and token cascades, original BiLD) use `n_alpha`-point grids.
+T5_OFFLINE_ALPHAS: Dict[str, List[float]] = {
+    "SpecCascade [Chow]": [0.0, 0.015, 0.125, 0.3829, 0.5202, 0.6451, 1.0],
+    "SpecCascade [Diff]": [-1.0, 0.0045, 0.0444, 0.1957, 0.423, 0.5989, 1.0],
+    "SpecCascade [OPT]": [-1.0, 0.0053, 0.0699, 0.6304, 0.95, 0.975, 1.0],
+    "SpecCascade [Token-V1]": [-1.0, 0.0122, 0.1238, 0.5632, 0.8119, 0.945, 1.0],
+    "SpecCascade [Token-V2]": [-1.0, 0.7265, 0.9559, 0.9669, 0.9779, 0.989, 1.0],
+    "SpecCascade [Token-V3]": [0.0, 0.9769, 0.9815, 0.9861, 0.9908, 0.9954, 1.0],
+    "SpecDecode [Lossy]": [0.0, 0.9681, 0.9797, 0.9848, 0.9899, 0.9949, 0.999],
+    "Lossy*": [0.0, 0.9681, 0.9797, 0.9848, 0.9899, 0.9949, 0.999],
+    "BiLD*": [0.0, 0.3362, 0.5793, 0.7724, 0.9672, 0.9872, 1.0],
+}
+
+T5_PROFILES: Dict[str, dict] = {
+    # the original multi-task T5 checkpoints, not the paper's fine-tuned T5 v1.1 (see notebook 06)
+    "hub": dict(drafter="google-t5/t5-small", verifier="google-t5/t5-large", dtype="float32", device="cuda",
+                tasks=["wmt_en_de", "cnn_dailymail", "xsum"], n_examples=200,
+                gammas=[3, 5, 7], temperatures=[0.0, 1.0], n_alpha=7, alphas=None, curves=ev.T5_CURVES),
+    # 200 held-out sentences; every rule 5 interior alphas (T5_OFFLINE_ALPHAS), the other curves 7-point grids
+    "offline": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
+                    device="cpu", tasks=["synthetic_mt"], n_examples=200, gammas=[5], temperatures=[0.0, 1.0],
+                    n_alpha=7, alphas=T5_OFFLINE_ALPHAS, curves=ev.T5_CURVES),
+    "full": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
+                 device="cpu", tasks=["synthetic_mt"], n_examples=300, gammas=[3, 5, 7],
+                 temperatures=[0.0, 1.0], n_alpha=9, alphas=None, curves=ev.T5_CURVES),
+    "smoke": dict(drafter="synthetic-t5-drafter:tiny", verifier="synthetic-t5-verifier:tiny", dtype="float32",
+                  device="cpu", tasks=["synthetic_mt"], n_examples=3, gammas=[3], temperatures=[1.0],
+                  n_alpha=2, alphas=None, curves=ev.T5_CURVES),
+}
+
+
+def _profile(profiles: Dict[str, dict], name: str, overrides: Optional[dict]) -> dict:
+    if name not in profiles:
+        raise ValueError(f"profile={name!r} is unknown; choose one of {', '.join(profiles)}.")
+    settings = copy.deepcopy(profiles[name])
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key not in settings:
+            raise ValueError(f"{key!r} is not a setting of the {name!r} profile; settings: {', '.join(settings)}.")
+        settings[key] = value
+    settings["profile"] = name
+    return settings
+
+
+def t5_profile(name: str = "offline", **overrides) -> dict:
+    """The settings of one T5 profile; keyword arguments that are not None replace settings."""
+    return _profile(T5_PROFILES, name, overrides)
+
+
+#: The T5 rerun's hub datasets: hub id (`namespace/name`), config, the Parquet conversion where the
+#: main branch still loads through a script (which `datasets` >= 4 refuses), the source and reference
+#: columns, and the input cut in T5 tokens. The paper evaluates on validation samples with WMT inputs
+#: cut to 80 tokens and XSum's to 1,024; CNN/DM articles are cut to 1,024 as well (our choice).
+T5_HUB_DATASETS: Dict[str, dict] = {
+    "wmt_en_de": dict(path="wmt/wmt14", name="de-en", revision=None, metric="bleu", max_new_tokens=128,
+                      max_input_tokens=80, source=lambda row: row["translation"]["en"],
+                      target=lambda row: row["translation"]["de"]),
+    "cnn_dailymail": dict(path="abisee/cnn_dailymail", name="3.0.0", revision=None, metric="rouge2",
+                          max_new_tokens=128, max_input_tokens=1024, source=lambda row: row["article"],
+                          target=lambda row: row["highlights"]),
+    "xsum": dict(path="EdinburghNLP/xsum", name=None, revision="refs/convert/parquet", metric="rouge2",
+                 max_new_tokens=64, max_input_tokens=1024, source=lambda row: row["document"],
+                 target=lambda row: row["summary"]),
+}
+
+
+def t5_hub_task(name: str, n: int, *, split: str = "validation") -> ev.Task:
+    """A T5 task from the hub (needs a network): WMT14 EN->DE (BLEU), CNN/DailyMail or XSum (ROUGE-2),
+    the first `n` items of `split` (validation, as the paper), inputs cut as the paper cuts them."""
+    if name not in T5_HUB_DATASETS:
+        raise ValueError(f"task {name!r} is unknown; choose one of {', '.join(T5_HUB_DATASETS)}.")
+    spec = T5_HUB_DATASETS[name]
+    options = {"split": split, **({"revision": spec["revision"]} if spec["revision"] else {})}
+    try:
+        from datasets import load_dataset
+        data = load_dataset(spec["path"], spec["name"], **options) if spec["name"] else \
+            load_dataset(spec["path"], **options)
+    except Exception as error:  # noqa: BLE001 - no network, no access, or the hub moved the dataset
+        where = spec["path"] + (f" ({spec['name']})" if spec["name"] else "") + f", split {split!r}"
+        raise OSError(f"could not load {where} through datasets.load_dataset ({type(error).__name__}: {error}); "
+                      "without access to the hub use profile='offline'.") from error
+    pairs = [(spec["source"](row), spec["target"](row)) for row in data.select(range(min(n, len(data))))]
+    examples = [{"id": f"{name}-{i}", "prompt": T5_PREFIXES[name] + source, "references": [target]}
+                for i, (source, target) in enumerate(pairs)]
+    return ev.Task(name, spec["metric"], examples, max_new_tokens=spec["max_new_tokens"],
+                   max_input_tokens=spec["max_input_tokens"])
+
+
+def t5_tasks(settings: dict) -> List[ev.Task]:
+    """The profile's tasks: the hub datasets, or held-out sentences of the synthetic translation task."""
+    if settings["profile"] == "hub":
+        return [t5_hub_task(name, settings["n_examples"]) for name in settings["tasks"]]
+    from ..toy import synthetic_mt
+    examples = synthetic_mt.TranslationGrammar().examples(settings["n_examples"], split="test")
+    # the longest valid translation has 13 words; a model that has not learned to stop gets a few more
+    return [ev.Task("synthetic_mt", "bleu", examples, max_new_tokens=20)]
+
+
+def t5_configs(settings: dict) -> List[ev.Config]:
+    """The T5 sweep: every curve over its grid (the profile's `alphas` where it gives them, else an
+    `n_alpha`-point grid over the curve's live range), at every gamma and temperature."""
+    return ev.sweep_configs(settings["curves"], gammas=settings["gammas"], temperatures=settings["temperatures"],
+                            n_alpha=settings["n_alpha"], alphas=settings.get("alphas"))
+
+
+def t5_training_budget(settings: dict) -> Optional[str]:
+    """The `synthetic_t5.train_t5_pair` budget a T5 profile's models need ("default", "tiny"), or None
+    where they are not trained here (the hub's T5s)."""
+    names = [settings["drafter"], settings["verifier"]]
+    if not all(name.startswith("synthetic-t5-") for name in names):
+        return None
+    budgets = {name.partition(":")[2] or "default" for name in names}
+    if len(budgets) != 1:
+        raise ValueError(f"the drafter and verifier {names} were trained with different budgets; use one.")
+    return budgets.pop()
+
+
+def load_t5_pair(settings: dict):
+    """The drafter and verifier of a T5 profile. The offline pair must be trained first:
+    `synthetic_t5.train_t5_pair(budget=t5_training_budget(settings))` (loading never trains)."""
+    from ..models.adapter import load_pair
+    return load_pair(settings["drafter"], settings["verifier"], dtype=settings["dtype"], device=settings["device"])
+
+
+# ---- both -----------------------------------------------------------------------------------------
+
+def run_config(settings: dict) -> dict:
+    """What a profile adds to its sweep's configuration (and so to the folder's hash): every
+    setting but the list of curves."""
+    return {"profile": {k: v for k, v in settings.items() if k != "curves"}}
+
+
+def saved_pair(name: str, settings: dict, *, results_dir=None):
+    """Stand-ins for the models of the saved sweep `name` run with these settings, so a notebook
+    redraws its tables and figures from the saved rows without loading (or training) the models."""
+    install = ("make models-qwen" if "qwen" in settings["verifier"] else
+               "tutorial_lib.models.synthetic_t5.train_t5_pair()" if settings["verifier"].startswith("synthetic-t5")
+               else f"load {settings['drafter']} and {settings['verifier']}")
+    return ev.saved_models(name, root=results_dir, extra_config=run_config(settings), install=install)
+
+
+def describe_pair(pair) -> "pd.DataFrame":
+    """One row per model: role, name, parameters, and for encoder-decoders the layers and width
+    (models that are not loaded, `evaluation.ModelRecord`, show their name only)."""
+    import pandas as pd
+    rows = []
+    for role, lm in zip(("drafter", "verifier"), pair):
+        row = {"role": role, "name": lm.name}
+        network = getattr(lm, "model", None)
+        if hasattr(network, "parameters"):
+            row["parameters"] = sum(w.numel() for w in network.parameters())
+            row["dtype"] = str(lm.dtype).replace("torch.", "")
+            config = getattr(network, "config", None)
+            if getattr(config, "is_encoder_decoder", False):
+                row["layers (enc+dec)"] = f"{config.num_layers}+{config.num_decoder_layers}"
+                row["d_model"] = config.d_model
+        else:
+            row["parameters"] = "not loaded (saved rows only)"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def task_table(tasks: List[ev.Task], verifier=None) -> "pd.DataFrame":
+    """One row per task: metric, items, the cap on new tokens, and (given the verifier, loaded) the
+    mean prompt length in its tokens."""
+    import numpy as np
+    import pandas as pd
+    rows = []
+    for task in tasks:
+        row = {"task": task.name, "metric": task.metric_name, "items": len(task.examples),
+               "max_new_tokens": task.max_new_tokens}
+        if hasattr(verifier, "chat_prompt"):
+            row["prompt tokens (mean)"] = np.mean([len(verifier.chat_prompt(e.prompt) if task.chat
+                                                       else verifier.encode(e.prompt)) for e in task.examples])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---- Gemma ----------------------------------------------------------------------------------------
+
+#: One alpha inside each rule's range (the offline and smoke profiles; the curves' ends are measured too).
+_ONE_ALPHA_PER_RULE = {"SpecDecode [Lossy]": [0.5], "SpecCascade [Chow]": [0.4], "SpecCascade [Diff]": [0.1],
+                       "SpecCascade [OPT]": [1.0], "SpecCascade [Token-V1]": [0.1], "SpecCascade [Token-V2]": [0.1],
+                       "SpecCascade [Token-V3]": [0.5]}
+
+#: The offline-all profile's alphas: 3 interior points per rule (Token-V3 also its alpha = 0 end, which
+#: is not SpecDecode), at the rejection rates 3/4, 1/2 and 1/4 of the way from the SpecDecode end to the
+#: drafter end of the rule's pooled rejection curve (`alpha_grids.placed_alphas(result, 3)`) in the
+#: token-level analysis of the Qwen pair (`token_curves.analyse`, gold answers, T = 1; notebook 08):
+#: `data/results/token-analysis-4368c63a9810`, all 162 offline items (tests/test_alpha_grids.py rechecks).
+GEMMA_OFFLINE_ALPHAS: Dict[str, List[float]] = {
+    "SpecCascade [Chow]": [0.1414, 0.3509, 0.5724],
+    "SpecCascade [Diff]": [-0.071, 0.0834, 0.2796],
+    "SpecCascade [OPT]": [-0.1772, 0.2739, 0.826],
+    "SpecCascade [Token-V1]": [0.1594, 0.4757, 0.7617],
+    "SpecCascade [Token-V2]": [0.4897, 0.7563, 0.9355],
+    "SpecCascade [Token-V3]": [0.0, 0.8572, 0.9759, 0.988],
+    "SpecDecode [Lossy]": [0.3598, 0.7505, 0.9548],
+}
+
+GEMMA_PROFILES: Dict[str, dict] = {
+    "hub": dict(drafter="google/gemma-2-2b-it", verifier="google/gemma-2-9b-it", dtype="bfloat16", device="cuda",
+                tasks=["wmt", "cnn_dailymail", "gsm8k", "mbpp", "squad_v2", "web_questions", "natural_questions",
+                       "trivia_qa"],
+                n_items=500, temperatures=[1.0, 0.0], curves=ev.GEMMA_CURVES, n_alpha=7, alphas=None,
+                greedy_curves=None,
+                batch_size=32, latency_items=20, latency_gammas=[1, 5], latency_curves=None,
+                max_new_tokens=None, shots=None),
+    # fp32, not bf16: this CPU has no bf16 matrix units, and batched bf16 forward passes measured 2-8x
+    # slower than fp32 here (a 16-prompt prefill of the 1.5B: 242 s in bf16, 42 s in fp32).
+    "offline": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
+                    tasks=["code", "arithmetic", "facts"], n_items=16, temperatures=[1.0, 0.0],
+                    curves=ev.GEMMA_CURVES, n_alpha=3, batch_size=16,
+                    # one alpha inside each rule's range; the curves' ends are the drafter and SpecDecode
+                    alphas=_ONE_ALPHA_PER_RULE,
+                    greedy_curves=["Drafter", "Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                    latency_items=1, latency_gammas=[1, 5],
+                    latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                    max_new_tokens={"code": 40, "arithmetic": 40, "facts": 10},
+                    shots={"code": 1, "arithmetic": 2, "facts": 4}),
+    # Every offline item (53 + 60 + 49), 3 interior alphas per rule placed along its rejection curve
+    # (GEMMA_OFFLINE_ALPHAS), room to answer: a pilot of the verifier's answers to every fourth item
+    # (T = 0 and 1) ran to 306 tokens in arithmetic and 243 in code, and 4 of 15 arithmetic answers
+    # passed 160. Chunks of 8 items decode all 31 configurations at once (`config_batch`: up to 248
+    # rows, which keeps the KV caches of the longest answers within memory).
+    "offline-all": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
+                        tasks=["code", "arithmetic", "facts"], n_items=None, temperatures=[1.0, 0.0],
+                        curves=ev.GEMMA_CURVES, n_alpha=3, batch_size=8, alphas=GEMMA_OFFLINE_ALPHAS,
+                        greedy_curves=["Drafter", "Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                        latency_items=4, latency_gammas=[1, 5],
+                        latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                        max_new_tokens={"code": 256, "arithmetic": 320, "facts": 24},
+                        shots={"code": 1, "arithmetic": 2, "facts": 4}),
+    "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", dtype="float32", device="cpu",
+                  tasks=["code", "arithmetic", "facts"], n_items=2, temperatures=[1.0], curves=ev.GEMMA_CURVES,
+                  n_alpha=2, alphas=_ONE_ALPHA_PER_RULE, greedy_curves=None, batch_size=2, latency_items=1, latency_gammas=[1, 5],
+                  latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                  max_new_tokens={"code": 6, "arithmetic": 6, "facts": 4},
+                  shots={"code": 1, "arithmetic": 1, "facts": 2}),
+}
+
+
+def gemma_profile(name: str = "offline-all", **overrides) -> dict:
+    """The settings of one Gemma profile; keyword arguments that are not None replace settings."""
+    return _profile(GEMMA_PROFILES, name, overrides)
+
+
+def gemma_tasks(settings: dict) -> List[ev.Task]:
+    """The profile's few-shot tasks, each sent as one user message in the chat template."""
+    from ..tasks import tasksets
+    tasks = []
+    for name in settings["tasks"]:
+        shots = (settings.get("shots") or {}).get(name)
+        if settings["profile"] == "hub":
+            raw = tasksets.hub_task(name, settings["n_items"], shots=shots)
+        else:
+            raw = tasksets.offline_task(name, settings["n_items"], shots=shots)
+        limit = (settings.get("max_new_tokens") or {}).get(name)
+        task = ev.Task.from_dict(raw, chat=True, postprocess=_postprocessor(raw["name"]))
+        if limit:
+            task.max_new_tokens = int(limit)
+        tasks.append(task)
+    return tasks
+
+
+def gemma_configs(settings: dict) -> List[ev.Config]:
+    """The batched sweep: every curve of the profile over its alpha grid, gamma = 1, one token per step
+    (at T = 0 only `greedy_curves`, where a profile sets them)."""
+    configs = []
+    for temperature in settings["temperatures"]:
+        curves = settings["curves"] if temperature > 0 else (settings.get("greedy_curves") or settings["curves"])
+        configs += ev.sweep_configs(curves, gammas=[1], temperatures=[temperature], n_alpha=settings["n_alpha"],
+                                    alphas=settings["alphas"], bonus="none")
+    return configs
+
+
+def latency_configs(settings: dict) -> List[ev.Config]:
+    """The batch-size-1 latency runs at the lowest temperature: the drafter and the verifier alone, and
+    per gamma each latency curve at the middle of its alpha grid (gamma = 1 without a bonus token,
+    as in the batched sweep; larger gamma with Algorithm 4's bonus token)."""
+    from ..maths.targets import alpha_grid
+    temperature = min(settings["temperatures"])
+    curves = settings["latency_curves"] or settings["curves"]
+    configs = ev.sweep_configs(["Drafter", "Verifier"],
+                               temperatures=[temperature])
+    for gamma in settings["latency_gammas"]:
+        for label in curves:
+            spec = ev.CURVES[label]
+            if spec["method"] != "speculative":
+                continue
+            rule = spec["rule"]
+            chosen = (settings.get("alphas") or {}).get(label)
+            alpha = 0.0 if rule in ("spec", None) else float(chosen[0] if chosen else alpha_grid(rule, 3)[1])
+            configs += ev.sweep_configs([label], gammas=[gamma], temperatures=[temperature], n_alpha=2,
+                                        alphas={label: [alpha]}, bonus="none" if gamma == 1 else "verifier")
+    return configs
+
+
+def _postprocessor(task_name: str):
+    from ..tasks import tasksets
+
+    def postprocess(text: str) -> str:
+        return tasksets.postprocess(task_name, text)
+    postprocess.__name__ = f"postprocess_{task_name}"
+    return postprocess
+
+
+def layer_skip_drafter(lm, n_layers: int):
+    """A cheaper drafter made from a decoder-only model: its first `n_layers` blocks, then its own
+    final norm and head (self-speculation by layer skipping). Same tokenizer, so it pairs with `lm`."""
+    from ..models.adapter import LanguageModel
+    layers = getattr(getattr(lm.model, "model", None), "layers", None)
+    if layers is None or lm.is_encoder_decoder:
+        raise ValueError(f"{lm.name} is not a decoder-only transformers model with `model.layers`; "
+                         "layer skipping needs one.")
+    if not 1 <= n_layers < len(layers):
+        raise ValueError(f"n_layers={n_layers}: keep between 1 and {len(layers) - 1} of {lm.name}'s {len(layers)} layers.")
+    net = copy.deepcopy(lm.model)
+    net.model.layers = net.model.layers[:n_layers]
+    net.config.num_hidden_layers = n_layers
+    if getattr(net.config, "layer_types", None):
+        net.config.layer_types = net.config.layer_types[:n_layers]
+    # made from `lm`: the same token ids (`derived_from`), so the pair is accepted without a tokenizer too
+    return LanguageModel(net, lm.tokenizer, name=f"{lm.name}:layers={n_layers}", eos_token_id=lm.eos_token_id,
+                         vocabulary=lm.vocabulary, derived_from=lm)
+
+
+def load_gemma_pair(settings: dict):
+    """The drafter and verifier of a Gemma profile. A drafter named `<verifier>:layers=N` is the
+    verifier's first N layers (the smoke profile's cheaper drafter made from SmolLM2-135M)."""
+    from ..models.adapter import ModelPair, load_model, load_pair
+    drafter, verifier = settings["drafter"], settings["verifier"]
+    if ":layers=" in drafter:
+        base, _, n = drafter.partition(":layers=")
+        big = load_model(verifier if base == verifier else base, dtype=settings["dtype"], device=settings["device"])
+        return ModelPair(layer_skip_drafter(big, int(n)), big)
+    try:
+        return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"])
+    except OSError as error:
+        if not drafter.startswith("google/gemma"):
+            raise
+        raise OSError(f"{error}\nThe Gemma models are gated: accept their licence on the Hugging Face hub with "
+                      "your account and set HF_TOKEN to a token of that account before loading them.") from error
