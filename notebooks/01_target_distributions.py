@@ -106,7 +106,7 @@ if real_pair is not None:
 # no word is allowed by both, so $D_{TV}(p, q) = 1$ and every deferral rejects every draft.
 
 # %%
-fig = views.targets.plot_examples(examples, temperature)
+fig = views.targets.examples_figure(examples, temperature)
 tl.savefig(fig, "targets_examples")
 
 # %% [markdown]
@@ -146,7 +146,7 @@ display(views.widgets.live_view(
 # %%
 readouts = tl.rejection.target_readouts(example, rule, alpha, temperature, gamma, examples=examples)
 print(views.targets.format_readouts(readouts))
-fig = views.targets.plot_target_view(example, rule, alpha, temperature, gamma, examples=examples)
+fig = views.targets.target_figure(example, rule, alpha, temperature, gamma, examples=examples)
 tl.savefig(fig, "targets_view")
 
 # %% [markdown]
@@ -170,7 +170,7 @@ display(views.widgets.live_view(
     examples=examples))
 
 # %%
-fig = views.targets.plot_every_rule(every_rule_example, lenience, temperature, examples=examples)
+fig = views.targets.every_rule_figure(every_rule_example, lenience, temperature, examples=examples)
 tl.savefig(fig, "targets_every_rule")
 
 # %% [markdown]

@@ -98,7 +98,7 @@ display(views.widgets.live_view(
 
 # %%
 _, curves = views.targets.rejection_curves_view(toy_world, temperature, alpha, n_alpha)
-fig = views.targets.plot_rejection_curves(curves)
+fig = views.targets.rejection_curves_figure(curves)
 tl.savefig(fig, "rejection_vs_alpha")
 print(f"SpecDecode rejects {curves['spec']:.4f} of the drafts")
 print(views.targets.format_rejection_at(curves))
@@ -120,7 +120,7 @@ print(f"largest gap between the two lossy curves: {lossy_beta_gap:.2e}")
 
 # %%
 pair_curves = tl.rejection.rejection_curves(example, temperature, n_alpha, examples=examples)
-fig = views.targets.plot_rejection_curves(pair_curves)
+fig = views.targets.rejection_curves_figure(pair_curves)
 tl.savefig(fig, "rejection_vs_alpha_example")
 print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
 
@@ -139,8 +139,8 @@ lemma3_rows = tl.rejection.lemma3_check(examples, r_values, n_draws, temperature
 lemma3 = pd.DataFrame(lemma3_rows)
 with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 200):
     display(lemma3)
-views.targets.lemma3_figure(lemma3_rows).show()
-fig = views.targets.plot_lemma3(lemma3_rows)
+views.targets.lemma3_view(lemma3_rows).show()
+fig = views.targets.lemma3_figure(lemma3_rows)
 tl.savefig(fig, "rejection_lemma3")
 print(f"largest |z| over {len(lemma3_rows)} checks: {lemma3['z'].abs().max():.2f}")
 

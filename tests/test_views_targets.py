@@ -101,9 +101,9 @@ def test_every_rule_view_moves_with_lenience():
 
 
 def test_static_twins_save(tmp_path):
-    figures = [vt.plot_target_view("verifier blind spot", "token_v3", 0.4, 0.7, 3),
-               vt.plot_target_view("agree", "lossy", 0.2, beta="normalize"),
-               vt.plot_every_rule("disjoint", 0.5, 0.0), vt.plot_examples()]
+    figures = [vt.target_figure("verifier blind spot", "token_v3", 0.4, 0.7, 3),
+               vt.target_figure("agree", "lossy", 0.2, beta="normalize"),
+               vt.every_rule_figure("disjoint", 0.5, 0.0), vt.examples_figure()]
     for k, fig in enumerate(figures):
         assert tl.savefig(fig, f"explore_{k}", tmp_path).stat().st_size > 5_000
 
@@ -150,12 +150,12 @@ def test_rejection_curves_view(temperature):
         fig, result = vt.rejection_curves_view(example, temperature, n_alpha=3)
         assert isinstance(fig, go.Figure) and len(fig.data) == 2 * len(rejection.CURVE_VARIANTS)
         assert all(0 <= r <= 1 + 1e-12 for c in result["curves"].values() for r in c["rejection"])
-    assert vt.plot_rejection_curves(result).axes
+    assert vt.rejection_curves_figure(result).axes
 
 
 def test_lemma3_figures():
     rows = rejection.lemma3_check(rs=(0.0, 0.3, 1.0), n=500, seed=0)
-    assert isinstance(vt.lemma3_figure(rows), go.Figure) and vt.plot_lemma3(rows).axes
+    assert isinstance(vt.lemma3_view(rows), go.Figure) and vt.lemma3_figure(rows).axes
 
 
 @pytest.mark.parametrize("call,match", [
@@ -219,4 +219,4 @@ def test_rejection_curves_view_marks_the_chosen_alpha_on_every_curve():
     assert "Chow: α=-0.50 outside [0, 1]" in [a.text for a in below.layout.annotations]
     assert len([t for t in below.data if t.name == "chosen α"]) < len(markers)
     assert len(plain.data) == 2 * len(rejection.CURVE_VARIANTS)
-    assert vt.plot_rejection_curves(result).axes
+    assert vt.rejection_curves_figure(result).axes

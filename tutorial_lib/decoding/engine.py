@@ -267,8 +267,11 @@ def _speculative(run: _Run, o, beta, policy=None) -> None:
 
 
 def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bonus: str) -> None:
+    """One block of Algorithm 4, steps 1-5 of the module docstring: draft, one verifier call, verify,
+    residual or bonus, crop."""
     n = min(gamma, run.remaining)
     drafts, q_rows, qu_rows = [], [], []
+    # 1. Draft x_t, ..., x_{t+n-1} from the drafter, one step each: x_{t+j} ~ q_{t+j}.
     logits = run.next_logits("drafter")
     for j in range(n):
         if j:
@@ -278,17 +281,20 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
         q_rows.append(q_j)
         qu_rows.append(qu_j)
     q, q_unscaled = torch.stack(q_rows), torch.stack(qu_rows)              # (n, V)
-    # One call of p. It scores every draft and, for a bonus token, the position after the last one
+    # 2. One call of p. It scores every draft and, for a bonus token, the position after the last one
     # ((n+1, V)); without a bonus that last row is never used, so the last draft is not fed at all
     # ((n, V)): at gamma = 1 each model is then fed just the last emitted token, one per call.
     scored = drafts if bonus != "none" else drafts[:-1]
     p_all, pu_all = run.laws(run.score("verifier", scored))
     p, p_unscaled = p_all[:n], pu_all[:n]
+    # The rule's target at every drafted position: pi = T(q, p) (Table 1).
     pi, weight = block_targets(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
     bonus_laws, after = None, {}
     if bonus != "none" and n < run.remaining:   # bonus="none": the next block starts with a new draft
         bonus_laws = (p_all[n:] if bonus == "verifier" else
                       lambda rows: _target_bonus(run, rule, alpha, beta, drafts, p_all[n], pu_all[n], after))
+    # 3. Verify: keep x_{t+j} with probability min{1, pi(x)/q(x)}, stop at the first rejection j*; the
+    #    same call draws step 4's token (residual norm(max{0, pi - q}) at j*, or the bonus after a full block).
     verdict = verify_block(pi.unsqueeze(0), q.unsqueeze(0), torch.tensor([drafts]), run.generator,
                            bonus=bonus_laws, stop_tokens=run.eos)
     n_accepted, extra = int(verdict.n_accepted[0]), int(verdict.extra[0])
@@ -297,6 +303,7 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
     for j, x in enumerate(drafts[:n_accepted]):
         run.emit(TraceStep(x, "draft", True, q=float(q[j, x]), p=float(p[j, x]), pi=float(pi[j, x]),
                            deferral=float(weight[j])))
+    # 4. The token after the accepted drafts: the residual's draw at a rejection, else the bonus token.
     if bool(verdict.rejected[0]):
         run.counts["n_rejected"] += 1
         j, y = n_accepted, extra
@@ -309,6 +316,7 @@ def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bon
         else:
             run.emit(TraceStep(extra, "bonus", q=float(after["q"][extra]), p=float(p_n[extra]),
                                pi=float(after["pi"][extra])))
+    # 5. Crop both KV caches back to the emitted prefix (the rejected drafts leave them).
     run.sync()
 
 

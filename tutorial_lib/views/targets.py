@@ -1,10 +1,11 @@
 """Views of notebooks 01 (target distributions) and 02 (rejection rates): they draw, the maths is elsewhere.
 
-The numbers come from `tutorial_lib.rejection` (read-outs, every rule at once, rejection curves, Lemma 3
-by simulation) and `tutorial_lib.examples` (the pairs). Widget callbacks (`target_view`,
+The numbers come from `tutorial_lib.lessons.rejection` (read-outs, every rule at once, rejection curves, Lemma 3
+by simulation) and `tutorial_lib.toy.examples` (the pairs). Widget callbacks (`target_view`,
 `every_rule_view`, `rejection_curves_view`) return a plotly figure and the numbers it shows, so tests
 call them directly and notebooks wire them to sliders with `widgets.live_view`; each has a matplotlib
-twin (`plot_*`) whose figure the notebooks save with `tl.savefig`.
+twin (`*_figure`) whose figure the notebooks save with `tl.savefig`. One naming rule across `views`:
+`*_view` is interactive (plotly, or a widget), `*_figure` static (matplotlib).
 """
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from .figures import FIGURE_SIZE, plot_distributions
 from .widgets import COLORS, RULE_LABELS, number
 
 __all__ = [
-    "format_readouts", "target_view", "plot_target_view", "every_rule_view", "plot_every_rule", "plot_examples",
-    "rejection_curves_view", "plot_rejection_curves", "format_rejection_at", "lemma3_figure", "plot_lemma3",
+    "format_readouts", "target_view", "target_figure", "every_rule_view", "every_rule_figure", "examples_figure",
+    "rejection_curves_view", "rejection_curves_figure", "format_rejection_at", "lemma3_view", "lemma3_figure",
 ]
 
 
@@ -100,7 +101,7 @@ def target_view(example: Union[str, Example], rule: str, alpha: float = 0.0, tem
     return fig, readouts
 
 
-def plot_target_view(example: Union[str, Example], rule: str, alpha: float = 0.0, temperature: float = 1.0,
+def target_figure(example: Union[str, Example], rule: str, alpha: float = 0.0, temperature: float = 1.0,
                      gamma: int = 5, beta: rejection.Beta = 1.0, *, examples=None, max_tokens: int = 16):
     """Static twin of `target_view` (matplotlib); returns the figure."""
     readouts = rejection.target_readouts(example, rule, alpha, temperature, gamma, beta, examples=examples)
@@ -145,7 +146,7 @@ def every_rule_view(example: Union[str, Example], lenience: float = 0.5, tempera
     return fig, {label: numbers for label, (_, numbers) in rows.items() if numbers is not None}
 
 
-def plot_every_rule(example: Union[str, Example], lenience: float = 0.5, temperature: float = 1.0, *,
+def every_rule_figure(example: Union[str, Example], lenience: float = 0.5, temperature: float = 1.0, *,
                     examples=None, max_tokens: int = 16):
     """Static twin of `every_rule_view` (a seaborn heatmap); returns the figure."""
     example = single_example(example, examples)
@@ -166,7 +167,7 @@ def plot_every_rule(example: Union[str, Example], lenience: float = 0.5, tempera
     return fig
 
 
-def plot_examples(examples: Optional[Dict[str, Example]] = None, temperature: float = 1.0, max_tokens: int = 8):
+def examples_figure(examples: Optional[Dict[str, Example]] = None, temperature: float = 1.0, max_tokens: int = 8):
     """Small bars of $q$ and $p$ (and the truth where known) for every single-context example."""
     examples = toy_examples() if examples is None else examples
     examples = [e for e in examples.values() if e.n_contexts == 1]
@@ -251,7 +252,7 @@ def rejection_curves_view(example: Union[str, Example, None] = None, temperature
     return fig, result
 
 
-def plot_rejection_curves(result: dict):
+def rejection_curves_figure(result: dict):
     """Static twin of `rejection_curves_view`, from its result (or `rejection.rejection_curves`'); returns the figure."""
     fig, axes = plt.subplots(3, 3, figsize=FIGURE_SIZE, sharey=True)
     for k, (ax, (label, curve)) in enumerate(zip(axes.flat, result["curves"].items())):
@@ -273,7 +274,7 @@ def plot_rejection_curves(result: dict):
     return fig
 
 
-def lemma3_figure(rows: Sequence[dict]):
+def lemma3_view(rows: Sequence[dict]):
     """Plotly: simulated against predicted rejection (left) and their difference with ±2 se bars (right)."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("simulated against r·D_TV",
                                                          "simulated − r·D_TV (±2 standard errors)"))
@@ -299,8 +300,8 @@ def lemma3_figure(rows: Sequence[dict]):
     return fig
 
 
-def plot_lemma3(rows: Sequence[dict]):
-    """Static twin of `lemma3_figure`; returns the figure."""
+def lemma3_figure(rows: Sequence[dict]):
+    """Static twin of `lemma3_view`; returns the figure."""
     fig, (left, right) = plt.subplots(1, 2, figsize=FIGURE_SIZE)
     names = list(dict.fromkeys(row["example"] for row in rows))
     for k, name in enumerate(names):
