@@ -105,10 +105,10 @@ def test_the_t5_hub_profile_cuts_inputs_as_the_paper(monkeypatch):
 
 
 def test_a_gated_gemma_says_how_to_get_access(monkeypatch):
-    from tutorial_lib import models
+    from tutorial_lib.models import adapter
 
     def refuse(*args, **kwargs):
         raise OSError("401 Client Error: access to model google/gemma-2-9b-it is restricted")
-    monkeypatch.setattr(models, "load_pair", refuse)
+    monkeypatch.setattr(adapter, "load_pair", refuse)  # what reruns.load_gemma_pair calls
     with pytest.raises(OSError, match="HF_TOKEN"):
         reruns.load_gemma_pair(reruns.gemma_profile("hub"))
