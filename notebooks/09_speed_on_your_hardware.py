@@ -55,12 +55,14 @@ n_prompts = None           # how many of the four chat prompts; None: the profil
 max_new_tokens = None      # tokens per run; None: the profile's
 repeats = None             # rounds over prompts and methods (interleaved); None: the profile's
 threads = None             # torch threads; None: torch's default
+full_calibration = False   # True: the finer calibration of tl.calibrate (minutes) instead of gamma="auto"'s quick one
 output_dir = "."           # where the metrics JSON and the calibration are written
 
 # %%
 from pathlib import Path
 
 import ipywidgets as widgets
+from IPython.display import display
 import pandas as pd
 import torch
 
@@ -87,19 +89,27 @@ print(f"{drafter.name} drafting for {verifier.name} on {verifier.device} ({verif
       f"{torch.get_num_threads()} threads; {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
 
 # %% [markdown]
-# ## 1. Calibrate: what does each call cost here?
-# `calibrate` feeds each model the calls the engine makes (one drafter step; one verifier call scoring
-# $k = 1..K$ tokens; a fresh prompt's prefill; the engine's own per-call overhead), on top of the same
-# cached context, in a shuffled order per round, and keeps the median of the rounds. The column
-# `vs_t_p(1)` is each time relative to scoring one token.
+# ## 1. What does each call cost here? The calibration `gamma="auto"` starts from
+# The first time `gamma="auto"` meets a pair it measures a **quick calibration** (one drafter step; one
+# verifier call scoring $k = 1..6$ tokens; a fresh prompt's prefill; each on top of the same cached
+# context, twice, in a shuffled order: seconds) and stores it in the cache, keyed by the two models, their
+# dtypes, the device and the thread count, so the next process starts from it at once
+# (`tl.gamma_policy.calibration_for`). It is only a starting point: while it decodes, `gamma="auto"`
+# times every block it runs and corrects these costs (section 4). The column `vs_t_p(1)` is each time
+# relative to scoring one token. (`full_calibration = True` measures the longer, finer calibration of
+# `tl.calibrate` instead: more rounds, larger $k$, the engine's own overheads.)
 
 # %%
-calibration = calibrate(pair, max_k=settings["max_k"], repeats=settings["calibration_repeats"],
-                        context_tokens=settings["context_tokens"])
+if full_calibration:
+    calibration = calibrate(pair, max_k=settings["max_k"], repeats=settings["calibration_repeats"],
+                            context_tokens=settings["context_tokens"])
+else:
+    calibration = tl.gamma_policy.calibration_for(drafter, verifier)
 calibration.save(Path(output_dir) / "09_calibration.json")
 table = calibration.table()
 metrics["calibration"] = {"t_q": calibration.t_q(), "t_p": {k: calibration.t_p(k) for k in range(1, calibration.max_k + 1)},
-                          "cost_ratio": calibration.cost_ratio, "overhead_s": calibration.overhead_s}
+                          "cost_ratio": calibration.cost_ratio, "overhead_s": calibration.overhead_s,
+                          "kind": "full" if full_calibration else "quick (gamma='auto')"}
 table
 
 # %% [markdown]
@@ -148,23 +158,34 @@ metrics["measured"] = summary.to_dict(orient="records")
 metrics["n_runs"] = len(rows)
 
 # %% [markdown]
-# ## 4. What `gamma="auto"` decided
-# Before each block, `gamma="auto"` asks the block-cost model which $\gamma$ is fastest at its current
-# estimate of $a$ (a prior of 0.7 worth 4 drafts, then the counts): 0 means one plain verifier step.
-# It stays exact whatever it picks: every block still follows Algorithm 4, and at $T = 0$ the text is the
-# verifier's own.
+# ## 4. What `gamma="auto"` decided, and what it measured while it decoded
+# Before each block, `gamma="auto"` asks the block-cost model which $\gamma$ is fastest at an optimistic
+# reading of its estimate of $a$ (a prior of 0.7 worth 4 drafts, then the counts): 0 means one plain
+# verifier step. It does not trust the calibration blindly: the engine times every block, and the policy
+# keeps, per block size, the seconds it measured; its estimate of a block's cost moves from the
+# calibration's towards the measured mean as blocks are timed, and a block size it never ran is scaled by
+# how much slower or faster this run is than the calibration said. It drafts before it settles on plain
+# steps, and while it takes plain steps it runs one block now and then (after 8, 16, 32, ... plain steps)
+# to measure again. It stays exact whatever it picks: every block still follows Algorithm 4, and at
+# $T = 0$ the text is the verifier's own.
+#
+# The table is what the policy knew at the end of its last run: per block size, the calibration's
+# seconds, the blocks it timed, their mean, and the estimate it decided with.
 
 # %%
 decisions = pd.Series(auto_gammas).value_counts().sort_index()
+learned = pd.DataFrame(auto_runs.iloc[-1]["auto_costs"]).set_index("gamma")
 print("blocks per chosen gamma:", decisions.to_dict())
 print(f"the model's best gamma at the measured a = {acceptance:.2f}: {calibration.best_gamma(acceptance)}; "
       f"gamma='auto' ran at {auto_row['speedup']:.2f}x the verifier alone "
       f"(best fixed gamma: {fixed['speedup'].max():.2f}x), same tokens as the verifier in "
       f"{int(auto_row['same_tokens'])} of {int(auto_row['n_runs'])} runs")
+display(learned.round(4))
 metrics["auto"] = {"gammas": decisions.to_dict(), "speedup": float(auto_row["speedup"]),
                    "same_tokens": int(auto_row["same_tokens"]), "n_runs": int(auto_row["n_runs"]),
                    "best_gamma_at_measured_a": calibration.best_gamma(acceptance),
-                   "best_fixed_speedup": float(fixed["speedup"].max())}
+                   "best_fixed_speedup": float(fixed["speedup"].max()),
+                   "learned_costs": learned.reset_index().to_dict(orient="records")}
 
 # %% [markdown]
 # ## 5. Where does speculation start to pay?

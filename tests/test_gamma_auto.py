@@ -46,8 +46,9 @@ QWEN_CPU = Calibration.synthetic(0.158, lambda k: 0.399 * (1.0 if k == 1 else 2.
 
 
 def test_a_pessimistic_prior_does_not_stop_the_policy_from_learning():
-    at_the_mean = AutoGamma(QWEN_CPU, prior_acceptance=0.7, optimism=None)
+    at_the_mean = AutoGamma(QWEN_CPU, prior_acceptance=0.7, optimism=None, explore=False)
     assert at_the_mean.next_gamma() == 0          # stuck: a plain step judges no draft, the estimate never moves
+    assert AutoGamma(QWEN_CPU, prior_acceptance=0.7, optimism=None).next_gamma() >= 1   # exploring drafts first
     policy = AutoGamma(QWEN_CPU, prior_acceptance=0.7)
     assert policy.decision_acceptance > policy.acceptance == pytest.approx(0.7)
     assert policy.next_gamma() >= 1               # optimism drafts first and so learns the acceptance
@@ -179,9 +180,12 @@ def test_lossless_at_t0_on_device(device_pair, policy):
 
 def test_expensive_blocks_never_start_the_drafter():
     pair = models.ModelPair(models.perturbed(models.tiny_random_llama(0), 0.3, seed=1), models.tiny_random_llama(0))
-    g = tl.generate(*pair, PROMPTS[0], method="speculative", gamma=AutoGamma(EXPENSIVE), max_new_tokens=12,
-                    eos_token_id=())
+    g = tl.generate(*pair, PROMPTS[0], method="speculative", gamma=AutoGamma(EXPENSIVE, explore=False),
+                    max_new_tokens=12, eos_token_id=())
     assert g.gammas == [0] * 12 and g.n_drafter_calls == 0 and g.n_verifier_calls == 12
+    probing = tl.generate(*pair, PROMPTS[0], method="speculative", gamma=AutoGamma(EXPENSIVE), max_new_tokens=12,
+                          eos_token_id=())
+    assert probing.gammas[:8] == [0] * 8 and probing.gammas[8] >= 1    # by default it measures a block after 8 steps
     free = tl.generate(*pair, PROMPTS[0], method="speculative", gamma=AutoGamma(FREE), max_new_tokens=12, eos_token_id=())
     assert free.gammas[0] == 8 and 0 not in free.gammas and free.n_verifier_calls < 12
 
@@ -197,7 +201,7 @@ def test_gamma_auto_calibrates_the_pair_once():
     pair = models.ModelPair(models.perturbed(models.tiny_random_llama(2), 0.3, seed=1), models.tiny_random_llama(2))
     g = tl.generate(*pair, PROMPTS[1], method="speculative", gamma="auto", max_new_tokens=8, eos_token_id=())
     assert g.gamma == "auto" and len(g.gammas) >= 1
-    assert calibration_for(*pair, decode=tl.generate) is calibration_for(*pair, decode=tl.generate)
+    assert calibration_for(*pair) is calibration_for(*pair)
 
 
 @pytest.mark.parametrize("options,match", [

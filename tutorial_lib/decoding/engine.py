@@ -89,6 +89,10 @@ class Generation:
     bild_threshold: Optional[float] = None
     #: gamma="auto": the block size chosen before each block, in order (0: one plain verifier step).
     gammas: List[int] = field(default_factory=list)
+    #: gamma="auto": what the policy knew at the end, per block size (`AutoGamma.cost_table`: the calibration's
+    #: block seconds, the blocks it timed while decoding, their mean, its estimate) and its acceptance estimate.
+    auto_costs: List[dict] = field(default_factory=list)
+    auto_acceptance: Optional[float] = None
     #: What prices the run (`tutorial_lib.pricing`): per model, `<model>_calls_by_k[k - 1]` decoder calls
     #: that fed k tokens (its prefill excepted), `<model>_prefills` passes over a decoder-only model's
     #: prompt, `<model>_encoder_passes` encoder passes of an encoder-decoder. None: not counted.
@@ -257,13 +261,18 @@ def _speculative(run: _Run, o, beta, policy=None) -> None:
             _speculative_block(run, o.rule, o.alpha, beta, o.gamma, o.bonus)
             continue
         gamma = policy.next_gamma(run.remaining)
+        accepted, rejected = run.counts["n_accepted"], run.counts["n_rejected"]
+        prefills = run.calls["drafter"]["prefills"] + run.calls["verifier"]["prefills"]
+        tic = time.perf_counter()
         if gamma == 0:
             _plain_step(run, "verifier")
-            continue
-        accepted, rejected = run.counts["n_accepted"], run.counts["n_rejected"]
-        _speculative_block(run, o.rule, o.alpha, beta, gamma, o.bonus)
+        else:
+            _speculative_block(run, o.rule, o.alpha, beta, gamma, o.bonus)
+        seconds = time.perf_counter() - tic
+        if run.calls["drafter"]["prefills"] + run.calls["verifier"]["prefills"] != prefills:
+            seconds = None         # a prompt's prefill is not a block's cost
         kept = run.counts["n_accepted"] - accepted
-        policy.observe(kept, kept + run.counts["n_rejected"] - rejected)
+        policy.observe(kept, kept + run.counts["n_rejected"] - rejected, gamma=gamma, seconds=seconds)
 
 
 def _speculative_block(run: _Run, rule: str, alpha: float, beta, gamma: int, bonus: str) -> None:
@@ -482,8 +491,7 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
     check_compatible(drafter, verifier, shared_vocabulary=shared_vocabulary)
     policy = None
     if isinstance(gamma, (str, AutoGamma)):  # gamma="auto": a block size per block, from the cost model
-        policy, gamma = auto_policy(gamma, drafter, verifier, method=method, rule=rule, bonus=bonus,
-                                     decode=generate), 1
+        policy, gamma = auto_policy(gamma, drafter, verifier, method=method, rule=rule, bonus=bonus), 1
     o = check_generate_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggregate, bonus,
                                bild_threshold, bild_fallback)
     seed = check_seed(seed)
@@ -501,6 +509,8 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
         tokens=tokens, text=verifier.decode(tokens), prompt_tokens=prompt_ids, method=o.method, rule=o.rule,
         alpha=o.alpha, gamma=o.gamma if policy is None else "auto", temperature=o.temperature,
         bild_threshold=o.bild_threshold, gammas=policy.gammas if policy is not None else [],
+        auto_costs=policy.cost_table() if policy is not None else [],
+        auto_acceptance=policy.acceptance if policy is not None else None,
         n_verifier_calls=sum(s.n_calls for s in by_model["verifier"]),
         n_drafter_calls=sum(s.n_calls for s in by_model["drafter"]),
         wall_time_s=wall, drafter_time_s=sum(s.time_s for s in by_model["drafter"]),

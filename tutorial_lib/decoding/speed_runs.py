@@ -43,7 +43,7 @@ PROMPTS = {
 #: the same cost per step ($c \approx 1$), and drafts the verifier keeps most of the time.
 SPEED_PROFILES = {
     "default": dict(drafter="perturbed:0.05", verifier="smollm2-135m", dtype="float32", device="cpu",
-                    n_prompts=2, max_new_tokens=48, gammas=[1, 2, 3, 5, 7], repeats=2, calibration_repeats=5,
+                    n_prompts=2, max_new_tokens=48, gammas=[1, 3, 5], repeats=2, calibration_repeats=5,
                     max_k=8, context_tokens=64),
     "qwen": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
                  n_prompts=2, max_new_tokens=64, gammas=[1, 3, 5], repeats=1, calibration_repeats=5,
@@ -110,7 +110,8 @@ def engine_method(pair, gamma, **options) -> Callable[[List[int], int], dict]:
         gammas = getattr(g, "gammas", None)
         return {"tokens": list(g.tokens), "seconds": g.wall_time_s, "n_verifier_calls": g.n_verifier_calls,
                 "n_drafter_calls": g.n_drafter_calls, "n_accepted": g.n_accepted, "n_rejected": g.n_rejected,
-                "gammas": list(gammas) if gammas is not None else None}
+                "gammas": list(gammas) if gammas is not None else None,
+                "auto_costs": list(getattr(g, "auto_costs", []) or []) or None}
     return run
 
 
