@@ -216,6 +216,9 @@ class Calibration:
         cost = latency.verifier_cost(t_p)
         if not callable(t_p):
             max_k = len(t_p)
+        else:
+            from .checks import check_whole_number
+            max_k = check_whole_number(max_k, "max_k", 1)
         others = dict(others or {})
         unknown = [kind for kind in others if kind not in CALL_KINDS or kind in ("verifier", "drafter_step", "overhead")]
         if unknown:
@@ -275,11 +278,13 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
     (kinds `prefill_verifier@n`, ...), so `Calibration.prefill_time` prices any prompt length.
     """
     drafter, verifier = _pair(pair, verifier)
-    for name, value, least in (("repeats", repeats, 1), ("max_k", max_k, 1), ("context_tokens", context_tokens, 1),
-                               ("overhead_tokens", overhead_tokens, 0),
-                               *(("prefill_lengths[i]", n, 1) for n in prefill_lengths)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name}={value!r}: pass a whole number >= {least}.")
+    from .checks import check_whole_number
+    # numpy integers and whole floats are whole numbers too (`checks.check_whole_number`)
+    repeats = check_whole_number(repeats, "repeats", 1)
+    max_k = check_whole_number(max_k, "max_k", 1)
+    context_tokens = check_whole_number(context_tokens, "context_tokens", 1)
+    overhead_tokens = check_whole_number(overhead_tokens, "overhead_tokens", 0)
+    prefill_lengths = [check_whole_number(n, "prefill_lengths[i]", 1) for n in prefill_lengths]
     from .engine import generate
     from .models import check_compatible
     check_compatible(drafter, verifier)

@@ -258,6 +258,9 @@ def _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output
         raise ValueError(f"code must be a str of Python source, got {type(code).__name__}")
     if isinstance(tests, str) or not all(isinstance(test, str) for test in tests):
         raise ValueError("tests must be a list of str (one assert statement each), not a single str")
+    if len(tests) == 0:
+        raise ValueError("tests=[]: with no test nothing is judged, and a pass would mean nothing; pass at least one "
+                         "assert statement, e.g. ['assert f(1) == 2'].")
     if not isinstance(setup, str):
         raise ValueError(f"setup must be a str of Python source, got {type(setup).__name__}")
     for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("cpu_s", cpu_s),
