@@ -471,7 +471,8 @@ class Sweep:
         for path in self.rows_paths():
             rows_file.check_rows([(n, r) for p, n, r in numbered if p == path], path, example_ids=example_ids)
         if len(self.rows_paths()) > 1:  # copies across files must agree too
-            rows_file.check_rows([(n, r) for _, n, r in numbered], self.path / "rows*.jsonl", example_ids=example_ids)
+            rows_file.check_rows([(f"{n} of {p.name}", r) for p, n, r in numbered], self.path / "rows*.jsonl",
+                                 example_ids=example_ids)
         rows = rows_file.unique_rows(row for _, _, row in numbered)
         return pd.DataFrame(rows) if rows else pd.DataFrame()
 

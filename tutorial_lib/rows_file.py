@@ -94,12 +94,14 @@ def row_problem(row) -> str:
     return ""
 
 
-def _error(path: Path, number: int, problem: str) -> RowsFileError:
+def _error(path: Path, number: int, problem: str, *, set_aside: bool = True) -> RowsFileError:
+    """`set_aside=False` for a row that parses but is wrong here (`check_rows`): only deleting or fixing
+    it repairs the file."""
+    repair = (f", or run `tutorial_lib.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every malformed "
+              f"line to {corrupt_path(path).name} and keeps the rest" if set_aside else "")
     return RowsFileError(
         f"{path}, line {number} {problem}. Each line of a rows file is one row (a JSON object). To repair it, "
-        f"delete or fix line {number} (the sweep redoes a missing row), or run "
-        f"`tutorial_lib.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every malformed line to "
-        f"{corrupt_path(path).name} and keeps the rest.")
+        f"delete or fix line {number} (the sweep redoes a missing row){repair}.")
 
 
 def _not_a_file(path: Path) -> RowsFileError:
@@ -177,14 +179,14 @@ def check_rows(numbered: Iterable[Tuple[int, dict]], path: os.PathLike, *,
         task, example_id = row["task"], row["example_id"]
         if example_ids is not None and task in example_ids and example_id not in example_ids[task]:
             raise _error(path, number, f"is a row of task {task!r} for example_id={example_id!r}, which that task "
-                                       f"does not have (a row of another task or of an edited task)")
+                                       f"does not have (a row of another task or of an edited task)", set_aside=False)
         key = (task, row["config"], example_id)
         if key in first_seen:
             earlier_number, earlier = first_seen[key]
             differing = [name for name in RESULT_KEYS if earlier.get(name) != row.get(name)]
             if differing:
                 raise _error(path, number, f"repeats the row of line {earlier_number} ({task}, {row['config']}, "
-                                           f"{example_id}) with another {' and '.join(differing)}")
+                                           f"{example_id}) with another {' and '.join(differing)}", set_aside=False)
         else:
             first_seen[key] = (number, row)
 
