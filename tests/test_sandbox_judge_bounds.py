@@ -3,10 +3,10 @@ runs with the solution, and the limits hold on the host (threads, disk, output).
 
 Every solution below is WRONG for its tests, so any pass is a false pass; every run must return a
 `SandboxResult` (a raise or a hang would stop a sweep) within a few seconds."""
-import ctypes
 import os
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -220,3 +220,30 @@ def test_the_sandboxs_writable_space_is_a_capped_tmpfs():
     result = run_python(code, ["assert f() == 0"], **{**LIMITS, "max_output_bytes": 1 << 30})
     written = int(next(line for line in result.stdout_tail.splitlines() if line.startswith("WRITTEN")).split()[1])
     assert written <= sandbox.TMPFS_BYTES and not result.passed
+
+
+SWEEP_CASES = ["report_nested_100000_deep", "report_error_nested_5000_deep", "report_integer_of_100000_digits",
+               "report_too_large", "huge_power_in_the_judge", "mbpp_596_patched_getsizeof"]
+
+
+def test_a_sweep_records_every_hostile_row_and_resumes_without_dying(tmp_path):
+    """The row of a solution that broke the judge before is recorded as a failure, and a resumed sweep
+    (which once died again on the same row) finds every row saved and computes none."""
+    import tutorial_lib as tl
+    from tutorial_lib import evaluation as ev
+
+    def task(name):
+        code, tests, setup = HOSTILE[name]
+        info = {"tests": tests, "setup": setup, "entry_point": "sum_of_squares"}
+        return ev.Task(name, "mbpp", [{"id": "p", "prompt": "mi", "references": [""], "info": info}],
+                       max_new_tokens=2, postprocess=lambda text, code=code: f"```python\n{code}\n```")
+
+    tasks = [task(name) for name in SWEEP_CASES]
+    configs = [ev.Config("Drafter", "drafter", gamma=1)]
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    table = ev.run_sweep(pair, tasks, configs, name="hostile-reports", root=tmp_path, progress=False)
+    assert sorted(table["task"]) == sorted(SWEEP_CASES) and (table["quality"] == 0.0).all()
+    rows_path = Path(table.attrs["path"]) / "rows.jsonl"
+    saved = rows_path.read_bytes()
+    again = ev.run_sweep(pair, tasks, configs, name="hostile-reports", root=tmp_path, progress=False)
+    assert len(again) == len(SWEEP_CASES) and rows_path.read_bytes() == saved
