@@ -279,12 +279,17 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
     """
     drafter, verifier = _pair(pair, verifier)
     from .checks import check_whole_number
-    # numpy integers and whole floats are whole numbers too (`checks.check_whole_number`)
-    repeats = check_whole_number(repeats, "repeats", 1)
-    max_k = check_whole_number(max_k, "max_k", 1)
-    context_tokens = check_whole_number(context_tokens, "context_tokens", 1)
-    overhead_tokens = check_whole_number(overhead_tokens, "overhead_tokens", 0)
-    prefill_lengths = [check_whole_number(n, "prefill_lengths[i]", 1) for n in prefill_lengths]
+
+    def whole(value, name, least):
+        # numpy integers and whole floats are whole numbers too; every refusal stays a ValueError here
+        try:
+            return check_whole_number(value, name, least)
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+
+    repeats, max_k = whole(repeats, "repeats", 1), whole(max_k, "max_k", 1)
+    context_tokens, overhead_tokens = whole(context_tokens, "context_tokens", 1), whole(overhead_tokens, "overhead_tokens", 0)
+    prefill_lengths = [whole(n, "prefill_lengths[i]", 1) for n in prefill_lengths]
     from .engine import generate
     from .models import check_compatible
     check_compatible(drafter, verifier)
