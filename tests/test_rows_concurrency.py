@@ -103,3 +103,34 @@ def test_a_folder_where_a_rows_file_belongs_is_named(tmp_path):
     rows_file.corrupt_path(other / "rows.jsonl").mkdir()
     with pytest.raises(rows_file.RowsFileError, match="rows.jsonl.corrupt is a folder"):
         rows_file.append_rows(other / "rows.jsonl", [{"task": "t", "config": "c", "example_id": "0"}])
+
+
+SWEEP = """
+import sys
+import tutorial_lib as tl
+from tutorial_lib import evaluation as ev
+examples = [{"id": f"e{i}", "prompt": "mi", "references": ["x"]} for i in range(32)]
+task = ev.Task("t", "qa_em", examples, max_new_tokens=3)
+configs = [ev.Config("Drafter", "drafter", gamma=1, temperature=1.0), ev.Config("Verifier", "verifier", gamma=1,
+                                                                                temperature=1.0)]
+table = ev.run_sweep(tl.load_pair("toy-drafter", "toy-verifier"), [task], configs, name="split", root=sys.argv[1],
+                     progress=False)
+print("ROWS", len(table))
+"""
+
+
+def test_two_sweep_processes_on_one_run_leave_every_row_exactly_once(tmp_path):
+    """Issue 21: two `run_sweep` processes working on one sweep once returned 63 of 64 rows; now the
+    folder reads as one run with each of the 64 rows once (a row both computed is read once: its
+    copies agree)."""
+    processes = [subprocess.Popen([sys.executable, "-c", SWEEP, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+    outputs = [process.communicate(timeout=600)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0]
+    folder = next(tmp_path.glob("split-*"))
+    rows = rows_file.read_rows(folder / "rows.jsonl")
+    keys = {(row["config"], row["example_id"]) for row in rows}
+    assert len(keys) == 64
+    rows_file.check_rows(rows_file.read_numbered_rows(folder / "rows.jsonl"), folder / "rows.jsonl")  # copies agree
+    last = subprocess.run([sys.executable, "-c", SWEEP, str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert "ROWS 64" in last.stdout, (outputs, last.stderr[-2000:])
