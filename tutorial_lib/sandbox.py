@@ -342,12 +342,22 @@ def _pids_cgroup_root() -> str | None:
         try:
             with open(os.path.join(probe, "pids.max"), "w") as handle:
                 handle.write(str(MAX_TASKS))
-            return root
-        except OSError:
+            # A process must be able to join it too (cgroup v2 may refuse that to a user who made the folder).
+            joined = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs"', probe], capture_output=True,
+                                    timeout=30).returncode == 0
+            if joined:
+                return root
+        except (OSError, subprocess.SubprocessError):
             continue
         finally:
-            with contextlib.suppress(OSError):
-                os.rmdir(probe)
+            for _ in range(100):  # the probe's shell leaves the group as it exits
+                try:
+                    os.rmdir(probe)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
     return None
 
 
