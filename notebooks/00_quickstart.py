@@ -41,6 +41,19 @@ n_simulations = 20000  # sequences for the Monte Carlo check
 output_dir = "."       # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "seed": "int>=0",
+    "n_words": "int>=1",
+    "n_alpha": "int>=2",
+    "n_simulations": "int>=1",
+    "output_dir": "str"
+})
+
+# %%
 import torch
 
 import tutorial_lib as tl

@@ -66,6 +66,26 @@ real_prompt = "def fibonacci(n):"  # text, or a list of token ids
 output_dir = "."                 # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "example": "str",
+    "rule": "str",
+    "alpha": "float",
+    "every_rule_example": "str",
+    "temperature": "float>=0",
+    "gamma": "int>=1",
+    "lenience": "float>=0",
+    "seed": "int>=0",
+    "real_pair": "pair[str]|None",
+    "real_dtype": "any",
+    "real_prompt": "any",
+    "output_dir": "str"
+})
+
+# %%
 import ipywidgets as widgets
 import pandas as pd
 from IPython.display import display

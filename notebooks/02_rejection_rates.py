@@ -55,6 +55,23 @@ seed = 0                          # toy world, and the simulation's torch.Genera
 output_dir = "."                  # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "example": "str",
+    "temperature": "float>=0",
+    "alpha": "float",
+    "n_alpha": "int>=2",
+    "r_values": "list[float]",
+    "n_draws": "int>=1",
+    "lenience": "float>=0",
+    "seed": "int>=0",
+    "output_dir": "str"
+})
+
+# %%
 import ipywidgets as widgets
 import pandas as pd
 from IPython.display import display

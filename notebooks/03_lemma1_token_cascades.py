@@ -57,6 +57,24 @@ prefixes = "generated"      # Figure 1's prefixes: "generated" (the cascade's ow
 output_dir = "."            # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "seed": "int>=0",
+    "n_words": "int>=1",
+    "loss": "str",
+    "alpha": "float",
+    "n_alpha": "int>=2",
+    "sharpness_values": "list[float]",
+    "temperature": "float>=0",
+    "gamma": "int>=1",
+    "prefixes": "str",
+    "output_dir": "str"
+})
+
+# %%
 import ipywidgets as widgets
 import torch
 

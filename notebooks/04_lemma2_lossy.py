@@ -51,6 +51,21 @@ check_temperatures = [1.0, 0.5, 0.0] # temperatures of the token-by-token check 
 output_dir = "."                     # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "seed": "int>=0",
+    "n_words": "int>=1",
+    "alpha": "float",
+    "context_rank": "int>=0",
+    "n_alpha": "int>=2",
+    "check_temperatures": "list[float]",
+    "output_dir": "str"
+})
+
+# %%
 import inspect
 
 import ipywidgets as widgets

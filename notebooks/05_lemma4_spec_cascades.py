@@ -53,6 +53,26 @@ n_engine = 600                    # sequences per method for the engine check
 output_dir = "."                  # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "seed": "int>=0",
+    "n_words": "int>=1",
+    "loss": "str",
+    "alpha": "float",
+    "n_alpha_lemma": "int>=2",
+    "lemma_temperatures": "list[float]",
+    "gamma": "int>=1",
+    "cost_ratio": "float>=0",
+    "temperature": "float>=0",
+    "n_alpha": "int>=2",
+    "n_engine": "int>=1",
+    "output_dir": "str"
+})
+
+# %%
 import ipywidgets as widgets
 import pandas as pd
 import torch

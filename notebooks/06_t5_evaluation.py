@@ -70,6 +70,24 @@ redraw_only = False       # True: redraw from the saved rows of this profile's r
 output_dir = "."          # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "profile": "str",
+    "n_examples": "int>=1|None",
+    "gammas": "list[int]|None",
+    "temperatures": "list[float]|None",
+    "n_alpha": "int>=2|None",
+    "latency": "str",
+    "n_resamples": "int>=1",
+    "results_dir": "str|None",
+    "redraw_only": "bool",
+    "output_dir": "str"
+})
+
+# %%
 import time
 
 import matplotlib.pyplot as plt

@@ -93,6 +93,25 @@ t5_profile = "offline"    # the saved T5 run (notebook 06) the claim "OPT helps 
 output_dir = "."          # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "profile": "str",
+    "n_items": "int>=1|None",
+    "temperatures": "list[float]|None",
+    "n_alpha": "int>=2|None",
+    "batch_size": "int>=1|None",
+    "latency_items": "int>=1|None",
+    "results_dir": "str|None",
+    "redraw_only": "bool",
+    "n_resamples": "int>=1",
+    "t5_profile": "str|None",
+    "output_dir": "str"
+})
+
+# %%
 import time
 
 import matplotlib.pyplot as plt

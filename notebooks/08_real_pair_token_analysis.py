@@ -72,6 +72,22 @@ results_dir = None        # where results are cached (None: the repository's dat
 output_dir = "."          # where the metrics JSON is written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "profile": "str",
+    "n_items": "int>=1|None",
+    "n_alpha": "int>=2",
+    "temperature": "float>=0",
+    "n_resamples": "int>=1",
+    "toy_sequences": "int>=1",
+    "results_dir": "str|None",
+    "output_dir": "str"
+})
+
+# %%
 import time
 
 import numpy as np

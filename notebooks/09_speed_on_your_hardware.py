@@ -59,6 +59,23 @@ full_calibration = False   # True: the finer calibration of tl.calibrate (minute
 output_dir = "."           # where the metrics JSON and the calibration are written
 
 # %%
+# The parameters, checked before anything runs. papermill's `-p` passes every value as text: it is read
+# as a literal where that gives the right kind, else refused with the `-y` form to use.
+import tutorial_lib as tl
+
+checked_parameters = tl.notebook.check_parameters(globals(), {
+    "profile": "str",
+    "device": "str|None",
+    "dtype": "str|None",
+    "gammas": "list[int]|None",
+    "n_prompts": "int>=1|None",
+    "max_new_tokens": "int>=1|None",
+    "repeats": "int>=1|None",
+    "threads": "int>=1|None",
+    "output_dir": "str"
+})
+
+# %%
 from pathlib import Path
 
 import ipywidgets as widgets

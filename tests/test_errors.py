@@ -18,7 +18,7 @@ p = torch.tensor([0.2, 0.5, 0.3])
     (lambda: tl.target_distribution("token_v1", q, p, 1.2), "outside the range"),
     (lambda: tl.target_distribution("bild", q, p, 2.0), "outside the range"),
     (lambda: tl.target_distribution("lossy", q, p, 1.0), r"outside \[0, 1\) for rule 'lossy'"),
-    (lambda: tl.target_distribution("opt", q, p, float("inf")), "outside the range"),
+    (lambda: tl.target_distribution("opt", q, p, float("inf")), "alpha=inf is infinite"),  # not "outside [-inf, inf]"
     (lambda: tl.target_distribution("opt", q, p, float("nan")), "alpha is NaN"),
     (lambda: tl.target_distribution("lossy", q, p, 0.5, beta=0.4), r"needs beta >= 1 - alpha"),
     (lambda: tl.target_distribution("lossy", q, p, 0.5, beta="auto"), "'normalize'"),

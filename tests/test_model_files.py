@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import xxhash
 
 import tutorial_lib.models.files as model_files
 from tutorial_lib.models.files import OFFLINE_MODELS, cache_dir, install_command, offline_model_dir
@@ -181,7 +182,6 @@ def converted_fake(tmp_path, monkeypatch):
     fake_chunked_model(tmp_path, monkeypatch, {1: b"gguf"})
     calls = []
     monkeypatch.setattr(model_files, "_convert_gguf", _fake_conversion(calls))
-    monkeypatch.setattr(model_files, "_verified_in_process", {})
     return offline_model_dir("fake", progress=False), calls
 
 
@@ -190,7 +190,8 @@ def test_the_record_holds_the_hash_of_every_converted_file(converted_fake):
     record = json.loads((folder / model_files.SOURCE_RECORD).read_text())
     assert sorted(record["files"]) == ["config.json", "model.safetensors", "sub/tokenizer.json"]
     data = (folder / "model.safetensors").read_bytes()
-    assert record["files"]["model.safetensors"] == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    assert record["files"]["model.safetensors"] == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
+                                                    "xxh3_128": xxhash.xxh3_128(data).hexdigest()}
     assert len(calls) == 1
 
 
@@ -201,7 +202,7 @@ def _flip_a_bit(path):
 
 
 @pytest.mark.parametrize("damage, problem", [
-    (lambda f: _flip_a_bit(f / "model.safetensors"), "model.safetensors has SHA-256"),
+    (lambda f: _flip_a_bit(f / "model.safetensors"), "model.safetensors has XXH3-128"),
     (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:100]), "has 100 bytes"),
     (lambda f: (f / "config.json").write_text('{"vocab_size": 1'), "config.json has"),
     (lambda f: (f / "sub" / "tokenizer.json").unlink(), "sub/tokenizer.json is missing"),
@@ -222,23 +223,52 @@ def test_a_damaged_cache_raises_naming_the_folder_and_the_rebuild_command(conver
     assert offline_model_dir("fake", progress=False) == folder  # verified again, clean
 
 
-def test_a_bit_flip_behind_a_restored_mtime_is_still_found(converted_fake):
+def _rot_below_the_file_system(path: Path, offset: int, count: int) -> None:
+    """Flip `count` bytes in place and put the access and modification times back, as a disk error
+    would leave them (size and inode are unchanged; only ctime, which no process can set, moves)."""
+    status = path.stat()
+    with open(path, "r+b") as handle:
+        handle.seek(offset)
+        data = bytearray(handle.read(count))
+        handle.seek(offset)
+        handle.write(bytes(byte ^ 0xFF for byte in data))
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (status.st_size, status.st_mtime_ns, status.st_ino)
+
+
+def test_bit_rot_after_a_verified_load_is_found_on_the_next_load(converted_fake):
     folder, _ = converted_fake
-    weights = folder / "model.safetensors"
-    status = weights.stat()
-    _flip_a_bit(weights)
-    os.utime(weights, ns=(status.st_atime_ns, status.st_mtime_ns))  # mtime as before; ctime cannot be reset
-    model_files._verified_in_process.clear()
-    with pytest.raises(model_files.CorruptModelCacheError, match="model.safetensors has SHA-256"):
+    assert offline_model_dir("fake", progress=False) == folder  # verified once in this process
+    _rot_below_the_file_system(folder / "model.safetensors", 1000, 8)
+    with pytest.raises(model_files.CorruptModelCacheError, match="model.safetensors has XXH3-128"):
         offline_model_dir("fake", progress=False)
 
 
-def test_a_second_load_does_not_hash_again(converted_fake, monkeypatch):
+def test_every_load_hashes_every_file_with_the_fast_hash(converted_fake, monkeypatch):
     folder, _ = converted_fake
-    monkeypatch.setattr(model_files, "_sha256_file", lambda path: pytest.fail(f"hashed {path} again"))
-    assert offline_model_dir("fake", progress=False) == folder  # this process's memo
-    model_files._verified_in_process.clear()  # as in a new process: the record beside the files
-    assert offline_model_dir("fake", progress=False) == folder
+    hashed = []
+    real = model_files._fast_hash_file
+    monkeypatch.setattr(model_files, "_fast_hash_file", lambda path: hashed.append(path.name) or real(path))
+    monkeypatch.setattr(model_files, "_sha256_file", lambda path: pytest.fail(f"SHA-256 of {path} on a load"))
+    for _ in range(2):
+        assert offline_model_dir("fake", progress=False) == folder
+    assert sorted(hashed) == sorted(["config.json", "model.safetensors", "tokenizer.json"] * 2)
+
+
+def test_a_record_without_fast_hashes_is_checked_by_sha256_once_and_upgraded(converted_fake):
+    folder, calls = converted_fake
+    record_path = folder / model_files.SOURCE_RECORD
+    record = json.loads(record_path.read_text())
+    fast = {name: entry.pop("xxh3_128") for name, entry in record["files"].items()}
+    record_path.write_text(json.dumps(record))  # as an earlier version wrote it
+    assert offline_model_dir("fake", progress=False) == folder and len(calls) == 1
+    upgraded = json.loads(record_path.read_text())
+    assert {name: entry["xxh3_128"] for name, entry in upgraded["files"].items()} == fast
+    record_path.write_text(json.dumps(record))
+    _flip_a_bit(folder / "config.json")
+    with pytest.raises(model_files.CorruptModelCacheError, match="config.json has SHA-256"):
+        offline_model_dir("fake", progress=False)
 
 
 def test_a_cache_converted_before_file_hashes_is_converted_again(converted_fake):

@@ -20,7 +20,7 @@ needs_bwrap = pytest.mark.skipif(
     reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT} (CI installs it)")
 
 
-def run(code, tests=(), **options):
+def run(code, tests=("assert True",), **options):  # run_python refuses an empty test list
     result = run_python(code, list(tests), **{**FAST, **options})
     assert isinstance(result, SandboxResult)
     return result
@@ -231,9 +231,11 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="list of str"):
         run_python("x = 1", "assert x == 1")
     with pytest.raises(ValueError, match="timeout_s"):
-        run_python("x = 1", [], timeout_s=0)
+        run_python("x = 1", ["assert True"], timeout_s=0)
     with pytest.raises(ValueError, match="timeout_s"):
-        run_python("x = 1", [], timeout_s=float("nan"))
+        run_python("x = 1", ["assert True"], timeout_s=float("nan"))
+    with pytest.raises(ValueError, match=r"tests=\[\]: with no test nothing is judged"):  # issue 21: was a pass
+        run_python("x = 1", [])
 
 
 @needs_bwrap

@@ -99,7 +99,10 @@ def check_seed(seed, name: str = "seed") -> int:
     if seed is None:
         raise TypeError(f"{name}=None: runs are reproducible by design, so pass an integer seed "
                         f"(e.g. {name}=0; different seeds give different samples).")
-    return check_whole_number(seed, name, 0, "torch seeds are non-negative")
+    seed = check_whole_number(seed, name, 0, "torch seeds are non-negative")
+    if seed > 2**64 - 1:
+        raise ValueError(f"{name}={seed} is larger than torch's largest seed, 2**64 - 1; pass a smaller integer.")
+    return seed
 
 
 def check_device(device) -> str:

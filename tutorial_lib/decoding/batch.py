@@ -120,7 +120,7 @@ def _decode_chunk(chunk: Chunk, lms: Dict[str, LanguageModel], verifier: Languag
             for r in range(b)]
 
 
-def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", rule: Optional[str] = "spec",
+def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", rule: Optional[str] = None,
                    alpha: Optional[float] = None, beta=1.0, temperature: float = 0.0, max_new_tokens: int = 64,
                    seeds: Optional[Sequence[int]] = None, eos_token_id=None, prefill: Optional[BatchPrefill] = None,
                    batch_size: Optional[int] = None, progress: bool = False, gamma: int = 1,
@@ -128,7 +128,7 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
     r"""Generate continuations of many `prompts` at once; one `Generation` per prompt, in order.
 
     `method="speculative"` is speculative execution at $\gamma = 1$ with target
-    $\pi = \mathbb{T}(q, p)$ of `rule` (any of `targets.RULES`, with `alpha` and `beta` as in
+    $\pi = \mathbb{T}(q, p)$ of `rule` (any of `targets.RULES`, None meaning "spec"; `alpha` and `beta` as in
     `engine.generate`): per step each row drafts $x \sim q_t$, keeps it with probability
     $\min\{1, \pi_t(x)/q_t(x)\}$ and otherwise samples the residual $\mathrm{norm}(\max\{0, \pi_t - q_t\})$.
     `method="drafter"` / `"verifier"` decode with one model. Row `i` uses seed `seeds[i]`

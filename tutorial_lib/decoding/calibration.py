@@ -38,6 +38,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import torch
 
+from ..checks import check_whole_number
 from ..maths import latency
 
 __all__ = ["Calibration", "calibrate", "CALL_KINDS"]
@@ -216,6 +217,8 @@ class Calibration:
         cost = latency.verifier_cost(t_p)
         if not callable(t_p):
             max_k = len(t_p)
+        else:
+            max_k = check_whole_number(max_k, "max_k", 1)
         others = dict(others or {})
         unknown = [kind for kind in others if kind not in CALL_KINDS or kind in ("verifier", "drafter_step", "overhead")]
         if unknown:
@@ -278,11 +281,17 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
     `tl.calibrate(pair, ...)` (`engine.calibrate`) passes the engine's `generate`.
     """
     drafter, verifier = _pair(pair, verifier)
-    for name, value, least in (("repeats", repeats, 1), ("max_k", max_k, 1), ("context_tokens", context_tokens, 1),
-                               ("overhead_tokens", overhead_tokens, 0),
-                               *(("prefill_lengths[i]", n, 1) for n in prefill_lengths)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name}={value!r}: pass a whole number >= {least}.")
+
+    def whole(value, name, least):
+        # numpy integers and whole floats are whole numbers too; every refusal stays a ValueError here
+        try:
+            return check_whole_number(value, name, least)
+        except TypeError as error:
+            raise ValueError(str(error)) from None
+
+    repeats, max_k = whole(repeats, "repeats", 1), whole(max_k, "max_k", 1)
+    context_tokens, overhead_tokens = whole(context_tokens, "context_tokens", 1), whole(overhead_tokens, "overhead_tokens", 0)
+    prefill_lengths = [whole(n, "prefill_lengths[i]", 1) for n in prefill_lengths]
     if overhead_tokens and decode is None:
         raise ValueError("overhead_tokens > 0 times the engine's loop: pass decode=tl.generate, call tl.calibrate(...) "
                          "(which does), or pass overhead_tokens=0 to time the model calls only.")

@@ -71,7 +71,7 @@ def _settings(configurations: Sequence[dict]) -> List[dict]:
         method = given.get("method", "speculative")
         if method not in BATCH_METHODS:
             raise ValueError(f"configurations[{c}]: method={method!r} is not batched; use one of {BATCH_METHODS}.")
-        o = check_generate_options(method, given.get("rule", "spec"), given.get("alpha"), 1,
+        o = check_generate_options(method, given.get("rule"), given.get("alpha"), 1,
                                    given.get("temperature", 0.0), 1, "sequence", "none")
         out.append(dict(method=method, rule=o.rule, alpha=o.alpha, beta=given.get("beta", 1.0),
                         temperature=o.temperature))

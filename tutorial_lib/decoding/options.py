@@ -70,6 +70,9 @@ def _check_rule_for(method: str, rule) -> Optional[str]:
         if rule not in targets.PREFIX_RULES:
             raise ValueError(f"method='oracle' needs a prefix rule: one of {', '.join(targets.PREFIX_RULES)}.")
         return rule
+    if rule is not None:  # drafter, verifier, bild: a rule given here would be silently ignored
+        raise ValueError(f"rule={rule!r} with method={method!r}: this method uses no deferral rule; pass rule=None "
+                         "(or method='speculative' to run a rule).")
     return None
 
 
@@ -110,6 +113,13 @@ def stop_tokens(eos_token_id, verifier) -> frozenset:
         eos_token_id = verifier.eos_token_id
     if eos_token_id is None or eos_token_id is False:
         return frozenset()
-    if isinstance(eos_token_id, int):
-        return frozenset([eos_token_id])
-    return frozenset(int(t) for t in eos_token_id)
+    ids = [eos_token_id] if not isinstance(eos_token_id, (list, tuple, set, frozenset)) else list(eos_token_id)
+    vocabulary = getattr(verifier, "vocab_size", None)
+    checked = []
+    for token in ids:
+        token = check_whole_number(token, "eos_token_id", 0, "token ids are non-negative")
+        if isinstance(vocabulary, int) and token >= vocabulary:
+            raise ValueError(f"eos_token_id={token} is not a token of the verifier (its ids are 0 to {vocabulary - 1}); "
+                             "pass one of its ids, None for its own end-of-sequence token, or () for none.")
+        checked.append(token)
+    return frozenset(checked)

@@ -153,7 +153,7 @@ def check_pair(q, p, q_name: str = "q", p_name: str = "p"):
 def check_alpha(rule: str, alpha: float) -> float:
     """Raise `ValueError` unless `alpha` lies in `ALPHA_RANGES[rule]` (rules without a range ignore it)."""
     check_rule(rule)
-    alpha = check_real(alpha, "alpha")
+    alpha = check_real(alpha, "alpha", finite=True)  # named as infinite, not as outside [-inf, inf]
     if rule not in ALPHA_RANGES:
         return alpha
     low, high = ALPHA_RANGES[rule]
@@ -378,7 +378,7 @@ def target_distribution(rule: str, q, p, alpha: float = 0.0, *, q_unscaled=None,
                                  "or 'normalize' for the normalising beta (Lossy*).")
             pi = _lossy_target(q, p, alpha, lossy_beta(q, p, alpha).unsqueeze(-1))
             return pi / pi.sum(-1, keepdim=True)  # removes the bisection's last rounding error
-        beta_value = float(beta)
+        beta_value = check_real(beta, "beta", finite=True)  # NaN named as NaN, not as below 1 - alpha
         if not beta_value >= 1.0 - alpha - 1e-12 or beta_value <= 0:
             raise ValueError(f"beta={beta_value} is below 1 - alpha = {1 - alpha:.6g}; the lossy target "
                              "needs beta >= 1 - alpha (beta = 1 is the usual choice).")

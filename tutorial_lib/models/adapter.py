@@ -424,6 +424,9 @@ def register_wrapper(kind: type, wrap: Callable[[object], "LanguageModel"]) -> N
 
 def _tiny_random(build):
     def load(suffix, dtype, device):
+        if suffix and not suffix.isdigit():
+            raise ValueError(f"the part after ':' is the tiny random model's seed, a whole number >= 0; got {suffix!r} "
+                             "(e.g. 'tiny-random-llama:1').")
         lm = build(int(suffix or 0))
         lm.model.to(device=device, dtype=dtype or torch.float32)
         return lm
@@ -474,6 +477,9 @@ def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary:
     slightly different drafter out of the verifier itself. `shared_vocabulary=True` declares that
     two models without a tokenizer share their ids (see `ModelPair`).
     """
+    if isinstance(dtype, (tuple, list)) and len(dtype) != 2:
+        raise ValueError(f"dtype={dtype!r}: pass one dtype for both models, or a pair (drafter_dtype, verifier_dtype) "
+                         "such as ('bfloat16', 'float32').")
     d_dtype, v_dtype = dtype if isinstance(dtype, (tuple, list)) else (dtype, dtype)
     return ModelPair(load_model(drafter, dtype=d_dtype, device=device),
                      load_model(verifier, dtype=v_dtype, device=device), shared_vocabulary=shared_vocabulary)

@@ -19,14 +19,16 @@ these models many times, and a safetensors directory loads in a fraction of that
     tokenizer = AutoTokenizer.from_pretrained(path)
 
 The converted directory is checked on every load: its record (`tutorial_lib_source.json`) holds the
-SHA-256 and size of every file written by the conversion, and `offline_model_dir` verifies them
-before returning the path (`verify_model_dir`). Hashing the 0.5-7 GB of weights on every load would
-cost seconds to minutes, so a file whose (size, mtime, ctime, inode) are those of its last successful
-check is not hashed again (`.tutorial_lib_verified.json` beside it, and a per-process memo): the
-first load after a conversion or a change pays for the hash, later loads only `stat`. A missing,
-truncated, bit-flipped or rewritten file raises `CorruptModelCacheError` naming the folder and the
-command that rebuilds it (`offline_model_dir(alias, rebuild=True)`); a directory converted before
-file hashes were recorded is converted again once.
+size, SHA-256 and XXH3-128 hash of every file written by the conversion, and `offline_model_dir`
+hashes every file again before returning the path (`verify_model_dir`). Every load, with no
+shortcut on unchanged size, times or inode: bit rot below the file system changes none of those.
+The per-load check uses XXH3-128 (`xxhash`), which runs at memory speed, so it costs a small
+fraction of the load that reads the same bytes just after (`benchmarks/model_cache_hash.py` measures
+both); SHA-256 is computed once, at conversion, and for a record written before the fast hashes
+were added, once more to vouch for the fast hashes it then adds. A missing, truncated, bit-flipped or
+rewritten file raises `CorruptModelCacheError` naming the folder and the command that rebuilds it
+(`offline_model_dir(alias, rebuild=True)`); a directory converted before file hashes were recorded is
+converted again once.
 """
 from __future__ import annotations
 
@@ -40,12 +42,13 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+import xxhash
 from tqdm.auto import tqdm
 
 SOURCE_RECORD = "tutorial_lib_source.json"
-VERIFIED_RECORD = ".tutorial_lib_verified.json"  # stat keys of files whose hash was checked
+VERIFIED_RECORD = ".tutorial_lib_verified.json"  # written by earlier versions (stat keys); ignored, never hashed
+FAST_HASH = "xxh3_128"  # the record's key for each file's per-load hash
 _READ_BLOCK = 8 * 1024 * 1024
-_verified_in_process: dict[str, tuple[tuple, str]] = {}  # path -> (stat key, sha256) checked in this process
 
 
 class CorruptModelCacheError(RuntimeError):
@@ -206,16 +209,22 @@ def rebuild_command(alias: str) -> str:
 
 
 def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_READ_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
+    return _hash_file(path, hashlib.sha256())[0]
 
 
-def _stat_key(path: Path) -> tuple:
-    status = path.stat()
-    return (status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino)
+def _fast_hash_file(path: Path) -> str:
+    return _hash_file(path, xxhash.xxh3_128())[0]
+
+
+def _hash_file(path: Path, *digests) -> list[str]:
+    """The hex digests of one file, read once, in blocks into one reused buffer (no copy per block)."""
+    buffer = bytearray(_READ_BLOCK)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as handle:
+        while count := handle.readinto(buffer):
+            for digest in digests:
+                digest.update(view[:count])
+    return [digest.hexdigest() for digest in digests]
 
 
 def _converted_files(model_dir: Path) -> list[Path]:
@@ -224,14 +233,19 @@ def _converted_files(model_dir: Path) -> list[Path]:
 
 
 def _file_hashes(model_dir: Path) -> dict:
-    return {path.relative_to(model_dir).as_posix(): {"sha256": _sha256_file(path), "size": path.stat().st_size}
-            for path in _converted_files(model_dir)}
+    hashes = {}
+    for path in _converted_files(model_dir):
+        sha256, fast = _hash_file(path, hashlib.sha256(), xxhash.xxh3_128())
+        hashes[path.relative_to(model_dir).as_posix()] = {"sha256": sha256, FAST_HASH: fast,
+                                                          "size": path.stat().st_size}
+    return hashes
 
 
 def verify_model_dir(model_dir: Path, alias: str) -> None:
-    """Check every file of a converted directory against the hashes its record holds; raise
-    CorruptModelCacheError naming the folder and the rebuild command otherwise. Files unchanged
-    since their last check (same size, mtime, ctime and inode) are not hashed again."""
+    """Hash every file of a converted directory and compare with its record; raise
+    CorruptModelCacheError naming the folder and the rebuild command otherwise. Runs on every load
+    (no file is trusted for looking unchanged). A record without fast hashes (written by an earlier
+    version) is checked by SHA-256 once, and the fast hashes of the files that matched are added to it."""
     model_dir = Path(model_dir)
 
     def damaged(problem: str) -> CorruptModelCacheError:
@@ -242,33 +256,29 @@ def verify_model_dir(model_dir: Path, alias: str) -> None:
     record = _record(model_dir)
     if record is None or not isinstance(record.get("files"), dict):
         raise damaged(f"its record {SOURCE_RECORD} is missing, unreadable or lists no file hashes")
-    try:
-        checked = json.loads((model_dir / VERIFIED_RECORD).read_text())
-        checked = checked if isinstance(checked, dict) else {}
-    except (OSError, ValueError):
-        checked = {}
-    newly_checked = {}
+    upgraded = False
     for name, expected in record["files"].items():
         path = model_dir / name
+        if not isinstance(expected, dict) or not isinstance(expected.get("sha256"), str):
+            raise damaged(f"its record has no hash for {name}")
         try:
-            key = _stat_key(path)
+            size = path.stat().st_size
         except OSError:
             raise damaged(f"{name} is missing") from None
-        if not isinstance(expected, dict):
-            raise damaged(f"its record has no hash for {name}")
-        if key[0] != expected.get("size"):
-            raise damaged(f"{name} has {key[0]} bytes, the conversion wrote {expected.get('size')}")
-        memo = _verified_in_process.get(str(path))
-        if memo == (key, expected["sha256"]) or checked.get(name) == [list(key), expected["sha256"]]:
-            _verified_in_process[str(path)] = (key, expected["sha256"])
+        if size != expected.get("size"):
+            raise damaged(f"{name} has {size} bytes, the conversion wrote {expected.get('size')}")
+        if isinstance(expected.get(FAST_HASH), str):
+            actual = _fast_hash_file(path)
+            if actual != expected[FAST_HASH]:
+                raise damaged(f"{name} has XXH3-128 {actual}, the conversion wrote {expected[FAST_HASH]}")
             continue
-        actual = _sha256_file(path)
-        if actual != expected["sha256"]:
-            raise damaged(f"{name} has SHA-256 {actual}, the conversion wrote {expected['sha256']}")
-        _verified_in_process[str(path)] = (key, actual)
-        newly_checked[name] = [list(key), actual]
-    if newly_checked:
-        _write_json_atomically(model_dir / VERIFIED_RECORD, {**checked, **newly_checked})
+        sha256, fast = _hash_file(path, hashlib.sha256(), xxhash.xxh3_128())
+        if sha256 != expected["sha256"]:
+            raise damaged(f"{name} has SHA-256 {sha256}, the conversion wrote {expected['sha256']}")
+        expected[FAST_HASH] = fast
+        upgraded = True
+    if upgraded:  # vouched for by SHA-256 just now; later loads use the fast hash
+        _write_json_atomically(model_dir / SOURCE_RECORD, record)
 
 
 def _write_json_atomically(path: Path, data) -> None:

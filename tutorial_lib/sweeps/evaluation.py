@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -30,7 +31,7 @@ import pandas as pd
 from .. import paths
 from . import rows_file
 from ..maths import targets
-from ..checks import check_gamma, check_temperature
+from ..checks import check_gamma, check_real, check_seed, check_temperature, check_whole_number
 
 __all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid",
            "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
@@ -51,6 +52,11 @@ class Example:
     def from_dict(cls, item: Union["Example", dict]) -> "Example":
         if isinstance(item, Example):
             return item
+        if not isinstance(item, dict) or "id" not in item or "prompt" not in item:
+            raise TypeError(f"an example is an Example or a dict with 'id' and 'prompt'; got {str(item)[:80]}.")
+        if isinstance(item["id"], bool) or not isinstance(item["id"], (str, int, np.integer)):
+            raise TypeError(f"example id={item['id']!r} is a {type(item['id']).__name__}; pass a string (or an int, "
+                            "which is written as its decimal string).")
         return cls(str(item["id"]), item["prompt"], list(item.get("references", [])), dict(item.get("info", {})))
 
 
@@ -73,6 +79,30 @@ class Task:
     max_input_tokens: Optional[int] = None
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"Task name={self.name!r}: give a non-empty string.")
+        if isinstance(self.metric, str):
+            from ..tasks.metrics import METRICS
+            if self.metric not in METRICS:
+                raise ValueError(f"Task metric={self.metric!r} is unknown; choose one of {', '.join(METRICS)} or pass "
+                                 "a function (prediction, example_dict) -> float.")
+        elif not callable(self.metric):
+            raise TypeError(f"Task metric={self.metric!r}: give a name from tutorial_lib.metrics.METRICS or a "
+                            "function (prediction, example_dict) -> float.")
+        self.max_new_tokens = check_whole_number(self.max_new_tokens, "max_new_tokens", 1,
+                                                 "a task asks for at least one new token")
+        if not isinstance(self.chat, (bool, np.bool_)):
+            raise TypeError(f"Task chat={self.chat!r}: pass True or False.")
+        self.chat = bool(self.chat)
+        if self.postprocess is not None and not callable(self.postprocess):
+            raise TypeError(f"Task postprocess={self.postprocess!r}: pass a function str -> str, or None.")
+        if isinstance(self.examples, (str, bytes, dict)):
+            raise TypeError(f"Task examples: give a list of examples (dicts or Example), not a {type(self.examples).__name__}.")
+        if self.max_input_tokens is not None and not isinstance(self.max_input_tokens, bool):
+            try:
+                self.max_input_tokens = check_whole_number(self.max_input_tokens, "max_input_tokens")
+            except (TypeError, ValueError):
+                pass  # named just below, with what to pass
         if self.max_input_tokens is not None:
             if isinstance(self.max_input_tokens, bool) or not isinstance(self.max_input_tokens, int) \
                     or self.max_input_tokens < 2:
@@ -102,13 +132,21 @@ class Task:
                                            self.chat, self.postprocess, self.max_input_tokens)
 
     def score(self, text: str, example: Example) -> float:
+        """The metric's score of `text` for `example`: a finite number, or ValueError naming the metric."""
         prediction = self.postprocess(text) if self.postprocess is not None else text
         if callable(self.metric):
-            return float(self.metric(prediction, asdict(example)))
-        from ..tasks.metrics import METRICS
-        if self.metric not in METRICS:
-            raise ValueError(f"metric {self.metric!r} is unknown; choose one of {', '.join(METRICS)}.")
-        return float(METRICS[self.metric](prediction, asdict(example)))
+            value = self.metric(prediction, asdict(example))
+        else:
+            from ..tasks.metrics import METRICS
+            if self.metric not in METRICS:
+                raise ValueError(f"metric {self.metric!r} is unknown; choose one of {', '.join(METRICS)}.")
+            value = METRICS[self.metric](prediction, asdict(example))
+        try:
+            quality = check_real(value, "quality", finite=True)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"the metric {self.metric_name!r} of task {self.name!r} returned {value!r} for example "
+                             f"{example.id!r}; a metric returns a finite number (use 0.0 for a failure).") from error
+        return quality
 
     @property
     def metric_name(self) -> str:
@@ -150,6 +188,11 @@ GEMMA_CURVES = ["Drafter", "Verifier", "SpecDecode", "SpecDecode [Lossy]", "Spec
                 "SpecCascade [Token-V3]"]
 
 
+def _alpha_text(alpha: float) -> str:
+    short = f"{alpha:.6g}"
+    return short if float(short) == alpha else repr(float(alpha))
+
+
 def opt_grid(n: int, temperature: float = 1.0) -> np.ndarray:
     """OPT's alphas for a sweep: `n` evenly spaced over its live range, [-1, 1] at T = 1 (where
     |max p - max q| <= D_TV(p, q), so OPT never defers for alpha >= 1 and always, where p != q, for
@@ -179,10 +222,48 @@ class Config:
     temperature: float = 0.0
     bonus: str = "verifier"   # after a fully accepted block; "none" at gamma = 1 is the authors' colab
 
+    def __post_init__(self):
+        from ..decoding.options import BONUS_OPTIONS, check_generate_options
+        if not isinstance(self.label, str) or not self.label or "|" in self.label:
+            raise ValueError(f"Config label={self.label!r}: give a non-empty string without '|' (it is part of the "
+                             "row key), e.g. a name from evaluation.CURVES.")
+        object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", finite=True))
+        if isinstance(self.beta, str):
+            if self.beta != "normalize":
+                raise ValueError(f"Config beta={self.beta!r}: pass a number (>= 1 - alpha for rule='lossy') or "
+                                 "'normalize' (Lossy*).")
+        else:
+            object.__setattr__(self, "beta", check_real(self.beta, "beta", finite=True))
+        object.__setattr__(self, "gamma", check_gamma(self.gamma))
+        object.__setattr__(self, "temperature", check_temperature(self.temperature))
+        if self.bonus not in BONUS_OPTIONS:
+            raise ValueError(f"Config bonus={self.bonus!r} is unknown; use one of {', '.join(BONUS_OPTIONS)}.")
+        if self.method != "speculative" and self.rule is not None and not (
+                self.method in ("token_cascade", "seq_cascade") and self.rule == "chow"):
+            raise ValueError(f"Config rule={self.rule!r} with method={self.method!r}: only method='speculative' runs "
+                             "a rule here; pass rule=None.")
+        options = {k: v for k, v in self.engine_options().items() if k != "beta"}  # beta: checked above
+        check_generate_options(**options, max_new_tokens=1)  # method, rule and alpha, named there
+        if self.method == "speculative" and self.rule == "lossy" and not isinstance(self.beta, str) \
+                and not (self.beta >= 1.0 - self.alpha - 1e-12 and self.beta > 0):
+            raise ValueError(f"Config beta={self.beta} is below 1 - alpha = {1 - self.alpha:.6g} for rule='lossy'; "
+                             "pass beta >= 1 - alpha, or beta='normalize'.")
+
     @property
     def key(self) -> str:
-        key = (f"{self.label}|{self.method}|{self.rule}|{self.alpha:.6g}|{self.beta}|g{self.gamma}"
-               f"|T{self.temperature:g}")
+        """The configuration's key in its rows. Alpha is written with 6 significant digits where that
+        is exact (as every key was before), else as `repr` of the float, so two alphas that differ
+        in any digit never share a key."""
+        return self._key(_alpha_text(self.alpha))
+
+    @property
+    def legacy_key(self) -> str:
+        """The key rows were saved under before alphas were written exactly (6 significant digits);
+        `run_sweep` reads such rows as this configuration's when their own `alpha` equals it."""
+        return self._key(f"{self.alpha:.6g}")
+
+    def _key(self, alpha_text: str) -> str:
+        key = f"{self.label}|{self.method}|{self.rule}|{alpha_text}|{self.beta}|g{self.gamma}|T{self.temperature:g}"
         return key if self.bonus == "verifier" else f"{key}|bonus={self.bonus}"
 
     def engine_options(self) -> dict:
@@ -204,8 +285,22 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
     overrides a curve's grid by label (e.g. alphas placed along a pilot curve by
     `alpha_grids.placed_alphas`); `bonus` is the speculative methods' bonus token (`"none"`: one
     token per step, for the batched runs)."""
-    if n_alpha < 2:
-        raise ValueError(f"n_alpha={n_alpha}: a curve needs at least its two ends.")
+    curves = _sequence_argument(curves, "curves", "['Drafter', 'Verifier']")
+    gammas = _sequence_argument(gammas, "gammas", "[5]")
+    temperatures = _sequence_argument(temperatures, "temperatures", "[0.0, 1.0]")
+    n_alpha = check_whole_number(n_alpha, "n_alpha", 2, "a curve needs at least its two ends")
+    if bonus not in ("verifier", "target", "none"):
+        raise ValueError(f"bonus={bonus!r} is unknown; use 'verifier' (the paper), 'target' or 'none'.")
+    if alphas is not None:
+        if not isinstance(alphas, dict):
+            raise TypeError(f"alphas={alphas!r}: pass a dict from a curve's label to its alphas, e.g. "
+                            "{'SpecCascade [Chow]': [0.1, 0.5]}.")
+        alphas = {label: [check_real(a, f"alphas[{label!r}]", finite=True)
+                          for a in _sequence_argument(grid, f"alphas[{label!r}]", "[0.1, 0.5]")]
+                  for label, grid in alphas.items()}
+        unknown = [label for label in alphas if label not in CURVES]
+        if unknown:
+            raise ValueError(f"alphas names unknown curves {unknown}; choose from {list(CURVES)}.")
     unknown = [c for c in curves if c not in CURVES]
     if unknown:
         raise ValueError(f"unknown curves {unknown}; choose from {list(CURVES)}.")
@@ -235,6 +330,30 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
                                           spec.get("beta", 1.0), gammas[0] if plain else gamma, float(temperature),
                                           bonus if spec["method"] == "speculative" else "verifier"))
     return configs
+
+
+def _sequence_argument(value, name: str, example: str) -> list:
+    """`value` as a list: a list, tuple, range or 1-d array; a string (e.g. papermill's `-p` text) is refused
+    with the form to pass instead."""
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{name}={value!r} is a string; pass a list, e.g. {name}={example}.")
+    if isinstance(value, np.ndarray) and value.ndim == 1 or isinstance(value, (list, tuple, range)):
+        return list(value)
+    raise TypeError(f"{name}={value!r} is a {type(value).__name__}; pass a list, e.g. {name}={example}.")
+
+
+#: What a run's name may hold: it names a folder inside the results folder, never a path out of it.
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def check_run_name(name) -> str:
+    """A sweep's name: letters, digits, '.', '_' and '-', starting with a letter or digit (so it stays a
+    folder inside the results folder)."""
+    if not isinstance(name, str) or not RUN_NAME.fullmatch(name):
+        raise ValueError(f"name={name!r} is not a run name; use letters, digits, '.', '_' and '-' only, starting "
+                         "with a letter or digit (e.g. name='t5-offline'): the run's folder must stay inside the "
+                         "results folder.")
+    return name
 
 
 # ---- the sweep --------------------------------------------------------------------------------------
@@ -317,6 +436,7 @@ class Sweep:
     root: Optional[Path] = None
 
     def __post_init__(self):
+        check_run_name(self.name)
         blob = json.dumps(self.config, sort_keys=True, default=str).encode()
         self.hash = hashlib.sha256(blob).hexdigest()[:12]
         self.path = Path(self.root or results_dir()) / f"{self.name}-{self.hash}"
@@ -325,14 +445,41 @@ class Sweep:
     def rows_path(self) -> Path:
         return self.path / "rows.jsonl"
 
-    def load(self) -> pd.DataFrame:
-        """Every saved row, the last one kept where a row was written twice (see `rows_file.read_rows`)."""
-        rows = rows_file.read_rows(self.rows_path)
-        return pd.DataFrame(rows).drop_duplicates(list(ROW_KEY), keep="last") if rows else pd.DataFrame()
+    def rows_paths(self) -> List[Path]:
+        """The folder's rows files: `rows.jsonl`, and `rows.<writer>.jsonl` of processes that each wrote
+        their own (a sweep split over processes); read together as one run."""
+        if not self.path.is_dir():
+            return []
+        extra = sorted(path for path in self.path.glob("rows.*.jsonl") if path.name != "rows.jsonl")
+        return [self.rows_path, *extra]
 
-    def done(self) -> set:
+    def load(self, *, example_ids: Optional[Dict[str, set]] = None,
+             configs: Sequence["Config"] = ()) -> pd.DataFrame:
+        """Every saved row once, from all of the folder's rows files (`rows_paths`). Refused with a
+        `rows_file.RowsFileError` naming the file and line: a row written twice with different results,
+        and, given `example_ids` (task name -> its example ids), a row for an example its task does not
+        have. Rows saved under a configuration's `legacy_key` whose own alpha equals the configuration's
+        are read under its `key`."""
+        numbered = []
+        for path in self.rows_paths():
+            numbered += [(path, number, row) for number, row in rows_file.read_numbered_rows(path)]
+        legacy = {(c.legacy_key, c.alpha): c.key for c in configs if c.legacy_key != c.key}
+        if legacy:
+            for _, _, row in numbered:
+                new_key = legacy.get((row["config"], row.get("alpha")))
+                if new_key is not None:
+                    row["config"] = new_key
+        for path in self.rows_paths():
+            rows_file.check_rows([(n, r) for p, n, r in numbered if p == path], path, example_ids=example_ids)
+        if len(self.rows_paths()) > 1:  # copies across files must agree too
+            rows_file.check_rows([(f"{n} of {p.name}", r) for p, n, r in numbered], self.path / "rows*.jsonl",
+                                 example_ids=example_ids)
+        rows = rows_file.unique_rows(row for _, _, row in numbered)
+        return pd.DataFrame(rows) if rows else pd.DataFrame()
+
+    def done(self, **load_options) -> set:
         """The (task, config key, example id) of every saved row."""
-        table = self.load()
+        table = self.load(**load_options)
         return set() if table.empty else set(zip(*(table[k] for k in ROW_KEY)))
 
     def append(self, rows: Iterable[dict]) -> None:
@@ -393,15 +540,40 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     install the models, otherwise).
     """
     from tqdm.auto import tqdm
+    check_run_name(name)
+    if isinstance(tasks, (str, bytes)) or not isinstance(tasks, (Task, dict, list, tuple)):
+        raise TypeError(f"tasks={str(tasks)[:60]!r}: pass a Task or a list of Tasks.")
     tasks = [tasks] if isinstance(tasks, (Task, dict)) else list(tasks)
     tasks = [Task.from_dict(t) for t in tasks]
+    if len({t.name for t in tasks}) != len(tasks):
+        raise ValueError(f"tasks share a name ({[t.name for t in tasks]}); rows are keyed by task name, so give each "
+                         "task its own.")
+    configs = _sequence_argument(configs, "configs", "evaluation.sweep_configs(...)")
+    if not configs or not all(isinstance(c, Config) for c in configs):
+        raise TypeError("configs: pass a non-empty list of evaluation.Config, e.g. evaluation.sweep_configs(...).")
+    if len({c.key for c in configs}) != len(configs):
+        raise ValueError("configs holds the same configuration twice; pass each once.")
+    seed = check_seed(seed)
     if runner not in ("single", "batch"):
         raise ValueError(f"runner={runner!r}; use 'single' (latency at batch size 1) or 'batch' (gamma = 1).")
+    batch_size = check_whole_number(batch_size, "batch_size", 1, "a batch holds at least one example")
+    if max_rows is not None:
+        max_rows = check_whole_number(max_rows, "max_rows", 0, "None runs every row; 0 computes none")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress={progress!r}: pass True or False.")
+    if extra_config is not None and not isinstance(extra_config, dict):
+        raise TypeError(f"extra_config={extra_config!r}: pass a dict (recorded in the run's configuration) or None.")
+    if not (isinstance(pair, (tuple, list)) or hasattr(pair, "__iter__")) or isinstance(pair, (str, bytes)):
+        raise TypeError(f"pair={pair!r}: pass (drafter, verifier), e.g. tutorial_lib.load_pair(...).")
     drafter, verifier = pair
+    if eos_token_id is not None and eos_token_id is not False and not isinstance(verifier, ModelRecord):
+        from ..decoding.options import stop_tokens
+        stop_tokens(eos_token_id, verifier)  # named now, not after the first row
     sweep = Sweep(name, {"drafter": model_identity(drafter), "verifier": model_identity(verifier), "seed": seed,
                          "runner": runner, "tasks": {t.name: t.fingerprint() for t in tasks},
                          **(extra_config or {})}, root)
-    done = sweep.done()
+    load_options = dict(example_ids={t.name: {e.id for e in t.examples} for t in tasks}, configs=configs)
+    done = sweep.done(**load_options)
     todo = [(t, c) for t in tasks for c in configs]
     total = sum(len(t.examples) for t, _ in todo)
     saved = sum(1 for t, c in todo for e in t.examples if (t.name, c.key, e.id) in done)
@@ -423,7 +595,7 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                     continue
                 if max_rows is not None and new_rows >= max_rows:
                     bar.close()
-                    return _requested(sweep, tasks, configs)
+                    return _requested(sweep, tasks, configs, load_options)
                 generation = generate(drafter, verifier, prompt_ids(verifier, task, example),
                                       max_new_tokens=task.max_new_tokens, seed=seed + i,
                                       eos_token_id=eos_token_id, **config.engine_options())
@@ -450,7 +622,7 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                 if max_rows is not None:
                     if new_rows >= max_rows:
                         bar.close()
-                        return _requested(sweep, tasks, configs)
+                        return _requested(sweep, tasks, configs, load_options)
                     pending = pending[:-(-(max_rows - new_rows) // len(chunk))]
                 bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, "
                                     f"{len(pending)} configurations", refresh=False)
@@ -469,12 +641,12 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                 new_rows += len(rows)
                 bar.update(len(rows))
     bar.close()
-    return _requested(sweep, tasks, configs)
+    return _requested(sweep, tasks, configs, load_options)
 
 
-def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config]) -> pd.DataFrame:
+def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config], load_options: dict) -> pd.DataFrame:
     """The sweep's rows of these tasks and configurations (a folder may also hold rows of others)."""
-    table = sweep.load()
+    table = sweep.load(**load_options)
     if not table.empty:
         keys = {c.key for c in configs}
         names = {t.name for t in tasks}

@@ -35,20 +35,42 @@ in range(9))`: the iteration and the `==` run with the solution's code). The par
 the child's word for those, so by default such a test fails with a reason saying so; with
 `trust_unjudged_tests=True` (`tutorial_lib.sandbox.run_python`) the child runs it and the parent
 counts the child's report (`SandboxResult.tests_unjudged` says how many were counted that way).
+
+**The expected side never runs with the solution.** Each hole is classed by the names it reads
+(`TestPlan.sides`): a hole that reads a name the solution binds (found statically in its source:
+definitions, assignments, imports under another name, and any string constant spelling a name,
+which covers `globals()["max"] = ...`), or a name nobody is known to bind, is the *solution's* and
+is evaluated in the solution's sandbox. A hole that reads only builtins, standard-library modules
+and names the setup binds (`sys.getsizeof((1, 2))`, `"abc".upper()`, a setup's `expected = f()`)
+is the *expected* side: `tutorial_lib.sandbox` evaluates it in a second sandboxed run that holds
+the setup but not one line of model-written code, so patching `sys.getsizeof` or the setup's
+helpers in the solution's interpreter changes nothing. A builtin the judge would apply itself
+(`max`, `sorted`, ...) but that the solution rebinds is a hole of the solution's, never the
+judge's builtin. A test that applies an expected-side function to a solution's value
+(`check(f(x))`, `re.match(p, f(x))`) would have to run that function in the solution's
+interpreter, so it is unjudged (failed unless `trust_unjudged_tests=True`).
 """
 from __future__ import annotations
 
 import ast
 import builtins
+import json
 import math
 import operator
-from dataclasses import dataclass
+import re
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
 
 HOLE_PREFIX = "__judge_hole_"
 MAX_DEPTH = 64  # nesting of a decoded value
 MAX_NODES = 200_000  # items in all decoded values of one run
 MAX_SEQUENCE = 10**6  # longest sequence the parent builds with * or +
 MAX_EXPONENT = 10_000
+MAX_RESULT_BITS = 1 << 20  # largest integer (in bits) the judge builds with ** or <<
+SOLUTION, EXPECTED = "solution", "expected"  # which sandboxed run evaluates a hole
+_STDLIB_MODULES = frozenset(sys.stdlib_module_names)
 
 # Pure functions of builtin data the parent may apply to decoded values (the test's own logic).
 SAFE_FUNCTIONS = {
@@ -69,6 +91,22 @@ class TestPlan:
     holes: tuple[str, ...]
     skeleton: ast.Expression | None  # None when the test cannot be judged outside
     unjudged_reason: str = ""  # why not, when skeleton is None
+    sides: tuple[str, ...] = ()  # SOLUTION or EXPECTED for each hole (same order as `holes`)
+    modules: tuple[str, ...] = ()  # standard-library modules the expected holes read (imported for them)
+
+    def __post_init__(self):
+        if not self.sides and self.holes:  # a plan built by hand: every hole is the solution's
+            object.__setattr__(self, "sides", (SOLUTION,) * len(self.holes))
+
+
+@dataclass(frozen=True)
+class Names:
+    """Who binds which name: `constants` the parent knows (a literal-only setup), `setup` names a
+    setup binds otherwise, `solution` names the solution's source binds (or spells as a string)."""
+
+    constants: dict = field(default_factory=dict)
+    setup: frozenset = frozenset()
+    solution: frozenset = frozenset()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -100,37 +138,104 @@ def setup_constants(setup: str) -> dict:
     return constants
 
 
-def _is_safe_callee(node: ast.AST, known: dict) -> bool:
+def bound_names(source: str, *, count_plain_stdlib_imports: bool = True) -> frozenset:
+    """Every name `source` binds anywhere (definitions, assignments, loop and `with` targets, imports,
+    `global` declarations), and every string constant that is a valid identifier (a name bound
+    through `globals()[...]` or `setattr`). Found without running it; {} for source that does not
+    parse (it fails in the sandbox anyway). `count_plain_stdlib_imports=False` leaves out `import sys`
+    style imports of a standard-library module under its own name, which bind the real module."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return frozenset()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                plain = (isinstance(node, ast.Import) and alias.asname is None and top in _STDLIB_MODULES)
+                if count_plain_stdlib_imports or not plain:
+                    names.add(alias.asname or top)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+        elif isinstance(node, ast.arg):
+            continue
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)
+        elif isinstance(node, ast.MatchAs) and node.name:
+            names.add(node.name)
+    return frozenset(names)
+
+
+def _is_safe_callee(node: ast.AST, names: Names) -> bool:
     if isinstance(node, ast.Name):
-        return node.id in SAFE_FUNCTIONS and node.id not in known
+        return (node.id in SAFE_FUNCTIONS and node.id not in names.constants and node.id not in names.setup
+                and node.id not in names.solution)
     return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "math"
-            and node.attr in SAFE_MATH)
+            and node.attr in SAFE_MATH and "math" not in names.solution and "math" not in names.setup)
+
+
+def _read_names(node: ast.AST) -> set:
+    return {inner.id for inner in ast.walk(node) if isinstance(inner, ast.Name)}
 
 
 class _Splitter(ast.NodeTransformer):
-    def __init__(self, known: dict):
-        self.known = known
+    def __init__(self, names: Names):
+        self.names = names
         self.holes: list[str] = []
+        self.sides: list[str] = []
+        self.modules: set = set()
         self.child_logic = ""
+
+    def _side(self, read: set) -> str:
+        """EXPECTED when every name read is a builtin, a standard-library module or the setup's, and
+        none is the solution's; else SOLUTION (a name nobody is known to bind is the solution's)."""
+        names = self.names
+        for name in read:
+            if name in names.solution:
+                return SOLUTION
+            if not (name in names.setup or name in names.constants or hasattr(builtins, name)
+                    or name in _STDLIB_MODULES):
+                return SOLUTION
+        return EXPECTED
 
     def _hole(self, node: ast.AST) -> ast.Name:
         for inner in ast.walk(node):
             if isinstance(inner, _CHILD_LOGIC) and not self.child_logic:
                 self.child_logic = f"`{ast.unparse(node)}` holds a {type(inner).__name__}, which would run in the child"
+        read = _read_names(node)
+        side = self._side(read)
+        if side == SOLUTION and isinstance(node, ast.Call) and not self.child_logic:
+            callee_read = _read_names(node.func)
+            if callee_read and self._side(callee_read) == EXPECTED and not (callee_read & self.names.solution):
+                # An expected-side function given the solution's value: it would run in the solution's interpreter.
+                self.child_logic = (f"`{ast.unparse(node)}` applies `{ast.unparse(node.func)}` (not the solution's) to "
+                                    "the solution's value, which would run it in the solution's interpreter")
+        if side == EXPECTED:
+            self.modules.update(name for name in read if name in _STDLIB_MODULES and not hasattr(builtins, name)
+                                and name not in self.names.setup and name not in self.names.constants)
         self.holes.append(ast.unparse(node))
+        self.sides.append(side)
         return ast.copy_location(ast.Name(id=f"{HOLE_PREFIX}{len(self.holes) - 1}", ctx=ast.Load()), node)
 
     def visit(self, node):
         if isinstance(node, (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)):
             return node
+        names = self.names
         if isinstance(node, ast.Name):
-            if node.id in self.known or node.id in SAFE_FUNCTIONS:
+            if node.id in names.constants:  # the setup runs after the solution: its literal wins
+                return node
+            if node.id in SAFE_FUNCTIONS and node.id not in names.solution and node.id not in names.setup:
                 return node
             return self._hole(node)
         if isinstance(node, ast.Attribute):
-            return node if _is_safe_callee(node, self.known) else self._hole(node)
+            return node if _is_safe_callee(node, names) else self._hole(node)
         if isinstance(node, ast.Call):
-            if not _is_safe_callee(node.func, self.known) or any(isinstance(a, ast.Starred) for a in node.args) \
+            if not _is_safe_callee(node.func, names) or any(isinstance(a, ast.Starred) for a in node.args) \
                     or any(k.arg is None for k in node.keywords):
                 return self._hole(node)
             node.args = [self.visit(argument) for argument in node.args]
@@ -141,27 +246,35 @@ class _Splitter(ast.NodeTransformer):
         return self._hole(node)
 
 
-def plan_test(test: str, known: dict | None = None) -> TestPlan:
-    """Split one test (`assert <expression>`) into holes and a skeleton; see the module docstring."""
-    known = {} if known is None else known
+def plan_test(test: str, known: dict | Names | None = None) -> TestPlan:
+    """Split one test (`assert <expression>`) into holes and a skeleton; see the module docstring.
+    `known`: the setup's literal constants (a dict), or a `Names` from `plan_tests`."""
+    names = known if isinstance(known, Names) else Names(constants={} if known is None else dict(known))
     try:
         tree = ast.parse(test)
-    except SyntaxError as error:
-        return TestPlan(test, (), None, f"syntax error: {error.msg}")
+    except (SyntaxError, ValueError) as error:
+        return TestPlan(test, (), None, f"syntax error: {getattr(error, 'msg', error)}")
+    except (MemoryError, RecursionError):
+        return TestPlan(test, (), None, "too deeply nested to parse")
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
         return TestPlan(test, (), None, "not a single `assert` statement")
-    splitter = _Splitter(known)
+    splitter = _Splitter(names)
     expression = splitter.visit(tree.body[0].test)
     if splitter.child_logic:
         return TestPlan(test, (), None, splitter.child_logic)
     skeleton = ast.fix_missing_locations(ast.Expression(body=expression))
-    return TestPlan(test, tuple(splitter.holes), skeleton)
+    return TestPlan(test, tuple(splitter.holes), skeleton, sides=tuple(splitter.sides),
+                    modules=tuple(sorted(splitter.modules)))
 
 
-def plan_tests(tests: list[str], setup: str = "") -> tuple[list[TestPlan], dict]:
-    """`plan_test` for each test, with the setup's literal constants known to the parent."""
-    known = setup_constants(setup)
-    return [plan_test(test, known) for test in tests], known
+def plan_tests(tests: list[str], setup: str = "", code: str = "") -> tuple[list[TestPlan], dict]:
+    """`plan_test` for each test, with the setup's literal constants known to the parent and the
+    names `code` (the solution) and a non-literal setup bind told apart (see the module docstring)."""
+    constants = setup_constants(setup)
+    setup_names = frozenset() if constants or not setup.strip() else bound_names(setup)
+    names = Names(constants=constants, setup=setup_names,
+                  solution=bound_names(code, count_plain_stdlib_imports=False))
+    return [plan_test(test, names) for test in tests], constants
 
 
 # --------------------------------------------------------------------------------------------------
@@ -241,9 +354,13 @@ def _binary(kind, left, right):
         if isinstance(count, int) and len(sequence) * count > MAX_SEQUENCE:
             raise ValueError("sequence repetition too large for the judge")
     trivial_base = isinstance(left, int) and abs(left) <= 1
-    if kind is ast.Pow and isinstance(right, int) and abs(right) > MAX_EXPONENT and not trivial_base:
-        raise ValueError("exponent too large for the judge")
-    if kind is ast.LShift and isinstance(right, int) and right > MAX_EXPONENT * 8:
+    if kind is ast.Pow and isinstance(right, int) and not trivial_base:
+        if abs(right) > MAX_EXPONENT:
+            raise ValueError("exponent too large for the judge")
+        if isinstance(left, int) and left.bit_length() * right > MAX_RESULT_BITS:
+            raise ValueError("power too large for the judge")
+    if kind is ast.LShift and isinstance(left, int) and isinstance(right, int) \
+            and left.bit_length() + right > MAX_RESULT_BITS:
         raise ValueError("shift too large for the judge")
     return _BINARY[kind](left, right)
 
@@ -330,3 +447,46 @@ def judge_test(plan: TestPlan, encoded_values: list, known: dict) -> tuple[bool,
     except Exception as error:  # noqa: BLE001 - a TypeError of the test's logic is a failed test
         return False, f"raised {type(error).__name__}: {str(error)[:200]}"
     return passed, "passed" if passed else "failed"
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading the child's report: bounded, and never recursive beyond MAX_REPORT_DEPTH
+# --------------------------------------------------------------------------------------------------
+
+MAX_REPORT_BYTES = 4 * 1024 * 1024
+MAX_REPORT_DEPTH = MAX_DEPTH + 8  # a value nested MAX_DEPTH deep plus the report's own wrapping
+MAX_INTEGER_DIGITS = 4300  # Python's own limit for int <-> str conversion
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: linear and fast
+_LONG_NUMBER = re.compile(rb"\d{%d,}" % (MAX_INTEGER_DIGITS + 1))
+_OPENERS = b"[{"
+_CLOSERS = b"]}"
+
+
+class MalformedReport(ValueError):
+    """The child's report is not one bounded JSON document; the message says what is wrong."""
+
+
+def parse_report(data: bytes):
+    """The JSON document in `data`, or MalformedReport. Before `json.loads` (which recurses once per
+    level of nesting) the bytes are checked with regular expressions and numpy, never recursion:
+    at most MAX_REPORT_BYTES, nesting at most MAX_REPORT_DEPTH, no number of more than
+    MAX_INTEGER_DIGITS digits. So a report nested 100,000 deep, or an integer of a million digits,
+    is a malformed report in linear time, never a RecursionError or minutes of conversion."""
+    if not isinstance(data, (bytes, bytearray)):
+        raise MalformedReport(f"not bytes but {type(data).__name__}")
+    if len(data) > MAX_REPORT_BYTES:
+        raise MalformedReport(f"{len(data)} bytes, over the limit of {MAX_REPORT_BYTES}")
+    without_strings = _JSON_STRING.sub(b'""', bytes(data))
+    if _LONG_NUMBER.search(without_strings):
+        raise MalformedReport(f"a number of more than {MAX_INTEGER_DIGITS} digits")
+    brackets = np.frombuffer(without_strings.translate(None, bytes(set(range(256)) - set(_OPENERS + _CLOSERS))),
+                             dtype=np.uint8)
+    if brackets.size:
+        steps = np.where((brackets == _OPENERS[0]) | (brackets == _OPENERS[1]), 1, -1)
+        depth = int(np.cumsum(steps).max())
+        if depth > MAX_REPORT_DEPTH:
+            raise MalformedReport(f"nested {depth} deep, over the limit of {MAX_REPORT_DEPTH}")
+    try:
+        return json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as error:
+        raise MalformedReport(f"not JSON ({type(error).__name__}: {str(error)[:120]})") from None

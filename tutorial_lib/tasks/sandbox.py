@@ -22,22 +22,30 @@ its folder; this module keeps the two apart:
    `-I -S -B`: no site-packages, no environment variables, no bytecode writes.
    A seccomp filter refuses new processes (fork, vfork, clone without CLONE_THREAD; clone3 gets
    ENOSYS so the C library falls back to clone), ptrace, process_vm_*, unshare, setns, mount,
-   bpf, perf_event_open, userfaultfd, keyctl and io_uring: as root, RLIMIT_NPROC is not enforced, so
-   the filter is what stops a fork bomb. It is written for x86_64 and aarch64; elsewhere there is none,
-   and only RLIMIT_NPROC (for a user other than root) and the wall clock bound process creation.
+   bpf, perf_event_open, userfaultfd, keyctl and io_uring. It is written for x86_64 and aarch64.
 2. **Limits**, set by the child program's first lines before it reads the solution
-   (`sandbox_child.py`): RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_s), RLIMIT_FSIZE (max_output_bytes;
-   stdout and stderr are files the parent opened, so endless printing stops with SIGXFSZ), no core
-   files, RLIMIT_NPROC 1. The wall-clock limit (timeout_s) is enforced from outside: the parent
-   kills bwrap's whole process group, and the PID namespace dies with it.
+   (`sandbox_child.py`): RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_s), RLIMIT_FSIZE (max_output_bytes,
+   for files it writes), no core files. Threads: the sandbox's user maps to root, for whom
+   RLIMIT_NPROC is not enforced (measured here: 5,000 threads under RLIMIT_NPROC = 64), so each
+   sandbox runs in its own cgroup with `pids.max` = MAX_TASKS where a `pids` cgroup is writable
+   (measured here: a thread bomb stops at 61 threads), and otherwise the seccomp filter refuses every
+   thread as well (`process_limit()` says which). stdout and stderr are pipes the parent reads with a
+   cap (`max_output_bytes`; past it the parent kills the sandbox), never files on the host's disk;
+   the only writable place is `/tmp`, a tmpfs of TMPFS_BYTES. The wall-clock limit (timeout_s) is
+   enforced from outside: the parent kills bwrap's whole process group, and the PID namespace dies
+   with it.
 3. **Judged outside** (`tutorial_lib.judge`): the child evaluates only the calls of each test and
-   sends their values back as tagged plain data over a pipe; the parent decodes them into builtin
-   objects and applies the test's own comparison with its own interpreter. See `judge` for the
-   threat model and for tests of other forms (`trust_unjudged_tests`).
+   sends their values back as tagged plain data over a pipe; the parent checks the report's size,
+   nesting and number lengths without recursion (`judge.parse_report`), decodes it into builtin
+   objects and applies the test's own comparison with its own bounded interpreter. The expected side
+   of a test (a hole that reads no name of the solution's) is evaluated in a second sandboxed run
+   that holds the setup and no model-written code. See `judge` for the threat model and for tests of
+   other forms (`trust_unjudged_tests`).
 4. **The sweep survives**: in its own PID namespace the child sees no process outside it (its parent
    is pid 1, bwrap's init, which ignores signals from inside), so it cannot signal, kill or stall the
-   sweep; stdout and stderr are anonymous temporary files and the sandbox folder is a tmpfs, so no
-   folder is left behind on any path, even when the sweep itself is killed.
+   sweep; its output goes through pipes and the sandbox folder is a tmpfs, so no file or folder is
+   left behind on any path, even when the sweep itself is killed. Whatever the report holds,
+   `run_python` returns a result: a malformed one is a failed test with its reason.
 
 **Without bwrap** (or where it cannot create namespaces) generated code does not run: `run_python`
 raises `SandboxUnavailableError` saying how to install it. Set the environment variable
@@ -64,7 +72,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .judge import judge_test, plan_tests
+from .judge import EXPECTED, SOLUTION, MalformedReport, judge_test, parse_report, plan_tests
 
 UNSANDBOXED_ENV = "TUTORIAL_LIB_UNSANDBOXED"
 INSTALL_HINT = ("install bubblewrap: `sudo apt-get install bubblewrap` (Debian/Ubuntu), `sudo dnf install bubblewrap` "
@@ -156,8 +164,10 @@ _SECCOMP_TABLES = {
 }
 
 
-def seccomp_filter(machine: str | None = None) -> bytes | None:
-    """A classic-BPF seccomp program (bwrap's `--seccomp` format), or None on an unknown architecture."""
+def seccomp_filter(machine: str | None = None, *, allow_threads: bool = True) -> bytes | None:
+    """A classic-BPF seccomp program (bwrap's `--seccomp` format), or None on an unknown architecture.
+    `allow_threads=False` refuses clone with CLONE_THREAD too: the process limit where no pids cgroup
+    can bound the number of threads (`process_limit`)."""
     table = _SECCOMP_TABLES.get(machine or platform.machine())
     if table is None:
         return None
@@ -178,7 +188,8 @@ def seccomp_filter(machine: str | None = None) -> bytes | None:
         target = remaining + {table["clone3"]: 2, table["clone"]: 3}.get(number, 1)
         program.append(op(JEQ, target, 0, number))
     program += [op(RET, 0, 0, ALLOW), op(RET, 0, 0, EPERM), op(RET, 0, 0, ENOSYS),
-                op(LD, 0, 0, 16), op(JSET, 0, 1, CLONE_THREAD), op(RET, 0, 0, ALLOW), op(RET, 0, 0, EPERM)]
+                op(LD, 0, 0, 16), op(JSET, 0, 1, CLONE_THREAD), op(RET, 0, 0, ALLOW if allow_threads else EPERM),
+                op(RET, 0, 0, EPERM)]
     return b"".join(program)
 
 
@@ -247,6 +258,9 @@ def _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output
         raise ValueError(f"code must be a str of Python source, got {type(code).__name__}")
     if isinstance(tests, str) or not all(isinstance(test, str) for test in tests):
         raise ValueError("tests must be a list of str (one assert statement each), not a single str")
+    if len(tests) == 0:
+        raise ValueError("tests=[]: with no test nothing is judged, and a pass would mean nothing; pass at least one "
+                         "assert statement, e.g. ['assert f(1) == 2'].")
     if not isinstance(setup, str):
         raise ValueError(f"setup must be a str of Python source, got {type(setup).__name__}")
     for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("cpu_s", cpu_s),
@@ -257,26 +271,213 @@ def _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output
         raise ValueError(f"memory_mb={memory_mb} is too small for the Python interpreter itself; use at least 64")
 
 
-def _drain(read_fd: int, sink: list) -> None:
-    total = 0
-    while True:
+class _CappedReader:
+    """Reads one pipe to its end in a thread, keeping at most `keep` bytes (the head for a report,
+    the tail for stdout/stderr) and counting the rest, so nothing the child writes reaches a file
+    on the host or grows the parent's memory. Past `limit` bytes it calls `on_limit` once (the
+    parent then kills the sandbox) and goes on discarding, so the child never blocks on a full pipe."""
+
+    def __init__(self, fd: int, *, keep: int, keep_tail: bool, limit: int | None = None, on_limit=None):
+        self.fd, self.keep, self.keep_tail, self.limit, self.on_limit = fd, keep, keep_tail, limit, on_limit
+        self.data = bytearray()
+        self.total = 0
+        self.over_limit = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.total += len(chunk)
+            if self.keep_tail:
+                self.data += chunk
+                del self.data[:-self.keep]
+            elif len(self.data) < self.keep:
+                self.data += chunk[:self.keep - len(self.data)]
+            if self.limit is not None and self.total > self.limit and not self.over_limit:
+                self.over_limit = True
+                if self.on_limit is not None:
+                    self.on_limit()
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout=timeout)
+
+
+def _tail_text(reader: _CappedReader) -> str:
+    return bytes(reader.data).decode("utf-8", errors="replace")[-TAIL_CHARS:]
+
+
+# --------------------------------------------------------------------------------------------------
+# The process and thread limit
+# --------------------------------------------------------------------------------------------------
+
+MAX_TASKS = 64  # processes + threads in one sandbox (the shell that becomes bwrap, and its init, included)
+_CGROUP_PREFIX = "tutorial_lib_sandbox_"
+
+
+@lru_cache(maxsize=1)
+def _pids_cgroup_root() -> str | None:
+    """A cgroup folder of the `pids` controller this process may create sandboxes' groups in, else None.
+    Measured where this was written (root in a container, cgroup v1): /sys/fs/cgroup/pids works, and
+    a thread bomb stops at MAX_TASKS. Where none is writable (an unprivileged user, cgroup v2 not
+    delegated) the seccomp filter refuses every new thread instead (`process_limit`)."""
+    candidates = ["/sys/fs/cgroup/pids"]
+    try:  # cgroup v2: a group below our own, where the pids controller is delegated to us
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                candidates.append("/sys/fs/cgroup" + line[3:].rstrip("/"))
+    except OSError:
+        pass
+    for root in candidates:
+        probe = os.path.join(root, f"{_CGROUP_PREFIX}{os.getpid()}_probe")
         try:
-            chunk = os.read(read_fd, 65536)
+            os.mkdir(probe)
         except OSError:
-            break
-        if not chunk:
-            break
-        total += len(chunk)
-        if total <= REPORT_LIMIT:
-            sink.append(chunk)
+            continue
+        try:
+            with open(os.path.join(probe, "pids.max"), "w") as handle:
+                handle.write(str(MAX_TASKS))
+            # A process must be able to join it too (cgroup v2 may refuse that to a user who made the folder).
+            joined = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs"', probe], capture_output=True,
+                                    timeout=30).returncode == 0
+            if joined:
+                return root
+        except (OSError, subprocess.SubprocessError):
+            continue
+        finally:
+            for _ in range(100):  # the probe's shell leaves the group as it exits
+                try:
+                    os.rmdir(probe)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+    return None
+
+
+def process_limit() -> str:
+    """How the sandbox bounds processes and threads here: "cgroup" (pids.max = MAX_TASKS) or "seccomp"
+    (no new thread or process at all). The sandbox's user maps to root, for whom RLIMIT_NPROC is not
+    enforced (measured: 5,000 threads with RLIMIT_NPROC = 64), so that limit is not relied on."""
+    return "cgroup" if _pids_cgroup_root() is not None else "seccomp"
+
+
+_cgroup_counter = iter(range(1 << 62))
+
+
+@contextlib.contextmanager
+def _pids_cgroup():
+    """A fresh cgroup with pids.max = MAX_TASKS for one sandbox (None where there is none); removed
+    after, and empty ones left by dead sweeps removed on the way in."""
+    root = _pids_cgroup_root()
+    if root is None:
+        yield None
+        return
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(root):
+            owner = entry[len(_CGROUP_PREFIX):].split("_")[0] if entry.startswith(_CGROUP_PREFIX) else ""
+            if owner.isdigit() and not _pid_alive(int(owner)):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(root, entry))
+    folder = os.path.join(root, f"{_CGROUP_PREFIX}{os.getpid()}_{next(_cgroup_counter)}")
+    os.mkdir(folder)
+    try:
+        with open(os.path.join(folder, "pids.max"), "w") as handle:
+            handle.write(str(MAX_TASKS))
+        yield folder
+    finally:
+        for _ in range(200):  # the killed sandbox's tasks leave the group within milliseconds
+            try:
+                os.rmdir(folder)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.01)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _run_child(mode: str, payload: dict, home: str, *, timeout_s: float, max_output_bytes: int) -> dict:
+    """Start the child with `payload` on stdin, read its report and its output through capped pipes,
+    wait for it or kill it. Returns returncode, timed_out, output_over_limit, report (bytes),
+    report_over_limit, stdout_tail, stderr_tail."""
+    started = time.monotonic()
+    executable = interpreter_files()[0]
+    report_read, report_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    stderr_read, stderr_write = os.pipe()
+    to_close = [report_read, report_write, stdout_read, stdout_write, stderr_read, stderr_write]
+    process = None
+    with tempfile.TemporaryFile() as seccomp_file, \
+            (_pids_cgroup() if mode == "bwrap" else contextlib.nullcontext(None)) as cgroup:
+        pass_fds = [report_write]
+        if mode == "bwrap":
+            program = seccomp_filter(allow_threads=cgroup is not None)
+            if program is not None:
+                seccomp_file.write(program)
+                seccomp_file.flush()
+                seccomp_file.seek(0)
+                pass_fds.append(seccomp_file.fileno())
+            command = [*bwrap_command(shutil.which("bwrap"), pass_fds[1] if len(pass_fds) > 1 else None),
+                       "-I", "-S", "-B", "-c", _CHILD_SOURCE]
+            if cgroup is not None:  # the shell joins the group, then becomes bwrap: nothing starts outside it
+                command = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *command]
+            cwd, child_home = "/", "/tmp"
         else:
-            sink.append(b"\0")  # marks an oversized report; keep reading so the child never blocks
+            command, cwd, child_home = [executable, "-I", "-S", "-B", "-c", _CHILD_SOURCE], home, home
+        payload_bytes = json.dumps({**payload, "report_fd": report_write}).encode("utf-8")
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=stdout_write, stderr=stderr_write,
+                                       cwd=cwd, env=_child_environment(child_home), pass_fds=tuple(pass_fds),
+                                       start_new_session=True)
+            for fd in (report_write, stdout_write, stderr_write):
+                os.close(fd)
+                to_close.remove(fd)
 
+            def over_limit():
+                _kill_group(process)
 
-def _tail(handle) -> tuple[str, int]:
-    size = handle.seek(0, os.SEEK_END)
-    handle.seek(max(0, size - TAIL_CHARS * 4))
-    return handle.read().decode("utf-8", errors="replace")[-TAIL_CHARS:], size
+            report = _CappedReader(report_read, keep=REPORT_LIMIT + 1, keep_tail=False)
+            stdout = _CappedReader(stdout_read, keep=TAIL_CHARS * 4, keep_tail=True, limit=max_output_bytes,
+                                   on_limit=over_limit)
+            stderr = _CappedReader(stderr_read, keep=TAIL_CHARS * 4, keep_tail=True, limit=max_output_bytes,
+                                   on_limit=over_limit)
+            threading.Thread(target=_feed, args=(process.stdin, payload_bytes), daemon=True).start()
+            timed_out = False
+            try:
+                process.wait(timeout=max(0.0, timeout_s - (time.monotonic() - started)))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(process)
+                process.wait()
+            for reader in (report, stdout, stderr):
+                reader.join(timeout=2.0)  # EOF once every process holding the pipe is gone
+            return dict(returncode=process.returncode, timed_out=timed_out,
+                        output_over_limit=stdout.over_limit or stderr.over_limit,
+                        report=bytes(report.data), report_over_limit=report.total > REPORT_LIMIT,
+                        stdout_tail=_tail_text(stdout), stderr_tail=_tail_text(stderr))
+        finally:
+            if process is not None and process.poll() is None:
+                _kill_group(process)
+                process.wait()
+            for fd in to_close:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def run_python(
@@ -304,86 +505,83 @@ def run_python(
     _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output_bytes)
     tests = list(tests)
     mode = _mode(allow_unsandboxed)
-    plans, known = plan_tests(tests, setup)
     started = time.monotonic()
+    limits = dict(memory_mb=int(memory_mb), cpu_s=float(cpu_s), max_output_bytes=int(max_output_bytes))
     try:
-        # Anonymous files: nothing to clean up even if this process is killed. A folder only unsandboxed
-        # (under bwrap the folder is a tmpfs that vanishes with the sandbox).
+        plans, known = plan_tests(tests, setup, code)
+        expected = _expected_values(mode, setup, plans, timeout_s=timeout_s, **limits)
+        # A folder only unsandboxed (under bwrap the folder is a tmpfs that vanishes with the sandbox).
         home_folder = (tempfile.TemporaryDirectory(prefix="tutorial_lib_sandbox_") if mode == "unsandboxed"
                        else contextlib.nullcontext("/tmp"))
-        with tempfile.TemporaryFile() as stdout_file, tempfile.TemporaryFile() as stderr_file, \
-                tempfile.TemporaryFile() as seccomp_file, home_folder as home:
-            returncode, timed_out, report_bytes = _execute(
-                mode, code, setup, plans, trust_unjudged_tests, stdout_file, stderr_file, seccomp_file, home,
-                timeout_s=timeout_s, memory_mb=memory_mb, cpu_s=cpu_s, max_output_bytes=max_output_bytes)
-            stdout_tail, stdout_size = _tail(stdout_file)
-            stderr_tail, stderr_size = _tail(stderr_file)
+        tests_payload = [{"holes": [hole for hole, side in zip(plan.holes, plan.sides) if side == SOLUTION]}
+                         if plan.skeleton is not None
+                         else ({"statement": plan.source} if trust_unjudged_tests else {"skip": True})
+                         for plan in plans]
+        with home_folder as home:
+            outcome = _run_child(mode, {"code": code, "setup": setup, "tests": tests_payload, **limits}, home,
+                                 timeout_s=timeout_s, max_output_bytes=max_output_bytes)
+        common = dict(stdout_tail=outcome["stdout_tail"], stderr_tail=outcome["stderr_tail"], tests_total=len(tests),
+                      returncode=outcome["returncode"], duration_s=time.monotonic() - started,
+                      timed_out=outcome["timed_out"], sandboxed=mode == "bwrap")
+        failure = _limit_failure(outcome["returncode"], outcome["timed_out"], outcome["output_over_limit"],
+                                 outcome["stderr_tail"], timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
+                                 max_output_bytes=max_output_bytes)
+        if failure:
+            return SandboxResult(passed=False, reason=failure, **common)
+        return _judge(outcome["report"], outcome["report_over_limit"], plans, known, expected, trust_unjudged_tests,
+                      common)
     except Exception as error:  # noqa: BLE001 - a sweep must go on whatever broke here
-        return SandboxResult(passed=False, reason=f"sandbox error: {type(error).__name__}: {error}",
+        return SandboxResult(passed=False, reason=f"sandbox error: {type(error).__name__}: {str(error)[:300]}",
                              tests_total=len(tests), duration_s=time.monotonic() - started, sandboxed=mode == "bwrap")
-    common = dict(stdout_tail=stdout_tail, stderr_tail=stderr_tail, tests_total=len(tests), returncode=returncode,
-                  duration_s=time.monotonic() - started, timed_out=timed_out, sandboxed=mode == "bwrap")
-    failure = _limit_failure(returncode, timed_out, max(stdout_size, stderr_size), stderr_tail,
-                             timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb, max_output_bytes=max_output_bytes)
-    if failure:
-        return SandboxResult(passed=False, reason=failure, **common)
-    return _judge(report_bytes, plans, known, trust_unjudged_tests, common)
 
 
-def _execute(mode, code, setup, plans, trust_unjudged_tests, stdout_file, stderr_file, seccomp_file, home, *,
-             timeout_s, memory_mb, cpu_s, max_output_bytes):
-    """Start the child, feed it, wait for it or kill it; (returncode, timed_out, report bytes)."""
-    started = time.monotonic()
-    executable = interpreter_files()[0]
-    read_fd, write_fd = os.pipe()
-    pass_fds = [write_fd]
-    if mode == "bwrap":
-        program = seccomp_filter()
-        if program is not None:
-            seccomp_file.write(program)
-            seccomp_file.flush()
-            seccomp_file.seek(0)
-            pass_fds.append(seccomp_file.fileno())
-        command = [*bwrap_command(shutil.which("bwrap"), pass_fds[1] if len(pass_fds) > 1 else None), "-I", "-S", "-B",
-                   "-c", _CHILD_SOURCE]
-        cwd, child_home = "/", "/tmp"
-    else:
-        command, cwd, child_home = [executable, "-I", "-S", "-B", "-c", _CHILD_SOURCE], home, home
-    tests_payload = [{"holes": list(plan.holes)} if plan.skeleton is not None
-                     else ({"statement": plan.source} if trust_unjudged_tests else {"skip": True}) for plan in plans]
-    payload = json.dumps({"code": code, "setup": setup, "tests": tests_payload, "report_fd": write_fd,
-                          "memory_mb": int(memory_mb), "cpu_s": float(cpu_s),
-                          "max_output_bytes": int(max_output_bytes)}).encode("utf-8")
-    chunks: list[bytes] = []
-    process = None
-    try:
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=stdout_file, stderr=stderr_file, cwd=cwd,
-                                   env=_child_environment(child_home), pass_fds=tuple(pass_fds), start_new_session=True)
-        os.close(write_fd)
-        write_fd = None
-        reader = threading.Thread(target=_drain, args=(read_fd, chunks), daemon=True)
-        reader.start()
-        writer = threading.Thread(target=_feed, args=(process.stdin, payload), daemon=True)
-        writer.start()
-        timed_out = False
-        try:
-            process.wait(timeout=max(0.0, timeout_s - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(process)
-            process.wait()
-        reader.join(timeout=2.0)  # EOF once every process holding the pipe is gone
-        return process.returncode, timed_out, b"".join(chunks)
-    finally:
-        if process is not None and process.poll() is None:
-            _kill_group(process)
-            process.wait()
-        for fd in (read_fd, write_fd):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+_expected_cache: dict = {}
+_EXPECTED_CACHE_SIZE = 256
+
+
+def _expected_values(mode, setup, plans, *, timeout_s, memory_mb, cpu_s, max_output_bytes) -> list:
+    """For each plan, its expected holes' outcome from a sandboxed run of the setup alone (no line
+    of the solution): a list of tagged values, or an error string; None for a plan with none.
+    Successful runs are cached (a sweep judges many solutions against the same tests)."""
+    wanted = [[hole for hole, side in zip(plan.holes, plan.sides) if side == EXPECTED] if plan.skeleton else []
+              for plan in plans]
+    if not any(wanted):
+        return [None] * len(plans)
+    modules = sorted({module for plan in plans if plan.skeleton for module in plan.modules})
+    imports = "".join(f"import {module}\n" for module in modules)  # the judge's text, never the solution's
+    key = (mode, setup, imports, tuple(map(tuple, wanted)), memory_mb, cpu_s, max_output_bytes)
+    if key in _expected_cache:
+        return _expected_cache[key]
+    with (tempfile.TemporaryDirectory(prefix="tutorial_lib_sandbox_") if mode == "unsandboxed"
+          else contextlib.nullcontext("/tmp")) as home:
+        outcome = _run_child(mode, {"code": imports, "setup": setup, "tests": [{"holes": holes} for holes in wanted],
+                                    "memory_mb": memory_mb, "cpu_s": cpu_s, "max_output_bytes": max_output_bytes},
+                             home, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
+    failure = _limit_failure(outcome["returncode"], outcome["timed_out"], outcome["output_over_limit"],
+                             outcome["stderr_tail"], timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
+                             max_output_bytes=max_output_bytes)
+    report = None
+    if failure is None and not outcome["report_over_limit"]:
+        with contextlib.suppress(MalformedReport):
+            report = parse_report(outcome["report"].rstrip(b"\n"))
+    if not (isinstance(report, dict) and isinstance(report.get("tests"), list)
+            and len(report["tests"]) == len(plans)):
+        why = failure or (f"setup {report['error']}" if isinstance(report, dict) and report.get("error") else
+                          "no valid report")
+        return [f"the expected side could not be computed ({str(why)[:200]})" if holes else None for holes in wanted]
+    values = []
+    for holes, entry in zip(wanted, report["tests"]):
+        if not holes:
+            values.append(None)
+        elif isinstance(entry, dict) and isinstance(entry.get("values"), list):
+            values.append(entry["values"])
+        else:
+            error = entry.get("error") if isinstance(entry, dict) else None
+            values.append(f"the expected side {error if isinstance(error, str) else 'gave no value'}"[:300])
+    if len(_expected_cache) >= _EXPECTED_CACHE_SIZE:
+        _expected_cache.pop(next(iter(_expected_cache)))
+    _expected_cache[key] = values
+    return values
 
 
 def _feed(stream, payload: bytes) -> None:
@@ -411,15 +609,17 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _limit_failure(returncode, timed_out, output_size, stderr_tail, *, timeout_s, cpu_s, memory_mb,
+def _limit_failure(returncode, timed_out, output_over_limit, stderr_tail, *, timeout_s, cpu_s, memory_mb,
                    max_output_bytes) -> str | None:
+    if output_over_limit:  # checked first: the parent killed the child for it
+        return f"output limit: wrote more than {max_output_bytes} bytes"
     if timed_out:
         return f"timeout: still running after {timeout_s:g} s of wall-clock time"
     # bwrap exits with the child's status, or 128 + the signal that killed it; a plain child gives -signal.
     signal_number = -returncode if returncode < 0 else (returncode - 128 if returncode > 128 else 0)
     if signal_number == signal.SIGXCPU:
         return f"cpu limit: used more than {cpu_s:g} s of CPU time"
-    if signal_number == signal.SIGXFSZ or output_size > max_output_bytes:
+    if signal_number == signal.SIGXFSZ:
         return f"output limit: wrote more than {max_output_bytes} bytes"
     if signal_number == signal.SIGKILL:
         return f"killed (SIGKILL; out of memory or the hard CPU limit, memory_mb={memory_mb})"
@@ -432,29 +632,33 @@ def _limit_failure(returncode, timed_out, output_size, stderr_tail, *, timeout_s
     return None
 
 
-def _judge(report_bytes: bytes, plans, known, trust_unjudged_tests: bool, common: dict) -> SandboxResult:
-    """The verdict, reached here from the values in the child's report (see `tutorial_lib.judge`)."""
+def _judge(report_bytes: bytes, report_over_limit: bool, plans, known, expected, trust_unjudged_tests: bool,
+           common: dict) -> SandboxResult:
+    """The verdict, reached here from the values in the child's report (see `tutorial_lib.judge`).
+    Everything in the report is bounded before it is parsed (`parse_report`) and every field is
+    type-checked before use: whatever the child wrote, this returns a result."""
     def fail(reason, tests_passed=0, tests_unjudged=0):
         return SandboxResult(passed=False, reason=reason, tests_passed=tests_passed, tests_unjudged=tests_unjudged,
                              **common)
 
     lines = report_bytes.split(b"\n")
-    if b"\0" in report_bytes or len(lines) != 2 or lines[1] != b"":
+    if report_over_limit or len(lines) != 2 or lines[1] != b"":
         return fail("no valid report: the child wrote none, several, or one too large (exited early?)")
     try:
-        report = json.loads(lines[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return fail("no valid report: not JSON")
+        report = parse_report(lines[0])
+    except MalformedReport as error:
+        return fail(f"no valid report: {error}")
     if not isinstance(report, dict) or not isinstance(report.get("tests"), list):
         return fail("no valid report: not a report object")
     if report.get("error") is not None:
-        return fail(str(report["error"])[:1000])
+        error = report["error"]
+        return fail(error[:1000] if isinstance(error, str) else "no valid report: its error is not text")
     entries = report["tests"]
     if len(entries) != len(plans):
         return fail(f"no valid report: {len(entries)} test entries for {len(plans)} tests")
     passed = unjudged = 0
     first_failure = None
-    for index, (plan, entry) in enumerate(zip(plans, entries), start=1):
+    for index, (plan, entry, expected_values) in enumerate(zip(plans, entries, expected), start=1):
         if not isinstance(entry, dict):
             ok, why = False, "malformed entry"
         elif plan.skeleton is None:
@@ -462,14 +666,16 @@ def _judge(report_bytes: bytes, plans, known, trust_unjudged_tests: bool, common
                 ok, why = True, "passed on the child's word"
                 unjudged += 1
             elif trust_unjudged_tests:
-                ok, why = False, str(entry.get("error", "failed"))[:300]
+                ok, why = False, _text(entry.get("error"), "failed")
             else:
                 ok, why = False, (f"cannot be judged outside the sandbox ({plan.unjudged_reason}); pass "
                                   "trust_unjudged_tests=True to count the child's word for it")
         elif "error" in entry:
-            ok, why = False, str(entry["error"])[:300]
+            ok, why = False, _text(entry["error"], "failed")
+        elif isinstance(expected_values, str):
+            ok, why = False, expected_values
         else:
-            ok, why = judge_test(plan, entry.get("values"), known)
+            ok, why = judge_test(plan, _merge(plan, entry.get("values"), expected_values), known)
         passed += ok
         if not ok and first_failure is None:
             first_failure = f"test {index} {why if why.startswith(('failed', 'raised')) else 'failed: ' + why}: " \
@@ -477,3 +683,17 @@ def _judge(report_bytes: bytes, plans, known, trust_unjudged_tests: bool, common
     if first_failure:
         return fail(first_failure, passed, unjudged)
     return SandboxResult(passed=True, reason="passed", tests_passed=passed, tests_unjudged=unjudged, **common)
+
+
+def _text(value, default: str) -> str:
+    return value[:300] if isinstance(value, str) else default
+
+
+def _merge(plan, solution_values, expected_values):
+    """The tagged values of every hole in order: the solution's from its run, the expected side's from
+    the setup-only run. None (a failed test) when the solution's report holds the wrong number."""
+    solution_count = plan.sides.count(SOLUTION)
+    if not isinstance(solution_values, list) or len(solution_values) != solution_count:
+        return None
+    solution_values, expected_values = iter(solution_values), iter(expected_values or [])
+    return [next(solution_values) if side == SOLUTION else next(expected_values) for side in plan.sides]

@@ -36,8 +36,12 @@ def _set_limits(payload):
     set_limit(resource.RLIMIT_NOFILE, 256)
 
 
-def encode(value, depth=0):
-    """Tagged plain data for `tutorial_lib.judge.decode_value`; subclasses of builtins as their builtin value."""
+def encode(value, depth=0, isinstance=isinstance, int=int, float=float, complex=complex, str=str, bytes=bytes,
+           bytearray=bytearray, list=list, tuple=tuple, set=set, frozenset=frozenset, dict=dict, type=type):
+    """Tagged plain data for `tutorial_lib.judge.decode_value`; subclasses of builtins as their builtin value.
+    The builtins it uses are bound as defaults when this file is compiled, before the solution's names
+    exist, so a solution that rebinds `builtins.isinstance` does not change how honest values are sent
+    (the parent trusts none of it anyway)."""
     if depth > _MAX_DEPTH:
         return ["x", "too deeply nested value"]
     if value is None:
