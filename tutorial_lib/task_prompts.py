@@ -21,9 +21,13 @@ INSTRUCTIONS = {
     "reading": ("Answer the question with a short span copied from the passage. If the passage does "
                 "not contain the answer, reply \"unanswerable\"."),
     "open_qa": "Answer the question with a short answer of a few words, nothing else.",
-    # HumanEval: the prompt is the function's signature and docstring, to be completed
+    # HumanEval: the prompt is the function's signature and docstring, to be completed. The whole function
+    # comes back (a chat model restates it anyway), but without the docstring and without an explanation:
+    # restated docstrings average 190 tokens per function (tokens of prompt + canonical solution), the
+    # bodies 54, and every token of a reply is decoded under every configuration of a sweep.
     "code_completion": ("You are an expert Python programmer. Complete the Python function below. Reply with the "
-                        "whole function, its imports included, in a single ```python block."),
+                        "complete function (its imports, signature and body; leave out the docstring) in a "
+                        "single ```python block, with no explanation."),
 }
 
 
