@@ -12,7 +12,7 @@ from tutorial_lib.tasks.sandbox import run_python
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(tasksets.OFFLINE_TASKS))
+@pytest.mark.parametrize("name", sorted(tasksets.OFFLINE_FILES))  # humaneval: tests/test_humaneval.py
 def test_offline_sets_have_enough_unique_items_and_separate_shots(name):
     records = tasksets.read_offline_records(name)
     shots = [r for r in records if r["split"] == "shot"]
@@ -24,7 +24,7 @@ def test_offline_sets_have_enough_unique_items_and_separate_shots(name):
     ids = [example["id"] for example in task["examples"]]
     assert len(ids) == len(set(ids)) == len(evaluated)
     # the text each shot contributes appears in every prompt, and no shot is an evaluated item
-    question_key = {"code": "text", "arithmetic": "question", "facts": "question"}[name]
+    question_key = {"code": "text", "arithmetic": "question", "arithmetic-300": "question", "facts": "question"}[name]
     shot_texts = {r[question_key] for r in shots}
     assert not shot_texts & {r[question_key] for r in evaluated}
     for example in task["examples"]:
@@ -76,7 +76,7 @@ FORMULAS = {
 
 def test_every_arithmetic_answer_is_right():
     assert set(FORMULAS) == set(arithmetic_problems.ARITHMETIC_TEMPLATES)
-    records = tasksets.read_offline_records("arithmetic")
+    records = tasksets.read_offline_records("arithmetic-300")  # holds arithmetic.jsonl's records too
     assert {r["template"] for r in records} == set(FORMULAS)  # every template is used
     for record in records:
         values, answer = record["values"], record["answer"]
@@ -94,11 +94,27 @@ def test_every_arithmetic_answer_is_right():
             assert (values["rows"] * values["per_row"] - values["died"]) % values["boxes"] == 0
 
 
-def test_committed_arithmetic_file_is_what_the_generator_writes(tmp_path):
+def test_committed_arithmetic_files_are_what_the_generator_writes(tmp_path):
     committed = (tasksets.TASKS_DIR / "arithmetic.jsonl").read_text(encoding="utf-8")
     assert committed == arithmetic_problems.arithmetic_jsonl_text()
+    large = (tasksets.TASKS_DIR / "arithmetic_300.jsonl").read_text(encoding="utf-8")
+    assert large == arithmetic_problems.arithmetic_jsonl_text(arithmetic_problems.ARITHMETIC_LARGE_COUNT)
     written = tasksets.write_offline_tasks(tmp_path)
-    assert [path.read_text(encoding="utf-8") for path in written] == [committed]
+    assert [path.read_text(encoding="utf-8") for path in written] == [committed, large]
+
+
+def test_the_large_arithmetic_set_extends_the_committed_one_line_for_line():
+    # the runs of arithmetic.jsonl keep their 60 items; arithmetic-300 starts with the same shots and items
+    small = (tasksets.TASKS_DIR / "arithmetic.jsonl").read_text(encoding="utf-8").splitlines()
+    large = (tasksets.TASKS_DIR / "arithmetic_300.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(small) == arithmetic_problems.ARITHMETIC_SHOTS + arithmetic_problems.ARITHMETIC_COUNT
+    assert len(large) == arithmetic_problems.ARITHMETIC_SHOTS + 300
+    assert large[:len(small)] == small
+    assert len(tasksets.offline_task("arithmetic")["examples"]) == 60
+    assert len(tasksets.offline_task("arithmetic-300")["examples"]) == 300
+    large_prompts = [e["prompt"] for e in tasksets.offline_task("arithmetic-300")["examples"]]
+    assert large_prompts[:60] == [e["prompt"] for e in tasksets.offline_task("arithmetic")["examples"]]
+    assert len(set(large_prompts)) == 300
 
 
 def test_arithmetic_generator_is_seeded_and_distinct():

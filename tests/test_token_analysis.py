@@ -2,7 +2,6 @@
 the same rows, the curves' ends, the oracle envelope, the toy world's exact expectations, chunking,
 and clear errors."""
 import itertools
-import math
 
 import numpy as np
 import pytest

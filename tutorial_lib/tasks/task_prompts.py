@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["INSTRUCTIONS", "few_shot_prompt", "code_query", "code_answer", "question_query", "entry_point_of"]
+__all__ = ["INSTRUCTIONS", "few_shot_prompt", "code_query", "code_answer", "question_query", "entry_point_of",
+           "completion_query"]
 
 INSTRUCTIONS = {
     "translation": "Translate the English sentence into German. Reply with the German translation only.",
@@ -20,6 +21,13 @@ INSTRUCTIONS = {
     "reading": ("Answer the question with a short span copied from the passage. If the passage does "
                 "not contain the answer, reply \"unanswerable\"."),
     "open_qa": "Answer the question with a short answer of a few words, nothing else.",
+    # HumanEval: the prompt is the function's signature and docstring, to be completed. The whole function
+    # comes back (a chat model restates it anyway), but without the docstring and without an explanation:
+    # restated docstrings average 190 tokens per function (tokens of prompt + canonical solution), the
+    # bodies 54, and every token of a reply is decoded under every configuration of a sweep.
+    "code_completion": ("You are an expert Python programmer. Complete the Python function below. Reply with the "
+                        "complete function (its imports, signature and body; leave out the docstring) in a "
+                        "single ```python block, with no explanation."),
 }
 
 
@@ -34,6 +42,11 @@ def code_query(text: str, tests: Sequence[str]) -> str:
 
 def code_answer(code: str) -> str:
     return "\n```python\n" + code.strip("\n").replace("\r\n", "\n") + "\n```"
+
+
+def completion_query(prompt: str) -> str:
+    """A code prompt to complete (HumanEval's signature and docstring), as a fenced block."""
+    return "```python\n" + prompt.strip("\n") + "\n```"
 
 
 def question_query(question: str) -> str:

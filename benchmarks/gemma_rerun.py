@@ -1,0 +1,99 @@
+r"""Run (or resume) a Gemma-style offline rerun's batched sweep, as notebook 07 runs it, from the command line.
+
+The rows go to `<results>/gemma-<profile>-<hash>/rows.jsonl` with the hash notebook 07 computes for
+the same profile (`reruns.run_config`), so the notebook redraws from them without recomputing a row.
+`run_sweep` skips every row already saved: the same command, run again after a stop, resumes (at
+most the chunk being decoded when it stopped is lost). Each session appends its start, end and rows
+to `sessions.jsonl` beside the rows, so the run's compute time can be added up afterwards.
+
+`--latency` also runs the profile's batch-size-1 latency rows (`reruns.latency_configs`, folder
+`gemma-<profile>-latency-<hash>`) after the sweep. `--n-items N --root DIR` is a pilot: the first N
+items of each task into DIR; it prints rows per minute per task and the verifier's cut rate.
+
+    nohup nice -n 10 env PYTHONPATH=$PWD python benchmarks/gemma_rerun.py --profile offline-large > rerun.log 2>&1 &
+    python benchmarks/gemma_rerun.py --profile offline-large --n-items 6 --root /tmp/pilot      # a pilot
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from tutorial_lib import evaluation as ev
+from tutorial_lib import reruns
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def pilot_report(rows, tasks) -> list[dict]:
+    """Per task: rows, seconds (summed batch shares) and rows per minute, and the verifier's cut rate."""
+    report = []
+    for task in tasks:
+        part = rows[rows["task"] == task.name]
+        seconds = float(part["wall_time_s"].sum())
+        verifier = part[part["method"] == "verifier"]
+        report.append({"task": task.name, "rows": len(part), "seconds": round(seconds, 1),
+                       "rows_per_minute": round(60 * len(part) / seconds, 1) if seconds else None,
+                       "verifier_cut_rate": float((verifier["n_tokens"] >= task.max_new_tokens).mean()),
+                       "verifier_tokens_max": int(verifier["n_tokens"].max()),
+                       "max_new_tokens": task.max_new_tokens})
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="offline-large", choices=sorted(reruns.GEMMA_PROFILES))
+    parser.add_argument("--root", default=None, help="results folder (default: the repository's data/results)")
+    parser.add_argument("--n-items", type=int, default=None, help="a pilot: the first N items of each task")
+    parser.add_argument("--latency", action="store_true", help="also the batch-size-1 latency rows")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (this machine has 2 cores)")
+    args = parser.parse_args()
+    if args.n_items is not None and args.root is None:
+        parser.error("--n-items makes a pilot: give it its own --root, so the run's folder is not touched")
+    torch.set_num_threads(args.threads)
+    settings = reruns.gemma_profile(args.profile, n_items=args.n_items)
+    name = f"gemma-{settings['profile']}"
+    started, wall, cpu = _now(), time.perf_counter(), time.process_time()
+    pair = reruns.load_gemma_pair(settings)
+    tasks = reruns.gemma_tasks(settings)
+    configs = reruns.gemma_configs(settings)
+    print(f"{name}: {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items "
+          f"({', '.join(f'{t.name} {len(t.examples)}' for t in tasks)}), chunks of {settings['batch_size']}; "
+          f"models loaded in {time.perf_counter() - wall:.0f} s", flush=True)
+    drafter, verifier = pair
+    sweep = ev.Sweep(name, {"drafter": ev.model_identity(drafter), "verifier": ev.model_identity(verifier), "seed": 0,
+                            "runner": "batch", "tasks": {t.name: t.fingerprint() for t in tasks},
+                            **reruns.run_config(settings)}, Path(args.root) if args.root else None)
+    before = len(sweep.done())
+    print(f"rows in {sweep.path}: {before} saved before this session", flush=True)
+    rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, runner="batch",
+                        batch_size=settings["batch_size"], extra_config=reruns.run_config(settings))
+    if rows.attrs["path"] != str(sweep.path):
+        raise RuntimeError(f"run_sweep wrote to {rows.attrs['path']}, not {sweep.path}: the folder hash moved")
+    # CPU seconds of all threads: on a shared machine, the wall time overstates what a quiet run takes
+    session = {"start": started, "end": _now(), "seconds": round(time.perf_counter() - wall, 1),
+               "cpu_seconds": round(time.process_time() - cpu, 1), "threads": args.threads,
+               "rows_before": before, "rows_after": len(rows), "configurations": len(configs),
+               "items": {t.name: len(t.examples) for t in tasks}}
+    with open(sweep.path / "sessions.jsonl", "a", encoding="utf-8") as log:
+        log.write(json.dumps(session) + "\n")
+    print(json.dumps(session), flush=True)
+    if args.n_items is not None:
+        print(json.dumps(pilot_report(rows, tasks), indent=1), flush=True)
+    if args.latency:
+        start = time.perf_counter()
+        latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
+        latency_rows = ev.run_sweep(pair, latency_tasks, reruns.latency_configs(settings), name=f"{name}-latency",
+                                    root=args.root, runner="single", extra_config=reruns.run_config(settings))
+        print(f"{len(latency_rows)} latency rows in {latency_rows.attrs['path']} "
+              f"({time.perf_counter() - start:.0f} s this session)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
