@@ -72,6 +72,7 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
     "max_new_tokens": "int>=1|None",
     "repeats": "int>=1|None",
     "threads": "int>=1|None",
+    "full_calibration": "bool",
     "output_dir": "str"
 })
 
