@@ -2,11 +2,12 @@ r"""Analysis of a sweep's rows: curves, the paper's table (point estimates), ans
 
 A **curve** is one method's configurations over its $\alpha$ grid. Each point has
 
-$$\bar{Q}(c) = \frac{1}{n}\sum_x Q(c, x) \pm 1.96\,\frac{s_Q}{\sqrt n},\qquad
+$$\bar{Q}(c) = \frac{1}{n}\sum_x Q(c, x),\qquad
   L(c) = \frac{\sum_x \mathrm{time}(c, x)}{\sum_x \mathrm{time}(\text{verifier}, x)},\qquad
   r(c) = \frac{\sum_x \#\mathrm{rejected}(c, x)}{\sum_x \#\mathrm{judged}(c, x)},$$
 
-the mean quality with a normal-approximation 95% interval, the latency relative to the verifier
+the mean quality with its 95% percentile interval over items (`quality_low`, `quality_high`:
+`intervals.mean_interval`; `quality_ci` is half its width, for tables only), the latency relative to the verifier
 alone (the T5 plots) and the rejection rate (the Gemma plots; the drafter alone has $r = 0$, the
 verifier alone $r = 1$: every token is its own).
 
@@ -30,6 +31,7 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from . import intervals
 from .evaluation import Task
 
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
@@ -70,7 +72,10 @@ def summarize(rows: pd.DataFrame, *, latency: str = "wall_time_s", cost_ratio: O
                       n_verifier_calls=("n_verifier_calls", "sum"), n_drafter_calls=("n_drafter_calls", "sum"),
                       n_accepted=("n_accepted", "sum"), n_rejected=("n_rejected", "sum"),
                       deferral_rate=("deferral_rate", "mean")).reset_index()
-    out["quality_ci"] = 1.96 * out["quality_sd"].fillna(0.0) / np.sqrt(out["n"])
+    # groups in the order of `out` (the same groupby, sort=False)
+    bounds = np.array([intervals.mean_interval(part["quality"].to_numpy(float))[1:] for _, part in grouped])
+    out["quality_low"], out["quality_high"] = bounds[:, 0], bounds[:, 1]
+    out["quality_ci"] = (out["quality_high"] - out["quality_low"]) / 2
     out["quality_metric"] = "mean"
     if tasks is not None:
         out = _with_corpus_quality(out, rows, tasks)
@@ -106,6 +111,8 @@ def _with_corpus_quality(out: pd.DataFrame, rows: pd.DataFrame, tasks) -> pd.Dat
     merged = out.merge(corpus[_GROUP + ["quality", "low", "high"]], on=_GROUP, how="left", suffixes=("", "_corpus"))
     found = merged["quality_corpus"].notna()
     merged.loc[found, "quality"] = merged.loc[found, "quality_corpus"]
+    merged.loc[found, "quality_low"] = merged.loc[found, "low"]
+    merged.loc[found, "quality_high"] = merged.loc[found, "high"]
     merged.loc[found, "quality_ci"] = (merged.loc[found, "high"] - merged.loc[found, "low"]) / 2
     merged.loc[found, "quality_sd"] = np.nan
     merged.loc[found, "quality_metric"] = "corpus"

@@ -46,6 +46,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from . import intervals
 from .calibration import Calibration, calibrate
 
 __all__ = ["LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
@@ -171,38 +172,20 @@ def _check_columns(table: pd.DataFrame, columns: Sequence[str]) -> None:
         raise ValueError(f"the rows have no column {', '.join(missing)}{hint}.")
 
 
-def _bootstrap(samples: tuple, statistic, confidence: float, n_resamples: int, seed: int):
-    from scipy import stats
-    if len(samples[0]) < 2 or all(np.ptp(s) == 0 for s in samples):
-        value = statistic(*samples, axis=-1)
-        return (value, value) if len(samples[0]) >= 2 else (math.nan, math.nan)
-    result = stats.bootstrap(samples, statistic, paired=len(samples) > 1, confidence_level=confidence,
-                             n_resamples=n_resamples, method="percentile", random_state=seed)
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def _mean(x, axis=-1):
-    return np.mean(x, axis=axis)
-
-
 def latency_intervals(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("task", "config"),
                       confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per configuration (`by`), the mean of `column` over its items with a `confidence` percentile
     bootstrap interval (`scipy.stats.bootstrap`, `n_resamples` resamples of the items). Rows whose
-    values are all equal get that value as both ends; a single item gets no interval (NaN)."""
+    values are all equal get that value as both ends; a single item gets no interval (NaN): `intervals`."""
     table = _as_table(rows)
     _check_columns(table, [column, *by])
     out = []
     for key, group in table.groupby(list(by), sort=False, dropna=False):
         values = group[column].to_numpy(dtype=float)
-        low, high = _bootstrap((values,), _mean, confidence, n_resamples, seed)
+        _, low, high = intervals.mean_interval(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
         out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_items": len(values),
                     "mean_s": float(values.mean()), "ci_low_s": low, "ci_high_s": high})
     return pd.DataFrame(out)
-
-
-def _ratio_of_means(x, y, axis=-1):
-    return np.mean(x, axis=axis) / np.mean(y, axis=axis)
 
 
 def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, reference_method: str = "verifier",
@@ -223,7 +206,7 @@ def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, refere
             mine = group.set_index("example_id")[column]
             items = mine.index.intersection(base.index)
             x, y = mine.loc[items].to_numpy(float), base.loc[items].to_numpy(float)
-            low, high = _bootstrap((x, y), _ratio_of_means, confidence, n_resamples, seed)
+            _, low, high = intervals.ratio_of_means(x, y, confidence=confidence, n_resamples=n_resamples, seed=seed)
             out.append({"task": task, "temperature": temperature, "config": config,
                         "label": group["label"].iloc[0] if "label" in group else config, "n_items": len(items),
                         "relative_latency": float(x.mean() / y.mean()), "ci_low": low, "ci_high": high})

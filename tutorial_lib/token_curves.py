@@ -11,7 +11,7 @@ for a few showcase items, the per-position statistics). Results are cached on di
 statistic at every (curve, alpha) point,
 $\bar s = \sum_{i} \sum_t s_{i,t} / \sum_i n_i$, the oracle envelope, each curve's area above the
 envelope $\int_0^{R_{\max}} (L_{\rm rule}(R) - L_{\rm env}(R))\,dR$ and its loss at matched rejection
-rates, all with 95% percentile bootstrap intervals over items (`scipy.stats.bootstrap`, items resampled
+rates, all with 95% percentile bootstrap intervals over items (`intervals`, items resampled
 with replacement, every number recomputed from the resampled items).
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
-from scipy import stats as scipy_stats
 
+from . import intervals
 from . import token_analysis as ta
 from .shared_prefix import common_prefix_length
 
@@ -387,17 +387,9 @@ def summarise(result: TokenAnalysis, task: Optional[str] = None, *, losses: Sequ
         raise ValueError(f"no items of task {task!r}; tasks here: {', '.join(dict.fromkeys(result.tasks))}.")
     rates = np.asarray(rates, dtype=np.float64)
     statistic, curves, r_axis = _statistic_factory(result, members, tuple(losses), rates, n_grid)
-    point = statistic(np.arange(len(members)))
-    if len(members) > 1:
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            boot = scipy_stats.bootstrap((np.arange(len(members)),), statistic, vectorized=False, paired=False,
-                                         n_resamples=n_resamples, confidence_level=confidence, method="percentile",
-                                         random_state=np.random.default_rng(seed))
-        low, high = boot.confidence_interval.low, boot.confidence_interval.high
-    else:
-        low = high = np.full_like(point, np.nan)
+    point, distribution = intervals.resample_items(statistic, len(members), n_resamples=n_resamples, seed=seed)
+    low, high = intervals.percentile_interval(distribution, confidence)
+    low, high = np.broadcast_to(low, point.shape), np.broadcast_to(high, point.shape)
     n_points, n_stats = len(result.grid.points), len(ta.STATS)
     cursor = [0]
 
