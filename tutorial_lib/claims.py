@@ -229,7 +229,7 @@ class _Claims:
         if reason:
             decided, estimate, low, high = NOT_MEASURABLE, np.nan, np.nan, np.nan
         else:
-            decided = verdict(low, high) if np.isfinite(low) or np.isfinite(high) else NOT_RESOLVED
+            decided = NOT_RESOLVED if np.isnan(low) or np.isnan(high) else verdict(low, high)
         return {"claim": claim, "task": self.scores.task, "temperature": self.scores.temperature, "gamma": gamma,
                 "measurement": measurement, "estimate": estimate, "low": low, "high": high, "n": n,
                 "verdict": decided,
@@ -259,7 +259,7 @@ class _Claims:
         high = _minus(float(a.high.max()), float(b.low.max())) / scale
         detail = f"{a.label}: {_text(a.best)}; {b.label}: {_text(b.best)}{extra_detail}"
         return self.row(claim, gamma, measurement, estimate, low, high, detail, unit=unit,
-                        mine_best=a.best, theirs_best=b.best)
+                        mine_best=a.best, theirs_best=b.best, mine_label=a.label, theirs_label=b.label)
 
 
 def _cheapest_speculative(boot: CurveBootstrap) -> List[float]:
@@ -332,13 +332,16 @@ def _rate_comparison(run: _Claims, claim: str, gamma, mine, theirs) -> dict:
                        "(or did not run), so no rate reduction relative to it is defined")
     row = run.compare(claim, gamma, f"rejection rate at the verifier's quality: best of {', '.join(theirs)} - best "
                       f"of {', '.join(mine)}, over SpecDecode's rate {rate:.3g}", mine, theirs, scale=rate,
-                      unit="rejection-rate reduction relative to SpecDecode's rate",
-                      extra_detail=f"; SpecDecode's rejection rate {rate:.3g}")
+                      unit="rejection-rate reduction relative to SpecDecode's rate")
     # the reduction statistic is 1 - rate on this axis: report the rates themselves
     for side in ("mine", "theirs"):
         best = row.pop(f"{side}_best", np.nan)
         row[f"{side}_rate"] = np.inf if np.isneginf(best) else 1.0 - best if np.isfinite(best) else np.nan
     row["spec_rate"] = rate
+    if row["verdict"] != NOT_MEASURABLE:
+        rates = [f"{row[f'{side}_label']}: " + ("never reaches" if np.isinf(row[f"{side}_rate"]) else
+                                               f"rate {row[f'{side}_rate']:.3g}") for side in ("mine", "theirs")]
+        row["detail"] = f"{rates[0]}; {rates[1]}; SpecDecode's rate {rate:.3g}"
     return row
 
 

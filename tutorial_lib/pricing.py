@@ -13,7 +13,9 @@ $$
 
 where $n_{\text{blocks}}$ is the verifier calls of a speculative row (`method == "speculative"`; 0
 for the others) and $o_{\text{block}}$ the engine's measured work per block beyond its calls
-(drafting bookkeeping, verification, the trace: `calibration`'s `overhead_block`).
+(drafting bookkeeping, verification, the trace), **priced with the row's own rule and gamma**
+(`Calibration.block_overhead_for`: each rule's target computation timed by
+`calibration.rule_block_costs`), never SpecDecode's for every rule.
 
 So two configurations that make the same calls get the same latency, whatever else the machine did
 while they ran: the noise of one wall-clock run per row is gone, and what remains is the spread over
@@ -28,9 +30,10 @@ Two pricings (columns of `price_rows`):
   $t_m(k) = t_m(1)$ for every $k$, prefills and encoder passes included (`accelerator_calibration`):
   the regime of an accelerator, where a call is bound by reading the weights, not by arithmetic.
 
-Prefills and encoder passes are priced at the row's prompt length (`prompt_tokens`), linearly
-between the lengths the calibration measured them at (`calibrate_for_sweep` measures at each task's
-median prompt length: `Calibration.prefill_time`). Rows of the batched runner are priced as the
+Prefills and encoder passes are priced at the row's prompt length (`prompt_tokens`) by a
+least-squares line through every length the calibration measured, its slope held >= 0 so that a
+longer prompt never costs less (`Calibration.prefill_fit`; `calibrate_for_sweep` measures at the
+10%, 50% and 90% quantiles of the sweep's prompt lengths and at each task's median). Rows of the batched runner are priced as the
 calls `engine.generate` makes for that item alone (`batch.generate_batch` counts them so), i.e. a
 latency at batch size 1; their `wall_time_s` is a share of a batch's time, so `model_error` of such
 rows measures batching as much as the model. Rows written before the counters existed (no
@@ -47,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from . import intervals
-from .calibration import Calibration, calibrate
+from .calibration import Calibration, calibrate, rule_block_costs, sweep_rules
 
 __all__ = ["LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
            "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
@@ -129,7 +132,8 @@ def row_latency(row: Mapping, calibration: Calibration) -> float:
             total += encoder_passes * _fixed(calibration, "encoder", model, n_prompt)
         total += sum(c * (_step(calibration, model, k) + overhead) for k, c in enumerate(by_k, start=1) if c)
         if model == "verifier" and row.get("method") == "speculative":
-            total += (sum(by_k) + prefills) * calibration.block_overhead_s
+            block = calibration.block_overhead_for(str(row.get("rule")), int(row.get("gamma", 1)), row.get("beta", 1.0))
+            total += (sum(by_k) + prefills) * block
     return total
 
 
@@ -262,7 +266,9 @@ def load_sweep_calibration(sweep) -> Calibration:
 
 
 def _prompt_lengths(folder: Path) -> Dict[str, int]:
-    """Each task's median prompt length in the sweep's saved rows (empty without rows)."""
+    """Each task's median prompt length in the sweep's saved rows, and (keys `"q10"`, `"q90"`) the
+    10% and 90% quantiles over all of them, so that a prefill is measured at well-spread lengths
+    (empty without rows)."""
     rows_path = folder / "rows.jsonl"
     if not rows_path.exists():
         return {}
@@ -271,7 +277,19 @@ def _prompt_lengths(folder: Path) -> Dict[str, int]:
     for r in rows_file.read_rows(rows_path):
         if r.get("prompt_tokens"):
             lengths.setdefault(str(r.get("task")), []).append(int(r["prompt_tokens"]))
-    return {task: int(np.median(values)) for task, values in lengths.items()}
+    out = {task: int(np.median(values)) for task, values in lengths.items()}
+    every = [v for values in lengths.values() for v in values]
+    if every:
+        out.update(q10=int(np.quantile(every, 0.1)), q90=int(np.quantile(every, 0.9)))
+    return out
+
+
+def _saved_rows(folder: Path) -> pd.DataFrame:
+    rows_path = folder / "rows.jsonl"
+    if not rows_path.exists():
+        return pd.DataFrame(columns=["method", "rule", "beta", "alpha", "gamma"])
+    from . import rows_file
+    return pd.DataFrame(rows_file.read_rows(rows_path))
 
 
 def _needed_k(gammas: Sequence) -> int:
@@ -331,9 +349,12 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
         raise FileNotFoundError(f"no {CALIBRATION_FILE} in {folder} and the models are not loaded; run "
                                 "calibrate_for_sweep with the sweep's models on the machine that ran it.")
     by_task = _prompt_lengths(folder)
-    context = context_tokens or (int(np.median(list(by_task.values()))) if by_task else 64)
+    medians = [v for k, v in by_task.items() if k not in ("q10", "q90")]
+    context = context_tokens or (int(np.median(medians)) if medians else 64)
     calibration = calibrate(drafter, verifier, max_k=max_k, repeats=repeats, context_tokens=int(context),
                             prefill_lengths=sorted(set(by_task.values())), progress=progress)
+    rules = sweep_rules(_saved_rows(folder))
+    calibration = rule_block_costs(calibration, rules, int(verifier.vocab_size), progress=progress)
     calibration.note = f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}"
     calibration.save(path)
     return calibration
