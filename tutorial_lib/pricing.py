@@ -52,7 +52,7 @@ import pandas as pd
 from . import intervals
 from .calibration import Calibration, calibrate, rule_block_costs, sweep_rules
 
-__all__ = ["LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
+__all__ = ["add_rule_block_costs", "signed_error", "LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
            "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
            "overall_model_error", "calibrate_for_sweep", "load_sweep_calibration", "CALIBRATION_FILE"]
 
@@ -358,3 +358,38 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     calibration.note = f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}"
     calibration.save(path)
     return calibration
+
+
+def add_rule_block_costs(sweep, vocab_size: int, *, also=None, repeats: int = 30, progress: bool = True) -> Calibration:
+    """Add each rule's block cost (`calibration.rule_block_costs`) to the calibration stored with a
+    sweep, for the rules and gammas of its saved rows and of the rows `also` (a table priced with the
+    same calibration, such as a run's batch-size-1 latency rows), and store it again. No model is
+    loaded: only the pair's vocabulary size `vocab_size` matters. Use it for a calibration measured
+    before block costs were priced per rule."""
+    folder = _sweep_path(sweep)
+    calibration = load_sweep_calibration(folder)
+    rows = _saved_rows(folder)
+    if also is not None:
+        rows = pd.concat([rows, _as_table(also)], ignore_index=True)
+    rules = sweep_rules(rows)
+    if not rules:
+        raise ValueError(f"no speculative rows in {folder} (or `also`): there is no rule to time.")
+    calibration = rule_block_costs(calibration, rules, vocab_size, repeats=repeats, progress=progress)
+    calibration.save(folder / CALIBRATION_FILE)
+    return calibration
+
+
+def signed_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("label",)) -> pd.DataFrame:
+    """Per method (`by`, default the curve's label): the signed relative error $(L - W) / W$ of the
+    modelled latency $L$ against the measured wall time $W$ over its rows, as its median and
+    quartiles (negative: the model is faster than the clock), and the number of rows."""
+    table = _as_table(rows)
+    _check_columns(table, [column, "wall_time_s", *by])
+    wall = table["wall_time_s"].astype(float)
+    if (wall <= 0).any():
+        raise ValueError("some rows have wall_time_s <= 0; the relative error needs measured times.")
+    table["signed_error"] = (table[column].astype(float) - wall) / wall
+    grouped = table.groupby(list(by), sort=False, dropna=False)["signed_error"]
+    out = pd.DataFrame({"n_rows": grouped.size(), "q25": grouped.quantile(0.25), "median": grouped.median(),
+                        "q75": grouped.quantile(0.75)})
+    return out.reset_index()

@@ -138,14 +138,7 @@ def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence
 
 
 def latency_figure(view: pd.DataFrame):
-    """The batch-size-1 latency runs (`analysis.latency_view`): quality against latency relative to
-    the verifier, one marker per (method, gamma)."""
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots()
-    for (label, gamma), part in view.groupby(["label", "gamma"]):
-        ax.scatter(part["latency"], part["quality"], label=f"{label}, gamma={gamma}", s=40)
-    ax.axvline(1.0, color="grey", linestyle=":")
-    ax.set_xlabel("latency relative to the verifier (batch size 1, mean over tasks)")
-    ax.set_ylabel("quality on these items (mean over tasks)")
-    ax.legend(fontsize=7)
-    return fig
+    """The batch-size-1 latency runs per task and pooled (`analysis.latency_view`): drawn by
+    `views.verdicts.latency_figure`."""
+    from .views.verdicts import latency_figure as draw
+    return draw(view)
