@@ -44,7 +44,7 @@ PAPER_T5_PARAMETERS = (60e6, 770e6)
 PAPER_T5_C = PAPER_T5_PARAMETERS[0] / PAPER_T5_PARAMETERS[1]
 PAPER_T5_SOURCE = "estimate: ratio of parameters, T5-small ~60M / T5-large ~770M"
 #: 0.02 to 1, denser where verdicts of a small drafter change
-DEFAULT_GRID = tuple(float(c) for c in np.round(np.geomspace(0.02, 1.0, 15), 4))
+DEFAULT_GRID = tuple(float(c) for c in np.round(np.geomspace(0.02, 1.0, 9), 4))
 
 _DRAFTER_KINDS = ("drafter_step", "drafter_k2", "prefill_drafter", "encoder_drafter")
 
