@@ -230,9 +230,16 @@ def test_a_sweep_is_calibrated_once_and_reused(greedy_sweep, tmp_path):
     assert {r for r in rows["rule"].dropna() if r != "spec"} <= set(cal.rule_blocks)
     assert all(3 in gammas for gammas in cal.rule_blocks.values())
     assert {"prefill_drafter", "prefill_verifier", "overhead"} <= set(cal.samples)
-    again = pricing.calibrate_for_sweep(pair, folder, gammas=[1, 3], progress=False)
+    again = pricing.calibrate_for_sweep(pair, folder, gammas=[3], progress=False)
     assert again == cal                                                   # reused, not measured again
     assert pricing.load_sweep_calibration(folder) == cal
+    # a block size the rows do not run (a latency run's): the calls are reused, the rules' blocks at
+    # that gamma are added and stored
+    wider = pricing.calibrate_for_sweep(pair, folder, gammas=[1, 3], progress=False)
+    assert {k: v for k, v in wider.samples.items() if k in cal.samples} == cal.samples
+    assert all(1 in gammas for gammas in wider.rule_blocks.values())
+    assert pricing.load_sweep_calibration(folder) == wider
+    cal = wider
     records = (ev.ModelRecord(pair.drafter.name), ev.ModelRecord(pair.verifier.name))
     assert pricing.calibrate_for_sweep(records, folder, gammas=[3]) == cal  # models not loaded: the stored one
     with pytest.raises(ValueError, match="recalibrate=True"):

@@ -38,8 +38,8 @@ def test_a_changed_result_no_longer_matches_the_readme(tmp_path):
     assert report.rewrite(text, report.render(root)) == text
     claims_path = root / "data" / "results" / report.GEMMA_RUN / "claims.csv"
     claims = pd.read_csv(claims_path)
-    measured = claims["verdict"] != "not measurable here"
-    claims.loc[measured.idxmax(), "estimate"] += 0.0123
+    finite = claims["estimate"].abs() < float("inf")
+    claims.loc[finite.idxmax(), "estimate"] += 0.0123
     claims.to_csv(claims_path, index=False)
     assert report.rewrite(text, report.render(root)) != text
 

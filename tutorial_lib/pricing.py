@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from . import intervals
-from .calibration import Calibration, calibrate, rule_block_costs, sweep_rules
+from .calibration import Calibration, calibrate, rule_block_costs, sweep_rules, target_kind
 
 __all__ = ["add_rule_block_costs", "signed_error", "LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
            "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
@@ -284,6 +284,15 @@ def _prompt_lengths(folder: Path) -> Dict[str, int]:
     return out
 
 
+def _rules_at(rows: pd.DataFrame, gammas) -> List[tuple]:
+    """The sweep's rules (`calibration.sweep_rules`) at their own gammas and at every fixed gamma in
+    `gammas` (a sweep's latency runs may use block sizes its rows do not)."""
+    rules = sweep_rules(rows)
+    fixed = [g for g in ([gammas] if isinstance(gammas, (int, str)) else gammas) if not isinstance(g, str)]
+    extra = [(rule, beta, alpha, int(g)) for rule, beta, alpha, _ in rules for g in fixed]
+    return list(dict.fromkeys(rules + extra))
+
+
 def _saved_rows(folder: Path) -> pd.DataFrame:
     rows_path = folder / "rows.jsonl"
     if not rows_path.exists():
@@ -338,10 +347,15 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     max_k = _needed_k(gammas)
     path = folder / CALIBRATION_FILE
     loaded = all(hasattr(lm, "start") for lm in (drafter, verifier))
+    rules = _rules_at(_saved_rows(folder), gammas)
     if path.exists() and not recalibrate:
         stored = Calibration.load(path)
         problems = _fits(stored, drafter, verifier, max_k)
         if not problems:
+            missing = [r for r in rules if target_kind(r[0], r[3], r[1]) not in stored.samples]
+            if missing and loaded:   # measured before rules were priced apart: add their block costs
+                stored = rule_block_costs(stored, missing, int(verifier.vocab_size), progress=progress)
+                stored.save(path)
             return stored
         how = "pass recalibrate=True to measure again" if loaded else "calibrate again with the models loaded"
         raise ValueError(f"{path} does not fit this sweep ({'; '.join(problems)}): {how}.")
@@ -353,7 +367,6 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     context = context_tokens or (int(np.median(medians)) if medians else 64)
     calibration = calibrate(drafter, verifier, max_k=max_k, repeats=repeats, context_tokens=int(context),
                             prefill_lengths=sorted(set(by_task.values())), progress=progress)
-    rules = sweep_rules(_saved_rows(folder))
     calibration = rule_block_costs(calibration, rules, int(verifier.vocab_size), progress=progress)
     calibration.note = f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}"
     calibration.save(path)

@@ -30,7 +30,8 @@ from typing import Callable, Dict, Optional
 import numpy as np
 import pandas as pd
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "write_t5_results", "write_gemma_results", "render",
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "write_t5_results", "write_t5_facts", "write_gemma_results",
+           "distinct_runs", "render",
            "regions", "rewrite", "REGION"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,21 +104,32 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     grid.to_csv(folder / "verdicts_by_c.csv", index=False)
     flips = hardware.flip_points(grid)
     flips.to_csv(folder / "flip_points.csv", index=False)
-    facts = {"c": machine, "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
+    write_t5_facts(rows, folder, calibration, table=table, grid_resamples=grid_resamples)
+    return {"claims": claims_table, "signed_error": errors, "verdicts_by_c": grid, "flip_points": flips}
+
+
+def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[pd.DataFrame] = None,
+                   grid_resamples: int = GRID_RESAMPLES) -> dict:
+    """`facts.json` of the T5 run: the numbers its README sentences quote (cost ratio, step times,
+    SpecDecode's relative latency, configurations with the same calls, distinct runs at `T = 0`, the
+    speculative methods' extra latency at the verifier's quality from `table`)."""
+    from . import hardware, pricing
+    column = pricing.LATENCY_COLUMN
+    facts = {"c": hardware.machine_c(calibration), "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
              "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False),
              "spec_relative_latency": {str(t): _relative_total(rows, "SpecDecode", t, column)
                                        for t in sorted(set(rows["temperature"]))},
              "same_calls_T0": _same_calls(rows, 0.0), "distinct_runs_T0": distinct_runs(rows, 0.0),
-             "configurations_per_rule": int(rows[rows["method"] == "speculative"].groupby("label")["config"]
-                                            .nunique().max()), "paper_c": hardware.PAPER_T5_C,
+             "configurations_per_rule": int(rows[(rows["method"] == "speculative") & (rows["temperature"] == 0.0)]
+                                            .groupby("label")["config"].nunique().max()), "paper_c": hardware.PAPER_T5_C,
              "paper_c_source": hardware.PAPER_T5_SOURCE, "grid_resamples": grid_resamples}
     if table is not None:
         cold = table[(table["temperature"] == 0.0) & table["method"].str.startswith(("SpecCascade", "SpecDecode", "Lossy",
                                                                                       "BiLD*"))]
         reached = pd.to_numeric(cold["reduction_at_verifier_quality"], errors="coerce").dropna()
         facts["speculative_extra_latency_T0"] = [float(-reached.max()), float(-reached.min())]
-    (folder / "facts.json").write_text(json.dumps(facts, indent=1))
-    return {"claims": claims_table, "signed_error": errors, "verdicts_by_c": grid, "flip_points": flips}
+    (Path(folder) / "facts.json").write_text(json.dumps(facts, indent=1))
+    return facts
 
 
 def write_gemma_results(rows: pd.DataFrame, tasks, folder, calibration, latency_rows: pd.DataFrame, *,
