@@ -9,7 +9,8 @@ import pytest
 from tutorial_lib import report
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULT_FILES = ("claims.csv", "signed_error.csv", "latency_by_task.csv", "flip_points.csv", "facts.json")
+RESULT_FILES = ("claims.csv", "signed_error.csv", "latency_by_task.csv", "flip_points.csv", "facts.json",
+                "answer_lengths.csv", "paired_differences.csv")
 
 
 def test_the_readme_quotes_the_committed_results():
