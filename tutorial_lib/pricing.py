@@ -179,7 +179,7 @@ def _check_columns(table: pd.DataFrame, columns: Sequence[str]) -> None:
 def latency_intervals(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("task", "config"),
                       confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per configuration (`by`), the mean of `column` over its items with a `confidence` percentile
-    bootstrap interval (`scipy.stats.bootstrap`, `n_resamples` resamples of the items). Rows whose
+    bootstrap interval (`intervals.mean_interval`, `n_resamples` resamples of the items). Rows whose
     values are all equal get that value as both ends; a single item gets no interval (NaN): `intervals`."""
     table = _as_table(rows)
     _check_columns(table, [column, *by])
@@ -196,7 +196,7 @@ def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, refere
                      confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per (task, config), mean latency over the mean latency of the `reference_method` configuration
     of the same task and temperature on the same items, with a paired bootstrap interval over items
-    (resampling items, both configurations together: `scipy.stats.bootstrap(..., paired=True)`)."""
+    (resampling items, both configurations together: `intervals.ratio_of_means`, total over total)."""
     table = _as_table(rows)
     _check_columns(table, [column, "task", "config", "method", "temperature", "example_id"])
     out = []

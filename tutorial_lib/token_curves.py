@@ -376,7 +376,7 @@ def summarise(result: TokenAnalysis, task: Optional[str] = None, *, losses: Sequ
     `(points, stats)`; per loss in `losses`: `envelope` (mean/low/high on `rejection_axis`), the
     oracle's loss at `rates`, and per curve its `area` above the envelope and its loss at `rates`.
     A rate beyond a curve's reach (its verifier end) is NaN. Intervals: percentile bootstrap over
-    items (`scipy.stats.bootstrap`, `n_resamples`, seeded).
+    items (`intervals.resample_items` and `intervals.percentile_interval`, `n_resamples`, seeded).
     """
     for loss in losses:
         if loss not in _ORACLE_COLUMNS:

@@ -93,15 +93,20 @@ def verdict_figure(grid: pd.DataFrame, *, machine_c: float, paper_c: Optional[fl
         ax.set_title(" / ".join(str(k) for k in key), fontsize=7)
         ax.set_xlabel("c = drafter step / verifier step", fontsize=8)
         ax.set_ylabel(str(part["unit"].iloc[0]) if "unit" in part and len(part) else "estimate", fontsize=7)
-    for ax in list(axes.flat)[len(keys):]:
+    spare = list(axes.flat)[len(keys):]
+    for ax in spare:
         ax.axis("off")
     handles = [Line2D([], [], color="black", linestyle=s, label=f"verifier block: {v}") for v, s in styles.items()]
     handles += [Line2D([], [], color=c, marker="o", linestyle="", label=v) for v, c in _VERDICT_COLORS.items()]
     handles += [Line2D([], [], color="tab:blue", linestyle=":", label=f"this machine (c = {machine_c:.2f})")]
     if paper_c is not None:
         handles += [Line2D([], [], color="tab:red", linestyle="-.", label=f"{paper_label} (c = {paper_c:.3f})")]
-    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.1 + 0.02 * max(0, 3 - n_rows), 1, 0.96 if title else 1))
+    if spare:   # an empty panel holds the legend
+        spare[0].legend(handles=handles, loc="center", fontsize=7, frameon=False)
+        fig.tight_layout(rect=(0, 0, 1, 0.96 if title else 1))
+    else:
+        fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
+        fig.tight_layout(rect=(0, 0.1 + 0.02 * max(0, 3 - n_rows), 1, 0.96 if title else 1))
     return fig
