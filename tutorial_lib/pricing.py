@@ -354,7 +354,7 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
         if not problems:
             missing = [r for r in rules if target_kind(r[0], r[3], r[1]) not in stored.samples]
             if missing and loaded:   # measured before rules were priced apart: add their block costs
-                stored = rule_block_costs(stored, missing, int(verifier.vocab_size), progress=progress)
+                stored = rule_block_costs(stored, missing, int(verifier.vocab_size), repeats=repeats, progress=progress)
                 stored.save(path)
             return stored
         how = "pass recalibrate=True to measure again" if loaded else "calibrate again with the models loaded"
@@ -367,7 +367,7 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     context = context_tokens or (int(np.median(medians)) if medians else 64)
     calibration = calibrate(drafter, verifier, max_k=max_k, repeats=repeats, context_tokens=int(context),
                             prefill_lengths=sorted(set(by_task.values())), progress=progress)
-    calibration = rule_block_costs(calibration, rules, int(verifier.vocab_size), progress=progress)
+    calibration = rule_block_costs(calibration, rules, int(verifier.vocab_size), repeats=repeats, progress=progress)
     calibration.note = f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}"
     calibration.save(path)
     return calibration

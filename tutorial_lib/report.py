@@ -116,13 +116,14 @@ def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[p
     speculative methods' extra latency at the verifier's quality from `table`)."""
     from . import hardware, pricing
     column = pricing.LATENCY_COLUMN
+    per_rule = rows[(rows["method"] == "speculative") & (rows["temperature"] == 0.0)].groupby("label")["config"].nunique()
     facts = {"c": hardware.machine_c(calibration), "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
              "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False),
              "spec_relative_latency": {str(t): _relative_total(rows, "SpecDecode", t, column)
                                        for t in sorted(set(rows["temperature"]))},
              "same_calls_T0": _same_calls(rows, 0.0), "distinct_runs_T0": distinct_runs(rows, 0.0),
-             "configurations_per_rule": int(rows[(rows["method"] == "speculative") & (rows["temperature"] == 0.0)]
-                                            .groupby("label")["config"].nunique().max()), "paper_c": hardware.PAPER_T5_C,
+             "configurations_per_rule": int(per_rule.max()) if len(per_rule) else 0,   # 0: no T = 0 rows
+             "paper_c": hardware.PAPER_T5_C,
              "paper_c_source": hardware.PAPER_T5_SOURCE, "grid_resamples": grid_resamples}
     if table is not None:
         cold = table[(table["temperature"] == 0.0) & table["method"].str.startswith(("SpecCascade", "SpecDecode", "Lossy",
