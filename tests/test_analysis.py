@@ -98,3 +98,17 @@ def test_each_curve_end_carries_its_own_alpha_and_calls():
     assert diff_drafter["latency"] == pytest.approx(spec["latency"] * 24 / 30)
     assert diff_drafter["rejection_rate"] == 0.0 and diff_drafter["tokens_per_call"] == 1.0
     assert diff_spec["n_verifier_calls"] == spec["n_verifier_calls"] and diff_spec["latency"] == spec["latency"]
+
+
+def test_the_verdict_figure_draws_claims_that_are_not_measurable_or_not_reached():
+    """Estimates that are NaN (not measurable) or infinite (not reached) do not break the axes."""
+    import matplotlib.pyplot as plt
+    from tutorial_lib.views import verdicts
+    grid = pd.DataFrame([{"claim": claim, "task": "t", "temperature": 0.0, "verifier_cost": verifier, "c": c,
+                          "point": "", "estimate": value, "low": value, "high": value, "verdict": "does not hold",
+                          "unit": "u"}
+                         for claim, value in (("not measurable", np.nan), ("not reached", -np.inf), ("finite", -0.2))
+                         for verifier in ("as measured here", "one step per block") for c in (0.1, 0.5, 1.0)])
+    fig = verdicts.verdict_figure(grid, machine_c=0.5, paper_c=0.078)
+    assert len([ax for ax in fig.axes if ax.axison]) == 3
+    plt.close("all")

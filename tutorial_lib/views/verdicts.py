@@ -85,7 +85,8 @@ def verdict_figure(grid: pd.DataFrame, *, machine_c: float, paper_c: Optional[fl
         ax.axvline(machine_c, color="tab:blue", linestyle=":", linewidth=1.2)
         if paper_c is not None:
             ax.axvline(paper_c, color="tab:red", linestyle="-.", linewidth=1.2)
-        finite_values = part[["estimate", "low", "high"]].replace([np.inf, -np.inf], np.nan).stack()
+        finite_values = part[["estimate", "low", "high"]].to_numpy(float)
+        finite_values = finite_values[np.isfinite(finite_values)]
         if len(finite_values):
             pad = 0.1 * (finite_values.max() - finite_values.min() + 1e-9)
             ax.set_ylim(finite_values.min() - pad, finite_values.max() + pad)
