@@ -95,7 +95,8 @@ import pandas as pd
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import analysis, claims, curve_bootstrap, paired, pricing, rerun_figures
+from tutorial_lib import analysis, claims, curve_bootstrap, hardware, paired, pricing, report, rerun_figures
+from tutorial_lib.views import verdicts
 from tutorial_lib import evaluation as ev
 
 pd.set_option("display.width", 200)
@@ -199,7 +200,9 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 # $$L = \sum_{m \in \{q, p\}} \Big[n^{\rm enc}_m\, t^{\rm enc}_m + \sum_{k \ge 1} c_m(k)\,\big(t_m(k) + o\big)\Big]
 #       + n_{\rm blocks}\, o_{\rm block},$$
 #
-# with $c_m(k)$ the row's calls of model $m$ that fed $k$ tokens. Configurations with the same calls
+# with $c_m(k)$ the row's calls of model $m$ that fed $k$ tokens, and $o_{\rm block}$ priced with the
+# row's own rule and $\gamma$ (computing OPT's or a Token rule's target costs more than SpecDecode's:
+# `tl.calibration.rule_block_costs`). Configurations with the same calls
 # get the same latency, and a configuration's latency has an interval from its sentences. The
 # calibration is stored with the rows (`calibration.json`), so a redraw reuses it.
 #
@@ -231,9 +234,10 @@ calibration.table().round(5) if calibration is not None else None
 # %% [markdown]
 # **The check against the clock.** The measured wall time of each row stays in the rows; per
 # configuration, the median absolute relative error $|L - W|/W$ of the modelled latency $L$ against
-# the wall time $W$ says how well the calls explain the time (`pricing.model_error`). An error of a
-# few percent means the model prices what the machine did; a larger one, work the model does not
-# count (or a busy machine during the sweep).
+# the wall time $W$ says how well the calls explain the time (`pricing.model_error`), and per method
+# the signed error $(L - W)/W$, median and quartiles (`pricing.signed_error`; negative: the model is
+# faster than the clock). An error of a few percent means the model prices what the machine did; a
+# larger one, work the model does not count (or a busy machine during the sweep).
 
 # %%
 model_error = None
@@ -243,6 +247,7 @@ if calibration is not None:
     print(f"median |L - W| / W over all rows: {overall_error:.1%}; per configuration: quartiles "
           f"{model_error['median_abs_rel_error'].quantile([0.25, 0.5, 0.75]).round(3).tolist()}")
     display(model_error.sort_values("median_abs_rel_error", ascending=False).head(15).round(4))
+    display(pricing.signed_error(rows, by=["label", "temperature"]).round(4))
 
 # %% [markdown]
 # ## Where each model wins
@@ -365,12 +370,45 @@ analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 # sentences at which a difference of the measured size would be detected (5% test, 80% power; empty
 # where no size follows from the measured spread, e.g. a curve that fails to reach in some
 # resamples).
+#
+# A claim about a rule is measured on **that rule's own configurations**: never on the SpecDecode or
+# drafter ends of its curve, nor on a configuration whose texts are SpecDecode's. Where a claim takes
+# the best of several curves, its interval holds for all of them at once, so the selection is inside
+# it; beside it, the **noise floor**: SpecDecode minus the verifier on the same sentences and seeds
+# (two runs with one output law, in BLEU). `report.write_t5_results` writes the claims and the
+# other result files the README quotes (`tutorial_lib.report`; `claims.csv`, `signed_error.csv`, `facts.json`, and the
+# re-pricing over the drafter's cost below).
 
 # %%
-claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)
-claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
-claims_table[["claim", "temperature", "gamma", "measurement", "estimate", "low", "high", "n", "verdict",
-              "n_needed", "detail"]].round(3)
+results = None
+if cost == pricing.LATENCY_COLUMN:
+    results = report.write_t5_results(rows, tasks, sweep_path, calibration, n_resamples=n_resamples, table=table)
+    claims_table = results["claims"]
+else:   # wall time: no calibration to re-price with
+    claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)
+    claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
+claims_table[["claim", "temperature", "gamma", "estimate", "low", "high", "verdict", "n_needed", "noise_floor",
+              "noise_floor_low", "noise_floor_high", "detail", "reason"]].round(3)
+
+# %% [markdown]
+# ## The hardware decides the latency verdicts
+#
+# Every row counted its calls, so the claims can be re-priced for another machine at no cost
+# (`tutorial_lib.hardware`): the drafter's cost relative to a verifier step, $c = t_q / t_p(1)$, from 0.02 to
+# 1, and the verifier's block-scoring cost as measured here or one step per block (as on an
+# accelerator). The dotted line is this machine's $c$; the dash-dotted one the paper's T5-small
+# drafting for T5-large, an **estimate** from the ratio of their parameters (about 60M / 770M). Each
+# marker's colour is the claim's verdict at that $c$ (fewer resamples than the table above: the
+# grid re-runs every claim 22 times). The table lists where each verdict changes.
+
+# %%
+if results is not None:
+    fig = verdicts.verdict_figure(results["verdicts_by_c"], machine_c=hardware.machine_c(calibration),
+                                  paper_c=hardware.PAPER_T5_C, title="T5 claims against the drafter's cost c")
+    tl.savefig(fig, f"t5_{settings['profile']}_verdicts_by_c", size=fig.get_size_inches())
+    figures.append(f"t5_{settings['profile']}_verdicts_by_c")
+    plt.show()
+    display(results["flip_points"])
 
 # %% [markdown]
 # ## Exercises

@@ -119,7 +119,8 @@ import pandas as pd
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import analysis, claims, curve_bootstrap, paired, pricing, rerun_figures
+from tutorial_lib import analysis, claims, curve_bootstrap, hardware, paired, pricing, report, rerun_figures
+from tutorial_lib.views import verdicts
 from tutorial_lib import evaluation as ev
 
 pd.set_option("display.width", 200)
@@ -309,9 +310,12 @@ table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_v
 # The paper's speed claim is about one sequence at a time. Here a few items per task run alone, at
 # $\gamma = 1$ (no bonus token, as above) and at $\gamma = 5$ (the faster setting, with Algorithm 4's
 # bonus token), for the verifier, SpecDecode and one cascade at a middle $\alpha$. Latency is relative
-# to the verifier alone on the same items. Where the rows count their calls, latency is the **modelled
-# latency with the measured CPU calibration** (the calls priced, as in notebook 06) and the table
-# after the figure gives the model's error against the measured wall time per configuration;
+# to the verifier alone on the same items, **per task and pooled**: a configuration's total latency
+# over the verifier's total on the same items (never a mean of per-task ratios), with its 95% interval
+# over items; quality stays per task, in the task's own metric (the pooled row has none: the metrics
+# differ). Where the rows count their calls, latency is the **modelled latency with the measured CPU
+# calibration** (the calls priced, each rule's blocks at their own cost, as in notebook 06) and the
+# table after the figure gives the model's signed error against the measured wall time per method;
 # otherwise (rows written before the counters) it is the measured wall time, as the printed line says.
 
 # %%
@@ -327,13 +331,12 @@ latency_column = "wall_time_s"
 if calibration is not None and analysis.counts_calls(latency_rows):
     latency_rows = pricing.price_rows(latency_rows, calibration)
     latency_column = pricing.LATENCY_COLUMN
-    latency_error = pricing.model_error(latency_rows)
+    latency_error = pricing.signed_error(latency_rows, by=["label", "gamma"])
 print("latency axis:", {"wall_time_s": "measured wall time (rows without call counts)",
                         pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column])
-latency_view = analysis.latency_view(analysis.summarize(latency_rows, latency=latency_column))
+latency_view = analysis.latency_view(latency_rows, latency=latency_column, tasks=tasks, n_resamples=n_resamples)
 fig = rerun_figures.latency_figure(latency_view)
-fig.axes[0].set_xlabel(f"latency relative to the verifier, batch size 1 ({latency_column})")
-tl.savefig(fig, f"gemma_{settings['profile']}_latency")
+tl.savefig(fig, f"gemma_{settings['profile']}_latency", size=fig.get_size_inches())
 figures.append(f"gemma_{settings['profile']}_latency")
 plt.show()
 latency_view.round(3)
@@ -349,37 +352,69 @@ latency_error.round(4) if latency_error is not None else None
 # **holds** when the interval lies above 0, **does not hold** when it lies at or below 0, otherwise
 # **not resolved at this sample size**, with `n_needed`, the number of items per task at which a
 # difference of the measured size would be detected (5% test, 80% power; empty where the measured
-# spread gives no such size). "OPT helps less with Gemma than with T5" compares OPT's advantage over
-# Chow and Diff here with the same in the saved T5 run of notebook 06 (`t5_profile`), when that run
-# is saved.
+# spread gives no such size). A claim about a rule is measured on **that rule's own configurations**
+# (never SpecDecode's or the drafter's runs at the ends of its curve, nor a configuration with
+# SpecDecode's texts); where it takes the best of several, its interval holds for all of them at
+# once, so the selection is inside it; beside it, the **noise floor**: SpecDecode minus the verifier on
+# the same items and seeds. A claim that is 0 or undefined by construction reads **not measurable
+# here**, with the reason. Rejection rates are reported as rates, and a difference between them
+# relative to SpecDecode's own rate. "OPT helps less with Gemma than with T5" compares OPT's
+# rejection-rate advantage over Chow and Diff here with the same, on the same axis, in the saved T5
+# run of notebook 06 (`t5_profile`), when that run is saved. `report.write_gemma_results` writes the
+# claims, the latency table and the other result files the README quotes.
 
 # %%
 t5_rows = t5_tasks = None
-t5_cost = "wall_time_s"
 if t5_profile is not None:
     try:
-        t5_rows, t5_tasks, t5_cost = analysis.saved_t5_run(t5_profile, results_dir=results_dir)
-        print(f"T5 run: {len(t5_rows)} rows, latency from {t5_cost}")
+        t5_rows, t5_tasks, _ = analysis.saved_t5_run(t5_profile, results_dir=results_dir)
+        print(f"T5 run: {len(t5_rows)} rows")
     except (FileNotFoundError, ev.MissingRowsError) as why:
         print(f"no saved T5 run to compare OPT with, that claim is left out: {why}")
-claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, t5_cost=t5_cost,
-                                   n_resamples=n_resamples)
-claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
-claims_table[["claim", "task", "temperature", "measurement", "estimate", "low", "high", "n", "verdict", "n_needed",
-              "detail"]].round(3)
+results = None
+if latency_column == pricing.LATENCY_COLUMN:
+    results = report.write_gemma_results(rows, tasks, sweep_path, calibration, latency_rows, t5_rows=t5_rows,
+                                         t5_tasks=t5_tasks, n_resamples=n_resamples)
+    claims_table = results["claims"]
+else:   # no calibration: the claims alone
+    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples)
+    claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
+claims_table[["claim", "task", "temperature", "estimate", "low", "high", "n", "verdict", "n_needed", "noise_floor",
+              "noise_floor_low", "noise_floor_high", "detail", "reason"]].round(3)
 
 # %% [markdown]
-# **What the committed `offline-all` run says** (49-60 items per task, 2,000 resamples). None of
-# the paper's Gemma claims is resolved on this pair. Every interval straddles 0, except "[Token]
-# beats the large model" on facts at $T = 0$: Token-V2's best point there is the verifier's own
-# answers, an exact tie. The point estimates lean the paper's way: Token-V2 reaches the verifier's
-# arithmetic quality at rejection rate 0.06 against SpecDecode [Lossy]'s 0.09, and OPT's advantage
-# over Chow/Diff is 0.05 smaller than in the T5 run on every task. Where the measured spread gives a
-# size, resolving them would take about 200 to 1,300 items per task (`n_needed`).
+# ## The hardware decides the latency verdicts
 #
-# The answer-length table holds the finding a cost per token hides. At $T = 0$ on arithmetic,
-# Token-V2 answers in 118-142 tokens against the verifier's 92, because the drafter's longer style
-# leaks in. So it makes more verifier calls per answer even though its rejection rate is lower.
+# "Speculation pays at batch size 1" is a claim about this pair on this machine. Every latency row
+# counted its calls, so it can be re-priced for another machine at no cost (`tutorial_lib.hardware`):
+# the drafter's cost relative to a verifier step, $c = t_q / t_p(1)$, from 0.02 to 1, and the
+# verifier's block-scoring cost as measured here or one step per block (as on an accelerator). The
+# dotted line is this machine's $c$; the dash-dotted one the paper's T5-small drafting for T5-large,
+# an **estimate** from the ratio of their parameters (about 60M / 770M). The table lists where each
+# pooled verdict changes.
+
+# %%
+if results is not None:
+    fig = verdicts.verdict_figure(results["verdicts_by_c"], machine_c=hardware.machine_c(calibration),
+                                  paper_c=hardware.PAPER_T5_C, panels=("claim",),
+                                  title="Speculation at batch size 1 against the drafter's cost c (pooled over tasks)")
+    tl.savefig(fig, f"gemma_{settings['profile']}_verdicts_by_c", size=fig.get_size_inches())
+    figures.append(f"gemma_{settings['profile']}_verdicts_by_c")
+    plt.show()
+    display(results["flip_points"])
+
+# %% [markdown]
+# **What the committed run says** is rendered from these result files into the README
+# (`python -m tutorial_lib.stats.report --write`); the cell below prints the same text here.
+#
+# The answer-length table holds the finding a cost per token hides: at $T = 0$ on arithmetic a
+# lenient rule can answer in more tokens than the verifier, because the drafter's longer style leaks
+# in, so it makes more verifier calls per answer even though its rejection rate is lower.
+
+# %%
+if results is not None and settings["profile"] == "offline-all" and results_dir is None:
+    rendered = report.render()
+    print(rendered["gemma-flips"])
 
 # %%
 metrics = {

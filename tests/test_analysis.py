@@ -1,5 +1,6 @@
 """The findings notebooks 06 and 07 state, on tables with known answers, and the figures they draw."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -30,11 +31,30 @@ def test_interval_points_leave_out_the_added_ends():
     assert points.set_index("label").loc["Verifier", "quality"] == "1.000 ± 0.100"
 
 
-def test_latency_view_averages_over_tasks():
-    summary = pd.concat([_summary(), _summary().assign(task="u", latency=lambda d: d["latency"] * 3)])
-    view = an.latency_view(summary).set_index(["label", "alpha"])
-    assert view.loc[("SpecDecode", 0.0), "latency"] == pytest.approx(1.6)
-    assert view.loc[("Verifier", 0.0), "quality"] == pytest.approx(1.0)
+def _latency_rows():
+    """Task t: 4 items, the verifier 1 s each, SpecDecode 0.5 s; task u: 2 items, 3 s and 6 s."""
+    rows = []
+    for task, n, verifier_s, spec_s, quality in (("t", 4, 1.0, 0.5, 1.0), ("u", 2, 3.0, 6.0, 0.0)):
+        for i in range(n):
+            for label, method, seconds in (("Verifier", "verifier", verifier_s), ("SpecDecode", "speculative", spec_s)):
+                rows.append(dict(task=task, example_id=f"{task}{i}", label=label, method=method, gamma=1, alpha=0.0,
+                                 temperature=0.0, wall_time_s=seconds, quality=quality, n_tokens=10,
+                                 n_verifier_calls=5, n_accepted=4, n_rejected=1))
+    return pd.DataFrame(rows)
+
+
+def test_latency_view_is_per_task_and_pooled_total_over_total():
+    view = an.latency_view(_latency_rows(), n_resamples=200).set_index(["task", "label"])
+    assert view.loc[("t", "SpecDecode"), "latency"] == pytest.approx(0.5)
+    assert view.loc[("u", "SpecDecode"), "latency"] == pytest.approx(2.0)
+    # pooled: (4 x 0.5 + 2 x 6) / (4 x 1 + 2 x 3) = 14 / 10, not the mean of the ratios (1.25)
+    pooled = view.loc[(an.POOLED, "SpecDecode")]
+    assert pooled["latency"] == pytest.approx(1.4) and pooled["n_items"] == 6
+    assert pooled["latency_low"] <= 1.4 <= pooled["latency_high"]
+    assert np.isnan(pooled["quality"]) and pooled["quality_metric"] == ""   # metrics are not averaged
+    assert view.loc[("t", "SpecDecode"), "quality"] == 1.0
+    with pytest.raises(ValueError, match="modelled_latency_s"):
+        an.latency_view(_latency_rows(), latency="modelled_latency_s")
 
 
 def test_qualities_are_keyed_by_task_and_temperature():
@@ -43,9 +63,9 @@ def test_qualities_are_keyed_by_task_and_temperature():
 
 def test_latency_and_where_each_wins_figures():
     import matplotlib.pyplot as plt
-    view = an.latency_view(_summary())
+    view = an.latency_view(_latency_rows(), n_resamples=200)
     fig = rerun_figures.latency_figure(view)
-    assert len(fig.get_axes()[0].collections) == view.groupby(["label", "gamma"]).ngroups
+    assert len(fig.get_axes()) == 3    # two tasks and the pooled panel
     wins = pd.DataFrame({"Drafter": [1.0, 2.0], "Verifier": [2.0, 1.0]}, index=["a", "b"])
     fig = rerun_figures.where_each_wins_figure(wins)
     assert len(fig.get_axes()[0].patches) == 4
@@ -78,3 +98,17 @@ def test_each_curve_end_carries_its_own_alpha_and_calls():
     assert diff_drafter["latency"] == pytest.approx(spec["latency"] * 24 / 30)
     assert diff_drafter["rejection_rate"] == 0.0 and diff_drafter["tokens_per_call"] == 1.0
     assert diff_spec["n_verifier_calls"] == spec["n_verifier_calls"] and diff_spec["latency"] == spec["latency"]
+
+
+def test_the_verdict_figure_draws_claims_that_are_not_measurable_or_not_reached():
+    """Estimates that are NaN (not measurable) or infinite (not reached) do not break the axes."""
+    import matplotlib.pyplot as plt
+    from tutorial_lib.views import verdicts
+    grid = pd.DataFrame([{"claim": claim, "task": "t", "temperature": 0.0, "verifier_cost": verifier, "c": c,
+                          "point": "", "estimate": value, "low": value, "high": value, "verdict": "does not hold",
+                          "unit": "u"}
+                         for claim, value in (("not measurable", np.nan), ("not reached", -np.inf), ("finite", -0.2))
+                         for verifier in ("as measured here", "one step per block") for c in (0.1, 0.5, 1.0)])
+    fig = verdicts.verdict_figure(grid, machine_c=0.5, paper_c=0.078)
+    assert len([ax for ax in fig.axes if ax.axison]) == 3
+    plt.close("all")

@@ -16,16 +16,20 @@ VERIFIER = (RNG.random(N) < 0.7).astype(float)
 DRAFTER = VERIFIER * (RNG.random(N) < 0.5)          # at most the verifier's, item by item
 
 
-def _config(label, method, rule, alpha, quality, *, rejected=0, accepted=10, time=1.0, gamma=1, temperature=1.0):
+def _config(label, method, rule, alpha, quality, *, rejected=0, accepted=10, time=1.0, gamma=1, temperature=1.0,
+            texts=None):
+    """One configuration's rows; each has its own texts unless `texts` says otherwise (as SpecDecode's)."""
+    texts = texts or [f"{label} {alpha} {i}" for i in range(len(quality))]
     return [{"task": "t", "example_id": f"x{i}", "config": f"{label}|{alpha}|g{gamma}|T{temperature}", "label": label,
              "method": method, "rule": rule, "alpha": alpha, "beta": "1.0", "gamma": gamma, "temperature": temperature,
-             "seed": i, "quality": float(q), "text": "", "n_tokens": 10, "n_verifier_calls": 10, "n_drafter_calls": 10,
+             "seed": i, "quality": float(q), "text": texts[i], "n_tokens": 10, "n_verifier_calls": 10, "n_drafter_calls": 10,
              "n_accepted": accepted, "n_rejected": rejected, "wall_time_s": time} for i, q in enumerate(quality)]
 
 
-def _gemma_rows(token_first: bool) -> pd.DataFrame:
-    """Token-V2 reaches the verifier's quality at rejection 0.1, Chow only at its SpecDecode end (0.3)
-    (or the other way round)."""
+def _gemma_rows(token_first: bool, *, both_reach: bool = False) -> pd.DataFrame:
+    """Token-V2 reaches the verifier's quality at rejection 0.1, Chow's own runs never (only its
+    SpecDecode end would, at 0.3) (or the other way round); `both_reach`: the other rule's own run at
+    alpha 0.05 reaches too, at rejection 0.25."""
     good, bad = ("token_v2", "chow") if token_first else ("chow", "token_v2")
     labels = {"token_v2": "SpecCascade [Token-V2]", "chow": "SpecCascade [Chow]"}
     rows = (_config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
@@ -33,6 +37,8 @@ def _gemma_rows(token_first: bool) -> pd.DataFrame:
             + _config(labels[good], "speculative", good, 0.5, VERIFIER, rejected=1, accepted=9)
             + _config(labels[bad], "speculative", bad, 0.5, DRAFTER, rejected=1, accepted=9)
             + _config(labels[bad], "speculative", bad, 0.2, DRAFTER, rejected=2, accepted=8))
+    if both_reach:
+        rows += _config(labels[bad], "speculative", bad, 0.05, VERIFIER, rejected=1, accepted=3)
     return pd.DataFrame(rows)
 
 
@@ -76,11 +82,77 @@ def test_not_reached_only_where_the_point_estimate_does_not_reach():
 
 @pytest.mark.parametrize("token_first,expected", [(True, claims.HOLDS), (False, claims.DOES_NOT_HOLD)])
 def test_gemma_claim_token_lower_rejection(token_first, expected):
-    table = claims.gemma_claims(_gemma_rows(token_first), n_resamples=500)
+    table = claims.gemma_claims(_gemma_rows(token_first, both_reach=True), n_resamples=500)
     row = table[table["claim"].str.startswith("[Token] matches")].iloc[0]
     assert row["verdict"] == expected
-    assert row["estimate"] == pytest.approx(0.2 if token_first else -0.2)
+    # rates 0.1 (the better rule) and 0.25, relative to SpecDecode's rate 0.3
+    assert row["spec_rate"] == pytest.approx(0.3)
+    assert row["mine_rate"] == pytest.approx(0.1 if token_first else 0.25)
+    assert row["estimate"] == pytest.approx((0.15 if token_first else -0.15) / 0.3)
     assert row["low"] <= row["estimate"] <= row["high"]
+
+
+def test_a_rule_is_not_credited_with_runs_that_are_not_its_own():
+    """Only SpecDecode beats the verifier: a Token rule's SpecDecode end (alpha = -1) and an interior
+    run with SpecDecode's texts are SpecDecode's runs, not the rule's; its own runs are worse."""
+    better = np.minimum(1.0, VERIFIER + (RNG.random(N) < 0.5))
+    spec_texts = [f"spec {i}" for i in range(N)]
+    rows = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
+        + _config("SpecDecode", "speculative", "spec", 0.0, better, rejected=3, accepted=7, texts=spec_texts)
+        + _config("SpecCascade [Token-V1]", "speculative", "token_v1", -1.0, better, rejected=3, accepted=7,
+                  texts=spec_texts)
+        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.1, better, rejected=3, accepted=7,
+                  texts=spec_texts)
+        + _config("SpecCascade [Token-V1]", "speculative", "token_v1", 0.5, DRAFTER, rejected=1, accepted=9)
+        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, DRAFTER, rejected=1, accepted=9))
+    kept, dropped = claims.own_configurations(rows)
+    assert set(dropped["alpha"]) == {-1.0, 0.1} and "SpecCascade [Token-V2]" not in set(kept["label"])
+    table = claims.gemma_claims(rows, n_resamples=500).set_index("claim")
+    beats = table.loc["[Token] beats the large model's quality"]
+    assert beats["estimate"] == pytest.approx(DRAFTER.mean() - VERIFIER.mean())
+    assert beats["verdict"] == claims.DOES_NOT_HOLD and "alpha 0.5" in beats["detail"]
+    # the noise floor beside it is SpecDecode minus the verifier
+    assert beats["noise_floor"] == pytest.approx(better.mean() - VERIFIER.mean())
+    assert beats["noise_floor_low"] <= beats["noise_floor"] <= beats["noise_floor_high"]
+    matches = table.loc["[Token] matches the large model's quality at a lower rejection rate"]
+    assert matches["verdict"] == claims.NOT_MEASURABLE and "0 by construction" in matches["reason"]
+    assert np.isnan(matches["estimate"])
+
+
+def test_lossy_equal_to_specdecode_is_not_measurable():
+    spec_texts = [f"spec {i}" for i in range(N)]
+    rows = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0)
+        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7, texts=spec_texts,
+                  temperature=0.0)
+        + _config("SpecDecode [Lossy]", "speculative", "lossy", 0.5, VERIFIER, rejected=3, accepted=7,
+                  texts=spec_texts, temperature=0.0)
+        + _config("SpecCascade [Token-V1]", "speculative", "token_v1", 0.5, VERIFIER, rejected=1, accepted=9,
+                  temperature=0.0))
+    _, dropped = claims.own_configurations(rows)
+    assert list(dropped["label"]) == ["SpecDecode [Lossy]"]
+    assert dropped["reason"].iloc[0] == "its texts equal SpecDecode's on every item"
+
+
+def test_the_selection_aware_interval_covers_zero_when_every_configuration_has_one_law():
+    """Seven configurations and the verifier drawn from one law: the best configuration's quality
+    minus the verifier's, with the interval `_beats_verifier` uses, covers the true 0 in about 95%
+    of repetitions (at least 95% within binomial noise; not the trivial 100%)."""
+    from scipy import stats
+    from tutorial_lib import intervals
+    rng = np.random.default_rng(7)
+    n_items, n_configs, repetitions = 60, 7, 200
+    covered = 0
+    for repetition in range(repetitions):
+        quality = (rng.random((n_configs + 1, n_items)) < 0.55).astype(float)   # row 0: the verifier
+        point, distribution = intervals.resample_items(lambda idx: quality[:, idx].mean(1), n_items,
+                                                       n_resamples=300, seed=repetition)
+        best, low, high = intervals.best_of(point[1:] - point[0], distribution[1:] - distribution[0])
+        covered += low <= 0 <= high
+    below = stats.binomtest(covered, repetitions, 0.95, alternative="less").pvalue
+    assert below > 0.01, f"covered 0 in {covered} of {repetitions}: below 95%"
+    assert covered < repetitions, "the interval is trivially wide"
 
 
 def _t5_rows() -> pd.DataFrame:
@@ -103,20 +175,36 @@ def test_t5_claims_on_a_constructed_run():
     assert opt["verdict"] == claims.HOLDS and opt["estimate"] == pytest.approx(0.4 - 0.2)
     assert table.loc["Sequential cascades are not the best at the verifier's latency", "estimate"] == pytest.approx(
         VERIFIER.mean() - DRAFTER.mean())
-    assert set(table["verdict"]) <= {claims.HOLDS, claims.DOES_NOT_HOLD, claims.NOT_RESOLVED}
+    assert set(table["verdict"]) <= set(claims.VERDICTS)
 
 
-def test_cross_run_claim_needs_both_runs():
+def test_cross_run_claim_uses_one_unit_on_both_runs():
     gemma = claims.gemma_claims(_gemma_rows(True), n_resamples=300)
     assert "OPT helps less with Gemma than with T5" not in set(gemma["claim"])
+    # Gemma-style: OPT reaches at rejection 0.2, Diff at 0.1, SpecDecode's rate 0.3 -> (0.1 - 0.2) / 0.3
     rows = pd.concat([_gemma_rows(True), pd.DataFrame(
-        _config("SpecCascade [OPT]", "speculative", "opt", 0.5, DRAFTER, rejected=1, accepted=9)
+        _config("SpecCascade [OPT]", "speculative", "opt", 0.5, VERIFIER, rejected=2, accepted=8)
         + _config("SpecCascade [Diff]", "speculative", "diff", 0.5, VERIFIER, rejected=1, accepted=9))])
-    t5 = _t5_rows().assign(temperature=1.0)
+    # T5 (gamma 5): OPT at 0.1, Chow at 0.4, SpecDecode 0.5 -> (0.4 - 0.1) / 0.5
+    t5 = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER, gamma=5)
+        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=5, accepted=5, gamma=5)
+        + _config("SpecCascade [OPT]", "speculative", "opt", 0.5, VERIFIER, rejected=1, accepted=9, gamma=5)
+        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, VERIFIER, rejected=4, accepted=6, gamma=5))
     both = claims.gemma_claims(rows, t5_rows=t5, n_resamples=300).set_index("claim")
     row = both.loc["OPT helps less with Gemma than with T5"]
-    # T5: OPT 0.4 vs Chow never -> +inf advantage; Gemma: OPT reaches only at its spec end (0.7) vs Diff 0.9
-    assert row["estimate"] == np.inf and row["verdict"] == claims.HOLDS
+    assert row["estimate"] == pytest.approx(0.3 / 0.5 - (-0.1 / 0.3))
+    assert row["verdict"] == claims.HOLDS and row["unit"].startswith("rejection-rate reduction")
+    with pytest.raises(ValueError, match="one unit on both sides"):
+        claims.gemma_claims(rows, t5_rows=t5, t5_cost="wall_time_s", n_resamples=300)
+    # none of OPT, Chow, Diff reaches on the Gemma side: 0 by construction, so not measurable
+    unreached = pd.concat([_gemma_rows(False), pd.DataFrame(
+        _config("SpecCascade [OPT]", "speculative", "opt", 0.5, DRAFTER, rejected=1, accepted=9)
+        + _config("SpecCascade [Diff]", "speculative", "diff", 0.5, DRAFTER, rejected=1, accepted=9))])
+    unreached = unreached[~((unreached["label"] == "SpecCascade [Chow]"))]
+    row = claims.gemma_claims(unreached, t5_rows=t5, n_resamples=300).set_index("claim").loc[
+        "OPT helps less with Gemma than with T5"]
+    assert row["verdict"] == claims.NOT_MEASURABLE and "Gemma-style" in row["reason"]
 
 
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "results"
@@ -129,5 +217,7 @@ def test_claims_run_on_a_committed_gemma_style_sweep():
         pytest.fail("no committed gemma-offline rows in data/results/")
     rows = pd.DataFrame(rows_file.read_rows(folders[0]))
     table = claims.gemma_claims(rows, n_resamples=300)
-    assert len(table) and set(table["verdict"]) <= {claims.HOLDS, claims.DOES_NOT_HOLD, claims.NOT_RESOLVED}
-    assert (table["low"] <= table["high"]).all()
+    assert len(table) and set(table["verdict"]) <= set(claims.VERDICTS)
+    measured = table[table["verdict"] != claims.NOT_MEASURABLE]
+    assert (measured["low"] <= measured["high"]).all()
+    assert table.loc[table["verdict"] == claims.NOT_MEASURABLE, "reason"].str.len().gt(0).all()

@@ -54,7 +54,7 @@ def test_every_canonical_solution_passes_in_the_sandbox():
 @pytest.mark.parametrize("index", [0, 10, 32, 38, 129, 151])
 def test_a_reply_of_the_body_alone_completes_the_prompt(index):
     problem, example = PROBLEMS[index], TASK["examples"][index]
-    assert humaneval.humaneval_pass(problem["canonical_solution"], example) == 1.0
+    assert metrics.humaneval_pass(problem["canonical_solution"], example) == 1.0
     assert humaneval.program(problem, problem["canonical_solution"]).startswith(problem["prompt"])
 
 
@@ -70,14 +70,14 @@ def test_wrong_solutions_fail(index):
                  "class Liar:\n        def __eq__(self, other):\n            return True\n"
                  "        def __lt__(self, other):\n            return True\n    return Liar()"):
         reply = f"```python\ndef {entry}({arguments}):\n    {body}\n```"
-        assert humaneval.humaneval_pass(reply, example) == 0.0, (problem["task_id"], body)
+        assert metrics.humaneval_pass(reply, example) == 0.0, (problem["task_id"], body)
 
 
 def test_an_almost_right_solution_fails():
     example = TASK["examples"][0]  # has_close_elements: < threshold, not <=
     wrong = ("```python\ndef has_close_elements(numbers, threshold):\n"
              "    return any(abs(a - b) <= threshold + 1 for i, a in enumerate(numbers) for b in numbers[i + 1:])\n```")
-    assert humaneval.humaneval_pass(wrong, example) == 0.0
+    assert metrics.humaneval_pass(wrong, example) == 0.0
 
 
 def test_the_prompt_asks_for_the_whole_function_zero_shot():
@@ -93,6 +93,6 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="problem must be a HumanEval record"):
         humaneval.check_tests({"task_id": "x"})
     with pytest.raises(ValueError, match="example must be a humaneval task example"):
-        humaneval.humaneval_pass("def f(): pass", {"info": {}})
+        metrics.humaneval_pass("def f(): pass", {"info": {}})
     with pytest.raises(ValueError, match="code must be a str"):
         humaneval.program(PROBLEMS[0], None)

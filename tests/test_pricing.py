@@ -17,13 +17,19 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 # t_q(k) = 0.01 + 0.004 (k - 1), t_p(k) = 0.1 + 0.03 (k - 1): straight lines, so a call's price is
 # (calls x intercept) + (tokens fed x slope), which the sessions' feed logs count independently.
 T_Q, DQ, T_P, DP, OVERHEAD, BLOCK = 0.01, 0.004, 0.1, 0.03, 0.002, 0.0005
+# each rule's target computation per block: SpecDecode's at the gamma overhead_block was measured at
+# (max_k - 1 = 3) is inside BLOCK; Chow's at gamma 1 and 4 cost more
+# (Diff and OPT given one cost, so that rows with the same calls get the same price)
+TARGETS = {"target_spec@g3": 0.0002, "target_spec@g1": 0.0001, "target_chow@g1": 0.0004, "target_chow@g4": 0.0009,
+           "target_diff@g3": 0.0006, "target_opt@g3": 0.0006}
 PREFILL = {"drafter": 0.05, "verifier": 0.7}
 ENCODER = {"drafter": 0.02, "verifier": 0.3}
 
 
 def linear_calibration(max_k=4):
     return Calibration.synthetic(T_Q, [T_P + DP * (k - 1) for k in range(1, max_k + 1)], overhead=OVERHEAD,
-                                 others={"drafter_k2": T_Q + DQ, "overhead_block": BLOCK, **{f"prefill_{m}": s for m, s in PREFILL.items()},
+                                 others={"drafter_k2": T_Q + DQ, "overhead_block": BLOCK, **TARGETS,
+                                         **{f"prefill_{m}": s for m, s in PREFILL.items()},
                                          **{f"encoder_{m}": s for m, s in ENCODER.items()}})
 
 
@@ -46,8 +52,29 @@ def test_a_synthetic_calibration_is_reproduced_exactly():
     table = pricing.price_rows([row], cal)
     assert table[pricing.ACCELERATOR_COLUMN].iloc[0] == pytest.approx(expected_flat, rel=1e-12)
     assert table[pricing.LATENCY_COLUMN].iloc[0] == pytest.approx(expected, rel=1e-12)
-    # a speculative row also pays the engine's work per block: one per verifier call (6 here)
-    assert pricing.row_latency({**row, "method": "speculative"}, cal) == pytest.approx(expected + 6 * BLOCK, rel=1e-12)
+    # a speculative row also pays the engine's work per block: one per verifier call (6 here), at its own
+    # rule's and gamma's cost
+    spec = {**row, "method": "speculative", "rule": "spec", "gamma": 3}
+    assert pricing.row_latency(spec, cal) == pytest.approx(expected + 6 * BLOCK, rel=1e-12)
+    chow = {**spec, "rule": "chow", "gamma": 4}
+    assert pricing.row_latency(chow, cal) == pytest.approx(expected + 6 * (BLOCK - 0.0002 + 0.0009), rel=1e-12)
+
+
+def test_every_rule_is_priced_with_its_own_block_cost():
+    cal = linear_calibration(max_k=4)
+    row = counted_row(verifier_calls_by_k=[4], drafter_calls_by_k=[4], method="speculative", gamma=1)
+    spec, chow = (pricing.row_latency({**row, "rule": rule}, cal) for rule in ("spec", "chow"))
+    assert chow - spec == pytest.approx(4 * (0.0004 - 0.0001), rel=1e-9)
+    with pytest.raises(ValueError, match="target_opt@g1.*priced as SpecDecode"):   # calibrated at gamma 3 only
+        pricing.row_latency({**row, "rule": "opt"}, cal)
+    # measured: each rule's own computation, stored by rule name (Lossy* apart from lossy)
+    from tutorial_lib.decoding.calibration import rule_block_costs, rule_key
+    measured = rule_block_costs(cal, [("opt", "1.0", 0.5, 1), ("lossy", "normalize", 0.9, 1), ("lossy", "1.0", 0.9, 1)],
+                                vocab_size=64, repeats=5, progress=False)
+    assert {"opt": [1, 3], "lossy*": [1], "lossy": [1], "spec": [1, 3], "chow": [1, 4], "diff": [3]} == \
+        measured.rule_blocks
+    assert rule_key("lossy", "normalize") == "lossy*" and rule_key("chow") == "chow"
+    assert pricing.row_latency({**row, "rule": "opt"}, measured) > 0
 
 
 def test_counts_without_the_kinds_they_need_are_refused():
@@ -175,15 +202,18 @@ def test_intervals_relative_latency_and_model_error(greedy_sweep):
         pricing.model_error(rows)
 
 
-def test_bootstrap_interval_is_scipys():
+def test_bootstrap_interval_is_the_intervals_modules():
+    """scipy's resamples of the items, read by the package's one quantile convention (inverted_cdf)."""
     from scipy import stats
     rng = np.random.default_rng(1)
     values = rng.gamma(2.0, 0.1, size=40)
     table = pd.DataFrame({"task": "t", "config": "c", pricing.LATENCY_COLUMN: values})
     got = pricing.latency_intervals(table, n_resamples=2000, seed=3).iloc[0]
-    ref = stats.bootstrap((values,), np.mean, n_resamples=2000, method="percentile", random_state=3)
-    assert got["ci_low_s"] == pytest.approx(ref.confidence_interval.low)
-    assert got["ci_high_s"] == pytest.approx(ref.confidence_interval.high)
+    ref = stats.bootstrap((values,), np.mean, n_resamples=2000, method="percentile",
+                          random_state=np.random.default_rng(3))
+    low, high = np.quantile(ref.bootstrap_distribution, [0.025, 0.975], method="inverted_cdf")
+    assert got["ci_low_s"] == pytest.approx(low) and got["ci_high_s"] == pytest.approx(high)
+    assert abs(got["ci_low_s"] - ref.confidence_interval.low) < 0.01   # the same interval up to the convention
 
 
 def test_a_sweep_is_calibrated_once_and_reused(greedy_sweep, tmp_path):
@@ -195,11 +225,21 @@ def test_a_sweep_is_calibrated_once_and_reused(greedy_sweep, tmp_path):
     cal = pricing.calibrate_for_sweep(pair, folder, gammas=[3], repeats=5, progress=False)
     assert (folder / "calibration.json").exists()
     assert cal.max_k == 4 and cal.context_tokens == 6 and cal.repeats == 5
-    assert all(len(v) == 5 for v in cal.samples.values())
+    assert all(len(v) == 5 for k, v in cal.samples.items() if not k.startswith("target_"))
+    # each rule of the sweep got its own block cost, at the sweep's gamma
+    assert {r for r in rows["rule"].dropna() if r != "spec"} <= set(cal.rule_blocks)
+    assert all(3 in gammas for gammas in cal.rule_blocks.values())
     assert {"prefill_drafter", "prefill_verifier", "overhead"} <= set(cal.samples)
-    again = pricing.calibrate_for_sweep(pair, folder, gammas=[1, 3], progress=False)
+    again = pricing.calibrate_for_sweep(pair, folder, gammas=[3], progress=False)
     assert again == cal                                                   # reused, not measured again
     assert pricing.load_sweep_calibration(folder) == cal
+    # a block size the rows do not run (a latency run's): the calls are reused, the rules' blocks at
+    # that gamma are added and stored
+    wider = pricing.calibrate_for_sweep(pair, folder, gammas=[1, 3], progress=False)
+    assert {k: v for k, v in wider.samples.items() if k in cal.samples} == cal.samples
+    assert all(1 in gammas for gammas in wider.rule_blocks.values())
+    assert pricing.load_sweep_calibration(folder) == wider
+    cal = wider
     records = (ev.ModelRecord(pair.drafter.name), ev.ModelRecord(pair.verifier.name))
     assert pricing.calibrate_for_sweep(records, folder, gammas=[3]) == cal  # models not loaded: the stored one
     with pytest.raises(ValueError, match="recalibrate=True"):
@@ -235,23 +275,40 @@ def test_rows_of_the_batched_runner_are_priced(tmp_path):
     # a prefill and then 5 one-token calls of the verifier alone, as `generate` would make them
     assert list(verifier_rows[pricing.LATENCY_COLUMN]) == pytest.approx([0.7 + OVERHEAD + 5 * (T_P + OVERHEAD)] * 5)
     cascade = priced[priced["method"] == "speculative"]
-    expected = 0.05 + 0.7 + 2 * OVERHEAD + 5 * (T_Q + T_P + 2 * OVERHEAD) + 6 * BLOCK
+    expected = 0.05 + 0.7 + 2 * OVERHEAD + 5 * (T_Q + T_P + 2 * OVERHEAD) + 6 * (BLOCK - 0.0002 + 0.0004)
     assert list(cascade[pricing.LATENCY_COLUMN]) == pytest.approx([expected] * 5)
 
 
 def test_prefills_are_priced_at_the_rows_prompt_length():
-    cal = Calibration({"drafter_step": [0.01], "verifier_k1": [0.1], "prefill_verifier": [1.0],
-                       "prefill_verifier@100": [3.0], "prefill_verifier@20": [0.5]}, context_tokens=50)
-    assert cal.prefill_time("prefill_verifier") == 1.0                  # no length: at context_tokens
-    assert cal.prefill_time("prefill_verifier", 75) == pytest.approx(2.0)
-    assert cal.prefill_time("prefill_verifier", 35) == pytest.approx(0.75)
-    assert cal.prefill_time("prefill_verifier", 150) == pytest.approx(5.0)  # the last segment continued
-    assert cal.prefill_time("prefill_verifier", 5) == pytest.approx(0.25)  # the first segment continued
+    # on a straight line (0.025 s per token) the least-squares fit is that line, beyond the lengths too
+    cal = Calibration({"drafter_step": [0.01], "verifier_k1": [0.1], "prefill_verifier": [1.25],
+                       "prefill_verifier@100": [2.5], "prefill_verifier@20": [0.5]}, context_tokens=50)
+    assert cal.prefill_time("prefill_verifier") == 1.25                  # no length: at context_tokens
+    for n, seconds in ((75, 1.875), (35, 0.875), (150, 3.75), (5, 0.125)):
+        assert cal.prefill_time("prefill_verifier", n) == pytest.approx(seconds)
     row = counted_row(verifier_prefills=1, prompt_tokens=75)
-    assert pricing.row_latency(row, cal) == pytest.approx(2.0)
-    assert pricing.row_latency({**row, "prompt_tokens": float("nan")}, cal) == pytest.approx(1.0)
+    assert pricing.row_latency(row, cal) == pytest.approx(1.875)
+    assert pricing.row_latency({**row, "prompt_tokens": float("nan")}, cal) == pytest.approx(1.25)
     flat = pricing.accelerator_calibration(cal)
     assert flat.prefill_time("prefill_verifier", 75) == pytest.approx(0.1)
+
+
+def test_prefill_pricing_is_monotone_in_the_prompt_length():
+    """Noise between two close lengths (here the longer one measured faster) never makes a longer
+    prompt cheaper: the fit's slope is held at >= 0; the committed runs' calibrations too."""
+    from pathlib import Path
+    noisy = Calibration({"drafter_step": [0.01], "verifier_k1": [0.1], "prefill_verifier": [2.0, 2.2],
+                         "prefill_verifier@52": [1.8, 1.9]}, context_tokens=50)
+    lengths = np.arange(1, 400, 7)
+    prices = [noisy.prefill_time("prefill_verifier", int(n)) for n in lengths]
+    assert np.all(np.diff(prices) >= 0) and prices[0] == pytest.approx(np.mean([2.0, 2.2, 1.8, 1.9]))
+    committed = sorted((Path(__file__).resolve().parents[1] / "data" / "results").glob("*/calibration.json"))
+    assert committed, "no committed calibration"
+    for path in committed:
+        cal = Calibration.load(path)
+        for kind in [k for k in cal.samples if k.startswith(("prefill_", "encoder_")) and "@" not in k]:
+            prices = [cal.prefill_time(kind, int(n)) for n in lengths]
+            assert np.all(np.diff(prices) >= -1e-15), (path.parent.name, kind)
 
 
 def test_a_sweep_of_two_tasks_times_prefills_at_each_tasks_length(tmp_path):
@@ -263,4 +320,4 @@ def test_a_sweep_of_two_tasks_times_prefills_at_each_tasks_length(tmp_path):
     cal = pricing.calibrate_for_sweep(pair, tmp_path, gammas=[1], progress=False)
     assert cal.context_tokens == 13                       # the median of the two tasks' medians, 5 and 21
     assert {"prefill_verifier@5", "prefill_verifier@21", "encoder_drafter@5", "encoder_verifier@21"} <= set(cal.samples)
-    assert cal.prefill_time("encoder_verifier", 21) == pytest.approx(cal.median("encoder_verifier@21"))
+    assert cal.prefill_time("encoder_verifier", 21) >= cal.prefill_time("encoder_verifier", 5)

@@ -63,7 +63,7 @@ MOVED = {
     "options": "decoding.options",
     "paired": "stats.paired",
     "plotting": "views.figures",
-    "pricing": "sweeps.pricing",
+    "pricing": "stats.pricing",
     "rejection": "lessons.rejection",
     "rerun_figures": "views.reruns",
     "reruns": "sweeps.reruns",
@@ -89,6 +89,7 @@ MOVED = {
 #: `tl.<module>`: every module by its short name.
 MODULES = {**MOVED, "checks": "checks", "models": "models", "views": "views", "synthetic_t5": "models.synthetic_t5",
            "lockstep": "decoding.lockstep", "offline_models": "models.offline", "humaneval": "tasks.humaneval",
+           "intervals": "stats.intervals", "hardware": "stats.hardware", "report": "stats.report",
            **{wing: wing for wing in WINGS}}
 
 #: `tl.<name>`: the functions, classes and constants the notebooks and the README use, by their module.

@@ -11,9 +11,17 @@ For a loaded drafter $q$ / verifier $p$ pair on its device, `calibrate` measures
 | `encoder_drafter`, `encoder_verifier` | the encoder pass of an encoder-decoder model (`model.start`) |
 | `prefill_<model>@<n>`, `encoder_<model>@<n>` | the same on a prompt of n tokens (`prefill_lengths`; `prefill_time` interpolates) |
 | `overhead` | the engine's fixed per-call cost: plain decoding's wall time minus its model time, per call |
-| `overhead_block` | what a speculative block costs beyond its calls (drafting, verification, the trace): speculative decoding's wall time minus its model time and per-call overheads, per verifier call |
+| `overhead_block` | what a speculative block costs beyond its calls (drafting, verification, the trace): speculative decoding's wall time minus its model time and per-call overheads, per verifier call (measured with `rule="spec"` at gamma = `max_k` - 1) |
+| `target_<rule>@g<gamma>` | one block's target computation and verification for that rule (`block_targets` + `verify_block` on laws of the pair's vocabulary size), per rule and gamma the sweep runs (`rule_block_costs`) |
 
-exactly as `tutorial_lib.engine` makes these calls (`Session.feed` with the same `keep`, logits
+**Each rule's block.** Computing a rule's target costs more than SpecDecode's (OPT's TV distance,
+the Token rules' acceptance sets, Lossy*'s normalising beta), so one `overhead_block` for every rule
+under-prices the cascades. `rule_block_costs` times each rule's own target computation and
+verification on a block of `gamma` laws of the pair's vocabulary size, and
+`block_overhead_for(rule, gamma)` is `overhead_block` with SpecDecode's share (at the gamma it was
+measured at) replaced by the rule's own at its gamma.
+
+Calls are made exactly as `tutorial_lib.engine` makes these calls (`Session.feed` with the same `keep`, logits
 copied back to the host), so the times include what the engine pays. Each call after the context
 is cropped away again, so every repeat sees the same cache. One round runs every measurement once,
 in a shuffled order (a machine that slows down mid-way slows every kind alike); after one warm-up
@@ -34,14 +42,15 @@ import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import torch
 
 from ..checks import check_whole_number
 from ..maths import latency
 
-__all__ = ["Calibration", "calibrate", "CALL_KINDS"]
+__all__ = ["Calibration", "calibrate", "CALL_KINDS", "rule_key", "target_kind", "rule_block_costs", "sweep_rules"]
 
 CALL_KINDS = ("drafter_step", "drafter_k2", "verifier", "prefill_drafter", "prefill_verifier", "encoder_drafter",
               "encoder_verifier", "overhead", "overhead_block")
@@ -49,6 +58,17 @@ CALL_KINDS = ("drafter_step", "drafter_k2", "verifier", "prefill_drafter", "pref
 
 def _verifier_key(k: int) -> str:
     return f"verifier_k{k}"
+
+
+def rule_key(rule: str, beta=1.0) -> str:
+    """The name a rule's block cost is stored under: the rule, or `lossy*` for lossy SpecDecode with
+    the normalising beta (Lossy*: its target solves for beta at every position)."""
+    return "lossy*" if rule == "lossy" and str(beta) == "normalize" else str(rule)
+
+
+def target_kind(rule: str, gamma: int, beta=1.0) -> str:
+    """The calibration kind of `rule`'s block cost at block size `gamma`."""
+    return f"target_{rule_key(rule, beta)}@g{int(gamma)}"
 
 
 @dataclass
@@ -94,8 +114,35 @@ class Calibration:
 
     @property
     def block_overhead_s(self) -> float:
-        """The engine's cost per speculative block beyond its calls' (0 if it was not measured)."""
+        """The engine's cost per speculative block beyond its calls' (0 if it was not measured), as
+        measured with SpecDecode's rule; `block_overhead_for` prices another rule's block."""
         return self.median("overhead_block") if "overhead_block" in self.samples else 0.0
+
+    @property
+    def rule_blocks(self) -> Dict[str, List[int]]:
+        """The rules (`rule_key`) whose block costs were measured, each with its gammas."""
+        out: Dict[str, List[int]] = {}
+        for kind in self.samples:
+            if kind.startswith("target_"):
+                rule, _, gamma = kind[len("target_"):].rpartition("@g")
+                out.setdefault(rule, []).append(int(gamma))
+        return {rule: sorted(gammas) for rule, gammas in out.items()}
+
+    def block_overhead_for(self, rule: str, gamma: int, beta=1.0) -> float:
+        """The engine's cost per speculative block of `rule` at block size `gamma` beyond its calls:
+        `overhead_block` (measured with SpecDecode at gamma = `max_k` - 1) with SpecDecode's target
+        and verification there replaced by this rule's at `gamma` (module docstring). Without an
+        `overhead_block` it is 0; a calibration that has one but not this rule's block cost is refused
+        (it would price the rule as SpecDecode)."""
+        if "overhead_block" not in self.samples:
+            return 0.0
+        key, reference = target_kind(rule, gamma, beta), target_kind("spec", self.max_k - 1)
+        missing = [k for k in (key, reference) if k not in self.samples]
+        if missing:
+            raise ValueError(f"this calibration has no block cost {' or '.join(missing)} (it has "
+                             f"{self.rule_blocks or 'none'}), so rule {rule!r} at gamma={gamma} would be priced as "
+                             "SpecDecode; add them with calibration.rule_block_costs(calibration, rules, vocab_size).")
+        return max(self.block_overhead_s - self.median(reference) + self.median(key), 0.0)
 
     def t_q(self, with_overhead: bool = True) -> float:
         """$t_q$: one drafter step, seconds (plus the engine's per-call overhead unless told not to)."""
@@ -153,20 +200,32 @@ class Calibration:
         return latency.best_gamma(acceptance, self.t_q(), self.t_p, self.max_k - 1 if max_gamma is None else max_gamma,
                                   self.t_q2())
 
+    def prefill_fit(self, kind: str) -> Tuple[float, float]:
+        """`(intercept, slope)` of a prefill or encoder pass's seconds against the prompt length: the
+        least-squares line through every round at every length measured (`context_tokens` and
+        `prefill_lengths`), with the slope held at >= 0 (a longer prompt never costs less: a
+        negative least-squares slope, which only noise between close lengths gives, becomes the flat
+        line at the mean). One length measured: the flat line at its median."""
+        points = [(self.context_tokens, v) for v in self.samples[kind]]
+        points += [(int(key.rpartition("@")[2]), v) for key in self.samples if key.startswith(kind + "@")
+                   for v in self.samples[key]]
+        lengths = np.array([p[0] for p in points], float)
+        seconds = np.array([p[1] for p in points], float)
+        if np.ptp(lengths) == 0:
+            return self.median(kind), 0.0
+        slope, intercept = np.polyfit(lengths, seconds, 1)
+        if slope < 0:
+            return float(seconds.mean()), 0.0
+        return float(intercept), float(slope)
+
     def prefill_time(self, kind: str, n_tokens: Optional[int] = None) -> float:
         """Seconds of a prefill or encoder pass (`kind` such as `"prefill_verifier"`) on a prompt of
-        `n_tokens`: linear in the prompt length through the lengths measured (`context_tokens` and
-        `prefill_lengths`), continued beyond them by the nearest segment; the median at
-        `context_tokens` where only that length was measured or `n_tokens` is None."""
-        points = {self.context_tokens: self.median(kind)}
-        points.update((int(key.rpartition("@")[2]), self.median(key)) for key in self.samples
-                      if key.startswith(kind + "@"))
-        if n_tokens is None or len(points) == 1:
+        `n_tokens`, from `prefill_fit` (monotone in the length); the median at `context_tokens` where
+        `n_tokens` is None."""
+        if n_tokens is None:
             return self.median(kind)
-        lengths = sorted(points)
-        i = max(1, min(len(lengths) - 1, sum(1 for L in lengths if L <= n_tokens)))
-        (x0, x1), (y0, y1) = lengths[i - 1:i + 1], (points[lengths[i - 1]], points[lengths[i]])
-        return max(y0 + (y1 - y0) * (n_tokens - x0) / (x1 - x0), 0.0)
+        intercept, slope = self.prefill_fit(kind)
+        return max(intercept + slope * n_tokens, 0.0)
 
     def textbook(self) -> "Calibration":
         """The same machine if scoring k tokens cost one step: $t_p(k) = t_p(1)$ for every measured k
@@ -213,14 +272,16 @@ class Calibration:
                   overhead: float = 0.0, others: Optional[Mapping[str, float]] = None,
                   note: str = "synthetic") -> "Calibration":
         """A calibration from chosen numbers: `t_p` is a function of k or the list $t_p(1), t_p(2), \\dots$;
-        `others` gives the seconds of other kinds (`drafter_k2`, `prefill_verifier`, `encoder_drafter`, ...)."""
+        `others` gives the seconds of other kinds (`drafter_k2`, `prefill_verifier`, `encoder_drafter`,
+        `target_<rule>@g<gamma>`, ...)."""
         cost = latency.verifier_cost(t_p)
         if not callable(t_p):
             max_k = len(t_p)
         else:
             max_k = check_whole_number(max_k, "max_k", 1)
         others = dict(others or {})
-        unknown = [kind for kind in others if kind not in CALL_KINDS or kind in ("verifier", "drafter_step", "overhead")]
+        unknown = [kind for kind in others if (kind not in CALL_KINDS and not kind.startswith("target_"))
+                   or kind in ("verifier", "drafter_step", "overhead")]
         if unknown:
             raise ValueError(f"others={unknown}: give t_q, t_p and overhead as arguments, other kinds from "
                              f"{', '.join(k for k in CALL_KINDS if k not in ('verifier', 'drafter_step', 'overhead'))}.")
@@ -370,3 +431,87 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
                        threads=torch.get_num_threads(), context_tokens=context_tokens, repeats=repeats,
                        machine=f"{platform.machine()} {platform.processor()}".strip(),
                        torch_version=torch.__version__)
+
+
+# ---- each rule's block ------------------------------------------------------------------------
+
+def sweep_rules(rows) -> List[tuple]:
+    """`(rule, beta, alpha, gamma)` of every speculative rule a sweep's rows run (one alpha each: the
+    median of its grid; the cost of a target does not depend on alpha's value), plus SpecDecode at
+    each gamma."""
+    import pandas as pd
+    table = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if "method" not in table or table.empty:
+        return []
+    speculative = table[table["method"] == "speculative"]
+    out = []
+    for (rule, beta, gamma), part in speculative.groupby(["rule", "beta", "gamma"], sort=True):
+        out.append((str(rule), beta, float(np.median(part["alpha"].astype(float))), int(gamma)))
+    return out
+
+
+def _random_laws(n: int, vocab_size: int, generator: torch.Generator) -> torch.Tensor:
+    """`n` peaked laws over `vocab_size` tokens (a language model's are far from uniform)."""
+    logits = 4.0 * torch.randn(n, vocab_size, generator=generator, dtype=torch.float32)
+    return torch.softmax(logits, dim=-1)
+
+
+def rule_block_costs(calibration: Calibration, rules: Sequence[tuple], vocab_size: int, *, repeats: int = 30,
+                     seed: int = 0, progress: bool = True) -> Calibration:
+    """A copy of `calibration` with each rule's block cost (`target_<rule>@g<gamma>`, seconds, one
+    sample per round): `rules` are `(rule, beta, alpha, gamma)` (`sweep_rules`); SpecDecode at the
+    gamma `overhead_block` was measured at is added, since `block_overhead_for` subtracts it. Each
+    round times, in a shuffled order, `verification.block_targets` and `verification.verify_block`
+    on one block of `gamma` random peaked laws of `vocab_size` tokens without input checks (the
+    engine's work per block that depends on the rule, as the engine runs it), at the calibration's
+    thread count; the first round warms up. The time is the process's CPU time divided by the thread
+    count, which jobs sharing the machine do not inflate as they inflate wall time (it assumes the
+    threads share the work evenly)."""
+    from ..maths.targets import trusted_inputs
+    from ..maths.verification import block_targets, verify_block
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
+        raise ValueError(f"vocab_size={vocab_size!r}: pass the number of tokens the pair's laws range over.")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 5:
+        raise ValueError(f"repeats={repeats!r}: take the median of at least 5 rounds.")
+    wanted = {target_kind(r, g, b): (r, b, a, g) for r, b, a, g in rules}
+    reference = target_kind("spec", calibration.max_k - 1)
+    if reference not in calibration.samples:   # kept where measured before: the other rules' costs were taken beside it
+        wanted.setdefault(reference, ("spec", 1.0, 0.0, calibration.max_k - 1))
+    generator = torch.Generator().manual_seed(seed)
+    blocks = {}
+    for kind, (rule, beta, alpha, gamma) in wanted.items():
+        q, p = _random_laws(gamma, vocab_size, generator), _random_laws(gamma, vocab_size, generator)
+        drafts = torch.multinomial(q, 1, generator=generator).T                     # (1, gamma)
+        beta_value = beta if str(beta) == "normalize" else float(beta)
+        blocks[kind] = (rule, beta_value, float(alpha), q, p, drafts)
+
+    n_threads = max(1, int(calibration.threads or 1))
+
+    def one_block(rule, beta, alpha, q, p, drafts) -> float:
+        # CPU time of this process over its threads, not wall time: other jobs on a loaded machine
+        # would otherwise be priced into every rule (the calibration's calls were timed on a quiet one)
+        start = time.process_time()
+        with trusted_inputs():   # as the engine runs it: its laws are valid by construction
+            pi, _ = block_targets(rule, q, p, alpha, q_unscaled=q, p_unscaled=p, beta=beta)
+            verify_block(pi.unsqueeze(0), q.unsqueeze(0), drafts, generator)
+        return (time.process_time() - start) / n_threads
+
+    from tqdm.auto import tqdm
+    threads = torch.get_num_threads()
+    torch.set_num_threads(n_threads)
+    samples: Dict[str, List[float]] = {kind: [] for kind in blocks}
+    rng = random.Random(seed)
+    try:
+        for round_ in tqdm(range(repeats + 1), desc="timing each rule's block", disable=not progress):
+            order = list(blocks)
+            rng.shuffle(order)
+            for kind in order:
+                seconds = one_block(*blocks[kind])
+                if round_:
+                    samples[kind].append(seconds)
+    finally:
+        torch.set_num_threads(threads)
+    merged = {**{k: list(v) for k, v in calibration.samples.items()}, **samples}
+    note = (calibration.note + "; " if calibration.note else "") + \
+        f"rule_block_costs: {len(samples)} rule blocks at V = {vocab_size}, {repeats} rounds"
+    return Calibration(**{**calibration.to_dict(), "samples": merged, "note": note})

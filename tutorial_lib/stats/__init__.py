@@ -1,6 +1,12 @@
 r"""What the rows say, with intervals.
 
-- `analysis`        - a sweep's curves, the paper's table and answer lengths.
+- `intervals`       - every interval of the tables, one way: items resampled, the percentile interval, one rule
+  for tiny and constant samples, bounds that hold for a selection of configurations at once.
+- `pricing`         - a sweep's rows priced from their counted calls with its stored calibration, per rule;
+  the model's signed error against wall time.
+- `analysis`        - a sweep's curves, the paper's table and answer lengths, latency per task and pooled.
+- `hardware`        - every latency claim re-priced over the drafter's relative cost c; where verdicts flip.
+- `report`          - the reruns' result files and the README regions rendered from them (`python -m tutorial_lib.stats.report`).
 - `paired`          - paired bootstrap differences to the verifier and SpecDecode (corpus BLEU from sacrebleu's statistics).
 - `curve_bootstrap` - the paper's table with bootstrap intervals over items.
 - `claims`          - the paper's T5 and Gemma claims checked (holds / does not hold / not resolved).
@@ -9,7 +15,7 @@ r"""What the rows say, with intervals.
 """
 import importlib
 
-__all__ = ['analysis', 'paired', 'curve_bootstrap', 'claims', 'token_curves']
+__all__ = ['analysis', 'claims', 'curve_bootstrap', 'hardware', 'intervals', 'paired', 'pricing', 'report', 'token_curves', 'token_report']
 
 
 def __getattr__(name: str):

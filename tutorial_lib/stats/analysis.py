@@ -2,11 +2,12 @@ r"""Analysis of a sweep's rows: curves, the paper's table (point estimates), ans
 
 A **curve** is one method's configurations over its $\alpha$ grid. Each point has
 
-$$\bar{Q}(c) = \frac{1}{n}\sum_x Q(c, x) \pm 1.96\,\frac{s_Q}{\sqrt n},\qquad
+$$\bar{Q}(c) = \frac{1}{n}\sum_x Q(c, x),\qquad
   L(c) = \frac{\sum_x \mathrm{time}(c, x)}{\sum_x \mathrm{time}(\text{verifier}, x)},\qquad
   r(c) = \frac{\sum_x \#\mathrm{rejected}(c, x)}{\sum_x \#\mathrm{judged}(c, x)},$$
 
-the mean quality with a normal-approximation 95% interval, the latency relative to the verifier
+the mean quality with its 95% percentile interval over items (`quality_low`, `quality_high`:
+`intervals.mean_interval`; `quality_ci` is half its width, for tables only), the latency relative to the verifier
 alone (the T5 plots) and the rejection rate (the Gemma plots; the drafter alone has $r = 0$, the
 verifier alone $r = 1$: every token is its own).
 
@@ -30,11 +31,12 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
+from . import intervals
 from ..sweeps.evaluation import Task
 
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
            "best_quality_within", "paper_table", "speculative_ranges", "qualities",
-           "COST_COLUMNS", "interval_points", "latency_view", "answer_lengths", "counts_calls", "saved_t5_run"]
+           "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "counts_calls", "saved_t5_run"]
 
 NOT_REACHED = "not reached"
 
@@ -70,7 +72,10 @@ def summarize(rows: pd.DataFrame, *, latency: str = "wall_time_s", cost_ratio: O
                       n_verifier_calls=("n_verifier_calls", "sum"), n_drafter_calls=("n_drafter_calls", "sum"),
                       n_accepted=("n_accepted", "sum"), n_rejected=("n_rejected", "sum"),
                       deferral_rate=("deferral_rate", "mean")).reset_index()
-    out["quality_ci"] = 1.96 * out["quality_sd"].fillna(0.0) / np.sqrt(out["n"])
+    # groups in the order of `out` (the same groupby, sort=False)
+    bounds = np.array([intervals.mean_interval(part["quality"].to_numpy(float))[1:] for _, part in grouped])
+    out["quality_low"], out["quality_high"] = bounds[:, 0], bounds[:, 1]
+    out["quality_ci"] = (out["quality_high"] - out["quality_low"]) / 2
     out["quality_metric"] = "mean"
     if tasks is not None:
         out = _with_corpus_quality(out, rows, tasks)
@@ -106,6 +111,8 @@ def _with_corpus_quality(out: pd.DataFrame, rows: pd.DataFrame, tasks) -> pd.Dat
     merged = out.merge(corpus[_GROUP + ["quality", "low", "high"]], on=_GROUP, how="left", suffixes=("", "_corpus"))
     found = merged["quality_corpus"].notna()
     merged.loc[found, "quality"] = merged.loc[found, "quality_corpus"]
+    merged.loc[found, "quality_low"] = merged.loc[found, "low"]
+    merged.loc[found, "quality_high"] = merged.loc[found, "high"]
     merged.loc[found, "quality_ci"] = (merged.loc[found, "high"] - merged.loc[found, "low"]) / 2
     merged.loc[found, "quality_sd"] = np.nan
     merged.loc[found, "quality_metric"] = "corpus"
@@ -299,12 +306,58 @@ def interval_points(summary: pd.DataFrame) -> pd.DataFrame:
     return points.drop(columns="quality_ci").round(3)
 
 
-def latency_view(summary: pd.DataFrame) -> pd.DataFrame:
-    """The batch-size-1 latency runs per (method, gamma, alpha), averaged over tasks: latency
-    relative to the verifier, tokens per verifier call, rejection rate and quality."""
-    return (summary.groupby(["label", "gamma", "alpha"])
-            .agg(latency=("latency", "mean"), tokens_per_call=("tokens_per_call", "mean"),
-                 rejection_rate=("rejection_rate", "mean"), quality=("quality", "mean")).reset_index())
+POOLED = "all tasks (pooled)"
+
+
+def latency_view(rows: pd.DataFrame, *, latency: str = "wall_time_s", tasks=None, reference_method: str = "verifier",
+                 n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    r"""Batch-size-1 latency runs per task **and pooled**, never a mean of ratios.
+
+    Per (task, temperature, method, gamma, alpha): the configuration's total `latency` over the items
+    it shares with the `reference_method` (the verifier alone at that temperature) divided by the
+    verifier's total on the same items, $\sum_x L(c, x) / \sum_x L(p, x)$, with the percentile
+    interval over items (`intervals.ratio_of_means`); tokens per verifier call and the rejection rate
+    as totals over totals; the task's quality in its own metric (`quality_metric`). The row with task
+    `POOLED` is the same total-over-total over every item of every task (items resampled together);
+    its quality is left empty: the tasks' metrics differ and are not averaged."""
+    from . import intervals
+    if rows.empty:
+        raise ValueError("no latency rows; run the latency configurations first.")
+    if latency not in rows:
+        raise ValueError(f"the rows have no column {latency!r}; price them first (pricing.price_rows) or pass "
+                         "latency='wall_time_s'.")
+    metrics_by_task = {t.name: t.metric_name for t in (tasks or [])}
+    out = []
+    for temperature, block in rows.groupby("temperature", sort=False):
+        reference = block[block["method"] == reference_method]
+        if reference.empty:
+            raise ValueError(f"no {reference_method!r} rows at T = {temperature:g}; relative latency needs them.")
+        base = reference.drop_duplicates(["task", "example_id"]).set_index(["task", "example_id"])[latency]
+        keys = ["label", "method", "gamma", "alpha"]
+        for key, group in block.groupby(keys, sort=False, dropna=False):
+            mine = group.drop_duplicates(["task", "example_id"]).set_index(["task", "example_id"])
+            items = mine.index.intersection(base.index)
+            parts = [(task, items[items.get_level_values(0) == task]) for task in dict.fromkeys(mine.index.get_level_values(0))]
+            for task, chosen in parts + [(POOLED, items)]:
+                if not len(chosen):
+                    continue
+                x, y = mine.loc[chosen, latency].to_numpy(float), base.loc[chosen].to_numpy(float)
+                ratio, low, high = intervals.ratio_of_means(x, y, n_resamples=n_resamples, confidence=confidence,
+                                                            seed=seed)
+                part = mine.loc[chosen]
+                judged = part["n_accepted"].sum() + part["n_rejected"].sum()
+                method = key[1]
+                rate = 0.0 if method == "drafter" else 1.0 if method == "verifier" else (
+                    part["n_rejected"].sum() / judged if judged else np.nan)
+                pooled = task == POOLED
+                out.append({"task": task, "temperature": temperature, **dict(zip(keys, key)), "n_items": len(chosen),
+                            "total_s": float(x.sum()), "verifier_total_s": float(y.sum()),
+                            "latency": ratio, "latency_low": low, "latency_high": high,
+                            "tokens_per_call": part["n_tokens"].sum() / max(part["n_verifier_calls"].sum(), 1),
+                            "rejection_rate": rate,
+                            "quality": np.nan if pooled else float(part["quality"].mean()),
+                            "quality_metric": "" if pooled else metrics_by_task.get(task, "mean quality")})
+    return pd.DataFrame(out)
 
 
 def answer_lengths(rows: pd.DataFrame, tasks: Sequence[Task], *, cost: Optional[str] = None) -> pd.DataFrame:

@@ -2,20 +2,39 @@ r"""The paper's claims about its T5 and Gemma experiments, checked on a sweep's 
 
 Each claim becomes one measured difference $\hat\Delta$ per (task, temperature[, gamma]), positive
 when the claim holds, computed from the curves of `curve_bootstrap` (the paper's table: reduction
-of cost at the verifier's quality, best quality within a cost), with a 95% percentile bootstrap
-interval $[l, h]$ over items (every method and the verifier on the same resamples, so the difference
-is paired). A curve that does not reach the verifier's quality has reduction $-\infty$; the best of
-a group of methods is taken inside every resample (the choice of the best is part of what is
-resampled), and two groups that both fail to reach differ by 0.
+of cost at the verifier's quality, best quality within a cost).
 
-Verdicts: **holds** when $l > 0$; **does not hold** when $h \le 0$ (the claim's side is excluded, or
-at best a tie); otherwise **not resolved at this sample size**, with the number of items that would
-resolve it if the effect stayed at its estimate: the interval's half-width shrinks as $1/\sqrt n$,
-so with $\widehat{se} = (h - l) / (2 z_{0.975})$,
+**What a rule is credited with.** A claim about a rule uses that rule's **own measured
+configurations** only (`own_configurations`): never the drafter's, SpecDecode's or the verifier's
+runs attached as the ends of its curve, not its alphas at the ends of its range (where its output
+law *is* SpecDecode's or the drafter's), and not a configuration whose texts equal SpecDecode's on
+every item (at $T = 0$ lossy SpecDecode is SpecDecode: exact, so nothing of its own to measure).
+Where a rule keeps no configuration of its own, the claim reads **not measurable here**, with the
+reason, and no number.
+
+**Intervals that include the selection.** A claim about "the best Token rule" or "the best other
+method" takes a maximum over several curves, which is biased upward even when nothing differs. Its
+interval comes from bounds that hold for every curve at once (`intervals.simultaneous_bounds` on
+the same resamples of the items, the whole computation redone per resample), so the selection is
+inside the interval: for a best-of group, $[\max L, \max U]$; for a difference of two groups,
+$[\max L_A - \max U_B,\ \max U_A - \max L_B]$. Beside each row, the **noise floor**: SpecDecode's
+quality minus the verifier's on the same items and seeds (two runs with one output law), with its
+percentile interval, in the task's quality unit: a quality difference inside it is what two
+identical methods differ by.
+
+**Units.** On the rejection-rate axis (Gemma-style) each rule's number is the rejection rate at which
+its curve first reaches the verifier's quality, and differences are reported as a reduction
+relative to SpecDecode's own rejection rate, $(\,r_B - r_A) / r_{\rm spec}$ (positive: A rejects less),
+with the rates themselves in the row. A claim that compares the two reruns (OPT with Gemma against
+OPT with T5) measures both on that same axis (the T5 rows count their rejections too).
+
+Verdicts: **holds** when $l > 0$; **does not hold** when $h \le 0$; **not measurable here** (see
+above); otherwise **not resolved at this sample size**, with the number of items that would resolve
+it if the effect stayed at its estimate: the interval's half-width shrinks as $1/\sqrt n$, so with
+$\widehat{se} = (h - l) / (2 z_{0.975})$,
 $$n_{\rm needed} = \Big\lceil n\,\Big(\frac{(z_{0.975} + z_{0.8})\,\widehat{se}}{|\hat\Delta|}\Big)^2 \Big\rceil,$$
-the size at which a two-sided 5% test detects $\hat\Delta$ with 80% power. It is left empty where
-$\hat\Delta$ is 0 or infinite or the interval unbounded (a method fails to reach in some resamples):
-then no size follows from the measured variance.
+the size at which a two-sided 5% test detects $\hat\Delta$ with 80% power (empty where $\hat\Delta$
+is 0 or infinite or the interval unbounded).
 
 The claims (the paper's section 6 and appendix, as `DIGEST.md` summarises them):
 
@@ -25,33 +44,38 @@ The claims (the paper's section 6 and appendix, as `DIGEST.md` summarises them):
   only at very low latency*, as two measurements: within the verifier's latency the best
   speculative cascade beats the best sequential one, and within the lowest latency a speculative
   cascade reaches, the best sequential cascade beats the best speculative one.
-- Gemma-style: *[Token] matches the large model's quality at a lower rejection rate* (best Token
-  rule's rejection-rate reduction minus the best of Chow, Diff, OPT and lossy SpecDecode); *[Token]
-  often beats the large model* (best Token quality at any rejection rate minus the verifier's);
-  *OPT helps less with Gemma than with T5* (OPT's reduction minus the best of Chow and Diff, with
-  Gemma minus the same with T5 at the same temperature; needs the T5 rows; independent resamples).
+- Gemma-style: *[Token] matches the large model's quality at a lower rejection rate* (the best Token
+  rule against the best of Chow, Diff, OPT and lossy SpecDecode); *[Token] often beats the large
+  model* (the best Token configuration's quality minus the verifier's); *OPT helps less with Gemma
+  than with T5* (OPT's rejection-rate advantage over the best of Chow and Diff, T5 minus
+  Gemma-style, both relative to SpecDecode's rate; independent resamples of the two runs).
 """
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from . import intervals
 from .curve_bootstrap import REJECTION, CurveBootstrap
-from .paired import item_scores
+from .paired import ItemScores, item_scores
+from ..maths.targets import LIVE_ALPHA_RANGES
 
-__all__ = ["HOLDS", "DOES_NOT_HOLD", "NOT_RESOLVED", "verdict", "n_needed", "t5_claims", "gemma_claims",
-           "TOKEN_RULES", "PREFIX_RULES", "SEQUENTIAL"]
+__all__ = ["HOLDS", "DOES_NOT_HOLD", "NOT_RESOLVED", "NOT_MEASURABLE", "VERDICTS", "verdict", "n_needed",
+           "own_configurations", "t5_claims", "gemma_claims", "TOKEN_RULES", "PREFIX_RULES", "SEQUENTIAL"]
 
 HOLDS, DOES_NOT_HOLD, NOT_RESOLVED = "holds", "does not hold", "not resolved at this sample size"
+NOT_MEASURABLE = "not measurable here"
+VERDICTS = (HOLDS, DOES_NOT_HOLD, NOT_RESOLVED, NOT_MEASURABLE)
 TOKEN_RULES = ("SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]")
 PREFIX_RULES = ("SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]")
 SEQUENTIAL = ("SeqCascade [Chow]", "TokenCascade [Chow]")
 _BASELINES = ("Drafter", "Verifier")
-_PLAIN = ("drafter", "verifier", "token_cascade", "seq_cascade")
+#: rules whose low alpha end is SpecDecode's law (Token-V3's is "the verifier's argmax only")
+_SPEC_END = {"lossy", "chow", "diff", "opt", "bild", "token_v1", "token_v2"}
 
 
 def verdict(low: float, high: float) -> str:
@@ -73,64 +97,169 @@ def n_needed(estimate: float, low: float, high: float, n: int, *, confidence: fl
     return float(math.ceil(n * ((z_alpha + scipy_stats.norm.ppf(power)) * se / abs(estimate)) ** 2))
 
 
-def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a - b where an infinity means "not reached" (or a difference that involved it): equal
-    infinities (both fail) differ by 0."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    with np.errstate(invalid="ignore"):
-        out = a - b
-    return np.where(np.isinf(a) & (a == b), 0.0, out)
+# ---- the rule's own configurations ------------------------------------------------------------------
+
+def _end_of_range(rule: str, alpha: float) -> str:
+    """"spec" or "drafter" where `alpha` is the end of `rule`'s range at which its law is that
+    method's, else ""."""
+    if rule not in LIVE_ALPHA_RANGES:
+        return ""
+    low, high = LIVE_ALPHA_RANGES[rule]
+    if rule in _SPEC_END and alpha <= low + 1e-9:
+        return "spec"
+    if alpha >= high - 1e-9:
+        return "drafter"
+    return ""
 
 
-def _text(value: float) -> str:
-    return "not reached" if np.isneginf(value) else f"{value:.3g}"
+def own_configurations(rows: pd.DataFrame) -> Tuple[pd.DataFrame, pd.DataFrame]:
+    """`(kept rows, dropped)`: the rows without the configurations that are not a rule's own
+    measurement (module docstring), and one row per dropped configuration with the `reason`."""
+    speculative = (rows["method"] == "speculative") & ~rows["rule"].isin(["spec"]) & rows["rule"].notna()
+    dropped = []
+    spec_texts = {(t, temp, g): part.set_index("example_id")["text"]
+                  for (t, temp, g), part in rows[rows["rule"] == "spec"].groupby(["task", "temperature", "gamma"])}
+    for (task, temperature, gamma, config), part in rows[speculative].groupby(
+            ["task", "temperature", "gamma", "config"], sort=False):
+        rule, alpha = part["rule"].iloc[0], float(part["alpha"].iloc[0])
+        end = _end_of_range(rule, alpha)
+        reason = {"spec": "the end of its range where its law is SpecDecode's",
+                  "drafter": "the end of its range where its law is the drafter's"}.get(end, "")
+        reference = spec_texts.get((task, temperature, gamma))
+        if not reason and reference is not None and "text" in part:
+            mine = part.set_index("example_id")["text"]
+            common = mine.index.intersection(reference.index)
+            if len(common) == len(mine) and (mine.loc[common] == reference.loc[common]).all():
+                reason = "its texts equal SpecDecode's on every item"
+        if reason:
+            dropped.append({"task": task, "temperature": temperature, "gamma": gamma, "config": config,
+                            "label": part["label"].iloc[0], "alpha": alpha, "reason": reason})
+    dropped = pd.DataFrame(dropped, columns=["task", "temperature", "gamma", "config", "label", "alpha", "reason"])
+    return rows[~rows["config"].isin(set(dropped["config"]))], dropped
 
 
-def _best(boot: CurveBootstrap, labels: Sequence[str], gamma, name: str, budget: float = 1.0) -> Optional[tuple]:
-    """`(point, resampled, best label)` of the best of `labels` for statistic `name` (None if none ran)."""
-    configs = boot.scores.configs
-    plain = set(configs.loc[configs["method"].isin(_PLAIN), "label"])  # run at one gamma: they do not depend on it
-    curves = [c for c in boot.curves if c[0] in labels and (c[1] == gamma or c[0] in plain)]
+# ---- statistics with selection-aware intervals -------------------------------------------------------
+
+class _Group:
+    """The best of some curves for one statistic: point, resampled values and simultaneous bounds."""
+
+    def __init__(self, boot: CurveBootstrap, curves: Sequence[tuple], name: str, budget: float, bounds: dict):
+        self.curves = list(curves)
+        values = [boot.value(name, c, budget) for c in self.curves]
+        self.points = np.array([v[0] for v in values]) if values else np.zeros(0)
+        self.low = np.array([bounds[(name, budget, c)][0] for c in self.curves])
+        self.high = np.array([bounds[(name, budget, c)][1] for c in self.curves])
+
+    @property
+    def empty(self) -> bool:
+        return not self.curves
+
+    @property
+    def best(self) -> float:
+        return float(self.points.max())
+
+    @property
+    def label(self) -> str:
+        return self.curves[int(np.argmax(self.points))][0]
+
+
+def _bounds(boot: CurveBootstrap, curves: Sequence[tuple], name: str, budget: float, confidence: float) -> dict:
+    """Simultaneous bounds over every curve of the claim (one family per claim)."""
     if not curves:
-        return None
+        return {}
     values = [boot.value(name, c, budget) for c in curves]
     points = np.array([v[0] for v in values])
-    resampled = np.max(np.vstack([v[1] for v in values]), axis=0) if values[0][1].size else values[0][1]
-    return float(points.max()), resampled, curves[int(np.argmax(points))][0]
+    distribution = np.vstack([v[1] for v in values])
+    low, high = intervals.simultaneous_bounds(points, distribution, confidence)
+    return {(name, budget, c): (lo, hi) for c, lo, hi in zip(curves, low, high)}
 
 
-def _row(claim: str, boot: CurveBootstrap, gamma, measurement: str, estimate: float, resampled: np.ndarray,
-         detail: str, confidence: float) -> dict:
-    tail = (1 - confidence) / 2
-    if resampled.size:
-        low, high = (float(v) for v in np.quantile(resampled, [tail, 1 - tail], method="inverted_cdf"))
-    else:
-        low = high = float("nan")
-    n = boot.scores.n
-    decided = verdict(low, high) if resampled.size else NOT_RESOLVED
-    return {"claim": claim, "task": boot.scores.task, "temperature": boot.scores.temperature, "gamma": gamma,
-            "measurement": measurement, "estimate": estimate, "low": low, "high": high, "n": n, "verdict": decided,
-            "n_needed": (n_needed(estimate, low, high, n, confidence=confidence) if decided == NOT_RESOLVED
-                         else float("nan")), "detail": detail}
+def _minus(a: float, b: float) -> float:
+    """a - b where -inf means "not reached": both not reached differ by 0."""
+    if np.isinf(a) and a == b:
+        return 0.0
+    return float(a - b)
 
 
-def _compare(claim, boot, gamma, measurement, mine, theirs, confidence, *, name="reduction", budget=1.0):
-    a, b = _best(boot, mine, gamma, name, budget), _best(boot, theirs, gamma, name, budget)
-    if a is None or b is None:
-        return None
-    estimate = float(_difference(np.array([a[0]]), np.array([b[0]]))[0])
-    detail = f"{a[2]}: {_text(a[0])}; {b[2]}: {_text(b[0])}"
-    return _row(claim, boot, gamma, measurement, estimate, _difference(a[1], b[1]), detail, confidence)
+def _noise_floor(scores: ItemScores, gamma, n_resamples: int, seed: int, confidence: float) -> dict:
+    """SpecDecode's quality minus the verifier's on the same items and seeds, with its interval."""
+    spec = scores.index("SpecDecode", gamma) or scores.index("SpecDecode")
+    verifier = scores.index("Verifier")
+    if not spec or not verifier:
+        return {"noise_floor": np.nan, "noise_floor_low": np.nan, "noise_floor_high": np.nan}
+    point, distribution = scores.resampled(n_resamples, seed)
+    low, high = intervals.percentile_interval(distribution[spec[0]] - distribution[verifier[0]], confidence)
+    return {"noise_floor": float(point[spec[0]] - point[verifier[0]]), "noise_floor_low": low,
+            "noise_floor_high": high}
 
 
-def _bootstraps(rows, tasks, cost, n_resamples, seed, budgets=None) -> List[CurveBootstrap]:
-    out = []
-    for scores in item_scores(rows, tasks):
-        boot = CurveBootstrap(scores, cost)
+def _text(value: float, unit: str = "") -> str:
+    return "not reached" if np.isneginf(value) else f"{value:.3g}{unit}"
+
+
+class _Claims:
+    """The rows of one (task, temperature): bootstrap, noise floor, row builder."""
+
+    def __init__(self, scores: ItemScores, cost: str, n_resamples: int, seed: int, confidence: float,
+                 dropped: pd.DataFrame, budgets=None):
+        self.scores, self.cost, self.confidence = scores, cost, confidence
+        self.n_resamples, self.seed = n_resamples, seed
+        self.boot = CurveBootstrap(scores, cost, ends=False)
         if budgets is not None:
-            boot.budgets = [1.0] + [b for b in budgets(boot) if b != 1.0]
-        out.append(boot.run(n_resamples, seed))
-    return out
+            self.boot.budgets = [1.0] + [b for b in budgets(self.boot) if b != 1.0]
+        self.boot.run(n_resamples, seed)
+        self.dropped = dropped[(dropped["task"] == scores.task) & (dropped["temperature"] == scores.temperature)]
+
+    def curves(self, labels: Sequence[str], gamma) -> List[tuple]:
+        configs = self.scores.configs
+        plain = set(configs.loc[~configs["method"].isin(["speculative"]), "label"])  # one gamma: any fits
+        return [c for c in self.boot.curves if c[0] in labels and (c[1] == gamma or c[0] in plain)]
+
+    def why_none(self, labels: Sequence[str]) -> str:
+        gone = self.dropped[self.dropped["label"].isin(labels)]
+        if len(gone):
+            reasons = "; ".join(f"{label}: {', '.join(sorted(set(part['reason'])))}"
+                                for label, part in gone.groupby("label"))
+            return f"no configuration of its own ({reasons})"
+        return "not run here"
+
+    def row(self, claim: str, gamma, measurement: str, estimate: float, low: float, high: float, detail: str,
+            *, unit: str, reason: str = "", **extra) -> dict:
+        n = self.scores.n
+        if reason:
+            decided, estimate, low, high = NOT_MEASURABLE, np.nan, np.nan, np.nan
+        else:
+            decided = NOT_RESOLVED if np.isnan(low) or np.isnan(high) else verdict(low, high)
+        return {"claim": claim, "task": self.scores.task, "temperature": self.scores.temperature, "gamma": gamma,
+                "measurement": measurement, "estimate": estimate, "low": low, "high": high, "n": n,
+                "verdict": decided,
+                "n_needed": (n_needed(estimate, low, high, n, confidence=self.confidence) if decided == NOT_RESOLVED
+                             else float("nan")), "detail": detail, "unit": unit, "reason": reason,
+                "interval": "simultaneous over the compared curves (selection included)",
+                **_noise_floor(self.scores, gamma, self.n_resamples, self.seed, self.confidence),
+                "metric": self.scores.metric, **extra}
+
+    def compare(self, claim, gamma, measurement, mine, theirs, *, name="reduction", budget=1.0, unit="",
+                scale: float = 1.0, extra_detail: str = "") -> dict:
+        """best of `mine` - best of `theirs` for statistic `name`, divided by `scale`."""
+        a_curves, b_curves = self.curves(mine, gamma), self.curves(theirs, gamma)
+        missing = [f"{', '.join(group)}: {self.why_none(group)}" for group, found in
+                   ((mine, a_curves), (theirs, b_curves)) if not found]
+        if missing:
+            return self.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=unit,
+                            reason="; ".join(missing))
+        bounds = _bounds(self.boot, a_curves + b_curves, name, budget, self.confidence)
+        a, b = (_Group(self.boot, c, name, budget, bounds) for c in (a_curves, b_curves))
+        if np.isneginf(a.best) and np.isneginf(b.best) and name == "reduction":
+            return self.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=unit,
+                            reason="no compared curve reaches the verifier's quality on its own runs, so the "
+                                   "difference is 0 by construction")
+        estimate = _minus(a.best, b.best) / scale
+        low = _minus(float(a.low.max()), float(b.high.max())) / scale
+        high = _minus(float(a.high.max()), float(b.low.max())) / scale
+        detail = f"{a.label}: {_text(a.best)}; {b.label}: {_text(b.best)}{extra_detail}"
+        return self.row(claim, gamma, measurement, estimate, low, high, detail, unit=unit,
+                        mine_best=a.best, theirs_best=b.best, mine_label=a.label, theirs_label=b.label)
 
 
 def _cheapest_speculative(boot: CurveBootstrap) -> List[float]:
@@ -139,78 +268,147 @@ def _cheapest_speculative(boot: CurveBootstrap) -> List[float]:
     return [float(speculative["cost"].min())] if len(speculative) else []
 
 
+def _check(n_resamples: int, confidence: float) -> None:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
+        raise ValueError(f"n_resamples={n_resamples!r}: pass a whole number of resamples >= 100 (2000 for tables).")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence={confidence!r}: pass a level strictly between 0 and 1, e.g. 0.95.")
+
+
+def _runs(rows, tasks, cost, n_resamples, seed, confidence, budgets=None) -> List[_Claims]:
+    kept, dropped = own_configurations(rows)
+    return [_Claims(scores, cost, n_resamples, seed, confidence, dropped, budgets) for scores in item_scores(kept, tasks)]
+
+
 def t5_claims(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", n_resamples: int = 2000,
               confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """The T5 claims (module docstring) per (task, T, gamma) on a latency axis `cost` (a row column,
     relative to the verifier: `wall_time_s`, or the cost model's `modelled_latency_s`). `tasks`: the
     sweep's `evaluation.Task`s, so that BLEU is corpus BLEU."""
+    _check(n_resamples, confidence)
     out = []
-    for boot in _bootstraps(rows, tasks, cost, n_resamples, seed, budgets=_cheapest_speculative):
+    unit = "latency reduction (share of the verifier's latency)"
+    for run in _runs(rows, tasks, cost, n_resamples, seed, confidence, budgets=_cheapest_speculative):
+        boot = run.boot
         others = [c[0] for c in boot.curves if c[0] not in TOKEN_RULES + _BASELINES]
-        for gamma in sorted({c[1] for c in boot.curves if c[0].startswith("SpecCascade")}):
-            low_budget = boot.budgets[1] if len(boot.budgets) > 1 else None
-            speculative = [c[0] for c in boot.curves if c[0].startswith("SpecCascade")]
-            rows_ = [
-                _compare("SpecCascade [Token] gives the best quality-latency trade-off", boot, gamma,
-                         "latency reduction at the verifier's quality: best Token rule - best other method",
-                         TOKEN_RULES, others, confidence),
-                _compare("OPT is second with T5", boot, gamma,
-                         "latency reduction at the verifier's quality: OPT - best method other than Token and OPT",
-                         ["SpecCascade [OPT]"], [m for m in others if m != "SpecCascade [OPT]"], confidence),
-                _compare("Sequential cascades are not the best at the verifier's latency", boot, gamma,
-                         "best quality within the verifier's latency: best speculative cascade - best sequential",
-                         speculative, SEQUENTIAL, confidence, name="best_quality"),
+        speculative = [c[0] for c in boot.curves if c[0].startswith("SpecCascade")]
+        low_budget = boot.budgets[1] if len(boot.budgets) > 1 else None
+        for gamma in sorted({int(g) for g in run.scores.configs.loc[run.scores.configs["method"] == "speculative",
+                                                                      "gamma"]}):
+            out += [
+                run.compare("SpecCascade [Token] gives the best quality-latency trade-off", gamma,
+                            "latency reduction at the verifier's quality: best Token rule - best other method",
+                            TOKEN_RULES, others, unit=unit),
+                run.compare("OPT is second with T5", gamma,
+                            "latency reduction at the verifier's quality: OPT - best method other than Token and OPT",
+                            ["SpecCascade [OPT]"], [m for m in others if m != "SpecCascade [OPT]"], unit=unit),
+                run.compare("Sequential cascades are not the best at the verifier's latency", gamma,
+                            "best quality within the verifier's latency: best speculative cascade - best sequential",
+                            speculative, SEQUENTIAL, name="best_quality", unit=run.scores.metric),
             ]
             if low_budget is not None:
-                rows_.append(_compare(
-                    "Sequential cascades are best at very low latency", boot, gamma,
+                out.append(run.compare(
+                    "Sequential cascades are best at very low latency", gamma,
                     f"best quality within latency {low_budget:.3g} (the cheapest speculative cascade point): "
-                    "best sequential - best speculative cascade", SEQUENTIAL, speculative, confidence,
-                    name="best_quality", budget=low_budget))
-            out += [r for r in rows_ if r is not None]
+                    "best sequential - best speculative cascade", SEQUENTIAL, speculative, name="best_quality",
+                    budget=low_budget, unit=run.scores.metric))
     return pd.DataFrame(out)
 
 
-def _opt_advantage(boot: CurveBootstrap, gamma) -> Optional[tuple]:
-    opt = _best(boot, ["SpecCascade [OPT]"], gamma, "reduction")
-    rest = _best(boot, ["SpecCascade [Chow]", "SpecCascade [Diff]"], gamma, "reduction")
-    if opt is None or rest is None:
-        return None
-    return (float(_difference(np.array([opt[0]]), np.array([rest[0]]))[0]), _difference(opt[1], rest[1]))
+def _spec_rate(scores: ItemScores, gamma) -> float:
+    spec = scores.index("SpecDecode", gamma) or scores.index("SpecDecode")
+    if not spec:
+        return np.nan
+    rejected, accepted = scores.columns["n_rejected"][spec[0]].sum(), scores.columns["n_accepted"][spec[0]].sum()
+    return float(rejected / (rejected + accepted)) if rejected + accepted else np.nan
+
+
+def _rate_comparison(run: _Claims, claim: str, gamma, mine, theirs) -> dict:
+    """Best rejection rate at the verifier's quality of `mine` against `theirs`, relative to
+    SpecDecode's rate (module docstring)."""
+    rate = _spec_rate(run.scores, gamma)
+    if not rate > 0:
+        return run.row(claim, gamma, "", np.nan, np.nan, np.nan, "", unit="", reason="SpecDecode never rejects here "
+                       "(or did not run), so no rate reduction relative to it is defined")
+    row = run.compare(claim, gamma, f"rejection rate at the verifier's quality: best of {', '.join(theirs)} - best "
+                      f"of {', '.join(mine)}, over SpecDecode's rate {rate:.3g}", mine, theirs, scale=rate,
+                      unit="rejection-rate reduction relative to SpecDecode's rate")
+    # the reduction statistic is 1 - rate on this axis: report the rates themselves
+    for side in ("mine", "theirs"):
+        best = row.pop(f"{side}_best", np.nan)
+        row[f"{side}_rate"] = np.inf if np.isneginf(best) else 1.0 - best if np.isfinite(best) else np.nan
+    row["spec_rate"] = rate
+    if row["verdict"] != NOT_MEASURABLE:
+        rates = [f"{row[f'{side}_label']}: " + ("never reaches" if np.isinf(row[f"{side}_rate"]) else
+                                               f"rate {row[f'{side}_rate']:.3g}") for side in ("mine", "theirs")]
+        row["detail"] = f"{rates[0]}; {rates[1]}; SpecDecode's rate {rate:.3g}"
+    return row
+
+
+def _opt_advantage(run: _Claims, gamma) -> Optional[dict]:
+    return _rate_comparison(run, "OPT's rejection-rate advantage over Chow and Diff", gamma, ["SpecCascade [OPT]"],
+                            ["SpecCascade [Chow]", "SpecCascade [Diff]"])
 
 
 def gemma_claims(rows: pd.DataFrame, tasks=None, *, cost: str = REJECTION, t5_rows: Optional[pd.DataFrame] = None,
-                 t5_tasks=None, t5_cost: str = "wall_time_s", n_resamples: int = 2000, confidence: float = 0.95,
+                 t5_tasks=None, t5_cost: str = REJECTION, n_resamples: int = 2000, confidence: float = 0.95,
                  seed: int = 0) -> pd.DataFrame:
     """The Gemma-style claims (module docstring) per (task, T) on the rejection-rate axis (`cost`).
-    With `t5_rows` (and `t5_tasks`, `t5_cost`) the claim "OPT helps less with Gemma than with T5" is
-    measured against the T5 run at the same temperature; without them it is left out."""
-    t5 = _bootstraps(t5_rows, t5_tasks, t5_cost, n_resamples, seed + 1) if t5_rows is not None else []
+    With `t5_rows` (and `t5_tasks`) the claim "OPT helps less with Gemma than with T5" is measured
+    against the T5 run at the same temperature, on the same axis (`t5_cost`, the rejection rate);
+    without them it is left out."""
+    _check(n_resamples, confidence)
+    if t5_cost != REJECTION or cost != REJECTION:
+        raise ValueError(f"cost={cost!r}, t5_cost={t5_cost!r}: the Gemma-style claims compare rejection rates on "
+                         f"both runs; pass {REJECTION!r} (one unit on both sides).")
+    t5 = _runs(t5_rows, t5_tasks, REJECTION, n_resamples, seed + 1, confidence) if t5_rows is not None else []
     out = []
-    for boot in _bootstraps(rows, tasks, cost, n_resamples, seed):
+    for run in _runs(rows, tasks, cost, n_resamples, seed, confidence):
         gamma = 1
-        others = [m for m in PREFIX_RULES + ("SpecDecode [Lossy]",)]
-        out.append(_compare("[Token] matches the large model's quality at a lower rejection rate", boot, gamma,
-                            "rejection-rate reduction at the verifier's quality: best Token rule - best of "
-                            "Chow/Diff/OPT/Lossy", TOKEN_RULES, others, confidence))
-        token = _best(boot, TOKEN_RULES, gamma, "best_quality")
-        if token is not None:
-            target, target_resampled = boot.value("verifier_quality")
-            out.append(_row("[Token] beats the large model's quality", boot, gamma,
-                            "best Token-rule quality at any rejection rate - verifier quality",
-                            token[0] - target, token[1] - target_resampled,
-                            f"{token[2]}: {_text(token[0])}; verifier: {target:.3g}", confidence))
-        gemma_opt = _opt_advantage(boot, gamma)
-        for other in [b for b in t5 if b.scores.temperature == boot.scores.temperature]:
-            t5_gamma = min(c[1] for c in other.curves if c[0] == "SpecCascade [OPT]")
-            t5_opt = _opt_advantage(other, t5_gamma)
-            if gemma_opt is None or t5_opt is None:
+        out.append(_rate_comparison(run, "[Token] matches the large model's quality at a lower rejection rate", gamma,
+                                    TOKEN_RULES, PREFIX_RULES + ("SpecDecode [Lossy]",)))
+        out.append(_beats_verifier(run, gamma))
+        gemma_opt = _opt_advantage(run, gamma)
+        for other in [r for r in t5 if r.scores.temperature == run.scores.temperature]:
+            t5_gamma = min((c[1] for c in other.boot.curves if c[0] == "SpecCascade [OPT]"), default=None)
+            if t5_gamma is None:
                 continue
-            size = min(gemma_opt[1].size, t5_opt[1].size)  # independent resamples of the two runs, paired by index
-            row = _row("OPT helps less with Gemma than with T5", boot, gamma,
-                       f"(OPT - best of Chow/Diff) reduction: T5 ({other.scores.task}) - Gemma-style",
-                       float(_difference(np.array([t5_opt[0]]), np.array([gemma_opt[0]]))[0]),
-                       _difference(t5_opt[1][:size], gemma_opt[1][:size]),
-                       f"T5: {_text(t5_opt[0])}; Gemma-style: {_text(gemma_opt[0])}", confidence)
-            out.append(row)
+            t5_opt = _opt_advantage(other, t5_gamma)
+            claim = "OPT helps less with Gemma than with T5"
+            measurement = ("OPT's rejection-rate advantage over the best of Chow/Diff (relative to SpecDecode's "
+                           f"rate): T5 ({other.scores.task}, gamma {t5_gamma}) - Gemma-style")
+            unmeasurable = [f"{where}: {side['reason']}" for where, side in (("T5", t5_opt), ("Gemma-style", gemma_opt))
+                            if side["verdict"] == NOT_MEASURABLE]
+            if unmeasurable:
+                out.append(run.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit="",
+                                   reason="; ".join(unmeasurable)))
+                continue
+            # independent runs: the difference's bounds from each side's simultaneous bounds
+            out.append(run.row(claim, gamma, measurement, _minus(t5_opt["estimate"], gemma_opt["estimate"]),
+                               _minus(t5_opt["low"], gemma_opt["high"]), _minus(t5_opt["high"], gemma_opt["low"]),
+                               f"T5: {_text(t5_opt['estimate'])} [{t5_opt['low']:.3g}, {t5_opt['high']:.3g}]; "
+                               f"Gemma-style: {_text(gemma_opt['estimate'])} [{gemma_opt['low']:.3g}, "
+                               f"{gemma_opt['high']:.3g}]", unit=gemma_opt["unit"]))
     return pd.DataFrame([r for r in out if r is not None])
+
+
+def _beats_verifier(run: _Claims, gamma) -> dict:
+    """The best Token configuration's quality minus the verifier's, simultaneous over the Token
+    configurations (every own configuration is a candidate, whatever its rejection rate)."""
+    claim = "[Token] beats the large model's quality"
+    measurement = "best Token-rule configuration's quality - verifier quality"
+    scores = run.scores
+    candidates = [j for label in TOKEN_RULES for j in scores.index(label, gamma)]
+    verifier = scores.index("Verifier")
+    if not candidates:
+        return run.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=scores.metric,
+                       reason=run.why_none(TOKEN_RULES))
+    point, distribution = scores.resampled(run.n_resamples, run.seed)
+    differences = point[candidates] - point[verifier[0]]
+    best, low, high = intervals.best_of(differences, distribution[candidates] - distribution[verifier[0]],
+                                        run.confidence)
+    j = candidates[int(np.argmax(differences))]
+    chosen = scores.configs.iloc[j]
+    detail = (f"{chosen['label']} (alpha {chosen['alpha']:.4g}): {point[j]:.3g}; verifier: {point[verifier[0]]:.3g}; "
+              f"best of {len(candidates)} own configurations")
+    return run.row(claim, gamma, measurement, best, low, high, detail, unit=scores.metric)

@@ -14,9 +14,9 @@ The cost axis $x$ is a parameter: a per-row column (`wall_time_s`, or the cost m
 or `"rejection_rate"` ($\sum$ rejected / $\sum$ judged drafts; 0 for the drafter, 1 for the verifier:
 the Gemma plots). Quality is the mean per-item quality, or corpus BLEU (`paired.item_scores`).
 
-**Intervals.** Every number is recomputed on $B$ resamples of the items (`scipy.stats.bootstrap`,
+**Intervals.** Every number is recomputed on $B$ resamples of the items (`intervals.resample_items`,
 the same resample for every configuration and the verifier, so $Q_p$ moves with the curves), and the
-95% percentile interval is read off the resampled values. A curve that does not reach $Q_p$ in a
+95% percentile interval is read off the resampled values (`intervals.percentile_interval`). A curve that does not reach $Q_p$ in a
 resample counts as reduction $-\infty$ there (and best quality $-\infty$ when every point costs more
 than the verifier), so a bound of $-\infty$ says "not reached in more than 2.5% of the resamples";
 `reached_share` is the share of resamples in which it was reached. The point estimate alone decides
@@ -34,6 +34,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from . import intervals
 from .analysis import NOT_REACHED, best_quality_within, crossing_latency
 from .paired import ItemScores, bootstrap_indices, item_scores
 from ..maths.targets import LIVE_ALPHA_RANGES
@@ -157,12 +158,7 @@ def curve_bootstrap(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s"
     return [CurveBootstrap(scores, cost, ends=ends).run(n_resamples, seed) for scores in item_scores(rows, tasks)]
 
 
-def _interval(values: np.ndarray, confidence: float) -> tuple:
-    if values.size == 0:
-        return np.nan, np.nan
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(values, [tail, 1 - tail], method="inverted_cdf")  # an observed value: safe with -inf
-    return float(low), float(high)
+_interval = intervals.percentile_interval
 
 
 def curve_table(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", ends: bool = True,

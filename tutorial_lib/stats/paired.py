@@ -8,9 +8,9 @@ $$\Delta(c, c') = Q(c) - Q(c'),\qquad Q(c) = \frac1n \sum_i Q(c, x_i)\ \text{(ex
 \quad\text{or}\quad Q(c) = \mathrm{BLEU}\Big(\sum_i s(c, x_i)\Big)\ \text{(corpus BLEU)},$$
 
 gets a 95% percentile bootstrap interval over items: resample the $n$ items with replacement, the
-*same* items for $c$ and $c'$, and recompute $\Delta$ ($B \ge 2000$ resamples). Mean metrics use
-`scipy.stats.bootstrap(..., paired=True)`; corpus BLEU resamples item indices (also through
-`scipy.stats.bootstrap`) and rescores each resample from sacrebleu's per-sentence sufficient
+*same* items for $c$ and $c'$, and recompute $\Delta$ ($B \ge 2000$ resamples; `intervals`, the
+package's one recipe for intervals, with its quantile convention and its rule for tiny samples).
+Corpus BLEU rescores each resample from sacrebleu's per-sentence sufficient
 statistics $s(c, x_i)$ (n-gram matches and totals, lengths: `metrics.bleu_statistics`), summed and
 turned into BLEU by sacrebleu itself (`metrics.bleu_from_statistics`), which is what sacrebleu's own
 paired bootstrap does. Percentile rather than BCa intervals: identical configurations (SpecDecode and
@@ -21,14 +21,12 @@ configuration's per-item quality data; `curve_bootstrap` and `claims` build on i
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
-
+from . import intervals
 from ..tasks import metrics
 
 __all__ = ["ItemScores", "item_scores", "paired_differences", "quality_of", "bootstrap_indices", "corpus_quality"]
@@ -153,18 +151,8 @@ def item_scores(rows: pd.DataFrame, tasks=None) -> List[ItemScores]:
     return out
 
 
-def bootstrap_indices(statistic, n: int, *, n_resamples: int = 2000, seed: int = 0) -> tuple:
-    """`(point, distribution)`: `statistic(idx)` (a vector) at all `n` items and on each of
-    `n_resamples` resamples of the item indices (`scipy.stats.bootstrap`, shape (k, B))."""
-    point = np.asarray(statistic(np.arange(n)), float)
-    if n < 2:
-        return point, np.full((len(point), 0), np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)   # infinite values (a curve that never reaches)
-        result = scipy_stats.bootstrap((np.arange(n),), lambda idx: np.asarray(statistic(idx), float),
-                                       vectorized=False, n_resamples=n_resamples, method="percentile",
-                                       random_state=np.random.default_rng(seed))
-    return point, np.atleast_2d(result.bootstrap_distribution)
+#: `(point, distribution)` of a vector statistic of item indices: `intervals.resample_items`
+bootstrap_indices = intervals.resample_items
 
 
 def quality_of(scores: ItemScores) -> pd.DataFrame:
@@ -179,20 +167,11 @@ def quality_of(scores: ItemScores) -> pd.DataFrame:
 
 def _difference(scores: ItemScores, j: int, k: int, n_resamples: int, confidence: float, seed: int):
     if scores.bleu is None:
-        a, b = scores.quality[j], scores.quality[k]
-        point = float(a.mean() - b.mean())
-        if scores.n < 2 or np.all(a - b == a[0] - b[0]):   # constant difference: the interval is the point
-            return point, point, point
-        result = scipy_stats.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis), paired=True,
-                                       vectorized=True, n_resamples=n_resamples, confidence_level=confidence,
-                                       method="percentile", random_state=np.random.default_rng(seed))
-        return point, float(result.confidence_interval.low), float(result.confidence_interval.high)
+        return intervals.paired_mean_difference(scores.quality[j], scores.quality[k], confidence=confidence,
+                                                n_resamples=n_resamples, seed=seed)
     point, distribution = scores.resampled(n_resamples, seed)
-    if distribution.shape[1] == 0:
-        return float(point[j] - point[k]), np.nan, np.nan
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(distribution[j] - distribution[k], [tail, 1 - tail])
-    return float(point[j] - point[k]), float(low), float(high)
+    low, high = intervals.percentile_interval(distribution[j] - distribution[k], confidence)
+    return float(point[j] - point[k]), low, high
 
 
 def paired_differences(rows: pd.DataFrame, tasks=None, *, against: Sequence[str] = ("Verifier", "SpecDecode"),
@@ -238,8 +217,7 @@ def corpus_quality(rows: pd.DataFrame, tasks, *, n_resamples: int = 2000, confid
         stats = metrics.bleu_statistics(hypotheses, [references[i] for i in part["example_id"]])
         point, distribution = bootstrap_indices(lambda idx: [metrics.bleu_from_statistics(stats[idx])], len(stats),
                                                 n_resamples=n_resamples, seed=seed)
-        tail = (1 - confidence) / 2
-        low, high = (np.quantile(distribution[0], [tail, 1 - tail]) if distribution.size else (np.nan, np.nan))
+        low, high = intervals.percentile_interval(distribution[0], confidence)
         out.append({"task": task_name, "temperature": part["temperature"].iloc[0], "config": key,
                     "quality": float(point[0]), "low": float(low), "high": float(high), "n": len(stats)})
     return pd.DataFrame(out, columns=["task", "temperature", "config", "quality", "low", "high", "n"])

@@ -11,7 +11,7 @@ for a few showcase items, the per-position statistics). Results are cached on di
 statistic at every (curve, alpha) point,
 $\bar s = \sum_{i} \sum_t s_{i,t} / \sum_i n_i$, the oracle envelope, each curve's area above the
 envelope $\int_0^{R_{\max}} (L_{\rm rule}(R) - L_{\rm env}(R))\,dR$ and its loss at matched rejection
-rates, all with 95% percentile bootstrap intervals over items (`scipy.stats.bootstrap`, items resampled
+rates, all with 95% percentile bootstrap intervals over items (`intervals`, items resampled
 with replacement, every number recomputed from the resampled items).
 """
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
-from scipy import stats as scipy_stats
 
 from .. import paths
+from . import intervals
 from ..maths import token_analysis as ta
 from ..decoding.shared_prefix import common_prefix_length
 
@@ -377,7 +377,7 @@ def summarise(result: TokenAnalysis, task: Optional[str] = None, *, losses: Sequ
     `(points, stats)`; per loss in `losses`: `envelope` (mean/low/high on `rejection_axis`), the
     oracle's loss at `rates`, and per curve its `area` above the envelope and its loss at `rates`.
     A rate beyond a curve's reach (its verifier end) is NaN. Intervals: percentile bootstrap over
-    items (`scipy.stats.bootstrap`, `n_resamples`, seeded).
+    items (`intervals.resample_items` and `intervals.percentile_interval`, `n_resamples`, seeded).
     """
     for loss in losses:
         if loss not in _ORACLE_COLUMNS:
@@ -388,17 +388,9 @@ def summarise(result: TokenAnalysis, task: Optional[str] = None, *, losses: Sequ
         raise ValueError(f"no items of task {task!r}; tasks here: {', '.join(dict.fromkeys(result.tasks))}.")
     rates = np.asarray(rates, dtype=np.float64)
     statistic, curves, r_axis = _statistic_factory(result, members, tuple(losses), rates, n_grid)
-    point = statistic(np.arange(len(members)))
-    if len(members) > 1:
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            boot = scipy_stats.bootstrap((np.arange(len(members)),), statistic, vectorized=False, paired=False,
-                                         n_resamples=n_resamples, confidence_level=confidence, method="percentile",
-                                         random_state=np.random.default_rng(seed))
-        low, high = boot.confidence_interval.low, boot.confidence_interval.high
-    else:
-        low = high = np.full_like(point, np.nan)
+    point, distribution = intervals.resample_items(statistic, len(members), n_resamples=n_resamples, seed=seed)
+    low, high = intervals.percentile_interval(distribution, confidence)
+    low, high = np.broadcast_to(low, point.shape), np.broadcast_to(high, point.shape)
     n_points, n_stats = len(result.grid.points), len(ta.STATS)
     cursor = [0]
 

@@ -1,13 +1,13 @@
-r"""The harness: tasks x configurations, run, kept and priced.
+r"""The harness: tasks x configurations, run and kept (priced by `stats.pricing`).
 
-- `evaluation` - tasks, configurations and resumable sweeps (`run_sweep`).
+- `configs`    - tasks and configurations, the paper's curves, `sweep_configs` (checked when built).
+- `evaluation` - resumable sweeps (`run_sweep`), their rows and models.
 - `rows_file`  - a sweep's `rows.jsonl` (a cut or malformed line is kept aside or named, never silently dropped).
 - `reruns`     - the profiles (hub / offline / smoke ...) of the T5 and Gemma-style reruns.
-- `pricing`    - a sweep's rows priced from their counted calls with its stored calibration.
 """
 import importlib
 
-__all__ = ['evaluation', 'rows_file', 'reruns', 'pricing']
+__all__ = ['configs', 'evaluation', 'reruns', 'rows_file']
 
 
 def __getattr__(name: str):

@@ -7,11 +7,12 @@ r"""What the models are asked, and how their answers are scored.
 - `arithmetic_problems` - generated arithmetic word problems with exact answers.
 - `metrics`             - BLEU, ROUGE-2, GSM8K answers, SQuAD 2.0 F1, open-QA match, pass@1 (standard packages).
 - `sandbox`             - generated code run under bubblewrap with limits; `sandbox_child` runs inside it.
+- `isolation`           - what contains it: the bwrap command, the seccomp filter, the process and thread limit.
 - `judge`               - the tests of generated code judged outside the sandbox.
 """
 import importlib
 
-__all__ = ['tasksets', 'hub_tasks', 'task_prompts', 'arithmetic_problems', 'metrics', 'sandbox', 'sandbox_child', 'judge', 'humaneval']
+__all__ = ['arithmetic_problems', 'hub_tasks', 'humaneval', 'isolation', 'judge', 'metrics', 'sandbox', 'sandbox_child', 'task_prompts', 'tasksets']
 
 
 def __getattr__(name: str):

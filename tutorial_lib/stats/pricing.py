@@ -13,7 +13,9 @@ $$
 
 where $n_{\text{blocks}}$ is the verifier calls of a speculative row (`method == "speculative"`; 0
 for the others) and $o_{\text{block}}$ the engine's measured work per block beyond its calls
-(drafting bookkeeping, verification, the trace: `calibration`'s `overhead_block`).
+(drafting bookkeeping, verification, the trace), **priced with the row's own rule and gamma**
+(`Calibration.block_overhead_for`: each rule's target computation timed by
+`calibration.rule_block_costs`), never SpecDecode's for every rule.
 
 So two configurations that make the same calls get the same latency, whatever else the machine did
 while they ran: the noise of one wall-clock run per row is gone, and what remains is the spread over
@@ -28,9 +30,10 @@ Two pricings (columns of `price_rows`):
   $t_m(k) = t_m(1)$ for every $k$, prefills and encoder passes included (`accelerator_calibration`):
   the regime of an accelerator, where a call is bound by reading the weights, not by arithmetic.
 
-Prefills and encoder passes are priced at the row's prompt length (`prompt_tokens`), linearly
-between the lengths the calibration measured them at (`calibrate_for_sweep` measures at each task's
-median prompt length: `Calibration.prefill_time`). Rows of the batched runner are priced as the
+Prefills and encoder passes are priced at the row's prompt length (`prompt_tokens`) by a
+least-squares line through every length the calibration measured, its slope held >= 0 so that a
+longer prompt never costs less (`Calibration.prefill_fit`; `calibrate_for_sweep` measures at the
+10%, 50% and 90% quantiles of the sweep's prompt lengths and at each task's median). Rows of the batched runner are priced as the
 calls `engine.generate` makes for that item alone (`batch.generate_batch` counts them so), i.e. a
 latency at batch size 1; their `wall_time_s` is a share of a batch's time, so `model_error` of such
 rows measures batching as much as the model. Rows written before the counters existed (no
@@ -46,10 +49,11 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
-from ..decoding.calibration import Calibration
+from . import intervals
+from ..decoding.calibration import Calibration, rule_block_costs, sweep_rules, target_kind
 from ..decoding.engine import calibrate
 
-__all__ = ["LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
+__all__ = ["add_rule_block_costs", "signed_error", "LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
            "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
            "overall_model_error", "calibrate_for_sweep", "load_sweep_calibration", "CALIBRATION_FILE"]
 
@@ -129,7 +133,8 @@ def row_latency(row: Mapping, calibration: Calibration) -> float:
             total += encoder_passes * _fixed(calibration, "encoder", model, n_prompt)
         total += sum(c * (_step(calibration, model, k) + overhead) for k, c in enumerate(by_k, start=1) if c)
         if model == "verifier" and row.get("method") == "speculative":
-            total += (sum(by_k) + prefills) * calibration.block_overhead_s
+            block = calibration.block_overhead_for(str(row.get("rule")), int(row.get("gamma", 1)), row.get("beta", 1.0))
+            total += (sum(by_k) + prefills) * block
     return total
 
 
@@ -172,45 +177,27 @@ def _check_columns(table: pd.DataFrame, columns: Sequence[str]) -> None:
         raise ValueError(f"the rows have no column {', '.join(missing)}{hint}.")
 
 
-def _bootstrap(samples: tuple, statistic, confidence: float, n_resamples: int, seed: int):
-    from scipy import stats
-    if len(samples[0]) < 2 or all(np.ptp(s) == 0 for s in samples):
-        value = statistic(*samples, axis=-1)
-        return (value, value) if len(samples[0]) >= 2 else (math.nan, math.nan)
-    result = stats.bootstrap(samples, statistic, paired=len(samples) > 1, confidence_level=confidence,
-                             n_resamples=n_resamples, method="percentile", random_state=seed)
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
-
-
-def _mean(x, axis=-1):
-    return np.mean(x, axis=axis)
-
-
 def latency_intervals(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("task", "config"),
                       confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per configuration (`by`), the mean of `column` over its items with a `confidence` percentile
-    bootstrap interval (`scipy.stats.bootstrap`, `n_resamples` resamples of the items). Rows whose
-    values are all equal get that value as both ends; a single item gets no interval (NaN)."""
+    bootstrap interval (`intervals.mean_interval`, `n_resamples` resamples of the items). Rows whose
+    values are all equal get that value as both ends; a single item gets no interval (NaN): `intervals`."""
     table = _as_table(rows)
     _check_columns(table, [column, *by])
     out = []
     for key, group in table.groupby(list(by), sort=False, dropna=False):
         values = group[column].to_numpy(dtype=float)
-        low, high = _bootstrap((values,), _mean, confidence, n_resamples, seed)
+        _, low, high = intervals.mean_interval(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
         out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_items": len(values),
                     "mean_s": float(values.mean()), "ci_low_s": low, "ci_high_s": high})
     return pd.DataFrame(out)
-
-
-def _ratio_of_means(x, y, axis=-1):
-    return np.mean(x, axis=axis) / np.mean(y, axis=axis)
 
 
 def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, reference_method: str = "verifier",
                      confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per (task, config), mean latency over the mean latency of the `reference_method` configuration
     of the same task and temperature on the same items, with a paired bootstrap interval over items
-    (resampling items, both configurations together: `scipy.stats.bootstrap(..., paired=True)`)."""
+    (resampling items, both configurations together: `intervals.ratio_of_means`, total over total)."""
     table = _as_table(rows)
     _check_columns(table, [column, "task", "config", "method", "temperature", "example_id"])
     out = []
@@ -224,7 +211,7 @@ def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, refere
             mine = group.set_index("example_id")[column]
             items = mine.index.intersection(base.index)
             x, y = mine.loc[items].to_numpy(float), base.loc[items].to_numpy(float)
-            low, high = _bootstrap((x, y), _ratio_of_means, confidence, n_resamples, seed)
+            _, low, high = intervals.ratio_of_means(x, y, confidence=confidence, n_resamples=n_resamples, seed=seed)
             out.append({"task": task, "temperature": temperature, "config": config,
                         "label": group["label"].iloc[0] if "label" in group else config, "n_items": len(items),
                         "relative_latency": float(x.mean() / y.mean()), "ci_low": low, "ci_high": high})
@@ -280,16 +267,39 @@ def load_sweep_calibration(sweep) -> Calibration:
 
 
 def _prompt_lengths(folder: Path) -> Dict[str, int]:
-    """Each task's median prompt length in the sweep's saved rows (empty without rows)."""
+    """Each task's median prompt length in the sweep's saved rows, and (keys `"q10"`, `"q90"`) the
+    10% and 90% quantiles over all of them, so that a prefill is measured at well-spread lengths
+    (empty without rows)."""
     rows_path = folder / "rows.jsonl"
     if not rows_path.exists():
         return {}
-    from . import rows_file
+    from ..sweeps import rows_file
     lengths: Dict[str, List[int]] = {}
     for r in rows_file.read_rows(rows_path):
         if r.get("prompt_tokens"):
             lengths.setdefault(str(r.get("task")), []).append(int(r["prompt_tokens"]))
-    return {task: int(np.median(values)) for task, values in lengths.items()}
+    out = {task: int(np.median(values)) for task, values in lengths.items()}
+    every = [v for values in lengths.values() for v in values]
+    if every:
+        out.update(q10=int(np.quantile(every, 0.1)), q90=int(np.quantile(every, 0.9)))
+    return out
+
+
+def _rules_at(rows: pd.DataFrame, gammas) -> List[tuple]:
+    """The sweep's rules (`calibration.sweep_rules`) at their own gammas and at every fixed gamma in
+    `gammas` (a sweep's latency runs may use block sizes its rows do not)."""
+    rules = sweep_rules(rows)
+    fixed = [g for g in ([gammas] if isinstance(gammas, (int, str)) else gammas) if not isinstance(g, str)]
+    extra = [(rule, beta, alpha, int(g)) for rule, beta, alpha, _ in rules for g in fixed]
+    return list(dict.fromkeys(rules + extra))
+
+
+def _saved_rows(folder: Path) -> pd.DataFrame:
+    rows_path = folder / "rows.jsonl"
+    if not rows_path.exists():
+        return pd.DataFrame(columns=["method", "rule", "beta", "alpha", "gamma"])
+    from ..sweeps import rows_file
+    return pd.DataFrame(rows_file.read_rows(rows_path))
 
 
 def _needed_k(gammas: Sequence) -> int:
@@ -338,10 +348,15 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     max_k = _needed_k(gammas)
     path = folder / CALIBRATION_FILE
     loaded = all(hasattr(lm, "start") for lm in (drafter, verifier))
+    rules = _rules_at(_saved_rows(folder), gammas)
     if path.exists() and not recalibrate:
         stored = Calibration.load(path)
         problems = _fits(stored, drafter, verifier, max_k)
         if not problems:
+            missing = [r for r in rules if target_kind(r[0], r[3], r[1]) not in stored.samples]
+            if missing and loaded:   # measured before rules were priced apart: add their block costs
+                stored = rule_block_costs(stored, missing, int(verifier.vocab_size), repeats=repeats, progress=progress)
+                stored.save(path)
             return stored
         how = "pass recalibrate=True to measure again" if loaded else "calibrate again with the models loaded"
         raise ValueError(f"{path} does not fit this sweep ({'; '.join(problems)}): {how}.")
@@ -349,9 +364,46 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
         raise FileNotFoundError(f"no {CALIBRATION_FILE} in {folder} and the models are not loaded; run "
                                 "calibrate_for_sweep with the sweep's models on the machine that ran it.")
     by_task = _prompt_lengths(folder)
-    context = context_tokens or (int(np.median(list(by_task.values()))) if by_task else 64)
+    medians = [v for k, v in by_task.items() if k not in ("q10", "q90")]
+    context = context_tokens or (int(np.median(medians)) if medians else 64)
     calibration = calibrate(drafter, verifier, max_k=max_k, repeats=repeats, context_tokens=int(context),
                             prefill_lengths=sorted(set(by_task.values())), progress=progress)
+    calibration = rule_block_costs(calibration, rules, int(verifier.vocab_size), repeats=repeats, progress=progress)
     calibration.note = f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}"
     calibration.save(path)
     return calibration
+
+
+def add_rule_block_costs(sweep, vocab_size: int, *, also=None, repeats: int = 30, progress: bool = True) -> Calibration:
+    """Add each rule's block cost (`calibration.rule_block_costs`) to the calibration stored with a
+    sweep, for the rules and gammas of its saved rows and of the rows `also` (a table priced with the
+    same calibration, such as a run's batch-size-1 latency rows), and store it again. No model is
+    loaded: only the pair's vocabulary size `vocab_size` matters. Use it for a calibration measured
+    before block costs were priced per rule."""
+    folder = _sweep_path(sweep)
+    calibration = load_sweep_calibration(folder)
+    rows = _saved_rows(folder)
+    if also is not None:
+        rows = pd.concat([rows, _as_table(also)], ignore_index=True)
+    rules = sweep_rules(rows)
+    if not rules:
+        raise ValueError(f"no speculative rows in {folder} (or `also`): there is no rule to time.")
+    calibration = rule_block_costs(calibration, rules, vocab_size, repeats=repeats, progress=progress)
+    calibration.save(folder / CALIBRATION_FILE)
+    return calibration
+
+
+def signed_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("label",)) -> pd.DataFrame:
+    """Per method (`by`, default the curve's label): the signed relative error $(L - W) / W$ of the
+    modelled latency $L$ against the measured wall time $W$ over its rows, as its median and
+    quartiles (negative: the model is faster than the clock), and the number of rows."""
+    table = _as_table(rows)
+    _check_columns(table, [column, "wall_time_s", *by])
+    wall = table["wall_time_s"].astype(float)
+    if (wall <= 0).any():
+        raise ValueError("some rows have wall_time_s <= 0; the relative error needs measured times.")
+    table["signed_error"] = (table[column].astype(float) - wall) / wall
+    grouped = table.groupby(list(by), sort=False, dropna=False)["signed_error"]
+    out = pd.DataFrame({"n_rows": grouped.size(), "q25": grouped.quantile(0.25), "median": grouped.median(),
+                        "q75": grouped.quantile(0.75)})
+    return out.reset_index()

@@ -1,0 +1,379 @@
+r"""Numbers in prose come from the results: the reruns' result files and the README sentences made from them.
+
+Notebooks 06 and 07 write their result files with the functions here (`write_t5_results`,
+`write_gemma_results`), into the sweep's folder beside `rows.jsonl`:
+
+| file | what |
+|---|---|
+| `claims.csv` | the claims (`tl.claims`) |
+| `signed_error.csv` | per method, the modelled latency's signed error against the wall time: median and quartiles (`pricing.signed_error`) |
+| `latency_by_task.csv` | (Gemma-style) batch-size-1 latency per task and pooled, total over total (`analysis.latency_view`) |
+| `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`tl.hardware`) |
+| `facts.json` | the other numbers the README quotes (cost ratio, SpecDecode's relative latency, ...) |
+| `answer_lengths.csv`, `paired_differences.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`); the README quotes them too |
+
+`render(root)` turns those files into the README's marked regions,
+`<!-- results:NAME -->` ... `<!-- /results:NAME -->`, and `python -m tutorial_lib.stats.report --write`
+rewrites them in README.md (`--check` only compares). `tests/test_report.py` re-renders every
+region from the committed files and fails when the README says something else, so a quoted number
+cannot outlive the result it quotes. The renderers read files only: no model, no bootstrap.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+import numpy as np
+import pandas as pd
+
+from .. import paths
+
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "write_t5_results", "write_t5_facts", "write_gemma_results",
+           "distinct_runs", "render",
+           "regions", "rewrite", "REGION"]
+
+ROOT = paths.CHECKOUT
+#: the committed runs the README quotes (folder names under data/results/)
+T5_RUN = "t5-offline-7facce39213b"
+GEMMA_RUN = "gemma-offline-all-9a41956cad40"
+GEMMA_LATENCY_RUN = "gemma-offline-all-latency-b9e8f41c8d84"
+REGION = re.compile(r"(<!-- results:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
+GRID_RESAMPLES = 400
+
+
+# ---- writing the result files (the notebooks call these) ----------------------------------------
+
+def _same_calls(rows: pd.DataFrame, temperature: float) -> Dict[str, int]:
+    """Configurations at `temperature` that make exactly the same calls on every item (so the cost
+    model gives them the same latency): the number of such groups, of configurations in them, and
+    the size of the largest group."""
+    from .pricing import CALL_COLUMNS
+    part = rows[rows["temperature"] == temperature].sort_values("example_id")
+    keys = {}
+    for config, group in part.groupby("config", sort=False):
+        signature = json.dumps([group[c].tolist() for c in CALL_COLUMNS if c in group] +
+                               [group["example_id"].tolist()], default=str)
+        keys.setdefault(signature, []).append(config)
+    groups = [v for v in keys.values() if len(v) > 1]
+    return {"groups": len(groups), "configurations": int(sum(len(v) for v in groups)),
+            "largest": int(max((len(v) for v in groups), default=0))}
+
+
+def distinct_runs(rows: pd.DataFrame, temperature: float) -> Dict[str, int]:
+    """Per speculative rule (label): how many of its configurations at `temperature` are distinct
+    runs of its own, i.e. whose texts differ from SpecDecode's, from the drafter's and from each
+    other's on at least one item (at `T = 0` several alphas can emit the same texts, and lossy
+    SpecDecode is SpecDecode)."""
+    part = rows[rows["temperature"] == temperature].sort_values("example_id")
+    texts = {config: tuple(group["text"]) for config, group in part.groupby("config", sort=False)}
+    labels = part.drop_duplicates("config").set_index("config")["label"]
+    methods = part.drop_duplicates("config").set_index("config")["method"]
+    anchors = {texts[c] for c in texts if labels[c] in ("SpecDecode", "Drafter", "Verifier")}
+    out = {}
+    for label in dict.fromkeys(labels[methods == "speculative"]):
+        if label == "SpecDecode":
+            continue
+        own = {texts[c] for c in labels.index[labels == label]} - anchors
+        out[label] = len(own)
+    return out
+
+
+def _relative_total(rows: pd.DataFrame, label: str, temperature: float, column: str) -> float:
+    part = rows[rows["temperature"] == temperature]
+    verifier = part.loc[part["method"] == "verifier", column].sum()
+    return float(part.loc[part["label"] == label, column].sum() / verifier)
+
+
+def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamples: int = 2000,
+                     grid_resamples: int = GRID_RESAMPLES, table: Optional[pd.DataFrame] = None,
+                     progress: bool = True) -> Dict[str, pd.DataFrame]:
+    """The T5 run's result files (module docstring) from its priced rows; returns the tables."""
+    from . import claims, hardware, pricing
+    folder = Path(folder)
+    column = pricing.LATENCY_COLUMN
+    claims_table = claims.t5_claims(rows, tasks, cost=column, n_resamples=n_resamples)
+    claims_table.to_csv(folder / "claims.csv", index=False)
+    errors = pricing.signed_error(rows, by=["label", "temperature"])
+    errors.to_csv(folder / "signed_error.csv", index=False)
+    machine = hardware.machine_c(calibration)
+    grid = hardware.verdict_grid(
+        rows, calibration, lambda priced, cost: claims.t5_claims(priced, tasks, cost=cost, n_resamples=grid_resamples),
+        extra_points={"this machine": machine, "paper's T5 pair (estimate)": hardware.PAPER_T5_C}, progress=progress)
+    grid.to_csv(folder / "verdicts_by_c.csv", index=False)
+    flips = hardware.flip_points(grid)
+    flips.to_csv(folder / "flip_points.csv", index=False)
+    write_t5_facts(rows, folder, calibration, table=table, grid_resamples=grid_resamples)
+    return {"claims": claims_table, "signed_error": errors, "verdicts_by_c": grid, "flip_points": flips}
+
+
+def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[pd.DataFrame] = None,
+                   grid_resamples: int = GRID_RESAMPLES) -> dict:
+    """`facts.json` of the T5 run: the numbers its README sentences quote (cost ratio, step times,
+    SpecDecode's relative latency, configurations with the same calls, distinct runs at `T = 0`, the
+    speculative methods' extra latency at the verifier's quality from `table`)."""
+    from . import hardware, pricing
+    column = pricing.LATENCY_COLUMN
+    per_rule = rows[(rows["method"] == "speculative") & (rows["temperature"] == 0.0)].groupby("label")["config"].nunique()
+    facts = {"c": hardware.machine_c(calibration), "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
+             "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False),
+             "spec_relative_latency": {str(t): _relative_total(rows, "SpecDecode", t, column)
+                                       for t in sorted(set(rows["temperature"]))},
+             "same_calls_T0": _same_calls(rows, 0.0), "distinct_runs_T0": distinct_runs(rows, 0.0),
+             "configurations_per_rule": int(per_rule.max()) if len(per_rule) else 0,   # 0: no T = 0 rows
+             "paper_c": hardware.PAPER_T5_C,
+             "paper_c_source": hardware.PAPER_T5_SOURCE, "grid_resamples": grid_resamples}
+    if table is not None:
+        cold = table[(table["temperature"] == 0.0) & table["method"].str.startswith(("SpecCascade", "SpecDecode", "Lossy",
+                                                                                      "BiLD*"))]
+        reached = pd.to_numeric(cold["reduction_at_verifier_quality"], errors="coerce").dropna()
+        facts["speculative_extra_latency_T0"] = [float(-reached.max()), float(-reached.min())]
+    (Path(folder) / "facts.json").write_text(json.dumps(facts, indent=1))
+    return facts
+
+
+def write_gemma_results(rows: pd.DataFrame, tasks, folder, calibration, latency_rows: pd.DataFrame, *,
+                        t5_rows=None, t5_tasks=None, n_resamples: int = 2000, progress: bool = True
+                        ) -> Dict[str, pd.DataFrame]:
+    """The Gemma-style run's result files (module docstring); `latency_rows` are its batch-size-1
+    latency rows, priced with `calibration`."""
+    from . import analysis, claims, hardware, pricing
+    folder = Path(folder)
+    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples)
+    claims_table.to_csv(folder / "claims.csv", index=False)
+    column = pricing.LATENCY_COLUMN
+    by_task = analysis.latency_view(latency_rows, latency=column, tasks=tasks, n_resamples=n_resamples)
+    by_task.to_csv(folder / "latency_by_task.csv", index=False)
+    errors = pricing.signed_error(latency_rows, by=["label", "gamma"])
+    errors.to_csv(folder / "signed_error.csv", index=False)
+    machine = hardware.machine_c(calibration)
+
+    def pooled_claims(priced, cost):
+        table = hardware.latency_claims(priced, column=cost, n_resamples=GRID_RESAMPLES)
+        return table[table["task"] == analysis.POOLED]
+
+    grid = hardware.verdict_grid(latency_rows, calibration, pooled_claims,
+                                 extra_points={"this machine": machine,
+                                               "paper's T5 pair (estimate)": hardware.PAPER_T5_C}, progress=progress)
+    grid.to_csv(folder / "verdicts_by_c.csv", index=False)
+    flips = hardware.flip_points(grid, keys=("claim", "temperature"))
+    flips.to_csv(folder / "flip_points.csv", index=False)
+    facts = {"c": machine, "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
+             "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False), "grid_resamples": GRID_RESAMPLES,
+             "latency_items": int(latency_rows.groupby("task")["example_id"].nunique().sum()),
+             "paper_c": hardware.PAPER_T5_C, "paper_c_source": hardware.PAPER_T5_SOURCE}
+    (folder / "facts.json").write_text(json.dumps(facts, indent=1))
+    return {"claims": claims_table, "latency_by_task": by_task, "signed_error": errors, "verdicts_by_c": grid,
+            "flip_points": flips}
+
+
+# ---- rendering -----------------------------------------------------------------------------------
+
+def _number(value: float, digits: int = 3, signed: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    text = f"{value:+.{digits}g}" if signed else f"{value:.{digits}g}"
+    return text
+
+
+def _interval(row) -> str:
+    if row["verdict"] == "not measurable here":
+        return "-"
+    low = "(-inf" if np.isneginf(row["low"]) else f"[{_number(row['low'])}"
+    high = "inf)" if np.isposinf(row["high"]) else f"{_number(row['high'])}]"
+    return f"{_number(row['estimate'], signed=True)} {low}, {high}"
+
+
+def _claims_table(claims: pd.DataFrame, with_task: bool) -> str:
+    head = "| claim |" + (" task |" if with_task else "") + \
+        " T | estimate [95% interval] | verdict | noise floor (SpecDecode - verifier) | n needed | detail or reason |\n"
+    head += "|---|" + ("---|" if with_task else "") + "---|---|---|---|---|---|\n"
+    lines = []
+    for _, row in claims.iterrows():
+        floor = f"{_number(row['noise_floor'], signed=True)} [{_number(row['noise_floor_low'])}, " \
+                f"{_number(row['noise_floor_high'])}]" if not pd.isna(row.get("noise_floor")) else ""
+        needed = "" if pd.isna(row["n_needed"]) else f"{int(row['n_needed']):,}"
+        why = row["reason"] if isinstance(row.get("reason"), str) and row["reason"] else row.get("detail", "")
+        why = "" if pd.isna(why) else str(why)
+        lines.append(f"| {row['claim']} |" + (f" {row['task']} |" if with_task else "") +
+                     f" {row['temperature']:g} | {_interval(row)} | {row['verdict']} | {floor} | {needed} | {why} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def _errors_table(errors: pd.DataFrame, keys) -> str:
+    head = "| " + " | ".join(keys) + " | rows | median | quartiles |\n|" + "---|" * (len(keys) + 3) + "\n"
+    lines = []
+    for _, row in errors.iterrows():
+        values = [f"{row[k]:g}" if isinstance(row[k], float) else str(row[k]) for k in keys]
+        lines.append("| " + " | ".join(values) + f" | {int(row['n_rows'])} | {row['median']:+.1%} | "
+                     f"{row['q25']:+.1%} / {row['q75']:+.1%} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def _flips(flips: pd.DataFrame, facts: dict) -> str:
+    lines = []
+    for (claim, *rest), part in flips.groupby(["claim"] + [c for c in ("task", "temperature", "gamma")
+                                                          if c in flips.columns], sort=False):
+        where = ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                          for k, v in zip([c for c in ("task", "temperature", "gamma") if c in flips.columns], rest)
+                          if k != "task" or v)
+        said = []
+        for verifier, sub in part.groupby("verifier_cost", sort=False):
+            changes = sub.dropna(subset=["c_below"])
+            if changes.empty:
+                said.append(f"with the verifier's block {verifier}, it {sub['verdict_below'].iloc[0]} at every c "
+                            "from 0.02 to 1")
+            else:
+                said.append(f"with the verifier's block {verifier}, " + "; ".join(
+                    f"it turns from {r.verdict_below} to {r.verdict_above} between c = {r.c_below:.3g} and "
+                    f"{r.c_above:.3g}" for r in changes.itertuples()))
+        lines.append(f"- **{claim}** ({where}): " + "; ".join(said) + ".")
+    lines.append(f"\nThis machine's c is {facts['c']:.2f}; the paper's T5-small -> T5-large pair is at about "
+                 f"{facts['paper_c']:.3f} ({facts['paper_c_source']}). Verdicts on the "
+                 f"grid use {facts['grid_resamples']} resamples of the items.")
+    return "\n".join(lines) + "\n"
+
+
+def _latency_table(view: pd.DataFrame) -> str:
+    head = "| method | gamma | task | items | latency / verifier's (total over total) [95%] | quality (its metric) |\n" \
+           "|---|---|---|---|---|---|\n"
+    lines = []
+    for _, row in view[view["method"] != "verifier"].iterrows():
+        quality = "not pooled (different metrics)" if not row["quality_metric"] or pd.isna(row["quality_metric"]) \
+            else f"{row['quality']:.3f} ({row['quality_metric']})"
+        lines.append(f"| {row['label']} | {int(row['gamma'])} | {row['task']} | {int(row['n_items'])} | "
+                     f"{row['latency']:.3f} [{row['latency_low']:.3f}, {row['latency_high']:.3f}] | {quality} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
+    """The README's regions, each a function that renders it from the committed result files."""
+    results = Path(root or ROOT) / "data" / "results"
+    t5, gemma = results / T5_RUN, results / GEMMA_RUN
+    read = lambda folder, name: pd.read_csv(folder / name)
+    facts = lambda folder: json.loads((folder / "facts.json").read_text())
+
+    def t5_cost() -> str:
+        f = facts(t5)
+        spec, same = f["spec_relative_latency"], f["same_calls_T0"]
+        low, high = f["speculative_extra_latency_T0"]
+        return (f"With this synthetic pair a drafter step costs {f['c']:.2f} of a verifier step "
+                f"({f['drafter_step_ms']:.2f} ms against {f['verifier_step_ms']:.2f} ms: calls this small are "
+                f"mostly fixed costs), so on the latency axis no speculative method is faster than the verifier, "
+                f"whatever its rule: SpecDecode costs {spec['0.0']:.2f} times the verifier at `T = 0` "
+                f"({spec['1.0']:.2f} at `T = 1`; total modelled latency over the verifier's). Every speculative "
+                f"method that reaches the verifier's quality at `T = 0` does so only at {low:.0%}-{high:.0%} *more* "
+                f"latency. Configurations that make the same calls on every sentence get the same modelled latency: "
+                f"at `T = 0`, {same['configurations']} configurations in {same['groups']} groups, the largest of "
+                f"{same['largest']} (SpecDecode and the runs whose calls equal its own).\n")
+
+    def t5_distinct() -> str:
+        f = facts(t5)
+        runs = f["distinct_runs_T0"]
+        listed = "; ".join(f"{label} {n}" for label, n in runs.items())
+        return (f"At `T = 0` each rule's {f['configurations_per_rule']} configurations (its alphas, ends included) "
+                f"give fewer distinct runs of its own (texts unlike SpecDecode's, the drafter's and each other's on "
+                f"some sentence): {listed}. Lossy SpecDecode is exact at `T = 0` (its output law is the verifier's "
+                "greedy text), so its runs there are SpecDecode's, not points of its own; the claims drop such "
+                "runs (`tl.claims.own_configurations`).\n")
+
+    def gemma_answer_lengths() -> str:
+        table = read(gemma, "answer_lengths.csv")
+        cold = table[(table["task"] == "arithmetic") & (table["temperature"] == 0.0)]
+        one = lambda label: cold[cold["label"] == label]
+        token = one("SpecCascade [Token-V2]").sort_values("alpha")
+        verifier, drafter, spec = one("Verifier").iloc[0], one("Drafter").iloc[0], one("SpecDecode").iloc[0]
+        more = token["verifier_calls_per_answer"] / verifier["verifier_calls_per_answer"] - 1
+        warm = table[(table["task"] == "code") & (table["temperature"] == 1.0)]
+        v1 = warm[warm["label"] == "SpecCascade [Token-V1]"]["answer_tokens"]
+        warm_verifier = warm[warm["label"] == "Verifier"]["answer_tokens"].iloc[0]
+        tokens = ", ".join(f"{t:.1f}" for t in token["answer_tokens"])
+        return (f"Lenient rules lengthen answers, which a cost per token would hide. On arithmetic at `T = 0` the "
+                f"verifier answers in {verifier['answer_tokens']:.1f} tokens on average and the drafter in "
+                f"{drafter['answer_tokens']:.1f}. Token-V2 answers in {tokens} tokens at its {len(token)} alphas, so it "
+                f"makes {more.min():.0%}-{more.max():.0%} more verifier calls per answer than the verifier alone, while "
+                f"its rejection rate falls. At batch size 1, with the measured CPU calibration, its modelled latency "
+                f"per answer is {token['cost_per_answer'].min():.1f}-{token['cost_per_answer'].max():.1f} s, against "
+                f"{spec['cost_per_answer']:.1f} s for SpecDecode and {verifier['cost_per_answer']:.1f} s for the "
+                f"verifier. On code at `T = 1` the cascades give shorter answers (Token-V1 {v1.min():.1f}-{v1.max():.1f} "
+                f"tokens against the verifier's {warm_verifier:.1f}).\n")
+
+    def gemma_paired() -> str:
+        table = read(gemma, "paired_differences.csv")
+        separated = table[(table["low"] > 0) | (table["high"] < 0)]
+        width = table["high"] - table["low"]
+        return (f"**Paired differences** (`paired_differences.csv`, 2,000 resamples): {len(separated)} of {len(table)} "
+                f"(configuration, reference) pairs differ at 95% ({int((separated['low'] > 0).sum())} above, "
+                f"{int((separated['high'] < 0).sum())} below). The median interval width of a difference is "
+                f"{width[table['versus'] == 'Verifier'].median():.2f} against the verifier and "
+                f"{width[table['versus'] == 'SpecDecode'].median():.2f} against SpecDecode. Most rules still lie "
+                "within one interval width of each other.\n")
+
+    def t5_paired() -> str:
+        table = read(t5, "paired_differences.csv")
+        separated = table[(table["low"] > 0) | (table["high"] < 0)]
+        return (f"{len(separated)} of the {len(table)} paired differences (to the verifier and to SpecDecode, "
+                f"2,000 resamples of the sentences) exclude 0 ({int((separated['low'] > 0).sum())} above, "
+                f"{int((separated['high'] < 0).sum())} below).\n")
+
+    return {
+        "t5-paired": t5_paired,
+        "gemma-answer-lengths": gemma_answer_lengths,
+        "gemma-paired": gemma_paired,
+        "t5-distinct": t5_distinct,
+        "t5-cost": t5_cost,
+        "t5-claims": lambda: _claims_table(read(t5, "claims.csv"), with_task=False),
+        "t5-signed-error": lambda: _errors_table(read(t5, "signed_error.csv"), ["label", "temperature"]),
+        "t5-flips": lambda: _flips(read(t5, "flip_points.csv"), facts(t5)),
+        "gemma-claims": lambda: _claims_table(read(gemma, "claims.csv"), with_task=True),
+        "gemma-latency": lambda: _latency_table(read(gemma, "latency_by_task.csv")),
+        "gemma-signed-error": lambda: _errors_table(read(gemma, "signed_error.csv"), ["label", "gamma"]),
+        "gemma-flips": lambda: _flips(read(gemma, "flip_points.csv"), facts(gemma)),
+    }
+
+
+def render(root: Optional[Path] = None) -> Dict[str, str]:
+    """Every region's text, rendered from the result files under `root` (the repository)."""
+    return {name: make() for name, make in regions(root).items()}
+
+
+def rewrite(text: str, rendered: Dict[str, str]) -> str:
+    """`text` with each marked region's body replaced by its rendering; a region in the text that
+    is not rendered, or a rendered one missing from the text, is an error naming it."""
+    found = {m.group("name") for m in REGION.finditer(text)}
+    unknown, missing = found - set(rendered), set(rendered) - found
+    if unknown or missing:
+        raise ValueError(f"README regions {sorted(unknown)} have no renderer and {sorted(missing)} are not in the "
+                         "README; add `<!-- results:NAME -->` ... `<!-- /results:NAME -->` or a renderer.")
+    return REGION.sub(lambda m: m.group(1) + rendered[m.group("name")] + m.group(4), text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Render the README's result regions from the committed result files.")
+    parser.add_argument("--write", action="store_true", help="rewrite README.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 if README.md differs from the rendering")
+    args = parser.parse_args(argv)
+    path = ROOT / "README.md"
+    text = path.read_text()
+    new = rewrite(text, render())
+    if args.write:
+        path.write_text(new)
+        print(f"README.md: {sum(1 for _ in REGION.finditer(new))} regions rendered")
+    elif args.check:
+        if new != text:
+            print("README.md does not match the committed results; run python -m tutorial_lib.stats.report --write")
+            return 1
+        print("README.md matches the committed results")
+    else:
+        sys.stdout.write("".join(f"## {k}\n{v}\n" for k, v in render().items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
