@@ -8,9 +8,12 @@
   slider a track beside it (`SLIDER_WIDTH`).
 - `link_alpha_slider`: an alpha slider that follows the chosen rule's span (`rejection.ALPHA_SPANS`).
 - `number`: how the views write a float in a title (3 significant digits).
+- `LiveBox`: the box every live view returns; displayed, it also leaves a static copy of its figure
+  (`static`), so a saved or reopened notebook shows the figure and a hint, not a broken widget.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -22,11 +25,12 @@ from matplotlib.ticker import NullLocator
 from plotly.subplots import make_subplots
 
 from .figures import FIGURE_SIZE, savefig
+from .static import WIDGET_TEXT, plotly_to_png, static_bundle
 from ..lessons.rejection import alpha_at, alpha_span
 
 __all__ = [
     "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "number", "wrap", "Trace", "Panel", "to_plotly",
-    "to_matplotlib", "save", "readable", "live_view", "interactive", "link_alpha_slider",
+    "to_matplotlib", "save", "readable", "LiveBox", "live_view", "interactive", "link_alpha_slider",
 ]
 
 COLORS = sns.color_palette("colorblind", 10).as_hex()
@@ -209,6 +213,56 @@ def readable(name: str) -> str:
     return name.replace("_", " ")
 
 
+class LiveBox(ipywidgets.VBox):
+    """A VBox of controls and a view that, when displayed, leaves a static copy under itself.
+
+    `static()` returns the copy's display bundle (`static.static_bundle`) for the current setting;
+    `refresh()` (called by the view on every redraw) updates each copy displayed so far, so a notebook
+    saved at any moment holds the figure at the setting it was left at. Where widgets cannot be drawn
+    the box's own output reads `static.WIDGET_TEXT`, not `VBox(children=...)`.
+    """
+
+    #: Seconds a control must rest before the copies are redrawn: drawing the PNG takes 0.4-6 s on a busy
+    #: CPU, which a slider being dragged must not wait for.
+    REFRESH_DELAY_S = 0.8
+
+    def __init__(self, children, static: Callable[[], dict], **kwargs):
+        super().__init__(children, **kwargs)
+        self._static = static
+        self._copies = []
+        self._timer = None
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle:
+            bundle["text/plain"] = WIDGET_TEXT
+        return bundle
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self._repr_mimebundle_(), raw=True)
+        self._copies.append(display(self._static(), raw=True, display_id=True))
+
+    def refresh(self, *, wait: bool = True) -> None:
+        """Redraw the static copies for the current setting, `REFRESH_DELAY_S` after the last call
+        (`wait=False`: now)."""
+        if not self._copies:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        if not wait:
+            self._update_copies()
+            return
+        self._timer = threading.Timer(self.REFRESH_DELAY_S, self._update_copies)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _update_copies(self) -> None:
+        bundle = self._static()
+        for copy in self._copies:
+            copy.update(bundle, raw=True)
+
+
 def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *,
               describe: Optional[Callable[[object], str]] = None, **fixed):
     """Controls above a figure that `callback(**values, **fixed)` redraws whenever a control changes.
@@ -218,21 +272,34 @@ def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *
     the kernel's output stream as `ipywidgets.interactive` does: executed headlessly (papermill,
     nbclient 0.11) a cell with `interactive` and a plotly figure hung about one run in five, this never
     did. Bad input shows its `ValueError` under the controls. Every control gets `LABEL_STYLE` (a slider
-    also `SLIDER_WIDTH`), and an unlabelled one its argument's name (`readable`). Returns the `VBox`.
+    also `SLIDER_WIDTH`), and an unlabelled one its argument's name (`readable`). Returns a `LiveBox`:
+    displayed, it leaves a static PNG of the current figure with a hint under itself (`static`).
     """
     out = ipywidgets.Output()
+    shown = {"fig": None, "text": "", "error": ""}
+    box = None
+
+    def static():
+        if shown["fig"] is None:
+            return static_bundle(html_body="", text=shown["error"])
+        return static_bundle(png=plotly_to_png(shown["fig"]), text=shown["text"])
 
     def redraw(change=None):
         try:
             fig, numbers = callback(**{name: widget.value for name, widget in controls.items()}, **fixed)
         except ValueError as error:
             out.outputs = ({"output_type": "stream", "name": "stderr", "text": f"{error}\n"},)
-            return
-        bundle = {"text/plain": f"<{type(fig).__name__}: {fig.layout.title.text}>", **fig._repr_mimebundle_()}
-        outputs = [{"output_type": "display_data", "data": bundle, "metadata": {}}]
-        if describe is not None:
-            outputs.append({"output_type": "stream", "name": "stdout", "text": describe(numbers) + "\n"})
-        out.outputs = tuple(outputs)
+            shown.update(fig=None, text="", error=str(error))
+        else:
+            bundle = {"text/plain": f"<{type(fig).__name__}: {fig.layout.title.text}>", **fig._repr_mimebundle_()}
+            outputs = [{"output_type": "display_data", "data": bundle, "metadata": {}}]
+            text = describe(numbers) if describe is not None else ""
+            if describe is not None:
+                outputs.append({"output_type": "stream", "name": "stdout", "text": text + "\n"})
+            out.outputs = tuple(outputs)
+            shown.update(fig=fig, text=text, error="")
+        if box is not None:
+            box.refresh()
 
     for name, widget in controls.items():
         if not widget.description:
@@ -242,7 +309,8 @@ def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *
             widget.layout.width = SLIDER_WIDTH
         widget.observe(redraw, names="value")
     redraw()
-    return ipywidgets.VBox(list(controls.values()) + [out])
+    box = LiveBox(list(controls.values()) + [out], static)
+    return box
 
 
 def interactive(view: Callable, **controls):
