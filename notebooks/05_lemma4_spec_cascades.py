@@ -151,21 +151,23 @@ tradeoff = tl.tradeoff.tradeoff_curves(world, gamma, temperature, n_alpha, cost_
 summary = tl.tradeoff.tradeoff_summary(tradeoff)
 print(f"verifier alone: loss {tradeoff['verifier']['loss']:.4f} at latency 1; "
       f"drafter alone: loss {tradeoff['drafter']['loss']:.4f} at latency {tradeoff['drafter']['latency']:g}")
+print(f"summary at this run's parameters (gamma = {gamma}, c = {cost_ratio}, T = {temperature}); the summary under "
+      "the sliders below follows them:")
 print(pd.DataFrame(summary).T.round(4).to_string())
 metrics["tradeoff"] = {"gamma": gamma, "cost_ratio": cost_ratio, "temperature": temperature,
                        "verifier": tradeoff["verifier"], "drafter": tradeoff["drafter"],
                        "curves": tradeoff["curves"], "summary": summary}
 print("saved", views.widgets.save(views.lemmas.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature), "lemma4_tradeoff"))
-views.widgets.interactive(
-    views.lemmas.tradeoff_view,
-    gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="block size gamma"),
-    cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01, continuous_update=False,
-                                   description="drafter step cost c (verifier calls)"),
-    temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
-                                    description="temperature T"),
-    world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha),
-    methods=widgets.SelectMultiple(options=list(tl.tradeoff.TRADEOFF_METHODS), value=list(tl.tradeoff.TRADEOFF_METHODS),
-                                   rows=9, description="methods"))
+views.widgets.live_view(
+    views.lemmas.tradeoff_live,
+    dict(gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="block size gamma"),
+         cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01, continuous_update=False,
+                                        description="drafter step cost c (verifier calls)"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
+                                         description="temperature T"),
+         methods=widgets.SelectMultiple(options=list(tl.tradeoff.TRADEOFF_METHODS),
+                                        value=list(tl.tradeoff.TRADEOFF_METHODS), rows=9, description="methods")),
+    describe=views.lemmas.format_tradeoff_summary, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
 # ## The same curves from the real engine

@@ -15,7 +15,26 @@ from typing import Optional
 import pandas as pd
 
 
-__all__ = ["FAMILIES", "FAMILY_FIGURE_SIZE", "family_figure", "where_each_wins_figure", "latency_figure"]
+__all__ = ["FAMILIES", "FAMILY_FIGURE_SIZE", "METRIC_WORDS", "metric_words", "family_figure", "where_each_wins_figure",
+           "latency_figure"]
+
+#: A task's metric name (`tasks.metrics.METRICS`) -> (the axis label in words, the metric's range: bands stay inside it).
+METRIC_WORDS = {
+    "bleu": ("BLEU (0-100)", (0.0, 100.0)),
+    "rouge2": ("ROUGE-2 F1", (0.0, 1.0)),
+    "gsm8k": ("share of final answers right (GSM8K-style)", (0.0, 1.0)),
+    "mbpp": ("share of programs passing their tests (MBPP-style)", (0.0, 1.0)),
+    "squad_v2": ("answer F1 (SQuAD 2.0)", (0.0, 1.0)),
+    "squad_v2_em": ("share of answers matching exactly (SQuAD 2.0)", (0.0, 1.0)),
+    "qa_em": ("share of answers matching exactly", (0.0, 1.0)),
+    "qa_contains": ("share of answers containing the reference", (0.0, 1.0)),
+    "qa_f1": ("answer F1", (0.0, 1.0)),
+}
+
+
+def metric_words(metric: str):
+    """`(label, range)` of a metric name (`METRIC_WORDS`); an unknown name is its own label, with no range."""
+    return METRIC_WORDS.get(metric, (metric, None))
 
 #: Methods run once, at the first gamma of a sweep: they are drawn on every gamma's panel.
 _GAMMA_FREE = ["drafter", "verifier", "token_cascade", "seq_cascade"]
@@ -46,17 +65,28 @@ def _select(summary: pd.DataFrame, task, temperature, gamma) -> pd.DataFrame:
     return part
 
 
-def _band(ax, curve: pd.DataFrame, x: str, color, marker: str, label: str) -> None:
-    """One curve sorted along x: line and markers, its 95% quality interval as a shaded band (a
-    single point gets an error bar: a band needs two)."""
+def _limits(ys, ci, bounds):
+    """The band's low and high ends: `ys -+ ci`, kept inside the metric's range `bounds` (a share cannot
+    go below 0 or above 1, whatever a normal approximation says near the ends)."""
+    import numpy as np
+    low, high = ys - ci, ys + ci
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+    return low, high
+
+
+def _band(ax, curve: pd.DataFrame, x: str, color, marker: str, label: str, bounds=None) -> None:
+    """One curve sorted along x: line and markers, its 95% quality interval as a shaded band inside the
+    metric's range `bounds` (a single point gets an error bar: a band needs two)."""
     curve = curve.sort_values([x, "alpha"])
     xs, ys = curve[x].to_numpy(float), curve["quality"].to_numpy(float)
     ci = curve["quality_ci"].fillna(0.0).to_numpy(float)
+    low, high = _limits(ys, ci, bounds)
     if len(curve) == 1:
-        ax.errorbar(xs, ys, yerr=ci, color=color, marker=marker, markersize=5, capsize=2, linewidth=0,
-                    elinewidth=0.8, label=label)
+        ax.errorbar(xs, ys, yerr=[ys - low, high - ys], color=color, marker=marker, markersize=5, capsize=2,
+                    linewidth=0, elinewidth=0.8, label=label)
         return
-    ax.fill_between(xs, ys - ci, ys + ci, color=color, alpha=0.13, linewidth=0)
+    ax.fill_between(xs, low, high, color=color, alpha=0.13, linewidth=0)
     ax.plot(xs, ys, color=color, marker=marker, markersize=3.5, linewidth=1.4, label=label)
 
 
@@ -65,8 +95,9 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
                   quality_label: str = "quality", title: str = "", families=None):
     """Quality against `x` (a summary column: `latency` relative to the verifier, `rejection_rate`...)
     for one task and temperature, one panel per family of methods (`families`, default `FAMILIES`;
-    families with no curve in the summary are left out), in rows of two. Each curve has its 95%
-    interval (`quality_ci`) as a band; the verifier's quality is a dashed line in a grey band (its own
+    families with no curve in the summary are left out), in rows of two. `quality_label` is a metric's
+    name (`METRIC_WORDS` gives its words and range) or any label. Each curve has its 95%
+    interval (`quality_ci`) as a band kept inside the metric's range; the verifier's quality is a dashed line in a grey band (its own
     interval); on a latency axis a dotted line marks the verifier's cost (1). The drafter and
     SpecDecode are drawn faintly in every panel after the first, as anchors. Returns the figure."""
     import matplotlib.pyplot as plt
@@ -77,6 +108,7 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
     panels = [(name, labels) for name, labels in panels if labels]
     if not panels:
         raise ValueError(f"none of the families' curves is in the summary (it has {sorted(present)}).")
+    quality_label, bounds = metric_words(quality_label)
     verifier = part[part["method"] == "verifier"]
     n_rows = (len(panels) + 1) // 2
     with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=0.9):
@@ -87,7 +119,8 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
             if len(verifier):
                 reference = float(verifier["quality"].mean())
                 half = float(verifier["quality_ci"].fillna(0.0).mean())
-                ax.axhspan(reference - half, reference + half, color="grey", alpha=0.15, linewidth=0)
+                low, high = _limits(reference, half, bounds)
+                ax.axhspan(float(low), float(high), color="grey", alpha=0.15, linewidth=0)
                 ax.axhline(reference, color="black", linestyle="--", linewidth=1, label="verifier (95% band)")
             if x.startswith("latency"):
                 ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
@@ -99,7 +132,7 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
                         ax.annotate(anchor, (row[x], row["quality"]), fontsize=6, color="grey",
                                     xytext=(3, 3), textcoords="offset points")
             for j, label in enumerate(labels):
-                _band(ax, part[part["label"] == label], x, palette[j % len(palette)], "os^D"[j % 4], label)
+                _band(ax, part[part["label"] == label], x, palette[j % len(palette)], "os^D"[j % 4], label, bounds)
             ax.set_title(name, fontsize=9)
             ax.legend(fontsize=6.5, loc="best", frameon=True, framealpha=0.8, handlelength=1.5)
         for k, ax in enumerate(axes.flat[len(panels):], start=len(panels)):
@@ -124,11 +157,13 @@ def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence
     return fig
 
 
-def latency_figure(view: pd.DataFrame):
+def latency_figure(view: pd.DataFrame, title: str = "Wall-clock latency at batch size 1: quality against "
+                                                   "latency relative to the verifier"):
     """The batch-size-1 latency runs (`analysis.latency_view`): quality against latency relative to
-    the verifier, one marker per (method, gamma)."""
+    the verifier, one marker per (method, gamma), under `title`."""
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots()
+    ax.set_title(title, fontsize=10)
     for (label, gamma), part in view.groupby(["label", "gamma"]):
         ax.scatter(part["latency"], part["quality"], label=f"{label}, gamma={gamma}", s=40)
     ax.axvline(1.0, color="grey", linestyle=":")

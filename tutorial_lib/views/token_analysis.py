@@ -144,7 +144,7 @@ def token_html(result, item_id: str, curve: str, alpha: float, color_by: str = "
             f"{'-' if np.isnan(mean[col['deferral']]) else format(mean[col['deferral']], '.3f')}, "
             f"mean pi(y) {1 - mean[col['expected_01']]:.3f}; shaded by {color_by}{note}")
     return (f'<div style="font-family:monospace;font-size:13px;line-height:1.7">{head}<br>'
-            f'{colour_key(color_by)}<br>{"".join(spans)}</div>')
+            f'{colour_key(color_by)}{"".join(spans)}</div>')
 
 
 def colour_key(color_by: str = "deferral") -> str:
@@ -154,9 +154,10 @@ def colour_key(color_by: str = "deferral") -> str:
     rgb = (230, 120, 20) if color_by == "deferral" else (30, 100, 220)
     what = ("deferral weight: share of the target taken from the verifier" if color_by == "deferral"
             else "rejection probability of a draft at that position")
-    swatches = "".join(f'<span style="background:{_shade(v, rgb)};padding:0 6px;margin-right:1px">{v:g}</span>'
-                       for v in (0.0, 0.25, 0.5, 0.75, 1.0))
-    return f'<span style="font-size:12px">colour key ({what}): {swatches}; hover a token for its numbers</span>'
+    # <b>/<div>, not <span>: one <span> per token is the answer itself
+    swatches = "".join(f'<b style="background:{_shade(v, rgb)};padding:0 6px;margin-right:1px;font-weight:normal">'
+                       f'{v:g}</b>' for v in (0.0, 0.25, 0.5, 0.75, 1.0))
+    return f'<div style="font-size:12px">colour key ({what}): {swatches}; hover a token for its numbers</div>'
 
 
 

@@ -29,7 +29,7 @@ from .static import WIDGET_TEXT, plotly_to_png, static_bundle
 from ..lessons.rejection import alpha_at, alpha_span
 
 __all__ = [
-    "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "number", "wrap", "Trace", "Panel", "to_plotly",
+    "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "TITLE_WIDTH", "number", "wrap", "Trace", "Panel", "to_plotly",
     "to_matplotlib", "save", "readable", "LiveBox", "live_view", "interactive", "link_alpha_slider",
 ]
 
@@ -52,12 +52,20 @@ def number(x: float) -> str:
     return f"{float(x):.3g}"
 
 
+#: Characters per line of an interactive figure's title (a notebook's output area is about 900 px wide).
+TITLE_WIDTH = 85
+
+
 def wrap(title: str, width: int = 110) -> str:
-    """Break a long title at a separator so a static figure's title fits its width."""
+    """Break a long title at separators (": ", "; ", ", ", else a space) so each line fits `width`."""
     if len(title) <= width:
         return title
     cut = max(title.rfind(sep, 0, width) for sep in (": ", "; ", ", "))
-    return title if cut < 0 else title[:cut + 1] + "\n" + title[cut + 2:]
+    if cut < 0:
+        cut = title.rfind(" ", 0, width) - 1
+    if cut < 0:
+        return title
+    return title[:cut + 1] + "\n" + wrap(title[cut + 2:], width)
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,8 +141,11 @@ def to_plotly(panels: Sequence[Panel], title: str = "") -> go.Figure:
                           annotation_position="bottom left", annotation_font_size=10, row=1, col=col)
         fig.update_xaxes(title_text=panel.xlabel, type="log" if panel.xlog else "linear", row=1, col=col)
         fig.update_yaxes(title_text=panel.ylabel, range=list(panel.ylim) if panel.ylim else None, row=1, col=col)
-    fig.update_layout(title=title, template="plotly_white", barmode="group", height=480,
-                      margin=dict(t=90), legend=dict(font=dict(size=11)))
+    # A long title is broken at a separator: plotly never wraps one, and cut it at the figure's right edge.
+    lines = wrap(title, TITLE_WIDTH).split("\n") if title else []
+    fig.update_layout(title=dict(text="<br>".join(lines), font=dict(size=15)), template="plotly_white",
+                      barmode="group", height=480 + 20 * max(len(lines) - 1, 0),
+                      margin=dict(t=90 + 20 * max(len(lines) - 1, 0)), legend=dict(font=dict(size=11)))
     return fig
 
 
@@ -166,14 +177,17 @@ def to_matplotlib(panels: Sequence[Panel], title: str = "", legend: str = "right
                     ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
             handles.setdefault(t.name, h)
             own.setdefault(t.name, h)
+        # vertical lines labelled along their foot, horizontal ones at their right end: the two never
+        # meet where a vertical line sits at the left edge (gamma = 0), and points near the top stay clear
         for x, label in panel.vlines:
             ax.axvline(float(x), color="grey", linestyle=":", linewidth=1)
-            ax.annotate(label, (float(x), 0.98), xycoords=("data", "axes fraction"), rotation=90,
-                        ha="right", va="top", fontsize=7, color="dimgrey")
+            ax.annotate(label, (float(x), 0.02), xycoords=("data", "axes fraction"), rotation=90,
+                        textcoords="offset points", xytext=(-2, 0), ha="right", va="bottom", fontsize=7,
+                        color="dimgrey")
         for y, label in panel.hlines:
             ax.axhline(float(y), color="grey", linestyle="--", linewidth=1)
-            ax.annotate(label, (0.01, float(y)), xycoords=("axes fraction", "data"), textcoords="offset points",
-                        xytext=(0, 3), fontsize=7, color="dimgrey")
+            ax.annotate(label, (0.99, float(y)), xycoords=("axes fraction", "data"), textcoords="offset points",
+                        xytext=(0, 3), ha="right", fontsize=7, color="dimgrey")
         if panel.xlog:
             # Ticks at the plotted values, written plainly (0.5, 1, 2), not as powers of ten.
             ax.set_xscale("log")
@@ -238,10 +252,14 @@ class LiveBox(ipywidgets.VBox):
             bundle["text/plain"] = WIDGET_TEXT
         return bundle
 
+    def static_copy(self) -> dict:
+        """The display bundle of the static copy at the current setting."""
+        return self._static()
+
     def _ipython_display_(self):
         from IPython.display import display
         display(self._repr_mimebundle_(), raw=True)
-        self._copies.append(display(self._static(), raw=True, display_id=True))
+        self._copies.append(display(self.static_copy(), raw=True, display_id=True))
 
     def refresh(self, *, wait: bool = True) -> None:
         """Redraw the static copies for the current setting, `REFRESH_DELAY_S` after the last call
@@ -258,7 +276,7 @@ class LiveBox(ipywidgets.VBox):
         self._timer.start()
 
     def _update_copies(self) -> None:
-        bundle = self._static()
+        bundle = self.static_copy()
         for copy in self._copies:
             copy.update(bundle, raw=True)
 
