@@ -30,11 +30,12 @@ HINT = "Static copy of the figure at its last setting: run this cell to move the
 WIDGET_TEXT = "[interactive controls: they need a running kernel - run this cell to use them; a static copy follows]"
 STATIC_CLASS = "tl-static-copy"
 
-# Hide a copy whose widget is alive, and a broken widget output ("model not found") that has a copy.
+# Hide a copy whose widget is alive, and a broken widget output ("model not found") that has a copy: only
+# the output itself (`>`), never the outputs inside a live widget's own Output area.
 _STYLE = (f"<style>.jp-OutputArea-child:has(.widget-vbox) + .jp-OutputArea-child .{STATIC_CLASS}"
           "{display:none}"
           f".jp-OutputArea-child:has(+ .jp-OutputArea-child .{STATIC_CLASS}) "
-          ".jp-OutputArea-output:not(:has(.widget-vbox)){display:none}</style>")
+          "> .jp-OutputArea-output:not(:has(.widget-vbox)){display:none}</style>")
 
 _TAG = re.compile(r"<[^>]+>")
 
