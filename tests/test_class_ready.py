@@ -158,3 +158,14 @@ def test_outside_a_checkout_beside_the_notebook_and_settings_win(tmp_path, monke
     assert notebook.results_folder(tmp_path / "given") == tmp_path / "given"
     with pytest.raises(ValueError, match="kind='a/b'"):
         paths.student_folder("a/b")
+
+
+def test_a_figure_whose_curves_all_coincide_says_so():
+    rows = [dict(task="t", label=label, method=method, rule="-", alpha=float(j), gamma=1, temperature=0.0,
+                 quality=0.56, quality_ci=0.25, latency=1.0, rejection_rate=0.01 * j, n=25)
+            for label, method, points in (("Verifier", "verifier", 1), ("Drafter", "drafter", 1),
+                                          ("SpecDecode", "speculative", 1)) for j in range(points)]
+    fig = reruns.family_figure(pd.DataFrame(rows), task="t", temperature=0.0, x="rejection_rate",
+                               quality_label="mbpp")
+    texts = [t.get_text() for ax in fig.get_axes() for t in ax.texts]
+    assert any("every method here scores 0.56 on these 25 items" in t for t in texts), texts

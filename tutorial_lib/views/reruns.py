@@ -135,6 +135,12 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
                 _band(ax, part[part["label"] == label], x, palette[j % len(palette)], "os^D"[j % 4], label, bounds)
             ax.set_title(name, fontsize=9)
             ax.legend(fontsize=6.5, loc="best", frameon=True, framealpha=0.8, handlelength=1.5)
+            shown = part[part["label"].isin(labels) | (part["method"] == "verifier")]["quality"]
+            if len(shown) and float(shown.max() - shown.min()) < 1e-12:
+                # every curve on one line reads as an empty plot: say that it is the result
+                items = f" on these {int(part['n'].max())} items" if "n" in part else ""
+                ax.text(0.5, 0.04, f"every method here scores {float(shown.iloc[0]):.3g}{items}: no difference",
+                        transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color="dimgrey")
         for k, ax in enumerate(axes.flat[len(panels):], start=len(panels)):
             ax.axis("off")   # an odd panel count: the panel above the empty one shows the x ticks
             axes.flat[k - axes.shape[1]].xaxis.set_tick_params(labelbottom=True)

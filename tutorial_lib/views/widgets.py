@@ -237,8 +237,8 @@ class LiveBox(ipywidgets.VBox):
     """
 
     #: Seconds a control must rest before the copies are redrawn: drawing the PNG takes 0.4-6 s on a busy
-    #: CPU, which a slider being dragged must not wait for.
-    REFRESH_DELAY_S = 0.8
+    #: CPU and holds the kernel meanwhile, which a slider being moved step by step must not wait for.
+    REFRESH_DELAY_S = 3.0
 
     def __init__(self, children, static: Callable[[], dict], **kwargs):
         super().__init__(children, **kwargs)
