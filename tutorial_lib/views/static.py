@@ -35,7 +35,10 @@ STATIC_CLASS = "tl-static-copy"
 _STYLE = (f"<style>.jp-OutputArea-child:has(.widget-vbox) + .jp-OutputArea-child .{STATIC_CLASS}"
           "{display:none}"
           f".jp-OutputArea-child:has(+ .jp-OutputArea-child .{STATIC_CLASS}) "
-          "> .jp-OutputArea-output:not(:has(.widget-vbox)){display:none}</style>")
+          "> .jp-OutputArea-output:not(:has(.widget-vbox)){display:none}"
+          # any other widget output left as bare text ("Error displaying widget: model not found"): a
+          # progress bar of an earlier run, which has nothing to show once its kernel is gone
+          ".jp-OutputArea-output.jupyter-widgets:not(:has(*)){display:none}</style>")
 
 _TAG = re.compile(r"<[^>]+>")
 
