@@ -18,16 +18,17 @@ import pandas as pd
 __all__ = ["FAMILIES", "FAMILY_FIGURE_SIZE", "METRIC_WORDS", "metric_words", "family_figure", "where_each_wins_figure",
            "latency_figure"]
 
-#: A task's metric name (`tasks.metrics.METRICS`) -> (the axis label in words, the metric's range: bands stay inside it).
+#: A task's metric name (`tasks.metrics.METRICS`) -> (the axis label in words, short enough for one panel's
+#: height, and the metric's range: bands stay inside it).
 METRIC_WORDS = {
     "bleu": ("BLEU (0-100)", (0.0, 100.0)),
     "rouge2": ("ROUGE-2 F1", (0.0, 1.0)),
-    "gsm8k": ("share of final answers right (GSM8K-style)", (0.0, 1.0)),
-    "mbpp": ("share of programs passing their tests (MBPP-style)", (0.0, 1.0)),
+    "gsm8k": ("share of answers right (GSM8K)", (0.0, 1.0)),
+    "mbpp": ("share passing tests (MBPP)", (0.0, 1.0)),
     "squad_v2": ("answer F1 (SQuAD 2.0)", (0.0, 1.0)),
-    "squad_v2_em": ("share of answers matching exactly (SQuAD 2.0)", (0.0, 1.0)),
-    "qa_em": ("share of answers matching exactly", (0.0, 1.0)),
-    "qa_contains": ("share of answers containing the reference", (0.0, 1.0)),
+    "squad_v2_em": ("share exact (SQuAD 2.0)", (0.0, 1.0)),
+    "qa_em": ("share matching exactly", (0.0, 1.0)),
+    "qa_contains": ("share containing the answer", (0.0, 1.0)),
     "qa_f1": ("answer F1", (0.0, 1.0)),
 }
 
