@@ -20,7 +20,7 @@ import io
 import re
 from typing import Dict, List, Optional
 
-import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 __all__ = ["HINT", "WIDGET_TEXT", "STATIC_CLASS", "plain_text", "plotly_to_png", "static_bundle"]
 
@@ -84,7 +84,9 @@ def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
     x_axes = sorted({_axis_name(getattr(t, "xaxis", None) or "x", "x") for t in fig.data} or {"xaxis"},
                     key=lambda name: (layout[name].domain[0] if layout[name].domain else 0.0))
     height = (layout.height or 480) / 100 * 0.9
-    figure, axes = plt.subplots(1, len(x_axes), figsize=(width, height), squeeze=False)
+    # a bare Figure, not pyplot: the copy may be drawn from a timer thread while a cell draws with pyplot
+    figure = Figure(figsize=(width, height))
+    axes = figure.subplots(1, len(x_axes), squeeze=False)
     where = {name: ax for name, ax in zip(x_axes, axes[0])}
     categories: Dict[str, List[str]] = {}
     handles: Dict[str, object] = {}
@@ -160,7 +162,6 @@ def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
-    plt.close(figure)
     return buffer.getvalue()
 
 
