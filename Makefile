@@ -74,12 +74,14 @@ reruns: check-notebooks models-qwen
 	@$(MAKE) --no-print-directory run-notebooks RUN="$(RERUNS)" CELL_TIMEOUT=7200
 
 # A cell that runs longer than CELL_TIMEOUT seconds fails the run instead of hanging it.
+# These targets are the runs that regenerate the committed figures/ and data/results/, so they name them;
+# a notebook run anywhere else writes to build/ (in a checkout) or beside the notebook, never there.
 CELL_TIMEOUT ?= 600
 run-notebooks:
 	mkdir -p $(EXECUTED) figures
 	@for nb in $(RUN); do \
 		name=$$(basename $$nb .ipynb); start=$$(date +%s); \
-		$(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb $(EXECUTED)/$$name.ipynb \
+		TUTORIAL_LIB_FIGURES=$(CURDIR)/figures TUTORIAL_LIB_RESULTS=$(CURDIR)/data/results $(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb $(EXECUTED)/$$name.ipynb \
 			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
 		echo "$$name: executed in $$(( $$(date +%s) - start )) s -> $(EXECUTED)/$$name.ipynb"; \
 	done

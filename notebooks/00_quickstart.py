@@ -169,8 +169,8 @@ answer_1 = None  # your code here
 answer_2 = None  # your code here
 
 # %%
-pi_opt = tl.target_distribution("opt", q_c, p_c, alpha)
-tl.notebook.check_answer(answer_1, float(tl.rejection_probability(pi_opt, q_c)), label="exercise 1")
-chow_grid = tl.alpha_grid("chow", n_alpha)
-tl.notebook.check_answer(answer_2, float(chow_grid[torch.tensor(curves["Chow"]["loss"]).argmin()]),
-                         tol=1e-9, label="exercise 2")
+tl.notebook.check("00-1", answer_1, q=q_c, p=p_c, alpha=alpha)
+tl.notebook.check("00-2", answer_2, curves=curves, n_alpha=n_alpha)
+
+# %% [markdown]
+# **Read next:** [01 target distributions](01_target_distributions.ipynb): what each rule's target $\pi$ looks like for one pair, and how `alpha` moves it.

@@ -17,8 +17,9 @@
 # # Target distributions: what each rule asks the verifier to accept
 #
 # > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
-# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
-# > run the notebook again (*Run > Run All Cells*) to bring them back.
+# > Each one also leaves a static picture of its figure at the setting it was last left at, so a saved,
+# > reopened or papermill-executed copy shows the figure with a one-line hint; run the cell again
+# > (or *Run > Run All Cells*) to move the sliders again.
 #
 # **Learning goals.** After this notebook you can
 # 1. compute the target $\pi = \mathbb{T}(q, p)$ of every rule for one pair of next-token
@@ -243,9 +244,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-unsure = examples["unsure drafter, confident verifier"]
-tl.notebook.check_answer(answer_1, 1.0 - float(unsure.q.max()), tol=1e-6, label="exercise 1")
-sure = examples["confident drafter, unsure verifier"]
-tl.notebook.check_answer(answer_2, float(tl.deferral_decision("diff", sure.q, sure.p, -0.6))
-                         * float(tl.tv_distance(sure.p, sure.q)), tol=1e-6, label="exercise 2")
-tl.notebook.check_answer(answer_3, tl.latency.expected_tokens_per_call(0.7, 4), tol=1e-6, label="exercise 3")
+tl.notebook.check("01-1", answer_1, examples=examples)
+tl.notebook.check("01-2", answer_2, examples=examples)
+tl.notebook.check("01-3", answer_3)
+
+# %% [markdown]
+# **Read next:** [02 rejection rates](02_rejection_rates.ipynb): the rejection rate against `alpha` over a whole toy world, and Lemma 3 checked by simulation.

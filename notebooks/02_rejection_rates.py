@@ -17,8 +17,9 @@
 # # Rejection rates: how often the verifier overrules the drafter, and Lemma 3 by simulation
 #
 # > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
-# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
-# > run the notebook again (*Run > Run All Cells*) to bring them back.
+# > Each one also leaves a static picture of its figure at the setting it was last left at, so a saved,
+# > reopened or papermill-executed copy shows the figure with a one-line hint; run the cell again
+# > (or *Run > Run All Cells*) to move the sliders again.
 #
 # **Learning goals.** After this notebook you can
 # 1. read each rule's rejection rate against its `alpha`, and say why a deferral rule's curve is a
@@ -207,8 +208,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-blind = examples["verifier blind spot"]
-tl.notebook.check_answer(answer_1, 0.7 * float(tl.tv_distance(blind.p, blind.q)), tol=1e-6, label="exercise 1")
-tl.notebook.check_answer(answer_2, curves["curves"]["Token-V3"]["rejection"][0] - curves["spec"], tol=1e-6,
-                         label="exercise 2")
-tl.notebook.check_answer(answer_3, 0.5 * 0.5 / 0.001 ** 2, tol=1.0, label="exercise 3")
+tl.notebook.check("02-1", answer_1, examples=examples)
+tl.notebook.check("02-2", answer_2, curves=curves)
+tl.notebook.check("02-3", answer_3)
+
+# %% [markdown]
+# **Read next:** [03 Lemma 1 and token cascades](03_lemma1_token_cascades.ipynb): which deferral is optimal when a deferral has a fixed cost.

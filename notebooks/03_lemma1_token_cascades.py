@@ -17,8 +17,9 @@
 # # Lemma 1: the optimal token-level cascade, computed exactly
 #
 # > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
-# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
-# > run the notebook again (*Run > Run All Cells*) to bring them back.
+# > Each one also leaves a static picture of its figure at the setting it was last left at, so a saved,
+# > reopened or papermill-executed copy shows the figure with a one-line hint; run the cell again
+# > (or *Run > Run All Cells*) to move the sliders again.
 #
 # **Learning goals.** After this notebook you can
 # 1. write the deferral risk of a token-level cascade (equation 3) and find its minimiser (Lemma 1);
@@ -247,7 +248,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check_answer(answer_1, tl.deferral_risks.context_risks(world, context, "zero_one", 1)["optimal_switch"], label="exercise 1")
-tl.notebook.check_answer(answer_2, at_alpha["Diff plug-in"] - at_alpha["optimal (Lemma 1)"], label="exercise 2")
-chow_excess = {s: row["Chow plug-in"] for s, row in sweep["drafter"].items()}
-tl.notebook.check_answer(answer_3, min(chow_excess, key=chow_excess.get), tol=1e-9, label="exercise 3")
+tl.notebook.check("03-1", answer_1, world=world, context=context)
+tl.notebook.check("03-2", answer_2, world=world, loss=loss, alpha=alpha)
+tl.notebook.check("03-3", answer_3, sweep=sweep)
+
+# %% [markdown]
+# **Read next:** [04 Lemma 2 and lossy speculative sampling](04_lemma2_lossy.ipynb): lossy speculative sampling is Algorithm 4 with one particular target.

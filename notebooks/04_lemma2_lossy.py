@@ -17,8 +17,9 @@
 # # Lemma 2: lossy speculative sampling is Algorithm 4 with one particular target
 #
 # > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
-# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
-# > run the notebook again (*Run > Run All Cells*) to bring them back.
+# > Each one also leaves a static picture of its figure at the setting it was last left at, so a saved,
+# > reopened or papermill-executed copy shows the figure with a one-line hint; run the cell again
+# > (or *Run > Run All Cells*) to move the sliders again.
 #
 # **Learning goals.** After this notebook you can
 # 1. state lossy speculative sampling (Tran-Thien): its acceptance rule and its residual;
@@ -184,9 +185,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-q_ex = torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64)
-p_ex = torch.tensor([0.2, 0.5, 0.3], dtype=torch.float64)
-tl.notebook.check_answer(answer_1, float(tl.lossy.tran_thien_acceptance(q_ex, p_ex, 0.5)[0]), label="exercise 1")
-tl.notebook.check_answer(answer_2, float(tl.lossy_beta(q_ex, p_ex, 0.5)), label="exercise 2")
-emitted = tl.output_distribution(tl.target_distribution("lossy", q_ex, p_ex, 0.5, beta=1.0), q_ex)
-tl.notebook.check_answer(answer_3, float(tl.tv_distance(emitted, p_ex)), label="exercise 3")
+tl.notebook.check("04-1", answer_1)
+tl.notebook.check("04-2", answer_2)
+tl.notebook.check("04-3", answer_3)
+
+# %% [markdown]
+# **Read next:** [05 Lemma 4 and speculative cascades](05_lemma4_spec_cascades.ipynb): the optimal deferral when a deferral costs only where the models disagree, and the exact cost-quality trade-off.

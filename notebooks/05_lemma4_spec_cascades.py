@@ -17,8 +17,9 @@
 # # Lemma 4: the optimal speculative cascade, and what it buys
 #
 # > **Widgets need a running kernel.** The sliders in this notebook are drawn by the kernel that runs it.
-# > After you reopen a saved copy (or reload the page), they show as text or "Error displaying widget":
-# > run the notebook again (*Run > Run All Cells*) to bring them back.
+# > Each one also leaves a static picture of its figure at the setting it was last left at, so a saved,
+# > reopened or papermill-executed copy shows the figure with a one-line hint; run the cell again
+# > (or *Run > Run All Cells*) to move the sliders again.
 #
 # **Learning goals.** After this notebook you can
 # 1. explain why, in a *speculative* cascade, a deferral costs $\alpha\,D_{TV}(p_t, q_t)$ instead of $\alpha$
@@ -170,21 +171,23 @@ tradeoff = tl.tradeoff.tradeoff_curves(world, gamma, temperature, n_alpha, cost_
 summary = tl.tradeoff.tradeoff_summary(tradeoff)
 print(f"verifier alone: loss {tradeoff['verifier']['loss']:.4f} at latency 1; "
       f"drafter alone: loss {tradeoff['drafter']['loss']:.4f} at latency {tradeoff['drafter']['latency']:g}")
+print(f"summary at this run's parameters (gamma = {gamma}, c = {cost_ratio}, T = {temperature}); the summary under "
+      "the sliders below follows them:")
 print(pd.DataFrame(summary).T.round(4).to_string())
 metrics["tradeoff"] = {"gamma": gamma, "cost_ratio": cost_ratio, "temperature": temperature,
                        "verifier": tradeoff["verifier"], "drafter": tradeoff["drafter"],
                        "curves": tradeoff["curves"], "summary": summary}
 print("saved", views.widgets.save(views.lemmas.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature), "lemma4_tradeoff"))
-views.widgets.interactive(
-    views.lemmas.tradeoff_view,
-    gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="block size gamma"),
-    cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01, continuous_update=False,
-                                   description="drafter step cost c (verifier calls)"),
-    temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
-                                    description="temperature T"),
-    world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha),
-    methods=widgets.SelectMultiple(options=list(tl.tradeoff.TRADEOFF_METHODS), value=list(tl.tradeoff.TRADEOFF_METHODS),
-                                   rows=9, description="methods"))
+views.widgets.live_view(
+    views.lemmas.tradeoff_live,
+    dict(gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="block size gamma"),
+         cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01, continuous_update=False,
+                                        description="drafter step cost c (verifier calls)"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
+                                         description="temperature T"),
+         methods=widgets.SelectMultiple(options=list(tl.tradeoff.TRADEOFF_METHODS),
+                                        value=list(tl.tradeoff.TRADEOFF_METHODS), rows=9, description="methods")),
+    describe=views.lemmas.format_tradeoff_summary, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
 # ## The same curves from the real engine
@@ -233,9 +236,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-top = tl.examples.context_options(world)[0][1]
-tl.notebook.check_answer(answer_1, tl.deferral_risks.context_risks(world, top, "zero_one", 4)["optimal_switch"], label="exercise 1")
-tl.notebook.check_answer(answer_2, (gamma * cost_ratio + 1) / tradeoff["curves"]["SpecDecode"]["tokens_per_call"][0],
-                         label="exercise 2")
-reachable = [s["best_loss_within_verifier_latency"] for s in summary.values() if s["best_loss_within_verifier_latency"] is not None]
-tl.notebook.check_answer(answer_3, min(reachable), label="exercise 3")
+tl.notebook.check("05-1", answer_1, world=world)
+tl.notebook.check("05-2", answer_2, tradeoff=tradeoff, gamma=gamma, cost_ratio=cost_ratio)
+tl.notebook.check("05-3", answer_3, summary=summary)
+
+# %% [markdown]
+# **Read next:** [09 speed on your hardware](09_speed_on_your_hardware.ipynb) for what a verifier call costs on this machine (minutes, no download), or [06 the T5 rerun](06_t5_evaluation.ipynb) for the paper's translation experiment on a small trained pair.

@@ -413,25 +413,37 @@ if results is not None:
 # %% [markdown]
 # ## Exercises
 #
-# 1. Rerun with `temperatures = [1.0]` and `gammas = [3, 7]`: the finished rows are reused, only the
+# The first three are checked by the cell under them (right or wrong, with a hint; the answer is not
+# printed); the last two are for discussion.
+#
+# 1. In the first table, which method reaches the verifier's quality at the largest latency
+#    reduction at the coldest temperature (the main $\gamma$)? Store its name (as in the table's
+#    `method` column) in `answer_1`.
+# 2. **Reading a claim's interval.** The first row of the claims table measures a difference that is
+#    positive when the claim holds, with a 95% interval `[low, high]`. From `low` and `high` alone
+#    (not the `verdict` column), what does the interval say: `"holds"`, `"does not hold"` or
+#    `"not resolved"`? Store the words in `answer_2`.
+# 3. **Where a curve crosses the verifier.** Pick a speculative cascade of the first table at the
+#    coldest temperature. At which latency (relative to the verifier alone) does its curve first reach
+#    the verifier's quality? Read it off the figure, then get it exactly from the table. Store the pair
+#    `(method, latency)` in `answer_3`, or `(method, "not reached")`.
+# 4. Rerun with `temperatures = [1.0]` and `gammas = [3, 7]`: the finished rows are reused, only the
 #    new $\gamma$ values run (and the calibration is measured again for the larger blocks). Does a
 #    longer block help the speculative cascades here, on either pricing?
-# 2. In the first table, which method reaches the verifier's quality at the largest latency
-#    reduction at $T = 0$? Put its name below (as in the table's `method` column) and run the cell.
-# 3. At $T = 0$, compare the OPT and Diff rows of the paired-differences table at $\alpha = -1$ and
+# 5. At $T = 0$, compare the OPT and Diff rows of the paired-differences table at $\alpha = -1$ and
 #    $\alpha = 1$, the values both grids share. Why are they identical? Would they stay identical at
 #    $T = 1$?
 
 # %%
-answer = None  # e.g. "SpecCascade [Token-V2]"
-coldest = table[(table["temperature"] == min(settings["temperatures"])) & (table["gamma"] == main_gamma)
-                & (table["reduction_at_verifier_quality"] != analysis.NOT_REACHED)]
-best_method = (coldest.loc[coldest["reduction_at_verifier_quality"].astype(float).idxmax(), "method"]
-               if len(coldest) else None)
-if answer is None:
-    print("not answered yet - put a method name in `answer` and run this cell again.")
-else:
-    print("correct" if answer == best_method else "not quite: look at the column reduction_at_verifier_quality")
+answer_1 = None  # e.g. "SpecCascade [Token-V2]"
+answer_2 = None  # "holds", "does not hold" or "not resolved"
+answer_3 = None  # e.g. ("SpecCascade [OPT]", your latency)
+
+# %%
+coldest = min(settings["temperatures"])
+tl.notebook.check("06-1", answer_1, table=table, temperature=coldest, gamma=main_gamma)
+tl.notebook.check("06-2", answer_2, claims_table=claims_table)
+tl.notebook.check("06-3", answer_3, table=table, temperature=coldest, gamma=main_gamma)
 
 # %%
 metrics = {
@@ -449,3 +461,6 @@ metrics = {
     "claims": claims_table.to_dict(orient="records"),
 }
 tl.notebook.save_metrics("06_t5_evaluation", metrics, output_dir)
+
+# %% [markdown]
+# **Read next:** [07 the Gemma-style rerun](07_gemma_evaluation.ipynb): the same rules on real language-model answers, with rejection rate as the cost.

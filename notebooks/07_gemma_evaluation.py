@@ -431,3 +431,31 @@ metrics = {
     "drafter_quality": analysis.qualities(summary, "drafter"),
 }
 tl.notebook.save_metrics("07_gemma_evaluation", metrics, output_dir)
+
+# %% [markdown]
+# ## Exercises
+#
+# The first two are checked by the cell under them (right or wrong, with a hint; the answer is not
+# printed); the third is for discussion.
+#
+# 1. **Reading a claim's interval.** The first row of the claims table measures a difference that is
+#    positive when the claim holds, with a 95% interval `[low, high]`. From `low` and `high` alone
+#    (not the `verdict` column), what does the interval say: `"holds"`, `"does not hold"` or
+#    `"not resolved"`? Store the words in `answer_1`.
+# 2. **Where a rule's curve crosses the verifier.** On the first task at the lowest temperature, pick a
+#    method of the table and find the rejection rate at which its curve first reaches the verifier's
+#    quality: read it off the figure, then exactly from `reduction_at_verifier_quality`. Store the pair
+#    `(method, rejection rate)` in `answer_2`, or `(method, "not reached")`.
+# 3. In the answer-length table, compare a Token rule's answers with the verifier's at $T = 0$. Why can
+#    a rule with a lower rejection rate still make more verifier calls per answer?
+
+# %%
+answer_1 = None  # "holds", "does not hold" or "not resolved"
+answer_2 = None  # e.g. ("SpecCascade [Token-V2]", your rejection rate)
+
+# %%
+tl.notebook.check("07-1", answer_1, claims_table=claims_table)
+tl.notebook.check("07-2", answer_2, table=table, task=tasks[0].name, temperature=table["temperature"].min())
+
+# %% [markdown]
+# **Read next:** [08 the Qwen pair token by token](08_real_pair_token_analysis.ipynb): every rule against the best possible deferral, position by position.

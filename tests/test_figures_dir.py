@@ -1,5 +1,6 @@
-"""Where `tl.savefig` writes: `$TUTORIAL_LIB_FIGURES`, else the figures/ of the checkout the notebook runs
-in, else ./figures - never the figures/ of the checkout the package happens to be imported from."""
+"""Where `tl.savefig` writes: `$TUTORIAL_LIB_FIGURES`, else the git-ignored build/figures/ of the checkout the
+notebook runs in (never its committed figures/: `make tutorial` sets the variable to regenerate those), else
+./figures beside the notebook - never a folder of the checkout the package happens to be imported from."""
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -21,16 +22,18 @@ def test_environment_variable_wins(tmp_path, monkeypatch):
     assert plotting.figures_dir() == tmp_path / "mine"
 
 
-def test_a_notebook_writes_into_its_own_checkout(tmp_path, monkeypatch):
+def test_a_notebook_writes_into_its_own_checkouts_build_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("TUTORIAL_LIB_FIGURES", raising=False)
     here = checkout(tmp_path / "second-clone")
     monkeypatch.chdir(here / "notebooks")   # papermill --cwd notebooks, or JupyterLab opening the notebook
     package_checkout = Path(plotting.__file__).resolve().parent.parent
-    assert plotting.figures_dir() == here.resolve() / "figures" != package_checkout / "figures"
+    assert plotting.figures_dir() == here.resolve() / "build" / "figures"
+    assert plotting.figures_dir() not in (here.resolve() / "figures", package_checkout / "figures")
     fig, _ = plt.subplots()
     path = plotting.savefig(fig, "where")
     plt.close(fig)
-    assert path == here.resolve() / "figures" / "where.png" and path.stat().st_size > 0
+    assert path == here.resolve() / "build" / "figures" / "where.png" and path.stat().st_size > 0
+    assert not (here / "figures").exists()   # the committed figures are left alone
 
 
 def test_outside_any_checkout_the_current_folder(tmp_path, monkeypatch):

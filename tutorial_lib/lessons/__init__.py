@@ -6,11 +6,13 @@ r"""The maths behind lessons 01-05, on the examples and toy worlds, and the note
 - `lossy`          - Lemma 2: lossy speculative sampling from its definition against Algorithm 4 (04).
 - `tradeoff`       - exact cost-quality curves in the toy world: Figure 1 and the trade-off of notebook 05.
 - `toycheck`       - the engine on the toy world, scored against the truth.
-- `notebook`       - recording the numbers a notebook shows, and checking exercise answers.
+- `notebook`       - where a notebook run writes (the student's folders), recording the numbers it shows, and
+  `check` / `solution` of the exercises.
+- `exercises`      - every notebook's exercises: what each needs, how its answer is computed, a hint about the idea.
 """
 import importlib
 
-__all__ = ['rejection', 'deferral_risks', 'lossy', 'tradeoff', 'toycheck', 'notebook']
+__all__ = ['rejection', 'deferral_risks', 'lossy', 'tradeoff', 'toycheck', 'notebook', 'exercises']
 
 
 def __getattr__(name: str):

@@ -1,18 +1,60 @@
-"""Small helpers notebooks share: recording the numbers they show, and checking exercise answers."""
+"""Small helpers notebooks share: where a run writes, recording the numbers it shows, and exercise checks.
+
+Where a run writes (a student's run writes only to the student's folders):
+- `output_folder(output_dir)`: the metrics JSON of a notebook. An explicit `output_dir` wins; the
+  default "." means `$TUTORIAL_LIB_OUTPUT`, else (in a checkout) its git-ignored `build/outputs/`, else
+  the folder beside the notebook (`paths.student_folder`).
+- `results_folder(results_dir)`: a notebook's results cache (notebook 08): `results_dir`, else
+  `$TUTORIAL_LIB_RESULTS`, else `build/results/` of a checkout, else `./results`. The shipped results
+  in the package's `data/results/` are still read; nothing is written there.
+- figures: `tl.savefig` (`views.figures.figures_dir`, `$TUTORIAL_LIB_FIGURES`).
+
+Exercises (`exercises.EXERCISES`): `check("03-2", answer_2, world=world, ...)` computes the expected
+value from the objects the notebook passes, so no notebook cell holds it; a wrong answer gets a hint
+about the idea, a non-numeric one a message, never a traceback. `solution(...)`, for teachers, gives the
+value and the way to it; `exercise_ids("03")` lists a notebook's exercises.
+"""
 from __future__ import annotations
 
 import ast
 import json
 import math
 import numbers
+import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, MutableMapping, Optional
+from typing import Any, List, Mapping, MutableMapping, Optional
 
 import numpy as np
 
-__all__ = ["save_metrics", "load_metrics", "check_answer", "check_parameters", "NotebookParameterError",
-           "PARAMETER_KINDS"]
+from .. import paths
+from .exercises import EXERCISES, Exercise, exercise
+
+__all__ = ["save_metrics", "load_metrics", "check_answer", "check", "solution", "exercise_ids", "output_folder",
+           "results_folder", "check_parameters", "NotebookParameterError", "PARAMETER_KINDS"]
+
+
+def output_folder(output_dir: Optional[os.PathLike] = ".") -> Path:
+    """Where a notebook writes its metrics JSON: `output_dir`, or for the default "." (or None)
+    `$TUTORIAL_LIB_OUTPUT`, else `build/outputs/` of the checkout the current directory lies in, else
+    the current directory (beside the notebook). Never a checkout's `notebooks/` folder by default."""
+    if output_dir is not None and str(output_dir) not in ("", "."):
+        return Path(output_dir)
+    if os.environ.get("TUTORIAL_LIB_OUTPUT"):
+        return Path(os.environ["TUTORIAL_LIB_OUTPUT"])
+    checkout = paths.checkout_of(Path.cwd())
+    return checkout / "build" / "outputs" if checkout is not None else Path.cwd()
+
+
+def results_folder(results_dir: Optional[os.PathLike] = None) -> Path:
+    """Where a notebook caches results it computes: `results_dir`, else `$TUTORIAL_LIB_RESULTS`, else the
+    git-ignored `build/results/` of the checkout the current directory lies in, else `./results` beside
+    the notebook; never the installed package."""
+    if results_dir is not None and str(results_dir) != "":
+        return Path(results_dir)
+    if os.environ.get("TUTORIAL_LIB_RESULTS"):
+        return Path(os.environ["TUTORIAL_LIB_RESULTS"])
+    return paths.student_folder("results")
 
 
 def _plain(value: Any) -> Any:
@@ -29,8 +71,8 @@ def _plain(value: Any) -> Any:
 
 
 def save_metrics(name: str, metrics: Mapping[str, Any], output_dir: str = ".") -> Path:
-    """Write `<output_dir>/<name>.metrics.json` so tests and CI can assert what a notebook showed."""
-    out = Path(output_dir)
+    """Write `<output_folder(output_dir)>/<name>.metrics.json` so tests and CI can assert what a notebook showed."""
+    out = output_folder(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.metrics.json"
     path.write_text(json.dumps(_plain(dict(metrics)), indent=2, sort_keys=True))
@@ -38,7 +80,7 @@ def save_metrics(name: str, metrics: Mapping[str, Any], output_dir: str = ".") -
 
 
 def load_metrics(name: str, output_dir: str = ".") -> dict:
-    return json.loads((Path(output_dir) / f"{name}.metrics.json").read_text())
+    return json.loads((output_folder(output_dir) / f"{name}.metrics.json").read_text())
 
 
 def check_answer(answer: Optional[float], expected: float, *, tol: float = 1e-6, label: str = "answer") -> Optional[bool]:
@@ -174,3 +216,110 @@ def check_parameters(namespace: MutableMapping[str, Any], kinds: Mapping[str, st
         cleaned[name] = converted
     namespace.update(cleaned)
     return cleaned
+# --------------------------------------------------------------------------------------------
+# Exercises: checks that do not tell the answer
+# --------------------------------------------------------------------------------------------
+
+def exercise_ids(notebook: Optional[str] = None) -> List[str]:
+    """The exercises' ids ("03-2"), of one notebook ("03") or of all."""
+    return [i for i in EXERCISES if notebook is None or i.split("-")[0] == str(notebook)]
+
+
+def _objects(spec: Exercise, objects: Mapping[str, Any], function: str) -> dict:
+    missing = [name for name in spec.needs if name not in objects]
+    extra = [name for name in objects if name not in spec.needs]
+    if missing or extra:
+        wanted = ", ".join(f"{n}={n}" for n in spec.needs) or "nothing more"
+        raise ValueError(f"{function}({spec.id!r}, ...) needs {wanted}; got {', '.join(objects) or 'none'} "
+                         f"(missing: {', '.join(missing) or '-'}; not used: {', '.join(extra) or '-'}).")
+    return dict(objects)
+
+
+def _number(answer: Any) -> Optional[float]:
+    """`answer` as a float if it is a single number (a Python, numpy or torch scalar), else None."""
+    if isinstance(answer, bool):
+        return None
+    if hasattr(answer, "numel") and getattr(answer, "numel")() == 1:   # a one-element tensor
+        answer = answer.item()
+    elif hasattr(answer, "ndim") and getattr(answer, "ndim") == 0 and hasattr(answer, "item"):  # a numpy scalar
+        answer = answer.item()
+    if isinstance(answer, numbers.Real) and not isinstance(answer, bool):
+        value = float(answer)
+        return value if math.isfinite(value) else None
+    return None
+
+
+def _close(answer: float, expected: float, tol: float) -> bool:
+    return math.isclose(answer, float(expected), rel_tol=1e-9, abs_tol=tol)
+
+
+def check(exercise_id: str, answer: Any, **objects) -> Optional[bool]:
+    """Say whether `answer` to exercise `exercise_id` is right, without showing the expected value.
+
+    `objects` are what the exercise is about (`exercises.EXERCISES[exercise_id].needs`), passed by the
+    notebook's check cell; the expected value is computed from them here. Prints one line: not answered
+    yet (None), correct, not quite with a hint about the idea, or what kind of answer is expected when
+    `answer` is not one (a word, a list, NaN). Returns True, False, or None when there is nothing to judge.
+    """
+    spec = exercise(exercise_id)
+    given = _objects(spec, objects, "check")
+    label = f"exercise {spec.id}"
+    if answer is None:
+        print(f"{label}: not answered yet - replace None with your answer and run this cell again.")
+        return None
+    if spec.kind == "method_and_number":
+        if not (isinstance(answer, (tuple, list)) and len(answer) == 2 and isinstance(answer[0], str)):
+            print(f"{label}: expected a pair (method name, number), e.g. (\"SpecCascade [OPT]\", 0.42), or "
+                  f"(name, \"not reached\"); you gave {answer!r}.")
+            return None
+        method, value = answer
+        try:
+            expected = spec.solve(**given, method=method)
+        except ValueError as error:
+            print(f"{label}: {error}")
+            return None
+        if expected == "not reached" or value == "not reached":
+            ok = value == expected
+        else:
+            number = _number(value)
+            if number is None:
+                print(f"{label}: the second part should be a number or \"not reached\"; you gave {value!r}.")
+                return None
+            ok = _close(number, expected, spec.tol)
+    elif spec.kind == "choice":
+        if not isinstance(answer, str):
+            print(f"{label}: expected a name (text in quotes); you gave {type(answer).__name__} {answer!r}.")
+            return None
+        if spec.choices and answer.strip().lower() not in spec.choices:
+            print(f"{label}: answer with one of {', '.join(repr(c) for c in spec.choices)}; you gave {answer!r}.")
+            return None
+        ok = answer.strip().lower() == str(spec.solve(**given)).strip().lower()
+    else:
+        number = _number(answer)
+        if number is None:
+            whole = " whole" if spec.kind == "integer" else ""
+            print(f"{label}: expected a single{whole} number (such as 0.25 or float(...) of your result); "
+                  f"you gave {type(answer).__name__} {answer!r}.")
+            return None
+        if spec.kind == "integer" and number != int(number):
+            print(f"{label}: expected a whole number; you gave {number:g}.")
+            return None
+        ok = _close(number, spec.solve(**given), spec.tol)
+    print(f"{label}: correct." if ok else f"{label}: not quite. Hint: {spec.hint}")
+    return ok
+
+
+def solution(exercise_id: str, **objects) -> Any:
+    """For teachers: the expected answer of `exercise_id` (computed from the same `objects` as `check`),
+    printed with the way to it. For a (method, number) exercise pass `method=` as well."""
+    spec = exercise(exercise_id)
+    method = objects.pop("method", None)
+    given = _objects(spec, objects, "solution")
+    if spec.kind == "method_and_number":
+        if method is None:
+            raise ValueError(f"solution({spec.id!r}, ...) needs method='<a method of the table>' as well.")
+        value = spec.solve(**given, method=method)
+    else:
+        value = spec.solve(**given)
+    print(f"exercise {spec.id} ({spec.question}): {value!r}. How: {spec.explain}")
+    return value

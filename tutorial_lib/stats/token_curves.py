@@ -188,7 +188,8 @@ def analyse(pair, items: Sequence[Item], *, temperature: float = 1.0, grid: Opti
 
     `chat`: send text prompts as one user message of the chat template (default: when the verifier
     has one). `showcase`: item ids whose per-position statistics are kept (default: each task's
-    first item). `cache`: True for `data/results/`, a folder, or False. `chunk_size` (positions per
+    first item). `cache`: True for `data/results/`, a folder (read first, then the shipped `data/results/`;
+    written to the folder only), or False. `chunk_size` (positions per
     chunk, across answers; default about four million logits) and `head` change neither number, only
     memory and speed.
     """
@@ -214,8 +215,10 @@ def analyse(pair, items: Sequence[Item], *, temperature: float = 1.0, grid: Opti
     if cache:
         root = RESULTS_DIR if cache is True else Path(cache)
         directory = root / f"{label}-{_cache_key(pair, encoded, settings)}"
-        if (directory / "meta.json").exists():
-            return TokenAnalysis.load(directory)
+        # a folder of the user's is read first, then the results shipped with the package (never written)
+        for place in dict.fromkeys((directory, RESULTS_DIR / directory.name)):
+            if (place / "meta.json").exists():
+                return TokenAnalysis.load(place)
     tasks = [item.task for item in items]
     if showcase is None:
         showcase = [items[tasks.index(t)].id for t in dict.fromkeys(tasks)]
@@ -295,8 +298,9 @@ def greedy_references(pair, items: Sequence[Item], *, max_new_tokens: Union[int,
         h = hashlib.sha256(json.dumps([_VERSION, verifier.name, str(verifier.dtype), limits,
                                        sorted(prompts.items())]).encode()).hexdigest()[:12]
         path = (RESULTS_DIR if cache is True else Path(cache)) / f"token-analysis-greedy-{h}.json"
-        if path.exists():
-            answers = json.loads(path.read_text())
+        found = next((place for place in (path, RESULTS_DIR / path.name) if place.exists()), None)
+        if found is not None:   # the user's folder first, then the answers shipped with the package
+            answers = json.loads(found.read_text())
             return [Item(item.id, item.task, item.prompt, answers[item.id]) for item in items]
     from ..decoding.batch import generate_batch
     answers = {}

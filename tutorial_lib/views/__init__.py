@@ -10,6 +10,8 @@ plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on fi
 - `reruns`  - the figures of the T5 and Gemma-style reruns (curves with bands, tables drawn).
 - `toy`     - the engine on the toy world against the exact curves (notebook 05).
 
+- `static`  - static copies of the live views (a PNG drawn from the plotly figure, or the view's HTML, and a
+  hint), so a saved or reopened notebook shows each figure, not a broken widget.
 - `widgets` - the shared helper: `Trace` / `Panel` drawn `to_plotly` or `to_matplotlib`, `live_view`,
   `interactive`, `link_alpha_slider`, label style, rule labels, `number` for titles.
 - `targets` - notebooks 01-02: one pair's `q`, `p`, `pi` with read-outs, every rule at once, rejection
@@ -23,6 +25,6 @@ plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on fi
 - `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
   and one answer token by token shaded by a rule's deferral or rejection probability.
 """
-from . import figures, lemmas, reruns, speed, targets, token_analysis, toy, verdicts, widgets
+from . import figures, lemmas, reruns, speed, static, targets, token_analysis, toy, verdicts, widgets
 
-__all__ = ["figures", "lemmas", "reruns", "speed", "targets", "token_analysis", "toy", "verdicts", "widgets"]
+__all__ = ["figures", "lemmas", "reruns", "speed", "static", "targets", "token_analysis", "toy", "verdicts", "widgets"]

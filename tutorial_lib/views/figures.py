@@ -1,10 +1,11 @@
 """Figures: one `savefig` helper writes every static figure to the figures folder at a fixed size and dpi.
 
 Interactive plotly figures are for people; the PNGs written here are what a headless run leaves
-behind and what the README shows. Where they go (`figures_dir`): `$TUTORIAL_LIB_FIGURES` if set, else
-the `figures/` folder of the checkout the current directory lies in (a notebook runs in its own
-folder, so that is the notebook's own repository, whichever checkout the package was imported from),
-else `./figures`.
+behind and what the README shows. Where they go (`figures_dir`): `$TUTORIAL_LIB_FIGURES` if set (`make
+tutorial` sets it to the committed `figures/`, the one run that regenerates them), else the git-ignored
+`build/figures/` of the checkout the current directory lies in (a notebook runs in its own folder, so
+that is the notebook's own repository, whichever checkout the package was imported from), else
+`./figures` beside the notebook.
 
 seaborn is imported only when a figure is drawn: it imports ipywidgets, which `import tutorial_lib`
 must not.
@@ -12,7 +13,6 @@ must not.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
@@ -23,36 +23,27 @@ if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
+from .. import paths  # noqa: E402
+
 __all__ = ["FIGURE_SIZE", "FIGURE_DPI", "checkout_of", "figures_dir", "savefig", "plot_distributions", "plot_tradeoff"]
 
 FIGURE_SIZE = (8.0, 4.5)  # inches
 FIGURE_DPI = 120
 
 
-_PROJECT_NAME = re.compile(r"""^\s*name\s*=\s*["']tutorial_lib["']""", re.MULTILINE)
-
-
 def checkout_of(directory: os.PathLike) -> Optional[Path]:
     """The nearest folder at or above `directory` whose `pyproject.toml` names the `tutorial_lib` project."""
-    directory = Path(directory).resolve()
-    for candidate in (directory, *directory.parents):
-        pyproject = candidate / "pyproject.toml"
-        try:
-            if pyproject.is_file() and _PROJECT_NAME.search(pyproject.read_text(errors="replace")):
-                return candidate
-        except OSError:  # unreadable: not ours to write into
-            continue
-    return None
+    return paths.checkout_of(directory)
 
 
 def figures_dir() -> Path:
-    """Where figures go: `$TUTORIAL_LIB_FIGURES`, else `figures/` of the checkout holding the current
-    directory (`checkout_of`), else `./figures`. The package's own location plays no part, so a notebook
-    of one checkout never writes into another checkout's `figures/`."""
+    """Where figures go: `$TUTORIAL_LIB_FIGURES`; else, in a checkout (`checkout_of` the current directory),
+    its git-ignored `build/figures/`, never the committed `figures/` (`make tutorial` sets
+    `$TUTORIAL_LIB_FIGURES` to regenerate those); else `./figures` beside the notebook. The package's own
+    location plays no part, so a notebook never writes into the installed package."""
     if os.environ.get("TUTORIAL_LIB_FIGURES"):
         return Path(os.environ["TUTORIAL_LIB_FIGURES"])
-    checkout = checkout_of(Path.cwd())
-    return (checkout if checkout is not None else Path.cwd()) / "figures"
+    return paths.student_folder("figures")
 
 
 def savefig(fig, name: str, directory: Optional[os.PathLike] = None, *,

@@ -22,7 +22,7 @@ from .widgets import Panel, Trace, number, to_matplotlib, to_plotly, wrap
 __all__ = [
     "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "total_risk_view", "total_risk_figure",
     "miscalibration_figure", "figure1_view", "figure1_figure", "lemma2_view", "lemma2_figure", "beta_view",
-    "beta_figure", "tradeoff_view", "tradeoff_figure",
+    "beta_figure", "tradeoff_view", "tradeoff_live", "format_tradeoff_summary", "tradeoff_figure",
 ]
 
 _OPTIMAL_STYLE = dict(width=7.0, color="#b8b8b8")
@@ -260,6 +260,29 @@ def tradeoff_view(gamma: int = 5, cost_ratio: float = 0.1, temperature: float = 
     """Quality against rejection rate (left) and against expected latency (right) for every method."""
     result = tradeoff.tradeoff_curves(world, gamma, temperature, n_alpha, methods, cost_ratio)
     return to_plotly(*_tradeoff_panels(result, int(gamma), float(cost_ratio), float(temperature)))
+
+
+def tradeoff_live(gamma: int = 5, cost_ratio: float = 0.1, temperature: float = 1.0, *, world: Optional[ToyWorld] = None,
+                  n_alpha: int = 21, methods: Optional[Sequence[str]] = None):
+    """`tradeoff_view` for `widgets.live_view`: `(figure, (setting, tradeoff.tradeoff_summary))`, so the
+    summary table under the figure follows the sliders (`format_tradeoff_summary`)."""
+    result = tradeoff.tradeoff_curves(world, gamma, temperature, n_alpha, methods, cost_ratio)
+    setting = {"gamma": int(gamma), "cost_ratio": float(cost_ratio), "temperature": float(temperature)}
+    return (to_plotly(*_tradeoff_panels(result, int(gamma), float(cost_ratio), float(temperature))),
+            (setting, tradeoff.tradeoff_summary(result)))
+
+
+def format_tradeoff_summary(numbers) -> str:
+    """The summary table of `tradeoff_live` as text, headed by the setting it belongs to."""
+    setting, summary = numbers
+    def cell(value):
+        return "never" if value is None else f"{value:.4f}"
+    lines = [f"summary at gamma = {setting['gamma']}, c = {number(setting['cost_ratio'])}, "
+             f"T = {number(setting['temperature'])}:",
+             f"{'method':<26}{'best loss':>11}{'latency at verifier quality':>29}{'best loss at latency <= 1':>27}"]
+    lines += [f"{label:<26}{cell(row['best_loss']):>11}{cell(row['latency_at_verifier_quality']):>29}"
+              f"{cell(row['best_loss_within_verifier_latency']):>27}" for label, row in summary.items()]
+    return "\n".join(lines)
 
 
 def tradeoff_figure(result: dict, gamma: int, cost_ratio: float, temperature: float = 1.0):

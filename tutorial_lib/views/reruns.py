@@ -16,7 +16,27 @@ import numpy as np
 import pandas as pd
 
 
-__all__ = ["FAMILIES", "FAMILY_FIGURE_SIZE", "family_figure", "where_each_wins_figure", "latency_figure"]
+__all__ = ["FAMILIES", "FAMILY_FIGURE_SIZE", "METRIC_WORDS", "metric_words", "family_figure", "where_each_wins_figure",
+           "latency_figure"]
+
+#: A task's metric name (`tasks.metrics.METRICS`) -> (the axis label in words, short enough for one panel's
+#: height, and the metric's range: bands stay inside it).
+METRIC_WORDS = {
+    "bleu": ("BLEU (0-100)", (0.0, 100.0)),
+    "rouge2": ("ROUGE-2 F1", (0.0, 1.0)),
+    "gsm8k": ("share of answers right (GSM8K)", (0.0, 1.0)),
+    "mbpp": ("share passing tests (MBPP)", (0.0, 1.0)),
+    "squad_v2": ("answer F1 (SQuAD 2.0)", (0.0, 1.0)),
+    "squad_v2_em": ("share exact (SQuAD 2.0)", (0.0, 1.0)),
+    "qa_em": ("share matching exactly", (0.0, 1.0)),
+    "qa_contains": ("share containing the answer", (0.0, 1.0)),
+    "qa_f1": ("answer F1", (0.0, 1.0)),
+}
+
+
+def metric_words(metric: str):
+    """`(label, range)` of a metric name (`METRIC_WORDS`); an unknown name is its own label, with no range."""
+    return METRIC_WORDS.get(metric, (metric, None))
 
 #: Methods run once, at the first gamma of a sweep: they are drawn on every gamma's panel.
 _GAMMA_FREE = ["drafter", "verifier", "token_cascade", "seq_cascade"]
@@ -47,24 +67,29 @@ def _select(summary: pd.DataFrame, task, temperature, gamma) -> pd.DataFrame:
     return part
 
 
-def _bounds(points: pd.DataFrame) -> tuple:
+def _bounds(points: pd.DataFrame, bounds=None) -> tuple:
     """The quality interval of each point: the percentile interval itself (`quality_low`,
     `quality_high`, as `analysis.summarize` gives it); a summary without them (built by hand) is drawn
-    with its `quality_ci` as a half-width."""
+    with its `quality_ci` as a half-width, kept inside the metric's range `bounds` (a share cannot go
+    below 0 or above 1)."""
     quality = points["quality"].to_numpy(float)
     if {"quality_low", "quality_high"} <= set(points.columns):
         low, high = points["quality_low"].to_numpy(float), points["quality_high"].to_numpy(float)
-        return np.where(np.isnan(low), quality, low), np.where(np.isnan(high), quality, high)
-    half = points["quality_ci"].fillna(0.0).to_numpy(float)
-    return quality - half, quality + half
+        low, high = np.where(np.isnan(low), quality, low), np.where(np.isnan(high), quality, high)
+    else:
+        half = points["quality_ci"].fillna(0.0).to_numpy(float)
+        low, high = quality - half, quality + half
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+    return low, high
 
 
-def _band(ax, curve: pd.DataFrame, x: str, color, marker: str, label: str) -> None:
-    """One curve sorted along x: line and markers, its 95% quality interval as a shaded band (a
-    single point gets an error bar: a band needs two)."""
+def _band(ax, curve: pd.DataFrame, x: str, color, marker: str, label: str, bounds=None) -> None:
+    """One curve sorted along x: line and markers, its 95% quality interval as a shaded band inside the
+    metric's range `bounds` (a single point gets an error bar: a band needs two)."""
     curve = curve.sort_values([x, "alpha"])
     xs, ys = curve[x].to_numpy(float), curve["quality"].to_numpy(float)
-    low, high = _bounds(curve)
+    low, high = _bounds(curve, bounds)
     if len(curve) == 1:
         ax.errorbar(xs, ys, yerr=np.vstack([ys - low, high - ys]), color=color, marker=marker, markersize=5,
                     capsize=2, linewidth=0, elinewidth=0.8, label=label)
@@ -78,8 +103,9 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
                   quality_label: str = "quality", title: str = "", families=None):
     """Quality against `x` (a summary column: `latency` relative to the verifier, `rejection_rate`...)
     for one task and temperature, one panel per family of methods (`families`, default `FAMILIES`;
-    families with no curve in the summary are left out), in rows of two. Each curve has its 95%
-    interval (`quality_ci`) as a band; the verifier's quality is a dashed line in a grey band (its own
+    families with no curve in the summary are left out), in rows of two. `quality_label` is a metric's
+    name (`METRIC_WORDS` gives its words and range) or any label. Each curve has its 95%
+    interval (`quality_ci`) as a band kept inside the metric's range; the verifier's quality is a dashed line in a grey band (its own
     interval); on a latency axis a dotted line marks the verifier's cost (1). The drafter and
     SpecDecode are drawn faintly in every panel after the first, as anchors. Returns the figure."""
     import matplotlib.pyplot as plt
@@ -90,6 +116,7 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
     panels = [(name, labels) for name, labels in panels if labels]
     if not panels:
         raise ValueError(f"none of the families' curves is in the summary (it has {sorted(present)}).")
+    quality_label, bounds = metric_words(quality_label)
     verifier = part[part["method"] == "verifier"]
     n_rows = (len(panels) + 1) // 2
     with sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=0.9):
@@ -99,7 +126,7 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
         for i, (ax, (name, labels)) in enumerate(zip(axes.flat, panels)):
             if len(verifier):
                 reference = float(verifier["quality"].mean())
-                low, high = _bounds(verifier)
+                low, high = _bounds(verifier, bounds)
                 ax.axhspan(float(np.mean(low)), float(np.mean(high)), color="grey", alpha=0.15, linewidth=0)
                 ax.axhline(reference, color="black", linestyle="--", linewidth=1, label="verifier (95% band)")
             if x.startswith("latency"):
@@ -112,9 +139,15 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
                         ax.annotate(anchor, (row[x], row["quality"]), fontsize=6, color="grey",
                                     xytext=(3, 3), textcoords="offset points")
             for j, label in enumerate(labels):
-                _band(ax, part[part["label"] == label], x, palette[j % len(palette)], "os^D"[j % 4], label)
+                _band(ax, part[part["label"] == label], x, palette[j % len(palette)], "os^D"[j % 4], label, bounds)
             ax.set_title(name, fontsize=9)
             ax.legend(fontsize=6.5, loc="best", frameon=True, framealpha=0.8, handlelength=1.5)
+            shown = part[part["label"].isin(labels) | (part["method"] == "verifier")]["quality"]
+            if len(shown) and float(shown.max() - shown.min()) < 1e-12:
+                # every curve on one line reads as an empty plot: say that it is the result
+                items = f" on these {int(part['n'].max())} items" if "n" in part else ""
+                ax.text(0.5, 0.04, f"every method here scores {float(shown.iloc[0]):.3g}{items}: no difference",
+                        transform=ax.transAxes, ha="center", va="bottom", fontsize=7, color="dimgrey")
         for k, ax in enumerate(axes.flat[len(panels):], start=len(panels)):
             ax.axis("off")   # an odd panel count: the panel above the empty one shows the x ticks
             axes.flat[k - axes.shape[1]].xaxis.set_tick_params(labelbottom=True)
@@ -138,7 +171,7 @@ def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence
 
 
 def latency_figure(view: pd.DataFrame):
-    """The batch-size-1 latency runs per task and pooled (`analysis.latency_view`): drawn by
+    """The batch-size-1 latency runs per task and pooled (`analysis.latency_view`): drawn, with titles, by
     `views.verdicts.latency_figure`."""
     from .verdicts import latency_figure as draw
     return draw(view)

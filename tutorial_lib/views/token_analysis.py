@@ -14,9 +14,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..maths import token_analysis as ta
-from .widgets import COLORS, LABEL_STYLE, RULE_LABELS
+from .static import static_bundle
+from .widgets import COLORS, LABEL_STYLE, RULE_LABELS, LiveBox
 
-__all__ = ["LABELS", "curves_figure", "gap_figure", "token_html", "token_view", "nearest_alpha"]
+__all__ = ["LABELS", "curves_figure", "gap_figure", "token_html", "colour_key", "token_view", "nearest_alpha"]
 
 LABELS = dict(RULE_LABELS, **{"lossy": "Lossy (β = 1)", "lossy*": "Lossy* (β normalised)"})
 _STYLE = {curve: (COLORS[i % len(COLORS)], "-" if i < 10 else "--")
@@ -143,11 +144,26 @@ def token_html(result, item_id: str, curve: str, alpha: float, color_by: str = "
             f"{'-' if np.isnan(mean[col['deferral']]) else format(mean[col['deferral']], '.3f')}, "
             f"mean pi(y) {1 - mean[col['expected_01']]:.3f}; shaded by {color_by}{note}")
     return (f'<div style="font-family:monospace;font-size:13px;line-height:1.7">{head}<br>'
-            f'{"".join(spans)}</div>')
+            f'{colour_key(color_by)}{"".join(spans)}</div>')
+
+
+def colour_key(color_by: str = "deferral") -> str:
+    """The colour key of `token_html`: five swatches from 0 to 1 of the shading's quantity."""
+    if color_by not in ("deferral", "rejection"):
+        raise ValueError(f"color_by={color_by!r}: use 'deferral' or 'rejection'.")
+    rgb = (230, 120, 20) if color_by == "deferral" else (30, 100, 220)
+    what = ("deferral weight: share of the target taken from the verifier" if color_by == "deferral"
+            else "rejection probability of a draft at that position")
+    # <b>/<div>, not <span>: one <span> per token is the answer itself
+    swatches = "".join(f'<b style="background:{_shade(v, rgb)};padding:0 6px;margin-right:1px;font-weight:normal">'
+                       f'{v:g}</b>' for v in (0.0, 0.25, 0.5, 0.75, 1.0))
+    return f'<div style="font-size:12px">colour key ({what}): {swatches}; hover a token for its numbers</div>'
+
 
 
 def token_view(result, item_id: Optional[str] = None):
-    """A rule dropdown, an alpha slider (snapping to the grid) and a shading toggle over `token_html`."""
+    """A rule dropdown, an alpha slider (snapping to the grid) and a shading toggle over `token_html`;
+    a `LiveBox`, so a saved notebook keeps the shaded answer at its last setting."""
     item_id = item_id or next(iter(result.showcase))
     curves = [c for c in result.grid.curves if len(result.grid.alphas[c]) > 1]
     rule = ipywidgets.Dropdown(options=[(LABELS.get(c, c), c) for c in curves], value="opt" if "opt" in curves
@@ -162,11 +178,15 @@ def token_view(result, item_id: Optional[str] = None):
         alpha.min, alpha.max = min(values), max(values)
         alpha.step = (max(values) - min(values)) / max(len(values) - 1, 1)
 
+    box = None
+
     def redraw(change=None):
         try:
             out.value = token_html(result, item.value, rule.value, alpha.value, color.value)
         except ValueError as error:
             out.value = f"<pre>{html.escape(str(error))}</pre>"
+        if box is not None:
+            box.refresh()
 
     alpha.max, alpha.min = 1.0, -1.0
     follow()
@@ -175,4 +195,7 @@ def token_view(result, item_id: Optional[str] = None):
     for widget in (rule, alpha, color, item):
         widget.observe(redraw, names="value")
     redraw()
-    return ipywidgets.VBox([ipywidgets.HBox([item, rule]), ipywidgets.HBox([alpha, color]), out])
+    # displayed, the box leaves the answer as shaded at the current setting under itself (static copy)
+    box = LiveBox([ipywidgets.HBox([item, rule]), ipywidgets.HBox([alpha, color]), out],
+                  lambda: static_bundle(html_body=out.value))
+    return box

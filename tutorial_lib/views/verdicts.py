@@ -52,6 +52,7 @@ def latency_figure(view: pd.DataFrame):
     ax.set_title("pooled over tasks (total / total)", fontsize=9)
     ax.set_xlabel("latency / verifier's", fontsize=8)
     axes[0][0].legend(fontsize=6)
+    fig.suptitle("Wall-clock latency at batch size 1, relative to the verifier: per task and pooled", fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -8,9 +8,12 @@
   slider a track beside it (`SLIDER_WIDTH`).
 - `link_alpha_slider`: an alpha slider that follows the chosen rule's span (`rejection.ALPHA_SPANS`).
 - `number`: how the views write a float in a title (3 significant digits).
+- `LiveBox`: the box every live view returns; displayed, it also leaves a static copy of its figure
+  (`static`), so a saved or reopened notebook shows the figure and a hint, not a broken widget.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -22,11 +25,12 @@ from matplotlib.ticker import NullLocator
 from plotly.subplots import make_subplots
 
 from .figures import FIGURE_SIZE, savefig
+from .static import WIDGET_TEXT, plotly_to_png, static_bundle
 from ..lessons.rejection import alpha_at, alpha_span
 
 __all__ = [
-    "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "number", "wrap", "Trace", "Heatmap", "Panel", "to_plotly",
-    "to_matplotlib", "save", "readable", "live_view", "interactive", "link_alpha_slider",
+    "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "TITLE_WIDTH", "number", "wrap", "Trace", "Heatmap", "Panel",
+    "to_plotly", "to_matplotlib", "save", "readable", "LiveBox", "live_view", "interactive", "link_alpha_slider",
 ]
 
 COLORS = sns.color_palette("colorblind", 10).as_hex()
@@ -48,12 +52,20 @@ def number(x: float) -> str:
     return f"{float(x):.3g}"
 
 
+#: Characters per line of an interactive figure's title (a notebook's output area is about 900 px wide).
+TITLE_WIDTH = 85
+
+
 def wrap(title: str, width: int = 110) -> str:
-    """Break a long title at a separator so a static figure's title fits its width."""
+    """Break a long title at separators (": ", "; ", ", ", else a space) so each line fits `width`."""
     if len(title) <= width:
         return title
     cut = max(title.rfind(sep, 0, width) for sep in (": ", "; ", ", "))
-    return title if cut < 0 else title[:cut + 1] + "\n" + title[cut + 2:]
+    if cut < 0:
+        cut = title.rfind(" ", 0, width) - 1
+    if cut < 0:
+        return title
+    return title[:cut + 1] + "\n" + wrap(title[cut + 2:], width)
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,8 +187,13 @@ def to_plotly(panels: Sequence[Panel], title: str = "", *, cols: Optional[int] =
         fig.update_xaxes(title_text=panel.xlabel or None, type="log" if panel.xlog else None, row=row, col=col)
         fig.update_yaxes(title_text=panel.ylabel or None, range=list(panel.ylim) if panel.ylim else None, row=row, col=col)
     fig.update_annotations(font_size=12)
-    fig.update_layout(title=_html(title), template="plotly_white", barmode="group", height=height,
-                      margin=dict(t=130 if "\n" in title else 90), legend=dict(font=dict(size=11)))
+    # A long title is broken at a separator: plotly never wraps one, and cut it at the figure's right edge.
+    head, *rest = title.split("\n") if title else [""]
+    lines = wrap(head, TITLE_WIDTH).split("\n") if head else []
+    text = "<br>".join(lines) + "".join(f"<br><sup>{line}</sup>" for line in rest)
+    extra = 20 * max(len(lines) + len(rest) - 1, 0)
+    fig.update_layout(title=dict(text=text, font=dict(size=15)), template="plotly_white", barmode="group",
+                      height=height + extra, margin=dict(t=90 + extra), legend=dict(font=dict(size=11)))
     return fig
 
 
@@ -237,14 +254,17 @@ def to_matplotlib(panels: Sequence[Panel], title: str = "", legend: str = "right
                     ax.annotate(text, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
             handles.setdefault(t.name, h)
             own.setdefault(t.name, h)
+        # vertical lines labelled along their foot, horizontal ones at their right end: the two never
+        # meet where a vertical line sits at the left edge (gamma = 0), and points near the top stay clear
         for x, label in panel.vlines:
             ax.axvline(float(x), color="grey", linestyle=":", linewidth=1)
-            ax.annotate(label, (float(x), 0.98), xycoords=("data", "axes fraction"), rotation=90,
-                        ha="right", va="top", fontsize=7, color="dimgrey")
+            ax.annotate(label, (float(x), 0.02), xycoords=("data", "axes fraction"), rotation=90,
+                        textcoords="offset points", xytext=(-2, 0), ha="right", va="bottom", fontsize=7,
+                        color="dimgrey")
         for y, label in panel.hlines:
             ax.axhline(float(y), color="grey", linestyle="--", linewidth=1)
-            ax.annotate(label, (0.01, float(y)), xycoords=("axes fraction", "data"), textcoords="offset points",
-                        xytext=(0, 3), fontsize=7, color="dimgrey")
+            ax.annotate(label, (0.99, float(y)), xycoords=("axes fraction", "data"), textcoords="offset points",
+                        xytext=(0, 3), ha="right", fontsize=7, color="dimgrey")
         if panel.xlog:
             # Ticks at the plotted values, written plainly (0.5, 1, 2), not as powers of ten.
             ax.set_xscale("log")
@@ -290,6 +310,60 @@ def readable(name: str) -> str:
     return name.replace("_", " ")
 
 
+class LiveBox(ipywidgets.VBox):
+    """A VBox of controls and a view that, when displayed, leaves a static copy under itself.
+
+    `static()` returns the copy's display bundle (`static.static_bundle`) for the current setting;
+    `refresh()` (called by the view on every redraw) updates each copy displayed so far, so a notebook
+    saved at any moment holds the figure at the setting it was left at. Where widgets cannot be drawn
+    the box's own output reads `static.WIDGET_TEXT`, not `VBox(children=...)`.
+    """
+
+    #: Seconds a control must rest before the copies are redrawn: drawing the PNG takes 0.4-6 s on a busy
+    #: CPU and holds the kernel meanwhile, which a slider being moved step by step must not wait for.
+    REFRESH_DELAY_S = 3.0
+
+    def __init__(self, children, static: Callable[[], dict], **kwargs):
+        super().__init__(children, **kwargs)
+        self._static = static
+        self._copies = []
+        self._timer = None
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle:
+            bundle["text/plain"] = WIDGET_TEXT
+        return bundle
+
+    def static_copy(self) -> dict:
+        """The display bundle of the static copy at the current setting."""
+        return self._static()
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self._repr_mimebundle_(), raw=True)
+        self._copies.append(display(self.static_copy(), raw=True, display_id=True))
+
+    def refresh(self, *, wait: bool = True) -> None:
+        """Redraw the static copies for the current setting, `REFRESH_DELAY_S` after the last call
+        (`wait=False`: now)."""
+        if not self._copies:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        if not wait:
+            self._update_copies()
+            return
+        self._timer = threading.Timer(self.REFRESH_DELAY_S, self._update_copies)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _update_copies(self) -> None:
+        bundle = self.static_copy()
+        for copy in self._copies:
+            copy.update(bundle, raw=True)
+
+
 def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *,
               describe: Optional[Callable[[object], str]] = None, **fixed):
     """Controls above a figure that `callback(**values, **fixed)` redraws whenever a control changes.
@@ -299,21 +373,34 @@ def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *
     the kernel's output stream as `ipywidgets.interactive` does: executed headlessly (papermill,
     nbclient 0.11) a cell with `interactive` and a plotly figure hung about one run in five, this never
     did. Bad input shows its `ValueError` under the controls. Every control gets `LABEL_STYLE` (a slider
-    also `SLIDER_WIDTH`), and an unlabelled one its argument's name (`readable`). Returns the `VBox`.
+    also `SLIDER_WIDTH`), and an unlabelled one its argument's name (`readable`). Returns a `LiveBox`:
+    displayed, it leaves a static PNG of the current figure with a hint under itself (`static`).
     """
     out = ipywidgets.Output()
+    shown = {"fig": None, "text": "", "error": ""}
+    box = None
+
+    def static():
+        if shown["fig"] is None:
+            return static_bundle(html_body="", text=shown["error"])
+        return static_bundle(png=plotly_to_png(shown["fig"]), text=shown["text"])
 
     def redraw(change=None):
         try:
             fig, numbers = callback(**{name: widget.value for name, widget in controls.items()}, **fixed)
         except ValueError as error:
             out.outputs = ({"output_type": "stream", "name": "stderr", "text": f"{error}\n"},)
-            return
-        bundle = {"text/plain": f"<{type(fig).__name__}: {fig.layout.title.text}>", **fig._repr_mimebundle_()}
-        outputs = [{"output_type": "display_data", "data": bundle, "metadata": {}}]
-        if describe is not None:
-            outputs.append({"output_type": "stream", "name": "stdout", "text": describe(numbers) + "\n"})
-        out.outputs = tuple(outputs)
+            shown.update(fig=None, text="", error=str(error))
+        else:
+            bundle = {"text/plain": f"<{type(fig).__name__}: {fig.layout.title.text}>", **fig._repr_mimebundle_()}
+            outputs = [{"output_type": "display_data", "data": bundle, "metadata": {}}]
+            text = describe(numbers) if describe is not None else ""
+            if describe is not None:
+                outputs.append({"output_type": "stream", "name": "stdout", "text": text + "\n"})
+            out.outputs = tuple(outputs)
+            shown.update(fig=fig, text=text, error="")
+        if box is not None:
+            box.refresh()
 
     for name, widget in controls.items():
         if not widget.description:
@@ -323,7 +410,8 @@ def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *
             widget.layout.width = SLIDER_WIDTH
         widget.observe(redraw, names="value")
     redraw()
-    return ipywidgets.VBox(list(controls.values()) + [out])
+    box = LiveBox(list(controls.values()) + [out], static)
+    return box
 
 
 def interactive(view: Callable, **controls):
