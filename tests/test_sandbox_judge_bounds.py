@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import tutorial_lib.tasks.isolation as isolation
 import tutorial_lib.tasks.sandbox as sandbox
 from tutorial_lib.tasks.judge import MAX_REPORT_DEPTH, MalformedReport, parse_report, plan_tests
 from tutorial_lib.tasks.sandbox import SandboxResult, run_python
@@ -167,7 +168,7 @@ def test_a_thread_bomb_is_stopped_below_a_few_hundred_tasks():
 
 def test_without_a_pids_cgroup_seccomp_refuses_every_thread(monkeypatch):
     """The path CI takes where no pids cgroup is writable."""
-    monkeypatch.setattr(sandbox, "_pids_cgroup_root", lambda: None)
+    monkeypatch.setattr(isolation, "_pids_cgroup_root", lambda: None)   # where sandbox finds its cgroup
     assert sandbox.process_limit() == "seccomp"
     result = run_python(THREAD_BOMB, TESTS, **{**LIMITS, "memory_mb": 2048})
     assert not result.passed and _threads_started(result) == 0
