@@ -7,10 +7,12 @@ r"""The maths behind lessons 01-05, on the examples and toy worlds, and the note
 - `tradeoff`       - exact cost-quality curves in the toy world: Figure 1 and the trade-off of notebook 05.
 - `toycheck`       - the engine on the toy world, scored against the truth.
 - `notebook`       - recording the numbers a notebook shows, and checking exercise answers.
+- `engines`        - the paper's rules behind engines' knobs: transformers' ensemble weight, relaxed acceptance (10).
+- `first_timing`   - notebook 01's closing clock: plain decoding against speculation, and why `gamma="auto"` chose.
 """
 import importlib
 
-__all__ = ['rejection', 'deferral_risks', 'lossy', 'tradeoff', 'toycheck', 'notebook']
+__all__ = ['rejection', 'deferral_risks', 'lossy', 'tradeoff', 'toycheck', 'notebook', 'engines', 'first_timing']
 
 
 def __getattr__(name: str):
