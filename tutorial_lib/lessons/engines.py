@@ -45,8 +45,8 @@ __all__ = ["ENGINE_PROFILES", "CONTEXTS", "engine_profile", "ENGINE_RULES", "REL
 #: Notebook 10's profiles: the SmolLM2-135M pair (its first 16 layers draft) for the engines' checks, draws per
 #: context; the learned rule always trains on the committed Qwen data of notebook 08 (no model needed).
 ENGINE_PROFILES = {
-    "default": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=400, n_resamples=1000),
-    "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=120, n_resamples=200),
+    "default": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=300, n_resamples=1000),
+    "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=60, n_resamples=200),
 }
 #: The contexts whose next-token laws the engines' checks sample.
 CONTEXTS = ("def fibonacci(n):", "The capital of France is")

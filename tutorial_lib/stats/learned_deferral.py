@@ -36,8 +36,12 @@ from ..maths import token_analysis as ta
 from . import token_curves as tc
 from .deferral_passes import FeatureSet
 
-__all__ = ["LOSS_COLUMNS", "split_items", "LearnedRule", "train_rule", "learned_alphas", "learned_curves",
+__all__ = ["QWEN_ANALYSIS", "LOSS_COLUMNS", "split_items", "LearnedRule", "train_rule", "learned_alphas", "learned_curves",
            "paired_differences", "mixture_curves"]
+
+#: Notebook 08's committed results for its `qwen` profile (Qwen2.5-Coder 0.5B -> 1.5B, all 162 offline items,
+#: gold answers, T = 1), under `data/results/`: what the learned rule trains and is evaluated on.
+QWEN_ANALYSIS = "token-analysis-4368c63a9810"
 
 #: The oracle's per-position columns `(loss under q, loss under p)` of each loss (`TokenAnalysis.oracle`).
 LOSS_COLUMNS = {"expected_01": (1, 2), "greedy_01": (3, 4), "log_loss": (5, 6)}
