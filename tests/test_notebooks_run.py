@@ -280,7 +280,7 @@ def test_rules_in_engines_smoke(tmp_path, monkeypatch):
     for row in metrics["ensemble"]:
         assert abs(row["z"]) < 4.5, row                   # acceptance 1 - w D_TV within sampling error
         assert row["chi2 p vs mixture"] > 1e-4, row       # both engines follow w p + (1 - w) q
-    assert metrics["relaxed_all_identical"] and metrics["relaxed_checks"] == 32
+    assert metrics["relaxed_all_identical"] and metrics["relaxed_checks"] == 16   # 2 laws x 2 engines x 2 drafts x 2 caps
     learned = metrics["learned"]
     assert learned["train_items"] > 0 and learned["held_out_items"] > 0
     assert set(learned["versus"]) >= {"token_v2", "opt", "mixture"}

@@ -46,7 +46,7 @@ __all__ = ["ENGINE_PROFILES", "CONTEXTS", "engine_profile", "ENGINE_RULES", "REL
 #: context; the learned rule always trains on the committed Qwen data of notebook 08 (no model needed).
 ENGINE_PROFILES = {
     "default": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=300, n_resamples=1000),
-    "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=60, n_resamples=200),
+    "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=30, n_resamples=200),
 }
 #: The contexts whose next-token laws the engines' checks sample.
 CONTEXTS = ("def fibonacci(n):", "The capital of France is")
