@@ -150,3 +150,12 @@ def test_deferral_features_are_the_laws_read_outs():
     assert row["entropy_q"] == pytest.approx(-(0.7 * np.log(0.7) + 0.2 * np.log(0.2) + 0.1 * np.log(0.1)))
     assert row["tv"] == pytest.approx(0.6)
     assert row["p_of_q_top"] == pytest.approx(0.1) and row["q_of_p_top"] == pytest.approx(0.2)
+
+
+def test_chi_square_keeps_two_cells_with_few_draws():
+    law = torch.full((50,), 1 / 50, dtype=torch.float64)
+    statistic, p_value, cells = engines.chi_square_test(np.arange(10) % 50, law)
+    assert cells == 2 and np.isfinite(p_value)
+    assert engines.chi_square_test(np.zeros(40, dtype=int), law)[1] < 1e-6      # every draw on one token: not uniform
+    assert engines.chi_square_test(np.zeros(10, dtype=int), torch.tensor([1.0, 0.0]))[1] == 1.0
+    assert engines.chi_square_test(np.ones(10, dtype=int), torch.tensor([1.0, 0.0]))[1] == 0.0

@@ -213,11 +213,14 @@ def chi_square_test(tokens, law) -> tuple:
     counts = np.bincount(np.asarray(tokens, dtype=np.int64), minlength=len(law)).astype(float)
     expected = law / law.sum() * counts.sum()
     small = expected < 5
+    small[np.argmax(expected)] = False   # the likeliest token keeps its own cell: at least two cells with few draws
     observed = np.append(counts[~small], counts[small].sum())
     wanted = np.append(expected[~small], expected[small].sum())
     if wanted[-1] == 0:
         if observed[-1] > 0:
             return np.inf, 0.0, len(observed)          # draws where the law has no mass: certainly not this law
         observed, wanted = observed[:-1], wanted[:-1]
+    if len(observed) < 2:        # the law sits on one token and every draw is that token
+        return 0.0, 1.0, 1
     result = scipy_stats.chisquare(observed, wanted * observed.sum() / wanted.sum())
     return float(result.statistic), float(result.pvalue), len(observed)
