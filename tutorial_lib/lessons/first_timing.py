@@ -63,5 +63,5 @@ def auto_reason(pair, acceptance: float, gammas: Sequence[int] = range(0, 6)) ->
     table = pd.DataFrame({"gamma": usable,
                           "predicted_speedup": [calibration.speedup(g, acceptance) for g in usable]}).set_index("gamma")
     table["best"] = table.index == calibration.best_gamma(acceptance, max_gamma=max(usable) if usable else None)
-    table.attrs.update(t_q_ms=1e3 * calibration.t_q(), t_p1_ms=1e3 * calibration.t_p(1), cost_ratio=calibration.cost_ratio())
+    table.attrs.update(t_q_ms=1e3 * calibration.t_q(), t_p1_ms=1e3 * calibration.t_p(1), cost_ratio=calibration.cost_ratio)
     return table
