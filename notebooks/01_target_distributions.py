@@ -64,6 +64,9 @@ seed = 0                         # which toy world the toy examples come from
 real_pair = None                 # (drafter, verifier) names for tl.models.load_pair, e.g. below
 real_dtype = None                # one dtype or (drafter dtype, verifier dtype)
 real_prompt = "def fibonacci(n):"  # text, or a list of token ids
+timing_pair = ["smollm2-135m:layers=16", "smollm2-135m"]  # (drafter, verifier) of the closing timing cell
+timing_tokens = 32               # tokens per timed run
+timing_prompt = "def fibonacci(n):"  # text, or a list of token ids
 output_dir = "."                 # where the metrics JSON is written
 
 # %%
@@ -83,6 +86,9 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
     "real_pair": "pair[str]|None",
     "real_dtype": "any",
     "real_prompt": "any",
+    "timing_pair": "pair[str]",
+    "timing_tokens": "int>=1",
+    "timing_prompt": "any",
     "output_dir": "str"
 })
 
@@ -247,6 +253,38 @@ answer_3 = None  # your code here
 tl.notebook.check("01-1", answer_1, examples=examples)
 tl.notebook.check("01-2", answer_2, examples=examples)
 tl.notebook.check("01-3", answer_3)
+
+# %% [markdown]
+# ## A first clock: plain decoding against speculation
+#
+# Everything above is about *which* tokens come out. The reason to speculate is time, so here is the clock
+# on a small real pair (SmolLM2-135M verifying a drafter made of its own first 16 layers): the verifier
+# alone, speculative decoding (`rule="spec"`, lossless: at $T = 0$ all three emit the same tokens) at
+# $\gamma = 3$, and with `gamma="auto"`, which picks each block's size from a measured cost model: a drafter
+# step $t_q$, a verifier call over $k$ tokens $t_p(k)$, and its running estimate $a$ of the acceptance, taking
+# the $\gamma$ that minimises $(\gamma t_q + t_p(\gamma + 1))(1 - a)/(1 - a^{\gamma + 1})$ per token ($\gamma = 0$:
+# the verifier alone, when no block pays). On a CPU a verifier call over several tokens costs several
+# single steps, so speculation pays less than the textbook promises; notebook 09 measures why, in detail.
+
+# %%
+from tutorial_lib.lessons import first_timing
+from tutorial_lib.stats.token_report import load_profile_pair
+
+timing = load_profile_pair({"drafter": timing_pair[0], "verifier": timing_pair[1]})
+clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=3)
+display(clock.round(4))
+auto_reason = first_timing.auto_reason(timing, float(clock.loc["gamma=3", "acceptance"]))
+display(auto_reason.round(3))
+chosen = clock.loc["gamma=auto", "gammas_chosen"]
+print(f"gamma='auto' chose block sizes {chosen}: with t_q = {auto_reason.attrs['t_q_ms']:.1f} ms and "
+      f"t_p(1) = {auto_reason.attrs['t_p1_ms']:.1f} ms (c = {auto_reason.attrs['cost_ratio']:.2f}) at acceptance "
+      f"{clock.loc['gamma=3', 'acceptance']:.2f}, the block-cost model favours gamma = "
+      f"{int(auto_reason.index[auto_reason['best']][0])}; measured speed-ups: gamma=3 "
+      f"{clock.loc['gamma=3', 'speedup']:.2f}x, auto {clock.loc['gamma=auto', 'speedup']:.2f}x "
+      "(notebook 09 has the whole story).")
+tl.notebook.save_metrics("01_target_distributions_timing", {
+    "pair": list(timing_pair), "table": clock.reset_index().to_dict(orient="records"),
+    "predicted": auto_reason["predicted_speedup"].to_dict(), "costs": dict(auto_reason.attrs)}, output_dir)
 
 # %% [markdown]
 # **Read next:** [02 rejection rates](02_rejection_rates.ipynb): the rejection rate against `alpha` over a whole toy world, and Lemma 3 checked by simulation.

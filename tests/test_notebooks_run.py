@@ -12,7 +12,9 @@ SMALL_PARAMETERS = {
     "00_quickstart": {"n_alpha": 9, "n_simulations": 4000},
     # T = 0 and a real (tiny random) model pair, the paths the defaults do not take.
     "01_target_distributions": {"rule": "chow", "alpha": 0.5, "temperature": 0.0, "gamma": 3,
-                                "real_pair": ["tiny-random-llama:0", "tiny-random-llama:1"], "real_prompt": [1, 2, 3]},
+                                "real_pair": ["tiny-random-llama:0", "tiny-random-llama:1"], "real_prompt": [1, 2, 3],
+                                "timing_pair": ["tiny-random-llama:0", "tiny-random-llama:1"], "timing_tokens": 8,
+                                "timing_prompt": [1, 2, 3]},
     "02_rejection_rates": {"n_alpha": 9, "n_draws": 3000, "r_values": [0.0, 0.5, 1.0]},
     "03_lemma1_token_cascades": {"n_alpha": 9, "sharpness_values": [0.5, 1.0, 3.0]},
     "04_lemma2_lossy": {"n_alpha": 6, "check_temperatures": [1.0, 0.0]},
@@ -25,6 +27,8 @@ SMALL_PARAMETERS = {
     # SmolLM2-135M and a drafter of its first 16 layers, two answers per task; the toy-world check smaller.
     "08_real_pair_token_analysis": {"profile": "smoke", "n_alpha": 11, "n_resamples": 200, "toy_sequences": 1000},
     "09_speed_on_your_hardware": {"profile": "smoke"},
+    # SmolLM2-135M and its first 16 layers, fewer draws; the learned rule on the committed Qwen data.
+    "10_rules_in_engines": {"profile": "smoke"},
 }
 
 
@@ -72,6 +76,16 @@ def test_target_distributions(tmp_path, monkeypatch):
             a = 1.0 - rho
             expected = 4.0 if a >= 1.0 else (1 - a ** 4) / (1 - a)  # gamma = 3
             assert abs(metrics["tokens_per_call_table"][name][label] - expected) < 1e-9, (name, label)
+
+
+def test_target_distributions_timing_cell(tmp_path, monkeypatch):
+    run("01_target_distributions", tmp_path, monkeypatch)
+    timing = json.loads((tmp_path / "01_target_distributions_timing.metrics.json").read_text())
+    rows = {row["way"]: row for row in timing["table"]}
+    assert set(rows) == {"verifier", "gamma=3", "gamma=auto"}
+    assert all(row["same_tokens_as_verifier"] for row in rows.values())   # lossless at T = 0
+    assert rows["verifier"]["speedup"] == 1.0 and rows["gamma=3"]["tokens_per_verifier_call"] >= 1   # random pair: few drafts kept
+    assert timing["predicted"]["0"] == 1.0 and timing["costs"]["t_q_ms"] > 0
 
 
 def test_rejection_rates(tmp_path, monkeypatch):
@@ -258,3 +272,21 @@ def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
     auto = metrics["auto"]
     assert auto["same_tokens"] == auto["n_runs"] and sum(auto["gammas"].values()) > 0
     assert metrics["what_if_a0.8_c0.1"]["best_gamma_textbook"] >= 1
+
+
+def test_rules_in_engines_smoke(tmp_path, monkeypatch):
+    from test_model_files import use_shared_model_cache
+    use_shared_model_cache()
+    metrics = run("10_rules_in_engines", tmp_path, monkeypatch)
+    assert (tmp_path / "figures" / "learned_rule_curves.png").stat().st_size > 10_000
+    for row in metrics["ensemble"]:
+        assert abs(row["z"]) < 4.5, row                   # acceptance 1 - w D_TV within sampling error
+        assert row["chi2 p vs mixture"] > 1e-4, row       # both engines follow w p + (1 - w) q
+    assert metrics["relaxed_all_identical"] and metrics["relaxed_checks"] == 16   # 2 laws x 2 engines x 2 drafts x 2 caps
+    learned = metrics["learned"]
+    assert learned["train_items"] > 0 and learned["held_out_items"] > 0
+    assert set(learned["versus"]) >= {"token_v2", "opt", "mixture"}
+    # a mixture never beats the oracle envelope (its area above it is >= 0)
+    assert learned["areas"]["learned"][0] >= -1e-12 and learned["areas"]["mixture"][0] >= -1e-12
+    for row in metrics["learned_engine"]:
+        assert row["chi2 p vs its target"] > 1e-4, row

@@ -9,10 +9,12 @@ r"""The maths behind lessons 01-05, on the examples and toy worlds, and the note
 - `notebook`       - where a notebook run writes (the student's folders), recording the numbers it shows, and
   `check` / `solution` of the exercises.
 - `exercises`      - every notebook's exercises: what each needs, how its answer is computed, a hint about the idea.
+- `engines`        - the paper's rules behind engines' knobs: transformers' ensemble weight, relaxed acceptance (10).
+- `first_timing`   - notebook 01's closing clock: plain decoding against speculation, and why `gamma="auto"` chose.
 """
 import importlib
 
-__all__ = ['rejection', 'deferral_risks', 'lossy', 'tradeoff', 'toycheck', 'notebook', 'exercises']
+__all__ = ['deferral_risks', 'engines', 'exercises', 'first_timing', 'lossy', 'notebook', 'rejection', 'toycheck', 'tradeoff']
 
 
 def __getattr__(name: str):

@@ -8,10 +8,11 @@ r"""The maths of the paper, with no models and no data: each module opens with t
 - `latency`        - tokens per verifier call $(1 - a^{\gamma+1}) / (1 - a)$, the latency and block-cost models.
 - `token_analysis` - exact per-position statistics of every rule along a reference (teacher forcing, full vocabulary).
 - `alpha_grids`    - each rule's live alpha range and alphas placed along a rejection curve.
+- `deferral_features` - what a deferral rule sees at decoding time: $\max q$, $\max p$, entropies, $D_{TV}$, cross probabilities.
 """
 import importlib
 
-__all__ = ['targets', 'verification', 'lemmas', 'latency', 'token_analysis', 'alpha_grids']
+__all__ = ['targets', 'verification', 'lemmas', 'latency', 'token_analysis', 'alpha_grids', 'deferral_features']
 
 
 def __getattr__(name: str):

@@ -14,8 +14,15 @@ drafter's next-token distribution $q$ and the verifier's $p$ (Table 1 and the to
 | `token_v1`  | $A = \{v : q(v) \ge \max_u p(u) - \alpha\}$                | $q(v)1(v \in A) + (1 - \sum_{u \in A} q(u))\,p(v)$   |
 | `token_v2`  | $A = \{v : p(v) \ge \max_u p(u) - \alpha\}$                | same form                                            |
 | `token_v3`  | $A = \{v : p(v) \ge (1 - \alpha)\max_u p(u)\}$             | same form                                            |
+| `mixture`   | a constant weight $r = 1 - \alpha$ at every position        | $(1-r)\,q(v) + r\,p(v)$                              |
 
 plus `drafter` ($\pi = q$) and `verifier` ($\pi = p$), the two ends of every curve.
+
+`mixture` is equation (6) with a deferral weight that ignores the laws: the target of transformers'
+`assistant_ensemble_weight=w` (assisted generation verifies against $w\,p + (1-w)\,q$, so $w = 1 - \alpha$).
+By Lemma 3 it rejects a draft with probability $(1-\alpha) D_{TV}(p, q)$; every deferral rule of the
+paper is measured against this straight line between the drafter and the verifier. Learned (or any
+other) prefix decisions join the table at run time with `register_deferral_rule`.
 
 Algorithm 4 (GenSpecSample) drafts $x \sim q$, accepts it with probability
 $\min\{1, \pi(x)/q(x)\}$ and otherwise resamples from the residual
@@ -34,7 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Callable, Optional, Union
+from typing import Callable, Dict, Optional, Union
 
 import torch
 
@@ -45,18 +52,19 @@ __all__ = [
     "probabilities", "tv_distance", "target_distribution", "deferral_decision", "acceptance_set",
     "deferral_weight", "lossy_beta", "acceptance_probability", "residual_distribution",
     "rejection_probability", "output_distribution", "check_alpha", "check_pair", "alpha_grid", "sample",
-    "target_and_draft", "trusted_inputs", "check_rule",
+    "target_and_draft", "trusted_inputs", "check_rule", "register_deferral_rule", "unregister_deferral_rule",
 ]
 
 #: Every rule `target_distribution` knows.
 RULES = ("drafter", "verifier", "spec", "lossy", "bild", "chow", "diff", "opt",
-         "token_v1", "token_v2", "token_v3")
+         "token_v1", "token_v2", "token_v3", "mixture")
 def check_rule(rule) -> str:
     """A rule of `RULES` (the target functions of the paper)."""
     return check_choice(rule, RULES, "rule")
 
 
-#: Rules that make one defer/keep decision per prefix and target the mixture of equation (6).
+#: Rules that make one defer/keep decision per prefix and target the mixture of equation (6)
+#: (rules added by `register_deferral_rule` join it).
 PREFIX_RULES = ("bild", "chow", "diff", "opt")
 #: Rules that accept a set of drafter tokens and defer the rest of the mass to `p`.
 TOKEN_RULES = ("token_v1", "token_v2", "token_v3")
@@ -72,6 +80,7 @@ ALPHA_RANGES = {
     "token_v1": (-1.0, 1.0),
     "token_v2": (-1.0, 1.0),
     "token_v3": (0.0, 1.0),
+    "mixture": (0.0, 1.0),
 }
 #: Where each rule's decisions change with `alpha` (SpecDecode end first): `ALPHA_RANGES`, except
 #: OPT's $[-1, 1]$, its live range at $T = 1$ ($|\max p - \max q| \le D_{TV}(p, q)$) and at $T = 0$
@@ -80,6 +89,50 @@ LIVE_ALPHA_RANGES = {**ALPHA_RANGES, "opt": (-1.0, 1.0)}
 
 Beta = Union[float, str]
 Distance = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+#: decide(q, p, alpha, q_unscaled, p_unscaled) -> bool tensor of shape (...), True = defer to p.
+Decide = Callable[..., torch.Tensor]
+#: The prefix rules added at run time, by name (`register_deferral_rule`).
+_REGISTERED: Dict[str, Decide] = {}
+_BUILT_IN = RULES
+
+
+def register_deferral_rule(name: str, decide: Decide, alpha_range=(-math.inf, math.inf)) -> str:
+    r"""Add a prefix rule whose decision is `decide`: its target is $(1-\delta)\,q + \delta\,p$ with
+    $\delta$ = `decide(q, p, alpha, q_unscaled, p_unscaled)` (a boolean tensor of shape `(...)`).
+
+    The rule then works wherever a rule name does (`target_distribution`, `deferral_weight`, the
+    engine's `generate(..., method="speculative" or "oracle", rule=name)`), and Algorithm 4 is exact
+    for it like for any mixture, provided `decide` looks only at the two laws (never at the draft).
+    `alpha_range` bounds the `alpha` it accepts. Registering a name again replaces its decision;
+    the paper's rules cannot be replaced. Returns `name`.
+    """
+    global RULES, PREFIX_RULES
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name={name!r}: a deferral rule needs a name made of letters, digits and '_'.")
+    if name in _BUILT_IN:
+        raise ValueError(f"name={name!r} is one of the paper's rules; give the new rule another name.")
+    if not callable(decide):
+        raise TypeError(f"decide={decide!r} is not callable; pass a function "
+                        "decide(q, p, alpha, q_unscaled, p_unscaled) -> bool tensor.")
+    low, high = (float(a) for a in alpha_range)
+    if not low < high:
+        raise ValueError(f"alpha_range={alpha_range!r} is empty; pass (low, high) with low < high.")
+    _REGISTERED[name] = decide
+    ALPHA_RANGES[name] = LIVE_ALPHA_RANGES[name] = (low, high)
+    if name not in RULES:
+        RULES, PREFIX_RULES = RULES + (name,), PREFIX_RULES + (name,)
+    return name
+
+
+def unregister_deferral_rule(name: str) -> None:
+    """Remove a rule added by `register_deferral_rule` (a name never registered is an error)."""
+    global RULES, PREFIX_RULES
+    if name not in _REGISTERED:
+        raise ValueError(f"name={name!r} was not registered; registered rules: {sorted(_REGISTERED) or 'none'}.")
+    del _REGISTERED[name], ALPHA_RANGES[name], LIVE_ALPHA_RANGES[name]
+    RULES = tuple(r for r in RULES if r != name)
+    PREFIX_RULES = tuple(r for r in PREFIX_RULES if r != name)
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,6 +315,12 @@ def deferral_decision(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unsca
         return _max_prob(qu) < _max_prob(pu) - alpha
     if rule == "opt":
         return _max_prob(qu) < _max_prob(pu) - alpha * (p - q).clamp_min(0).sum(-1)
+    if rule in _REGISTERED:
+        decision = torch.as_tensor(_REGISTERED[rule](q, p, alpha, qu, pu))
+        if decision.shape != q.shape[:-1]:
+            raise ValueError(f"the decision of rule {rule!r} has shape {tuple(decision.shape)}; its `decide` must "
+                             f"return one value per position, shape {tuple(q.shape[:-1])}.")
+        return decision.to(torch.bool)
     d = (pu - qu).clamp_min(0).sum(-1) if distance is None else torch.as_tensor(distance(qu, pu))
     return d > alpha
 
@@ -294,7 +353,7 @@ def deferral_weight(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscale
     r"""How much of the target's mass comes from the verifier, shape `(...)`.
 
     For the prefix rules this is $\delta$ (0 or 1), for the token rules $1 - \sum_{u \in A} q(u)$,
-    for `spec`/`verifier` 1 and for `drafter` 0. The lossy target is not a mixture: NaN.
+    for `mixture` the constant $1 - \alpha$, for `spec`/`verifier` 1 and for `drafter` 0. The lossy target is not a mixture: NaN.
     Averaged over positions it is the *deferral rate*.
     """
     check_rule(rule)
@@ -306,6 +365,8 @@ def deferral_weight(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscale
         return torch.zeros_like(ones)
     if rule == "lossy":
         return torch.full_like(ones, float("nan"))
+    if rule == "mixture":
+        return ones * (1.0 - check_alpha(rule, alpha))
     kw = dict(q_unscaled=q_unscaled, p_unscaled=p_unscaled)
     if rule in PREFIX_RULES:
         return deferral_decision(rule, q, p, alpha, distance=distance, **kw).to(q.dtype)
@@ -356,8 +417,9 @@ def target_distribution(rule: str, q, p, alpha: float = 0.0, *, q_unscaled=None,
     - `lossy`: $\pi(v) = \max\{\min\{q(v), p(v)/(1-\alpha)\}, p(v)/\beta\}$ with $\beta \ge 1-\alpha$
       (Lemma 2). `beta=1` is the common heuristic (the target then sums to more than one and the
       output law is `output_distribution(pi, q)`); `beta="normalize"` is Lossy*, see `lossy_beta`.
-    - `bild`, `chow`, `diff`, `opt`: $\pi = (1-\delta)\,q + \delta\,p$ (equation 6), $\delta$ from
-      `deferral_decision`.
+    - `bild`, `chow`, `diff`, `opt` (and registered rules): $\pi = (1-\delta)\,q + \delta\,p$
+      (equation 6), $\delta$ from `deferral_decision`.
+    - `mixture`: $\pi = \alpha\,q + (1-\alpha)\,p$, a constant weight (transformers' ensemble, $w = 1 - \alpha$).
     - `token_v1..3`: $\pi(v) = q(v)1(v \in A) + (1 - \sum_{u\in A} q(u))\,p(v)$, $A$ from
       `acceptance_set`.
 
@@ -385,7 +447,7 @@ def target_distribution(rule: str, q, p, alpha: float = 0.0, *, q_unscaled=None,
         return _lossy_target(q, p, alpha, beta_value)
     w = deferral_weight(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled,
                         distance=distance).unsqueeze(-1)
-    if rule in PREFIX_RULES:
+    if rule in PREFIX_RULES or rule == "mixture":
         return (1.0 - w) * q + w * p
     in_set = acceptance_set(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled)
     return q * in_set + w * p

@@ -55,7 +55,7 @@ from . import targets
 from .verification import temperature_laws
 
 __all__ = ["CURVES", "STATS", "LOSSES", "Grid", "default_grid", "position_statistics", "direct_statistics",
-           "oracle_losses", "oracle_envelope", "curve_rule"]
+           "oracle_losses", "oracle_envelope", "curve_rule", "MIXTURE_CURVES"]
 
 #: Every curve: the rules of `targets.RULES`, `lossy` twice (beta = 1, and `lossy*` = beta "normalize").
 CURVES = ("drafter", "verifier", "spec", "bild", "chow", "diff", "opt", "token_v1", "token_v2", "token_v3",
@@ -65,12 +65,19 @@ STATS = ("rejection", "deferral", "expected_01", "greedy_01", "log_loss")
 #: The losses, and the per-position oracle columns `(loss under q, loss under p)` of each.
 LOSSES = ("expected_01", "greedy_01", "log_loss")
 _ONE_POINT = ("drafter", "verifier", "spec")
+#: Curves of mixtures built from the oracle's per-position columns, outside `position_statistics`
+#: (`stats.learned_deferral`): the constant weight, and the learned rule.
+MIXTURE_CURVES = ("mixture", "learned")
 
 
 def curve_rule(curve: str):
-    """`(rule, beta)` of a curve name of `CURVES`."""
-    if curve not in CURVES:
-        raise ValueError(f"unknown curve {curve!r}; choose one of {', '.join(CURVES)}.")
+    """`(rule, beta)` of a curve name of `CURVES`, of another rule of `targets.RULES` (the constant
+    `mixture`, rules added by `targets.register_deferral_rule`) or of `MIXTURE_CURVES`: the per-item sums
+    of those are built from the oracle's per-position columns (`stats.learned_deferral`), since each is a
+    mixture of q and p."""
+    if curve not in CURVES and curve not in targets.RULES and curve not in MIXTURE_CURVES:
+        raise ValueError(f"unknown curve {curve!r}; choose one of {', '.join(CURVES)} "
+                         f"(or another rule of targets.RULES: {', '.join(r for r in targets.RULES if r not in CURVES)}).")
     if curve == "lossy*":
         return "lossy", "normalize"
     return curve, 1.0

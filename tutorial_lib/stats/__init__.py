@@ -12,10 +12,12 @@ r"""What the rows say, with intervals.
 - `claims`          - the paper's T5 and Gemma claims checked (holds / does not hold / not resolved).
 - `token_curves`    - the passes of a pair over answers, cached, curves, areas and matched-rejection losses (notebook 08).
 - `token_report`    - what notebook 08 reads off them: its profiles, rankings, points below the envelope, the toy check.
+- `deferral_passes` - decoding-time features of notebook 08's positions, one more pass of the pair, cached (10).
+- `learned_deferral` - a learned deferral rule: trained by item, curves, paired differences, the constant mixture (10).
 """
 import importlib
 
-__all__ = ['analysis', 'claims', 'curve_bootstrap', 'hardware', 'intervals', 'paired', 'pricing', 'report', 'token_curves', 'token_report']
+__all__ = ['analysis', 'claims', 'curve_bootstrap', 'deferral_passes', 'hardware', 'intervals', 'learned_deferral', 'paired', 'pricing', 'report', 'token_curves', 'token_report']
 
 
 def __getattr__(name: str):

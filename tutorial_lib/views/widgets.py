@@ -39,6 +39,7 @@ RULE_LABELS = {
     "drafter": "drafter q", "verifier": "verifier p", "spec": "SpecDecode", "lossy": "Lossy",
     "bild": "BiLD*", "chow": "Chow", "diff": "Diff", "opt": "OPT",
     "token_v1": "Token-V1", "token_v2": "Token-V2", "token_v3": "Token-V3",
+    "mixture": "Mixture (constant weight)", "learned": "Learned",
 }
 
 #: Label style of every control: as wide as its text (ipywidgets cuts labels at about 80 px otherwise).
