@@ -54,11 +54,10 @@ def time_decoding(pair, prompt, *, max_new_tokens: int = 32, gamma: int = 3, rep
 
 def auto_reason(pair, acceptance: float, gammas: Sequence[int] = range(0, 6)) -> pd.DataFrame:
     """The block-cost model's predicted speed-up over the verifier at each of `gammas`, at `acceptance`,
-    from the calibration `gamma="auto"` used (measured once per pair): the row it would pick is the
+    from the calibration `gamma="auto"` starts from (its quick one, measured once per pair and stored): the row it would pick is the
     largest speed-up (`best`)."""
-    from ..decoding.engine import generate
     from ..decoding.gamma_policy import calibration_for
-    calibration = calibration_for(pair.drafter, pair.verifier, decode=generate)
+    calibration = calibration_for(pair.drafter, pair.verifier)
     usable = [g for g in gammas if g < calibration.max_k]
     table = pd.DataFrame({"gamma": usable,
                           "predicted_speedup": [calibration.speedup(g, acceptance) for g in usable]}).set_index("gamma")
