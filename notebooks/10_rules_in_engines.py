@@ -287,6 +287,7 @@ metrics["learned_engine"] = exact.to_dict(orient="records")
 
 # %% [markdown]
 # ## Exercises
+# (Checked without showing the answer; a teacher sees it with `tl.notebook.solution("10-1")`.)
 # 1. A vLLM deployment sets `relax_ratio = 0.6`. Which Token-V3 `alpha` is it? Store it in `answer_1`.
 # 2. transformers with `assistant_ensemble_weight = 0.3` on a context where $D_{TV}(p, q) = 0.4$: what fraction
 #    of drafts does it reject? Store it in `answer_2`.
@@ -296,8 +297,10 @@ answer_1 = None  # your code here
 answer_2 = None  # your code here
 
 # %%
-tl.notebook.check_answer(answer_1, 0.4, label="exercise 1")
-tl.notebook.check_answer(answer_2, 0.3 * 0.4, label="exercise 2")
+tl.notebook.check("10-1", answer_1)
+tl.notebook.check("10-2", answer_2)
+
+# %%
 metrics["seconds"] = time.perf_counter() - started
 tl.notebook.save_metrics("10_rules_in_engines", metrics, output_dir)
 print(f"notebook ran in {metrics['seconds']:.0f} s")

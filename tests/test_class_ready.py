@@ -111,10 +111,12 @@ def test_every_metric_has_words_and_shares_stay_inside_0_and_1():
 
 
 def test_latency_figure_has_a_title():
-    view = pd.DataFrame({"label": ["Verifier", "SpecDecode"], "gamma": [1, 3], "latency": [1.0, 0.8],
-                         "quality": [0.5, 0.5]})
-    fig = reruns.latency_figure(view)
-    assert fig.axes[0].get_title().startswith("Wall-clock latency at batch size 1")
+    from tutorial_lib.stats.analysis import POOLED
+    rows = [{"task": task, "label": label, "gamma": gamma, "latency": latency, "latency_low": latency - 0.05,
+             "latency_high": latency + 0.05, "quality": 0.5, "quality_metric": "mbpp"}
+            for task in ("code", POOLED) for label, gamma, latency in (("Verifier", 1, 1.0), ("SpecDecode", 3, 0.8))]
+    fig = reruns.latency_figure(pd.DataFrame(rows))
+    assert fig._suptitle.get_text().startswith("Wall-clock latency at batch size 1")
 
 
 def test_tradeoff_summary_follows_the_sliders(world):

@@ -232,6 +232,14 @@ _LIST = [
              lambda calibration: calibration.best_gamma(0.95),
              "`calibration.best_gamma(a)` compares the predicted speed-up of every block size.",
              "calibration.best_gamma(0.95).", kind="integer", tol=0),
+    Exercise("10-1", "the Token-V3 alpha of vLLM's relax_ratio = 0.6", (),
+             lambda: 1.0 - 0.6,
+             "Token-V3 keeps a draft when p(x) >= (1 - alpha) max p; relaxed acceptance keeps it when "
+             "p(x) >= relax_ratio max p.", "alpha = 1 - relax_ratio."),
+    Exercise("10-2", "rejection rate of ensemble weight 0.3 where D_TV = 0.4", (),
+             lambda: 0.3 * 0.4,
+             "The ensemble verifies against w p + (1 - w) q, a mixture with constant deferral weight w: "
+             "Lemma 3 gives its rejection rate.", "w * D_TV(p, q) (Lemma 3 with r = w)."),
 ]
 
 EXERCISES: Dict[str, Exercise] = {e.id: e for e in _LIST}

@@ -26,6 +26,7 @@ METRIC_WORDS = {
     "rouge2": ("ROUGE-2 F1", (0.0, 1.0)),
     "gsm8k": ("share of answers right (GSM8K)", (0.0, 1.0)),
     "mbpp": ("share passing tests (MBPP)", (0.0, 1.0)),
+    "humaneval": ("share passing tests (HumanEval)", (0.0, 1.0)),
     "squad_v2": ("answer F1 (SQuAD 2.0)", (0.0, 1.0)),
     "squad_v2_em": ("share exact (SQuAD 2.0)", (0.0, 1.0)),
     "qa_em": ("share matching exactly", (0.0, 1.0)),
