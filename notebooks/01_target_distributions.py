@@ -65,7 +65,7 @@ real_pair = None                 # (drafter, verifier) names for tl.models.load_
 real_dtype = None                # one dtype or (drafter dtype, verifier dtype)
 real_prompt = "def fibonacci(n):"  # text, or a list of token ids
 timing_pair = ["smollm2-135m:layers=16", "smollm2-135m"]  # (drafter, verifier) of the closing timing cell
-timing_tokens = 32               # tokens per timed run
+timing_tokens = 24               # tokens per timed run
 timing_prompt = "def fibonacci(n):"  # text, or a list of token ids
 output_dir = "."                 # where the metrics JSON is written
 
@@ -271,7 +271,7 @@ from tutorial_lib.lessons import first_timing
 from tutorial_lib.stats.token_report import load_profile_pair
 
 timing = load_profile_pair({"drafter": timing_pair[0], "verifier": timing_pair[1]})
-clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=3)
+clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=2)
 display(clock.round(4))
 auto_reason = first_timing.auto_reason(timing, float(clock.loc["gamma=3", "acceptance"]))
 display(auto_reason.round(3))
