@@ -234,7 +234,8 @@ def append_rows(path: os.PathLike, rows: Iterable[dict]) -> None:
         problem = row_problem(row)
         if problem:
             raise ValueError(f"a row to append to {path} {problem}: {str(row)[:120]}")
-    lines = [json.dumps(row, default=str, allow_nan=False) + "\n" for row in rows]
+    # NaN is a legitimate value of some fields (BiLD's alpha, a rate with nothing to count); quality is checked above
+    lines = [json.dumps(row, default=str) + "\n" for row in rows]
     path.parent.mkdir(parents=True, exist_ok=True)
     if corrupt_path(path).is_dir():
         raise _not_a_file(corrupt_path(path))
