@@ -4,6 +4,7 @@ from pathlib import Path
 
 import papermill
 from jupyter_client.kernelspec import find_kernel_specs
+import tutorial_lib as tl
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -264,7 +265,10 @@ def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
         assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     assert (tmp_path / "09_calibration.json").exists()
     calibration = metrics["calibration"]
-    assert calibration["t_q"] > 0 and set(calibration["t_p"]) == {str(k) for k in range(1, 5)}
+    # the quick calibration gamma="auto" starts from times blocks of 1..QUICK_CALIBRATION["max_k"] tokens
+    max_k = tl.gamma_policy.QUICK_CALIBRATION["max_k"]
+    assert calibration["kind"].startswith("quick")
+    assert calibration["t_q"] > 0 and set(calibration["t_p"]) == {str(k) for k in range(1, max_k + 1)}
     assert metrics["predicted_speedup"]["0"] == 1.0 and 0 <= metrics["acceptance"] <= 1
     rows = {row["method"]: row for row in metrics["measured"]}
     assert set(rows) == {"verifier", "gamma=1", "gamma=3", "gamma=auto"}

@@ -103,6 +103,51 @@ def test_no_import_circle():
     assert not circles, "import circles:\n" + "\n".join(circles)
 
 
+def _top_level_names(path: Path):
+    """Names a module binds at its top level (defs, classes, assignments, imports) and, where a module
+    `__getattr__` loads them lazily, its `__all__`; None where that `__all__` is not a literal."""
+    names, lazy, exported = set(), False, None
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            try:
+                exported = set(ast.literal_eval(node.value))
+            except ValueError:           # built by code: cannot be read here
+                pass
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            lazy |= node.name == "__getattr__"
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try)):
+            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            names.update(n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+            names.update((a.asname or a.name).split(".")[0] for n in ast.walk(node)
+                         if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names)
+    if lazy:   # a wing's index page loads the modules of its `__all__` on first use
+        return None if exported is None else names | exported
+    return names
+
+
+def test_every_import_names_a_module_or_name_that_exists():
+    # An import inside a function runs only when the function does: a moved module there fails late,
+    # in a user's notebook (stats.analysis once imported `pricing` from `sweeps`).
+    missing = []
+    for module, path in MODULES.items():
+        for target, names, line in _imports(module, path):
+            where = f"{path.relative_to(REPO)}:{line}"
+            if target not in MODULES:
+                missing.append(f"{where} imports tutorial_lib.{target}, which is no module")
+                continue
+            bound = _top_level_names(MODULES[target])
+            missing += [f"{where} imports {name} from tutorial_lib.{target}, which does not bind it"
+                        for name in names if bound is not None and name not in bound and name != "*"]
+    assert not missing, "\n".join(missing)
+
+
 def test_no_private_name_imported_from_another_module():
     reaches = [f"{path.relative_to(REPO)}:{line} imports {name} from tutorial_lib.{target}"
                for module, path in MODULES.items() for target, names, line in _imports(module, path)
@@ -170,3 +215,26 @@ print(len(tl.MOVED))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) == len(tutorial_lib.MOVED) > 40
+
+
+def test_every_tl_path_in_prose_and_notebooks_resolves():
+    # `tl.wing.module.name` in the README, a notebook or a benchmark is what a reader copies.
+    import re
+    import warnings
+    import tutorial_lib as tl
+    files = [REPO / "README.md", *(REPO / "notebooks").glob("*.py"), *(REPO / "benchmarks").glob("*.py")]
+    broken = set()
+    for path in files:
+        for match in re.finditer(r"\btl((?:\.[A-Za-z_][A-Za-z_0-9]*)+)", path.read_text(encoding="utf-8")):
+            obj = tl
+            for part in match.group(1).split(".")[1:]:
+                if not isinstance(obj, type(tl)):          # past the modules: a method, a field
+                    break
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("error")     # an old flat path counts as broken here
+                        obj = getattr(obj, part)
+                except (AttributeError, DeprecationWarning):
+                    broken.add(f"{path.relative_to(REPO)}: {match.group(0)}")
+                    break
+    assert not broken, "\n".join(sorted(broken))

@@ -396,7 +396,8 @@ def saved_t5_run(profile: str = "offline", *, results_dir=None) -> Tuple[pd.Data
     a calibration and the rows count their calls, else `wall_time_s`. Loads no model; raises
     FileNotFoundError (no such sweep saved) or `evaluation.MissingRowsError` (not every row saved)."""
     from ..sweeps import evaluation as ev
-    from ..sweeps import pricing, reruns
+    from ..sweeps import reruns
+    from . import pricing
     settings = reruns.t5_profile(profile)
     name = f"t5-{settings['profile']}"
     pair = reruns.saved_pair(name, settings, results_dir=results_dir)
