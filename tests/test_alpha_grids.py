@@ -134,3 +134,20 @@ def test_the_offline_all_profile_alphas_are_placed_from_the_committed_token_anal
     for label, alphas in placed.items():
         assert alphas == pytest.approx(reruns.GEMMA_OFFLINE_ALPHAS[label], abs=1e-4), label
     assert reruns.gemma_profile("offline-all")["alphas"] == reruns.GEMMA_OFFLINE_ALPHAS
+
+
+def test_placed_alphas_per_temperature_and_curves_left_out_where_they_repeat_another():
+    # issue 26, item 6: T = 0 alphas come from a T = 0 analysis; Lossy is SpecDecode at T = 0, so not run there
+    alphas = {"SpecCascade [Chow]": {0.0: [0.0, 0.2, 1.0], 1.0: [0.0, 0.5, 1.0]}, "SpecDecode [Lossy]": {0.0: []},
+              "SpecCascade [Diff]": [-1.0, 0.3]}
+    configs = ev.sweep_configs(["SpecCascade [Chow]", "SpecDecode [Lossy]", "SpecCascade [Diff]"],
+                               temperatures=(0.0, 1.0), n_alpha=3, alphas=alphas)
+    by = {}
+    for c in configs:
+        by.setdefault((c.label, c.temperature), []).append(c.alpha)
+    assert by[("SpecCascade [Chow]", 0.0)] == [0.0, 0.2, 1.0] and by[("SpecCascade [Chow]", 1.0)] == [0.0, 0.5, 1.0]
+    assert ("SpecDecode [Lossy]", 0.0) not in by                       # left out at T = 0
+    assert len(by[("SpecDecode [Lossy]", 1.0)]) == 3                   # its default grid at T = 1
+    assert by[("SpecCascade [Diff]", 0.0)] == by[("SpecCascade [Diff]", 1.0)] == [-1.0, 0.3]
+    with pytest.raises(ValueError, match="temperature"):
+        ev.sweep_configs(["SpecCascade [Chow]"], alphas={"SpecCascade [Chow]": {-1.0: [0.1]}})

@@ -264,7 +264,9 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
     """Every (curve, alpha, gamma, T) to run. A rule's grid is `n_alpha` evenly spaced alphas over its
     live range, both ends included (`targets.alpha_grid`; OPT's `opt_grid` at each T); `alphas`
     overrides a curve's grid by label (e.g. alphas placed along a pilot curve by
-    `alpha_grids.placed_alphas`); `bonus` is the speculative methods' bonus token (`"none"`: one
+    `alpha_grids.placed_alphas`), for every temperature (a list) or per temperature (`{0.0: [...],
+    1.0: [...]}`; an empty list leaves the curve out at that temperature, where its runs would only
+    repeat another curve's, e.g. Lossy at T = 0 is SpecDecode); `bonus` is the speculative methods' bonus token (`"none"`: one
     token per step, for the batched runs)."""
     curves = sequence_argument(curves, "curves", "['Drafter', 'Verifier']")
     gammas = sequence_argument(gammas, "gammas", "[5]")
@@ -276,9 +278,7 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
         if not isinstance(alphas, dict):
             raise TypeError(f"alphas={alphas!r}: pass a dict from a curve's label to its alphas, e.g. "
                             "{'SpecCascade [Chow]': [0.1, 0.5]}.")
-        alphas = {label: [check_real(a, f"alphas[{label!r}]", finite=True)
-                          for a in sequence_argument(grid, f"alphas[{label!r}]", "[0.1, 0.5]")]
-                  for label, grid in alphas.items()}
+        alphas = {label: _alphas_by_temperature(grid, label) for label, grid in alphas.items()}
         unknown = [label for label in alphas if label not in CURVES]
         if unknown:
             raise ValueError(f"alphas names unknown curves {unknown}; choose from {list(CURVES)}.")
@@ -292,8 +292,9 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
             for label in curves:
                 spec = CURVES[label]
                 grid_name = spec.get("grid", spec.get("rule"))
-                if alphas and label in alphas:
-                    grid = list(alphas[label])
+                if alphas and label in alphas and (None in alphas[label] or temperature in alphas[label]):
+                    # an empty list: the curve is not run at this temperature (its runs would repeat another's)
+                    grid = list(alphas[label].get(temperature, alphas[label].get(None)))
                 elif spec["method"] in ("drafter", "verifier") or grid_name in ("spec", None):
                     grid = [0.0]
                 elif grid_name == "bild_threshold":
@@ -311,6 +312,17 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
                                           spec.get("beta", 1.0), gammas[0] if plain else gamma, float(temperature),
                                           bonus if spec["method"] == "speculative" else "verifier"))
     return configs
+
+
+def _alphas_by_temperature(grid, label: str) -> Dict[Optional[float], List[float]]:
+    """One curve's `alphas`: a list (every temperature, key None) or `{temperature: list}` (a temperature
+    not named falls back to the curve's default grid)."""
+    where = f"alphas[{label!r}]"
+    if isinstance(grid, dict):
+        return {check_temperature(float(t)): [check_real(a, f"{where}[{t!r}]", finite=True)
+                                              for a in sequence_argument(g, f"{where}[{t!r}]", "[0.1, 0.5]")]
+                for t, g in grid.items()}
+    return {None: [check_real(a, where, finite=True) for a in sequence_argument(grid, where, "[0.1, 0.5]")]}
 
 
 def sequence_argument(value, name: str, example: str) -> list:
