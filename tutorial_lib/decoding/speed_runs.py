@@ -28,7 +28,7 @@ from ..maths import latency
 from .calibration import Calibration
 
 __all__ = ["PROMPTS", "SPEED_PROFILES", "speed_profile", "load_speed_pair", "engine_method", "measure_speed",
-           "summarise_speed", "expected_run_time", "gamma_range", "scaled_calibration", "what_if"]
+           "summarise_speed", "expected_run_time", "gamma_range", "scaled_calibration", "what_if", "block_costs"]
 
 PROMPTS = {
     "code: reverse words": "Write a Python function that reverses the order of the words in a sentence, "
@@ -247,3 +247,17 @@ def what_if(acceptance: float, cost_ratio: float, calibration: Calibration, *, m
                 best_gamma_here=best_here, best_speedup_here=here.speedup(best_here, a),
                 best_gamma_textbook=best_flat, best_speedup_textbook=flat.speedup(best_flat, a),
                 cost_ratios=cs, break_even_here=threshold(calibration), break_even_textbook=threshold(calibration.textbook()))
+
+
+def block_costs(calibration: Calibration, acceptance: float, max_gamma: Optional[int] = None) -> Dict:
+    """Numbers of the measured machine's figure: the verifier's cost of scoring k tokens relative to one
+    (`relative_cost`, k = 1..max_k) and the drafter's step (`cost_ratio`, c); the predicted speed-up
+    against gamma at `acceptance` here and in the textbook (blocks as cheap as one step), and the best gamma."""
+    ks = list(range(1, calibration.max_k + 1))
+    t1 = calibration.t_p(1)
+    flat = calibration.textbook()
+    gammas = gamma_range(calibration, max_gamma)
+    return dict(ks=ks, relative_cost=[calibration.t_p(k) / t1 for k in ks], cost_ratio=calibration.cost_ratio,
+                gammas=gammas, speedup_here=[calibration.speedup(g, acceptance) for g in gammas],
+                speedup_textbook=[flat.speedup(g, acceptance) for g in gammas],
+                best_gamma=calibration.best_gamma(acceptance, max_gamma))

@@ -26,7 +26,7 @@ from ..toy.toyworld import ToyWorld
 __all__ = [
     "LEMMA_ALPHA_RANGES", "PLUGINS", "PLUGIN_NAMES", "LOSS_NAMES", "check_lemma", "check_lemma_alpha",
     "lemma_alpha_grid", "plugin_estimates", "context_risks", "context_risk_lines", "total_risks",
-    "plugin_agreement", "reshaped_total_risks", "brute_force_check", "miscalibration_sweep",
+    "plugin_agreement", "reshaped_total_risks", "excess_risks", "brute_force_check", "miscalibration_sweep",
 ]
 
 #: The `alpha` range each lemma's views and sweeps span, per loss. `alpha >= 0` is a cost (the paper's
@@ -233,3 +233,9 @@ def miscalibration_sweep(world: Optional[ToyWorld], values: Sequence[float], los
             row["optimal_shift"] = max(abs(a - b) for a, b in zip(optimal, built))
             out[model][s] = row
     return out
+
+
+def excess_risks(risks: dict, optimal: str) -> dict:
+    """Each rule's risk curve (`name -> list over alpha`, as `reshaped_total_risks` gives them) minus the
+    optimal rule's (`risks[optimal]`), alpha by alpha."""
+    return {name: [a - b for a, b in zip(curve, risks[optimal])] for name, curve in risks.items()}

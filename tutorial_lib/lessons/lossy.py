@@ -29,7 +29,7 @@ from ..toy.examples import check_context, default_world
 from ..toy.toyworld import ToyWorld
 
 __all__ = ["tran_thien_acceptance", "tran_thien_residual", "beta_value", "beta_label", "kl_divergence",
-           "lemma2_check", "lemma2_context", "beta_sweep", "beta_context"]
+           "lemma2_check", "lemma2_context", "beta_sweep", "beta_differences", "beta_context"]
 
 
 def tran_thien_acceptance(q, p, alpha: float) -> torch.Tensor:
@@ -170,6 +170,12 @@ def beta_sweep(world: Optional[ToyWorld], alphas: Sequence[float], betas: Sequen
             rows["loss"].append(world.evaluate("lossy", alpha, beta=beta, temperature=temperature).zero_one_loss)
         out[beta_label(beta)] = rows
     return out
+
+
+def beta_differences(sweep: dict, one: str, other: str) -> dict:
+    """Per quantity of `beta_sweep` (`acceptance_rate`, `tv_to_p`, ...), the curve of beta `one` minus
+    that of beta `other` (labels as `beta_label` writes them), alpha by alpha."""
+    return {m: [a - b for a, b in zip(sweep[one][m], sweep[other][m])] for m in sweep[one]}
 
 
 def beta_context(world: Optional[ToyWorld], alpha: float, context_index: int, temperature: float = 1.0) -> dict:

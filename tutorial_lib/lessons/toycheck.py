@@ -15,7 +15,7 @@ should be within a few units for every metric.
 from __future__ import annotations
 
 import math
-from typing import Dict
+from typing import Dict, Tuple
 
 import torch
 from tqdm.auto import tqdm
@@ -24,7 +24,7 @@ from ..decoding.engine import generate
 from ..models.toy import toy_pair
 from ..toy.toyworld import BOS, EOS, ToyMetrics, ToyWorld, ratio_of_means
 
-__all__ = ["engine_metrics", "engine_check", "z_scores", "METRICS"]
+__all__ = ["engine_metrics", "engine_check", "z_scores", "engine_interval", "METRICS"]
 
 #: The metrics compared, each a ratio of per-sequence sums (numerator, denominator).
 METRICS = ("zero_one_loss", "deferral_rate", "rejection_rate", "tokens_per_verifier_call")
@@ -90,3 +90,10 @@ def engine_check(world: ToyWorld, methods: Dict[str, tuple], alphas: Dict[str, f
                       "stderr": {k: estimate.stderr.get(k, math.nan) for k in METRICS},
                       "z": z_scores(exact, estimate)}
     return out
+
+
+def engine_interval(result: dict, metric: str, width: float = 2.0) -> Tuple[float, float]:
+    """`(low, high)`: the engine's estimate of `metric` in one `engine_check` result, `width` standard
+    errors each way (2: about 95%)."""
+    estimate, se = result["engine"][metric], result["stderr"][metric]
+    return estimate - width * se, estimate + width * se

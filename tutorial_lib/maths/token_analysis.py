@@ -54,7 +54,8 @@ import torch
 from . import targets
 from .verification import temperature_laws
 
-__all__ = ["CURVES", "STATS", "LOSSES", "Grid", "default_grid", "position_statistics", "direct_statistics",
+__all__ = ["CURVES", "STATS", "LOSSES", "Grid", "default_grid", "nearest_alpha", "position_means", "position_statistics",
+           "direct_statistics",
            "oracle_losses", "oracle_envelope", "curve_rule", "MIXTURE_CURVES"]
 
 #: Every curve: the rules of `targets.RULES`, `lossy` twice (beta = 1, and `lossy*` = beta "normalize").
@@ -137,6 +138,19 @@ def default_grid(n_alpha: int = 41, temperature: float = 1.0, curves: Sequence[s
             values = np.unique(np.concatenate([values, [-50, -10, -3, 3, 10, 50]]))
         alphas[curve] = tuple(float(a) for a in values)
     return Grid(alphas)
+
+
+def nearest_alpha(grid: Grid, curve: str, alpha: float) -> float:
+    """The grid's alpha of `curve` closest to `alpha` (the stored statistics live on the grid)."""
+    values = np.asarray(grid.alphas[curve])
+    return float(values[np.argmin(np.abs(values - float(alpha)))])
+
+
+def position_means(stats: np.ndarray) -> np.ndarray:
+    """The mean over positions (rows) of each statistic (column), NaN positions left out; NaN where every
+    position is NaN (Lossy has no deferral weight)."""
+    stats = np.asarray(stats, float)
+    return np.array([np.nan if np.isnan(column).all() else np.nanmean(column) for column in stats.T])
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ from ..sweeps.evaluation import Task
 
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
            "best_quality_within", "paper_table", "speculative_ranges", "qualities",
-           "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "counts_calls", "saved_t5_run"]
+           "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "counts_calls", "saved_t5_run",
+           "GAMMA_FREE", "select", "quality_bounds", "reference_quality"]
 
 NOT_REACHED = "not reached"
 
@@ -409,3 +410,49 @@ def saved_t5_run(profile: str = "offline", *, results_dir=None) -> Tuple[pd.Data
     except (FileNotFoundError, ValueError):
         return rows, tasks, "wall_time_s"
     return priced, tasks, pricing.LATENCY_COLUMN
+
+
+# ---- what a figure of one task and temperature shows (`views.reruns.family_figure`) ----------------
+
+#: Methods run once, at the first gamma of a sweep: they belong to every gamma's curves.
+GAMMA_FREE = ["drafter", "verifier", "token_cascade", "seq_cascade"]
+
+
+def select(summary: pd.DataFrame, task: Optional[str] = None, temperature: Optional[float] = None,
+           gamma: Optional[int] = None) -> pd.DataFrame:
+    """The points of one task, temperature and gamma (None: all); the methods run once (`GAMMA_FREE`)
+    belong to every gamma. Raises ValueError when nothing is left."""
+    part = summary
+    if task is not None:
+        part = part[part["task"] == task]
+    if temperature is not None:
+        part = part[part["temperature"] == temperature]
+    if gamma is not None:  # plain decoding and the sequential cascades were run once, at the first gamma
+        part = part[(part["gamma"] == gamma) | part["method"].isin(GAMMA_FREE)]
+    if part.empty:
+        raise ValueError("nothing to plot for that task / temperature / gamma.")
+    return part
+
+
+def quality_bounds(points: pd.DataFrame, bounds: Optional[Tuple[float, float]] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """`(low, high)`: the quality interval of each point, the percentile interval itself (`quality_low`,
+    `quality_high`, as `summarize` gives it; a missing bound is the point); a summary without them
+    (built by hand) has its `quality_ci` as a half-width. Kept inside the metric's range `bounds` (a
+    share cannot go below 0 or above 1)."""
+    quality = points["quality"].to_numpy(float)
+    if {"quality_low", "quality_high"} <= set(points.columns):
+        low, high = points["quality_low"].to_numpy(float), points["quality_high"].to_numpy(float)
+        low, high = np.where(np.isnan(low), quality, low), np.where(np.isnan(high), quality, high)
+    else:
+        half = points["quality_ci"].fillna(0.0).to_numpy(float)
+        low, high = quality - half, quality + half
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+    return low, high
+
+
+def reference_quality(points: pd.DataFrame, bounds: Optional[Tuple[float, float]] = None) -> Tuple[float, float, float]:
+    """`(quality, low, high)` of a reference method's points (the verifier's, of one task and
+    temperature; several gammas are averaged), its interval as `quality_bounds` gives it."""
+    low, high = quality_bounds(points, bounds)
+    return float(points["quality"].mean()), float(np.mean(low)), float(np.mean(high))

@@ -5,15 +5,23 @@ Views only draw and wire widgets; every number they show comes from another wing
 `decoding.speed_runs`, `stats`) or the example data (`toy.examples`). Importing this package imports
 plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on first use).
 
+One idiom draws every figure: a `*_panels(...)` function returns a list of `panels.Panel`s (a figure as
+data), which `panels.to_matplotlib` draws as the static `*_figure` (for `tl.savefig`) and
+`panels.to_plotly` as the interactive `*_view`; so both show the same numbers. One naming rule:
+`*_view` is interactive (plotly, or a widget), `*_figure` static (matplotlib). (The two figures of
+notebook 00 keep their first names, `figures.plot_distributions` and `figures.plot_tradeoff`.)
+
+- `panels`  - `Trace` / `Heatmap` / `Panel` (a figure as data: lines, curves, points, bars, reference lines,
+  interval bands and asymmetric error bars, notes) and the two renderers `to_plotly` / `to_matplotlib`.
 - `figures` - `savefig` (where figures go: `$TUTORIAL_LIB_FIGURES` or the checkout's `figures/`), the figure
   size, and the lessons' static distribution and trade-off figures.
-- `reruns`  - the figures of the T5 and Gemma-style reruns (curves with bands, tables drawn).
+- `reruns`  - the figures of the T5 and Gemma-style reruns (one panel per family of methods, curves with bands).
 - `toy`     - the engine on the toy world against the exact curves (notebook 05).
 
 - `static`  - static copies of the live views (a PNG drawn from the plotly figure, or the view's HTML, and a
   hint), so a saved or reopened notebook shows each figure, not a broken widget.
-- `widgets` - the shared helper: `Trace` / `Panel` drawn `to_plotly` or `to_matplotlib`, `live_view`,
-  `interactive`, `link_alpha_slider`, label style, rule labels, `number` for titles.
+- `widgets` - the shared helper: `live_view`, `interactive`, `link_alpha_slider`, label style, rule labels,
+  `number` for titles; re-exports `panels`' `Trace` / `Panel` / `to_plotly` / `to_matplotlib`.
 - `targets` - notebooks 01-02: one pair's `q`, `p`, `pi` with read-outs, every rule at once, rejection
   rate against `alpha` with the chosen `alpha` marked, Lemma 3 by simulation.
 - `lemmas`  - notebooks 03-05: Lemma 1 and 4 risk lines, risks summed over contexts, miscalibration,
@@ -25,6 +33,7 @@ plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on fi
 - `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
   and one answer token by token shaded by a rule's deferral or rejection probability.
 """
-from . import figures, lemmas, reruns, speed, static, targets, token_analysis, toy, verdicts, widgets
+from . import figures, lemmas, panels, reruns, speed, static, targets, token_analysis, toy, verdicts, widgets
 
-__all__ = ["figures", "lemmas", "reruns", "speed", "static", "targets", "token_analysis", "toy", "verdicts", "widgets"]
+__all__ = ["figures", "lemmas", "panels", "reruns", "speed", "static", "targets", "token_analysis", "toy", "verdicts",
+           "widgets"]

@@ -7,27 +7,30 @@ tutorial` sets it to the committed `figures/`, the one run that regenerates them
 that is the notebook's own repository, whichever checkout the package was imported from), else
 `./figures` beside the notebook.
 
-seaborn is imported only when a figure is drawn: it imports ipywidgets, which `import tutorial_lib`
-must not.
+The two figures of notebook 00 (`plot_distributions`, `plot_tradeoff`) are drawn from `Panel`s
+(`distributions_panels`, `tradeoff_panels`) like every other view. `import tutorial_lib` imports none of
+this (it loads `tl.views` on first use).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import matplotlib
 
 if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
     matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import seaborn as sns  # noqa: E402
 import torch  # noqa: E402
 
 from .. import paths  # noqa: E402
+from .panels import FIGURE_SIZE, Panel, Trace, to_matplotlib  # noqa: E402
 
-__all__ = ["FIGURE_SIZE", "FIGURE_DPI", "checkout_of", "figures_dir", "savefig", "plot_distributions", "plot_tradeoff"]
+__all__ = ["FIGURE_SIZE", "FIGURE_DPI", "checkout_of", "figures_dir", "savefig", "distributions_panels",
+           "plot_distributions", "tradeoff_panels", "plot_tradeoff"]
 
-FIGURE_SIZE = (8.0, 4.5)  # inches
+#: FIGURE_SIZE (8 x 4.5 inches) is the size `panels.to_matplotlib` draws at; it is defined there.
 FIGURE_DPI = 120
 
 
@@ -61,44 +64,35 @@ def savefig(fig, name: str, directory: Optional[os.PathLike] = None, *,
     return path
 
 
+def distributions_panels(rows: Dict[str, torch.Tensor], labels: Sequence[str], title: str = "") -> List[Panel]:
+    """One panel of grouped bars: several next-token distributions (for example q, p and pi) over `labels`."""
+    colors = sns.color_palette("colorblind", len(rows)).as_hex()
+    traces = [Trace(name, list(labels), torch.as_tensor(probs, dtype=torch.float64).flatten().tolist(), kind="bar",
+                    color=color) for color, (name, probs) in zip(colors, rows.items())]
+    return [Panel(traces, "", "probability", title=title, xrotation=45)]
+
+
 def plot_distributions(rows: Dict[str, torch.Tensor], labels: Sequence[str], title: str = "", ax=None):
-    """Grouped bars of several next-token distributions (for example q, p and pi) over `labels`."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=FIGURE_SIZE)
-    n = len(rows)
-    width = 0.8 / max(n, 1)
-    import seaborn as sns
-    colors = sns.color_palette("colorblind", n)
-    for i, (name, probs) in enumerate(rows.items()):
-        probs = torch.as_tensor(probs, dtype=torch.float64).flatten()
-        xs = [k + (i - (n - 1) / 2) * width for k in range(len(labels))]
-        ax.bar(xs, probs.tolist(), width=width, label=name, color=colors[i])
-    ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=45, ha="right")
-    ax.set_ylabel("probability")
-    ax.set_title(title)
-    ax.legend()
-    return ax.figure
+    """Grouped bars of several next-token distributions (for example q, p and pi) over `labels`
+    (`distributions_panels`, static); drawn into `ax` if given. Returns the figure."""
+    return to_matplotlib(distributions_panels(rows, labels, title), legend="each", ax=ax)
+
+
+def tradeoff_panels(curves: Dict[str, Dict[str, Sequence[float]]], x: str, y: str, *, xlabel: str = "",
+                    ylabel: str = "", title: str = "", reference: Optional[Dict[str, float]] = None) -> List[Panel]:
+    """One panel, one curve per method through `curves[method][x]`, `curves[method][y]`; `reference` maps a
+    label to a horizontal dashed line (for example the verifier's quality)."""
+    colors = sns.color_palette("colorblind", max(len(curves), 1)).as_hex()
+    traces = [Trace(method, points[x], points[y], kind="curve", color=color, width=1.5)
+              for color, (method, points) in zip(colors, curves.items())]
+    return [Panel(traces, xlabel or x, ylabel or y, title=title,
+                  hlines=[(value, label) for label, value in (reference or {}).items()])]
 
 
 def plot_tradeoff(curves: Dict[str, Dict[str, Sequence[float]]], x: str, y: str, *, xlabel: str = "",
                   ylabel: str = "", title: str = "", reference: Optional[Dict[str, float]] = None, ax=None):
-    """One line per method through points `curves[method][x]`, `curves[method][y]`.
-
-    `reference` maps a label to a horizontal dashed line (for example the verifier's quality).
-    """
-    if ax is None:
-        _, ax = plt.subplots(figsize=FIGURE_SIZE)
-    import seaborn as sns
-    colors = sns.color_palette("colorblind", max(len(curves), 1))
-    for color, (method, points) in zip(colors, curves.items()):
-        ax.plot(points[x], points[y], marker="o", markersize=3, label=method, color=color)
-    for label, value in (reference or {}).items():
-        ax.axhline(value, linestyle="--", color="grey", linewidth=1)
-        ax.annotate(label, (ax.get_xlim()[0], value), textcoords="offset points", xytext=(4, 4),
-                    fontsize=8, color="grey")
-    ax.set_xlabel(xlabel or x)
-    ax.set_ylabel(ylabel or y)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return ax.figure
+    """One line per method through points `curves[method][x]`, `curves[method][y]` (`tradeoff_panels`,
+    static); drawn into `ax` if given. `reference` maps a label to a horizontal dashed line (for
+    example the verifier's quality). Returns the figure."""
+    panels = tradeoff_panels(curves, x, y, xlabel=xlabel, ylabel=ylabel, title=title, reference=reference)
+    return to_matplotlib(panels, legend="each", ax=ax)

@@ -86,11 +86,11 @@ def _total_panels(lemma, loss, drafter_sharpness, verifier_sharpness, world, n_a
     left = Panel([Trace(k, alphas, here[k], **styles.get(k, {})) for k in order], xlabel="alpha",
                  ylabel="per-token deferral risk", title="risk with prefixes from P")
     excess = [Trace(optimal, alphas, [0.0] * len(alphas), **_OPTIMAL_STYLE)]
+    here_excess, built_excess = dr.excess_risks(here, optimal), dr.excess_risks(built, optimal)
     for name in (dr.PLUGIN_NAMES[r] for r in dr.PLUGINS[lemma]):
-        excess.append(Trace(name, alphas, [a - b for a, b in zip(here[name], here[optimal])]))
+        excess.append(Trace(name, alphas, here_excess[name]))
         if totals["reshaped"]:
-            excess.append(Trace(f"{name}, models as built", alphas,
-                                [a - b for a, b in zip(built[name], built[optimal])], dash=True))
+            excess.append(Trace(f"{name}, models as built", alphas, built_excess[name], dash=True))
     right = Panel(excess, xlabel="alpha", ylabel="risk above the optimal rule", title="excess risk of the plug-ins")
     title = (f"Lemma {lemma}, summed over contexts ({dr.LOSS_NAMES[loss]}); drafter sharpness {number(drafter_sharpness)}, "
              f"verifier sharpness {number(verifier_sharpness)}")
@@ -224,8 +224,8 @@ def beta_figure(sweep: dict, temperature: float = 1.0):
                  + [Trace(f"{star} (dashed)", sweep["alpha"], sweep[star][m], dash=True, width=1.2, color="#000000")
                     for m in ("acceptance_rate", "tv_to_p", "kl_to_p")],
                  xlabel="alpha", ylabel="mean over contexts (prefixes from P)", title=f"coloured: {one}; dashed: Lossy*")
-    right = Panel([Trace(names[m], sweep["alpha"], [a - b for a, b in zip(sweep[one][m], sweep[star][m])], kind="curve",
-                         color=palette[i])
+    differences = lossy.beta_differences(sweep, one, star)
+    right = Panel([Trace(names[m], sweep["alpha"], differences[m], kind="curve", color=palette[i])
                    for i, m in enumerate(("acceptance_rate", "tv_to_p", "kl_to_p", "loss"))],
                   xlabel="alpha", ylabel=f"difference ({one}) - (Lossy*)", title="what beta changes")
     return to_matplotlib([left, right],

@@ -1,7 +1,7 @@
 """Notebook 09: what a block of k tokens costs here, the speed-up it allows, and where speculation pays.
 
-Every number comes from `latency` (the block-cost model) and a `calibration.Calibration`; this module
-only draws. `block_cost_panels` gives the two panels of the measured machine (t_p(k) / t_p(1) against
+Every number comes from `decoding.speed_runs` (`block_costs`, `what_if`: the block-cost model of a
+`calibration.Calibration`); this module only draws. `block_cost_panels` gives the two panels of the measured machine (t_p(k) / t_p(1) against
 k; predicted speed-up against gamma beside the textbook curve, with measured points), drawn
 `to_plotly` or `to_matplotlib`. `what_if_view(acceptance, cost_ratio, calibration=...)` is the widget
 callback of the sliders: the same verifier cost curve with another drafter cost and acceptance, and
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..decoding.calibration import Calibration
-from ..decoding.speed_runs import gamma_range, what_if
+from ..decoding.speed_runs import block_costs, what_if
 from .widgets import COLORS, Panel, Trace, number, to_matplotlib, to_plotly, wrap
 
 __all__ = ["block_cost_panels", "block_cost_figure", "block_cost_view", "what_if", "what_if_panels",
@@ -29,25 +29,20 @@ def block_cost_panels(calibration: Calibration, acceptance: float, *,
 
     `measured` maps gamma to a measured speed-up (points); `auto` is `(mean gamma, speed-up)` of gamma="auto".
     """
-    ks = list(range(1, calibration.max_k + 1))
-    t1 = calibration.t_p(1)
-    c = calibration.cost_ratio
-    costs = Panel([Trace("t_p(k) / t_p(1), measured", ks, [calibration.t_p(k) / t1 for k in ks], kind="curve",
-                         color=COLORS[0]),
+    n = block_costs(calibration, acceptance, max_gamma)
+    c, ks, gammas = n["cost_ratio"], n["ks"], n["gammas"]
+    costs = Panel([Trace("t_p(k) / t_p(1), measured", ks, n["relative_cost"], kind="curve", color=COLORS[0]),
                    Trace(TEXTBOOK, ks, [1.0] * len(ks), dash=True, color=COLORS[2])],
                   xlabel="k, tokens scored in one verifier call", ylabel="time relative to scoring 1 token",
                   title=f"Scoring k tokens (drafter step: c = {number(c)})", hlines=[(c, "drafter step t_q / t_p(1)")])
-    gammas = gamma_range(calibration, max_gamma)
-    flat = calibration.textbook()
-    traces = [Trace(HERE, gammas, [calibration.speedup(g, acceptance) for g in gammas], kind="curve", color=COLORS[1]),
-              Trace(TEXTBOOK, gammas, [flat.speedup(g, acceptance) for g in gammas], kind="curve", dash=True,
-                    color=COLORS[2])]
+    traces = [Trace(HERE, gammas, n["speedup_here"], kind="curve", color=COLORS[1]),
+              Trace(TEXTBOOK, gammas, n["speedup_textbook"], kind="curve", dash=True, color=COLORS[2])]
     if measured:
         points = sorted(measured.items())
         traces.append(Trace(MEASURED, [g for g, _ in points], [s for _, s in points], kind="points", color=COLORS[3]))
     if auto is not None:
         traces.append(Trace(AUTO, [auto[0]], [auto[1]], kind="points", color=COLORS[4], labels=["auto"]))
-    best = calibration.best_gamma(acceptance, max_gamma)
+    best = n["best_gamma"]
     speed = Panel(traces, xlabel="gamma (drafts per block; 0 = verifier alone)", ylabel="speed-up over the verifier",
                   title=f"a = {number(acceptance)}: best gamma here {best}", hlines=[(1.0, "verifier alone")],
                   vlines=[(best, f"best gamma = {best}")])

@@ -1,23 +1,25 @@
 """Views of notebook 08: every rule's loss-rejection curve against the oracle envelope, and one answer
 drawn token by token, coloured by a rule's deferral or by its rejection probability.
 
-The numbers come from `tutorial_lib.token_curves` (`summarise`, a `TokenAnalysis`); this module only
-draws. `token_html` is the widget's callback, a plain function that returns HTML.
+The numbers come from `tutorial_lib.token_curves` (`summarise`, a `TokenAnalysis`) and
+`maths.token_analysis` (`nearest_alpha`, `position_means`); this module only draws: the figures from
+`widgets.Panel`s (`curves_panels`, `gap_panels`), as `*_figure` (matplotlib) or `*_view` (plotly).
+`token_html` is the widget's callback, a plain function that returns HTML.
 """
 from __future__ import annotations
 
 import html
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 
 from ..maths import token_analysis as ta
 from .static import static_bundle
-from .widgets import COLORS, LABEL_STYLE, RULE_LABELS, LiveBox
+from .widgets import COLORS, LABEL_STYLE, RULE_LABELS, LiveBox, Panel, Trace, to_matplotlib, to_plotly
 
-__all__ = ["LABELS", "curves_figure", "gap_figure", "token_html", "colour_key", "token_view", "nearest_alpha"]
+__all__ = ["LABELS", "curves_panels", "curves_figure", "curves_view", "gap_panels", "gap_figure", "gap_view",
+           "token_html", "colour_key", "token_view", "nearest_alpha"]
 
 LABELS = dict(RULE_LABELS, **{"lossy": "Lossy (β = 1)", "lossy*": "Lossy* (β normalised)"})
 _STYLE = {curve: (COLORS[i % len(COLORS)], "-" if i < 10 else "--")
@@ -27,82 +29,87 @@ _STAT_LABELS = {"expected_01": "expected 0-1 loss  1 - π(y)", "greedy_01": "gre
                 "log_loss": "log loss  -log π(y)"}
 
 
-def curves_figure(summaries: Dict[str, dict], loss: str = "expected_01", curves: Optional[Sequence[str]] = None,
-                  band_curves: Sequence[str] = ("chow", "opt", "token_v2")):
-    """One panel per summary (a task, or all items; up to four): each curve's mean loss against its mean
-    rejection rate, 95% bands on the loss for `band_curves` and the oracle envelope (black), and the
-    two models alone. The legend has its own column (the figure is saved at `tl.savefig`'s size)."""
+def curves_panels(summaries: Dict[str, dict], loss: str = "expected_01", curves: Optional[Sequence[str]] = None,
+                  band_curves: Sequence[str] = ("chow", "opt", "token_v2")) -> List[Panel]:
+    """One panel per summary (a task, or all items; up to four, in rows of two): each curve's mean loss
+    against its mean rejection rate, with the 95% interval of the loss as a band for `band_curves`; the
+    oracle envelope (black) with its band; the two models alone."""
     names = list(summaries)[:4]
-    fig = plt.figure(figsize=(8, 4.5))
-    rows = 1 if len(names) <= 2 else 2
     cols = min(len(names), 2)
-    gs = fig.add_gridspec(rows, cols + 1, width_ratios=[1] * cols + [0.62])
+    rows = -(-len(names) // cols)
     column, rejection = ta.STATS.index(loss), ta.STATS.index("rejection")
-    axes = []
+    panels = []
     for k, name in enumerate(names):
-        ax = fig.add_subplot(gs[k // cols, k % cols])
-        axes.append(ax)
         s = summaries[name]
         points = s["points"]
+        traces = []
         for curve in curves or list(s[loss]["curves"]):
             at = [i for i, (c, _) in enumerate(points) if c == curve]
-            r, m = s["mean"][at, rejection], s["mean"][at, column]
-            order = np.argsort(r, kind="stable")
+            order = np.argsort(s["mean"][at, rejection], kind="stable")
             color, dash = _STYLE.get(curve, ("grey", "-"))
-            ax.plot(r[order], m[order], dash, color=color, lw=1.2, label=LABELS.get(curve, curve))
-            if curve in band_curves:
-                ax.fill_between(r[order], s["low"][at, column][order], s["high"][at, column][order],
-                                color=color, alpha=0.12, lw=0)
+            band = dict(low=s["low"][at, column][order], high=s["high"][at, column][order], fill_opacity=0.12) \
+                if curve in band_curves else {}
+            traces.append(Trace(LABELS.get(curve, curve), s["mean"][at, rejection][order], s["mean"][at, column][order],
+                                color=color, dash=dash == "--", width=1.2, **band))
         env = s[loss]["envelope"]
-        ax.plot(s["rejection_axis"], env["mean"], color="black", lw=1.8, label="oracle envelope")
-        ax.fill_between(s["rejection_axis"], env["low"], env["high"], color="black", alpha=0.1, lw=0)
-        for end, marker in (("drafter", "o"), ("verifier", "s")):
+        traces.append(Trace("oracle envelope", s["rejection_axis"], env["mean"], color="black", width=1.8,
+                            low=env["low"], high=env["high"], fill_opacity=0.1))
+        for end, marker in (("drafter", "ring"), ("verifier", "open square")):
             i = points.index((end, 0.0))
-            ax.plot(s["mean"][i, rejection], s["mean"][i, column], marker, color="black", ms=5, mfc="white",
-                    label=f"{end} alone")
-        ax.set_title(f"{name}: {s['items']} answers, {s['positions']} tokens", fontsize=8)
-        ax.tick_params(labelsize=7)
-        ax.grid(alpha=0.3)
-        if k // cols == rows - 1:
-            ax.set_xlabel("mean rejection probability", fontsize=7)
-        if k % cols == 0:
-            ax.set_ylabel(_STAT_LABELS.get(loss, loss), fontsize=7)
-    legend = fig.add_subplot(gs[:, cols])
-    legend.axis("off")
-    handles, labels = axes[0].get_legend_handles_labels()
-    legend.legend(handles, labels, loc="center left", fontsize=7, frameon=False,
-                  title=f"bands: 95% intervals\n(envelope, {', '.join(LABELS.get(c, c) for c in band_curves)})",
-                  title_fontsize=6.5)
-    fig.tight_layout()
-    return fig
+            traces.append(Trace(f"{end} alone", [s["mean"][i, rejection]], [s["mean"][i, column]], kind="points",
+                                color="black", marker=marker, marker_size=5))
+        panels.append(Panel(traces, "mean rejection probability" if k // cols == rows - 1 else "",
+                            _STAT_LABELS.get(loss, loss) if k % cols == 0 else "",
+                            title=f"{name}: {s['items']} answers, {s['positions']} tokens"))
+    return panels
+
+
+def _bands_title(band_curves: Sequence[str]) -> str:
+    return f"bands: 95% intervals\n(envelope, {', '.join(LABELS.get(c, c) for c in band_curves)})"
+
+
+def curves_figure(summaries: Dict[str, dict], loss: str = "expected_01", curves: Optional[Sequence[str]] = None,
+                  band_curves: Sequence[str] = ("chow", "opt", "token_v2")):
+    """The figure of `curves_panels` (matplotlib), its legend beside the panels (the figure is saved at
+    `tl.savefig`'s size)."""
+    panels = curves_panels(summaries, loss, curves, band_curves)
+    return to_matplotlib(panels, cols=2, grid=True, legend_title=_bands_title(band_curves))
+
+
+def curves_view(summaries: Dict[str, dict], loss: str = "expected_01", curves: Optional[Sequence[str]] = None,
+                band_curves: Sequence[str] = ("chow", "opt", "token_v2")):
+    """The interactive figure of `curves_panels` (plotly): click a legend entry to hide a rule."""
+    panels = curves_panels(summaries, loss, curves, band_curves)
+    return to_plotly(panels, _bands_title(band_curves).replace("\n", " "), cols=2,
+                     height=380 * -(-len(panels) // 2) + 60)
+
+
+def gap_panels(summaries: Dict[str, dict], loss: str = "expected_01") -> List[Panel]:
+    """One panel: each curve's area above the oracle envelope, one bar per summary, with its 95% interval
+    where every bound is finite (smaller is better)."""
+    names = list(summaries)
+    curves = list(summaries[names[0]][loss]["curves"])
+    traces = []
+    for k, name in enumerate(names):
+        areas = summaries[name][loss]["curves"]
+        mean, low, high = ([float(areas[c]["area"][key][0]) for c in curves] for key in ("mean", "low", "high"))
+        bounds = dict(low=low, high=high) if np.isfinite(low).all() and np.isfinite(high).all() else {}
+        traces.append(Trace(name, [LABELS.get(c, c) for c in curves], mean, kind="bar", color=COLORS[k % len(COLORS)],
+                            **bounds))
+    return [Panel(traces, "", "area above the oracle envelope", xrotation=30)]
 
 
 def gap_figure(summaries: Dict[str, dict], loss: str = "expected_01"):
     """Each curve's area above the oracle envelope, per panel, with its 95% interval (smaller is better)."""
-    names = list(summaries)
-    curves = list(summaries[names[0]][loss]["curves"])
-    fig, ax = plt.subplots(figsize=(8, 4))
-    width = 0.8 / len(names)
-    for k, name in enumerate(names):
-        areas = summaries[name][loss]["curves"]
-        mean = np.array([float(areas[c]["area"]["mean"][0]) for c in curves])
-        low = np.array([float(areas[c]["area"]["low"][0]) for c in curves])
-        high = np.array([float(areas[c]["area"]["high"][0]) for c in curves])
-        x = np.arange(len(curves)) + (k - (len(names) - 1) / 2) * width
-        ax.bar(x, mean, width, color=COLORS[k % len(COLORS)], label=name,
-               yerr=np.vstack([mean - low, high - mean]) if np.isfinite(low).all() else None, capsize=2)
-    ax.set_xticks(np.arange(len(curves)), [LABELS.get(c, c) for c in curves], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("area above the oracle envelope")
-    ax.legend(fontsize=8, frameon=False)
-    ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    return fig
+    return to_matplotlib(gap_panels(summaries, loss), legend="each", grid=True, size=(8, 4))
 
 
-def nearest_alpha(grid: ta.Grid, curve: str, alpha: float) -> float:
-    """The grid's alpha of `curve` closest to `alpha` (the stored statistics live on the grid)."""
-    values = np.asarray(grid.alphas[curve])
-    return float(values[np.argmin(np.abs(values - float(alpha)))])
+def gap_view(summaries: Dict[str, dict], loss: str = "expected_01"):
+    """The interactive figure of `gap_figure` (plotly)."""
+    return to_plotly(gap_panels(summaries, loss), height=420)
+
+
+nearest_alpha = ta.nearest_alpha
 
 
 def _shade(value: float, rgb) -> str:
@@ -138,7 +145,7 @@ def token_html(result, item_id: str, curve: str, alpha: float, color_by: str = "
         text = html.escape(token).replace("\n", "↵<br>") or "∅"
         spans.append(f'<span title="{html.escape(tip)}" style="background:{_shade(value, rgb)};'
                      f'border-radius:3px;padding:1px 0;white-space:pre-wrap">{text}</span>')
-    mean = np.array([np.nan if np.isnan(c).all() else np.nanmean(c) for c in stats.T])
+    mean = ta.position_means(stats)
     head = (f"<b>{html.escape(LABELS.get(curve, curve))}</b>, alpha = {alpha:.3g}: {len(stats)} tokens, "
             f"mean rejection {mean[col['rejection']]:.3f}, mean deferral "
             f"{'-' if np.isnan(mean[col['deferral']]) else format(mean[col['deferral']], '.3f')}, "

@@ -1,29 +1,39 @@
-"""The engine on the toy world against the exact curves (notebook 05): `lessons.toycheck`'s numbers, drawn."""
+"""The engine on the toy world against the exact curves (notebook 05): `lessons.toycheck`'s numbers, drawn
+from one `widgets.Panel` (`engine_check_panels`): `engine_check_figure` (matplotlib), `engine_check_view`
+(plotly)."""
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List
 
-import matplotlib.pyplot as plt
+from ..lessons.toycheck import engine_interval
+from .widgets import COLORS, Panel, Trace, to_matplotlib, to_plotly
 
-from .figures import FIGURE_SIZE
+__all__ = ["engine_check_panels", "engine_check_figure", "engine_check_view"]
 
-__all__ = ["engine_check_figure"]
+_TITLE = "The engine on the toy world's models (points, +-2 s.e.) against the exact curves (lines)"
+
+
+def engine_check_panels(check: Dict[str, dict], curves: Dict[str, dict]) -> List[Panel]:
+    """Exact loss-against-rejection curves (lines) and the engine's estimates (points, +-2 standard errors
+    on both axes: `toycheck.engine_interval`)."""
+    traces = []
+    for i, (label, result) in enumerate(check.items()):
+        name, color = f"{label} (alpha={result['alpha']:.3g})", COLORS[i % len(COLORS)]
+        if label in curves:
+            traces.append(Trace(name, curves[label]["rejection"], curves[label]["loss"], color=color, width=1.2,
+                                opacity=0.7, legend=False))
+        e = result["engine"]
+        (x_low, x_high), (y_low, y_high) = (engine_interval(result, m) for m in ("rejection_rate", "zero_one_loss"))
+        traces.append(Trace(name, [e["rejection_rate"]], [e["zero_one_loss"]], kind="points", color=color,
+                            marker_size=4, xlow=[x_low], xhigh=[x_high], low=[y_low], high=[y_high]))
+    return [Panel(traces, "rejection rate", "per-token 0-1 loss", title=_TITLE)]
 
 
 def engine_check_figure(check: Dict[str, dict], curves: Dict[str, dict]):
     """Exact loss-against-rejection curves (lines) and the engine's estimates (points, +-2 standard errors)."""
-    fig, ax = plt.subplots(figsize=FIGURE_SIZE)
-    for i, (label, result) in enumerate(check.items()):
-        color = f"C{i % 10}"
-        if label in curves:
-            ax.plot(curves[label]["rejection"], curves[label]["loss"], color=color, lw=1.2, alpha=0.7)
-        e, se = result["engine"], result["stderr"]
-        ax.errorbar(e["rejection_rate"], e["zero_one_loss"], xerr=2 * se["rejection_rate"],
-                    yerr=2 * se["zero_one_loss"], fmt="o", color=color, ms=4, capsize=2,
-                    label=f"{label} (alpha={result['alpha']:.3g})")
-    ax.set_xlabel("rejection rate")
-    ax.set_ylabel("per-token 0-1 loss")
-    ax.set_title("The engine on the toy world's models (points, +-2 s.e.) against the exact curves (lines)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    return fig
+    return to_matplotlib(engine_check_panels(check, curves), legend="each")
+
+
+def engine_check_view(check: Dict[str, dict], curves: Dict[str, dict]):
+    """The interactive figure of `engine_check_figure` (plotly)."""
+    return to_plotly(engine_check_panels(check, curves))

@@ -1,114 +1,134 @@
-"""Static figures of the reruns' verdicts (notebooks 06 and 07): batch-size-1 latency per task and
-pooled, and each latency claim against the drafter's relative cost c. Every number comes from
-`tutorial_lib.analysis.latency_view` and `tutorial_lib.hardware`; this module only draws."""
+"""Figures of the reruns' verdicts (notebooks 06 and 07): batch-size-1 latency per task and pooled, and
+each latency claim against the drafter's relative cost c. Every number comes from
+`tutorial_lib.analysis.latency_view` and `tutorial_lib.hardware`; this module only draws, from a list of
+`widgets.Panel`s (`*_panels`): `*_figure` with matplotlib (for `tl.savefig`), `*_view` with plotly."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["latency_figure", "verdict_figure"]
+from ..stats.analysis import POOLED
+from .widgets import Panel, Trace, to_matplotlib, to_plotly, wrap
+
+__all__ = ["latency_panels", "latency_figure", "latency_view", "verdict_panels", "verdict_figure", "verdict_view"]
 
 _VERDICT_COLORS = {"holds": "#1b9e77", "does not hold": "#d95f02", "not resolved at this sample size": "#7570b3",
                    "not measurable here": "#999999"}
+_LATENCY_TITLE = "Wall-clock latency at batch size 1, relative to the verifier: per task and pooled"
+_STYLES = {"as measured here": "solid", "one step per block": "dash"}
+
+
+def _latency_trace(point: pd.DataFrame, name: str, y) -> Trace:
+    return Trace(name, point["latency"], y, kind="points", xlow=point["latency_low"], xhigh=point["latency_high"],
+                 marker_size=4)
+
+
+def latency_panels(view: pd.DataFrame) -> List[Panel]:
+    """One panel per task: each method's quality (the task's own metric) against its latency relative
+    to the verifier, with the latency's percentile interval as a horizontal bar; a last panel gives
+    the pooled latency over every task (total over total), one row per method, with no quality: the
+    metrics differ."""
+    tasks = [t for t in dict.fromkeys(view["task"]) if t != POOLED]
+    keys = list(dict.fromkeys(zip(view["label"], view["gamma"])))
+    panels = []
+    for task in tasks:
+        part = view[view["task"] == task]
+        traces = []
+        for label, gamma in keys:
+            point = part[(part["label"] == label) & (part["gamma"] == gamma)]
+            if not point.empty:
+                traces.append(_latency_trace(point, f"{label}, gamma={gamma}", point["quality"]))
+        metric = part["quality_metric"].iloc[0] if len(part) else ""
+        panels.append(Panel(traces, "latency / verifier's (batch size 1)", f"quality ({metric})", title=task,
+                            vlines=[(1.0, "")]))
+    pooled = view[view["task"] == POOLED]
+    traces = []
+    for j, (label, gamma) in enumerate(keys):
+        point = pooled[(pooled["label"] == label) & (pooled["gamma"] == gamma)]
+        if not point.empty:
+            traces.append(_latency_trace(point, f"{label}, gamma={gamma}", [j] * len(point)))
+    panels.append(Panel(traces, "latency / verifier's", "", title="pooled over tasks (total / total)",
+                        vlines=[(1.0, "")], yticks=[(j, f"{label}, g={gamma}") for j, (label, gamma) in enumerate(keys)]))
+    return panels
 
 
 def latency_figure(view: pd.DataFrame):
-    """One panel per task: each method's quality (the task's own metric) against its latency relative
-    to the verifier, with the latency's percentile interval as a horizontal bar; a last panel gives
-    the pooled latency over every task (total over total), with no quality: the metrics differ."""
-    import matplotlib.pyplot as plt
-    from ..stats.analysis import POOLED
-    tasks = [t for t in dict.fromkeys(view["task"]) if t != POOLED]
-    fig, axes = plt.subplots(1, len(tasks) + 1, figsize=(3.2 * (len(tasks) + 1), 3.2), squeeze=False)
-    keys = list(dict.fromkeys(zip(view["label"], view["gamma"])))
-    colors = plt.get_cmap("tab10")
-    for ax, task in zip(axes[0], tasks):
-        part = view[view["task"] == task]
-        for j, (label, gamma) in enumerate(keys):
-            point = part[(part["label"] == label) & (part["gamma"] == gamma)]
-            if point.empty:
+    """The figure of `latency_panels` (matplotlib), in one row; the legend is in the first panel."""
+    panels = latency_panels(view)
+    return to_matplotlib(panels, _LATENCY_TITLE, legend="first", size=(3.2 * len(panels), 3.2))
+
+
+def latency_view(view: pd.DataFrame):
+    """The interactive figure of `latency_panels` (plotly)."""
+    return to_plotly(latency_panels(view), _LATENCY_TITLE, height=420)
+
+
+def verdict_panels(grid: pd.DataFrame, *, machine_c: float, paper_c: Optional[float] = None,
+                   paper_label: str = "paper's T5 pair (estimate)",
+                   panels: Sequence[str] = ("claim", "task", "temperature")) -> List[Panel]:
+    """One panel per claim (`panels` columns): its estimate against c (log axis) for both verifier
+    costs, each with its interval as a band and its verdict as the marker colour; vertical lines at
+    this machine's c and the paper's (an estimate)."""
+    on_grid = grid[grid["point"] == ""]
+    keys = list(dict.fromkeys(zip(*[on_grid[c] for c in panels])))
+    finite = lambda v: np.clip(np.asarray(v, float), -1e6, 1e6)   # "not reached" bounds drawn at the edge
+    out = []
+    for key in keys:
+        part = on_grid[np.logical_and.reduce([on_grid[c] == v for c, v in zip(panels, key)])]
+        traces, points = [], []
+        for verifier, dash in _STYLES.items():
+            curve = part[part["verifier_cost"] == verifier].sort_values("c")
+            if curve.empty:
                 continue
-            x = point["latency"].to_numpy(float)
-            ax.errorbar(x, point["quality"], xerr=np.vstack([x - point["latency_low"], point["latency_high"] - x]),
-                        fmt="o", color=colors(j % 10), capsize=2, markersize=4, label=f"{label}, gamma={gamma}")
-        ax.axvline(1.0, color="grey", linestyle=":")
-        ax.set_title(task, fontsize=9)
-        ax.set_xlabel("latency / verifier's (batch size 1)", fontsize=8)
-        metric = part["quality_metric"].iloc[0] if len(part) else ""
-        ax.set_ylabel(f"quality ({metric})", fontsize=8)
-    ax = axes[0][-1]
-    pooled = view[view["task"] == POOLED]
-    for j, (label, gamma) in enumerate(keys):
-        point = pooled[(pooled["label"] == label) & (pooled["gamma"] == gamma)]
-        if point.empty:
-            continue
-        x = point["latency"].to_numpy(float)
-        ax.errorbar(x, [j] * len(x), xerr=np.vstack([x - point["latency_low"], point["latency_high"] - x]), fmt="o",
-                    color=colors(j % 10), capsize=2, markersize=4)
-    ax.set_yticks(range(len(keys)), [f"{label}, g={gamma}" for label, gamma in keys], fontsize=7)
-    ax.axvline(1.0, color="grey", linestyle=":")
-    ax.set_title("pooled over tasks (total / total)", fontsize=9)
-    ax.set_xlabel("latency / verifier's", fontsize=8)
-    axes[0][0].legend(fontsize=6)
-    fig.suptitle("Wall-clock latency at batch size 1, relative to the verifier: per task and pooled", fontsize=10)
-    fig.tight_layout()
-    return fig
+            traces.append(Trace(f"verifier block: {verifier}", curve["c"], finite(curve["estimate"]), dash=dash,
+                                color="black", width=1, low=finite(curve["low"]), high=finite(curve["high"]),
+                                fill_color="grey", fill_opacity=0.15))
+            points.append(curve)
+        traces.append(Trace("zero", [], [0.0], kind="hline", color="grey", width=0.8, legend=False))
+        traces.append(Trace(f"this machine (c = {machine_c:.2f})", [machine_c], [], kind="vline", dash="dot",
+                            color="tab:blue", width=1.2))
+        if paper_c is not None:
+            traces.append(Trace(f"{paper_label} (c = {paper_c:.3f})", [paper_c], [], kind="vline", dash="dashdot",
+                                color="tab:red", width=1.2))
+        points = pd.concat(points) if points else part.iloc[:0]
+        for verdict, color in _VERDICT_COLORS.items():   # the verdicts as marker colours, above every line
+            mine = points[points["verdict"] == verdict]
+            if len(mine):
+                traces.append(Trace(verdict, mine["c"], finite(mine["estimate"]), kind="points", color=color,
+                                    marker_size=3.7))
+        others = points[~points["verdict"].isin(list(_VERDICT_COLORS))]
+        if len(others):
+            traces.append(Trace("other verdict", others["c"], finite(others["estimate"]), kind="points",
+                                color="black", marker_size=3.7))
+        values = part[["estimate", "low", "high"]].to_numpy(float)
+        values = values[np.isfinite(values)]
+        ylim = None
+        if len(values):
+            pad = 0.1 * (values.max() - values.min() + 1e-9)
+            ylim = (float(values.min() - pad), float(values.max() + pad))
+        unit = str(part["unit"].iloc[0]) if "unit" in part and len(part) else "estimate"
+        out.append(Panel(traces, "c = drafter step / verifier step", unit, title=wrap(" / ".join(str(k) for k in key), 70),
+                         xlog=True, ylim=ylim))
+    return out
 
 
 def verdict_figure(grid: pd.DataFrame, *, machine_c: float, paper_c: Optional[float] = None,
                    paper_label: str = "paper's T5 pair (estimate)", panels: Sequence[str] = ("claim", "task", "temperature"),
                    title: str = ""):
-    """One panel per claim (`panels` columns): its estimate against c (log axis) for both verifier
-    costs, each with its interval as a band and its verdict as the marker colour; vertical lines at
-    this machine's c and the paper's (an estimate)."""
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    on_grid = grid[grid["point"] == ""]
-    keys = list(dict.fromkeys(zip(*[on_grid[c] for c in panels])))
-    n_cols = min(3, len(keys))
-    n_rows = -(-len(keys) // n_cols)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(4.0 * n_cols, 3.0 * n_rows), squeeze=False)
-    styles = {"as measured here": "-", "one step per block": "--"}
-    for ax, key in zip(axes.flat, keys):
-        part = on_grid[np.logical_and.reduce([on_grid[c] == v for c, v in zip(panels, key)])]
-        for verifier, line in styles.items():
-            curve = part[part["verifier_cost"] == verifier].sort_values("c")
-            if curve.empty:
-                continue
-            finite = lambda v: np.clip(v.to_numpy(float), -1e6, 1e6)   # "not reached" bounds drawn at the edge
-            ax.plot(curve["c"], finite(curve["estimate"]), line, color="black", linewidth=1)
-            ax.fill_between(curve["c"], finite(curve["low"]), finite(curve["high"]), color="grey", alpha=0.15)
-            ax.scatter(curve["c"], finite(curve["estimate"]), c=[_VERDICT_COLORS.get(v, "black")
-                                                                for v in curve["verdict"]], s=14, zorder=3)
-        ax.axhline(0.0, color="grey", linewidth=0.8)
-        ax.axvline(machine_c, color="tab:blue", linestyle=":", linewidth=1.2)
-        if paper_c is not None:
-            ax.axvline(paper_c, color="tab:red", linestyle="-.", linewidth=1.2)
-        finite_values = part[["estimate", "low", "high"]].to_numpy(float)
-        finite_values = finite_values[np.isfinite(finite_values)]
-        if len(finite_values):
-            pad = 0.1 * (finite_values.max() - finite_values.min() + 1e-9)
-            ax.set_ylim(finite_values.min() - pad, finite_values.max() + pad)
-        ax.set_xscale("log")
-        ax.set_title(" / ".join(str(k) for k in key), fontsize=7)
-        ax.set_xlabel("c = drafter step / verifier step", fontsize=8)
-        ax.set_ylabel(str(part["unit"].iloc[0]) if "unit" in part and len(part) else "estimate", fontsize=7)
-    spare = list(axes.flat)[len(keys):]
-    for ax in spare:
-        ax.axis("off")
-    handles = [Line2D([], [], color="black", linestyle=s, label=f"verifier block: {v}") for v, s in styles.items()]
-    handles += [Line2D([], [], color=c, marker="o", linestyle="", label=v) for v, c in _VERDICT_COLORS.items()]
-    handles += [Line2D([], [], color="tab:blue", linestyle=":", label=f"this machine (c = {machine_c:.2f})")]
-    if paper_c is not None:
-        handles += [Line2D([], [], color="tab:red", linestyle="-.", label=f"{paper_label} (c = {paper_c:.3f})")]
-    if title:
-        fig.suptitle(title, fontsize=10)
-    if spare:   # an empty panel holds the legend
-        spare[0].legend(handles=handles, loc="center", fontsize=7, frameon=False)
-        fig.tight_layout(rect=(0, 0, 1, 0.96 if title else 1))
-    else:
-        fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7, frameon=False)
-        fig.tight_layout(rect=(0, 0.1 + 0.02 * max(0, 3 - n_rows), 1, 0.96 if title else 1))
-    return fig
+    """The figure of `verdict_panels` (matplotlib), three panels a row; the legend in an empty cell (else
+    under the panels)."""
+    drawn = verdict_panels(grid, machine_c=machine_c, paper_c=paper_c, paper_label=paper_label, panels=panels)
+    n_cols = min(3, len(drawn))
+    n_rows = -(-len(drawn) // n_cols)
+    return to_matplotlib(drawn, title, legend="spare", cols=n_cols, size=(4.0 * n_cols, 3.0 * n_rows))
+
+
+def verdict_view(grid: pd.DataFrame, *, machine_c: float, paper_c: Optional[float] = None,
+                 paper_label: str = "paper's T5 pair (estimate)", panels: Sequence[str] = ("claim", "task", "temperature"),
+                 title: str = ""):
+    """The interactive figure of `verdict_panels` (plotly), two panels a row."""
+    drawn = verdict_panels(grid, machine_c=machine_c, paper_c=paper_c, paper_label=paper_label, panels=panels)
+    n_rows = -(-len(drawn) // 2)
+    return to_plotly(drawn, title, cols=2, height=340 * n_rows + 80)
