@@ -5,11 +5,11 @@ those alphas bunch up (Lossy's seven runs all equal SpecDecode, OPT's give 5 dis
 because at $T = 0$ a rule emits the drafter's top token or the verifier's, and its rejection rate
 against $\alpha$ is a different curve. This script runs `token_curves.analyse` on the synthetic T5
 pair along the first `--items` held-out reference translations at $T = 0$ and at $T = 1$, places `k`
-interior alphas per rule at evenly spaced rejection levels of each (`alpha_grids.placed_alphas(...,
-ends=True)`), and writes both placements with each rule's rejection range to
-`data/benchmarks/t5_alpha_placement.json`. A rule whose rejection rate does not move at a
-temperature (Lossy and Lossy* at $T = 0$, which are SpecDecode there) gets no alphas at it: there is
-nothing to spread them along, and its runs would be duplicates of SpecDecode.
+interior alphas per rule, and writes both placements with each rule's rejection range to
+`data/benchmarks/t5_alpha_placement.json`. At $T = 0$ the curve is a staircase, so the alphas are one
+per interior plateau (`alpha_grids.plateau_alphas`): interpolating between grid points would put
+several alphas on one step. A rule with no interior plateau (Lossy and Lossy* at $T = 0$, which are
+SpecDecode there for every alpha below 1) gets no alphas at it: its runs would repeat SpecDecode's.
 `reruns.T5_OFFLINE_ALPHAS_T0` holds the $T = 0$ placement this prints.
 
     python benchmarks/t5_alpha_placement.py --items 60 --k 5
@@ -34,20 +34,24 @@ CURVES = ("chow", "diff", "opt", "token_v1", "token_v2", "token_v3", "lossy", "l
 OUT = Path(__file__).resolve().parent.parent / "data" / "benchmarks" / "t5_alpha_placement.json"
 
 
-def placement(result, k: int) -> dict:
-    """{label: {"alphas": [...] or [], "rejection": [spec end, drafter end], "distinct": n}} for every curve."""
+def placement(result, k: int, temperature: float) -> dict:
+    """{label: {"alphas": [...] or [], "rejection": [spec end, drafter end], "plateaus": n}} for every
+    curve: at T = 0 one alpha per interior plateau of the staircase (`alpha_grids.plateau_alphas`), at
+    T = 1 alphas at evenly spaced rejection levels (`alpha_grids.placed_alphas`)."""
     out = {}
     for curve in CURVES:
         alphas, rejection = alpha_grids.token_rejection_curve(result, curve)
         order = np.argsort(alphas)
-        top, bottom = float(rejection[order][0]), float(rejection[order][-1])
         label = alpha_grids.TOKEN_CURVE_LABELS[curve]
-        if not top > bottom + 1e-12:
-            out[label] = {"alphas": [], "rejection": [top, bottom], "distinct": 0,
-                          "why": "its rejection rate does not move with alpha at this temperature"}
-            continue
-        placed = alpha_grids.placed_alphas(result, k, curves=(curve,), ends=True)[label]
-        out[label] = {"alphas": placed, "rejection": [top, bottom], "distinct": len(set(placed))}
+        interior = len(alpha_grids.plateaus(alphas, rejection)) - 2
+        if temperature == 0:
+            placed = alpha_grids.plateau_alphas(result, curve, k)
+        else:
+            placed = alpha_grids.placed_alphas(result, k, curves=(curve,), ends=True)[label]
+        out[label] = {"alphas": placed, "rejection": [float(rejection[order][0]), float(rejection[order][-1])],
+                      "interior_plateaus": max(interior, 0)}
+        if not placed:
+            out[label]["why"] = "no interior plateau: every alpha below its drafter end behaves as SpecDecode"
     return out
 
 
@@ -69,7 +73,7 @@ def main() -> None:
     for temperature in (0.0, 1.0):
         grid = ta.default_grid(args.n_alpha, temperature)
         result = tc.analyse(pair, items, grid=grid, temperature=temperature, chat=False, cache=False, progress=False)
-        report[f"T={temperature:g}"] = placement(result, args.k)
+        report[f"T={temperature:g}"] = placement(result, args.k, temperature)
     report["wall_s"] = round(time.perf_counter() - start, 1)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=1) + "\n")

@@ -151,3 +151,23 @@ def test_placed_alphas_per_temperature_and_curves_left_out_where_they_repeat_ano
     assert by[("SpecCascade [Diff]", 0.0)] == by[("SpecCascade [Diff]", 1.0)] == [-1.0, 0.3]
     with pytest.raises(ValueError, match="temperature"):
         ev.sweep_configs(["SpecCascade [Chow]"], alphas={"SpecCascade [Chow]": {-1.0: [0.1]}})
+
+
+def test_plateau_alphas_take_one_alpha_per_step_of_a_staircase(monkeypatch):
+    # a T = 0 curve: SpecDecode's plateau, three steps, the drafter's end; interpolation would put
+    # several alphas on the step from 0.1 to 0.0 (one behaviour)
+    alphas = np.linspace(-1, 1, 21)
+    rejection = np.select([alphas < -0.5, alphas < 0.0, alphas < 0.5, alphas < 1.0], [0.4, 0.3, 0.2, 0.1], 0.0)
+    assert [run[3] for run in ag.plateaus(alphas, rejection)] == [0.4, 0.3, 0.2, 0.1, 0.0]
+    monkeypatch.setattr(ag, "token_rejection_curve", lambda result, curve, task=None: (alphas, rejection))
+    placed = ag.plateau_alphas(None, "diff", 5)
+    assert placed[0] == -1.0 and placed[-1] == 1.0
+    interior = placed[1:-1]
+    assert len(interior) == 3                                   # three interior steps, one alpha each
+    levels = [rejection[np.argmin(abs(alphas - a))] for a in interior]
+    assert sorted(levels, reverse=True) == [0.3, 0.2, 0.1]
+    assert len(ag.plateau_alphas(None, "diff", 2)) == 4         # k = 2 of the 3 steps, plus the ends
+    # Lossy at T = 0: SpecDecode for every alpha below 1, the drafter at 1: nothing to place
+    lossy = np.where(alphas < 1.0, 0.4, 0.0)
+    monkeypatch.setattr(ag, "token_rejection_curve", lambda result, curve, task=None: (alphas, lossy))
+    assert ag.plateau_alphas(None, "lossy", 5) == []

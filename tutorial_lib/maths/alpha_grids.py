@@ -32,6 +32,14 @@ evenly spaced between the curve's two ends, by inverting its monotone envelope
 ($\tilde r(\alpha) = \max_{\alpha' \ge \alpha} r(\alpha')$, which is $r$ wherever $r$ falls) with
 linear interpolation between grid points. The levels are those of the pooled, token-weighted
 curve of all items (all tasks) of the analysis, at its temperature.
+
+**At $T = 0$ the curve is a staircase** (`plateau_alphas`). A rule then emits the drafter's or the
+verifier's top token, and each position's decision switches at one $\alpha$: $r(\alpha)$ is constant
+between switch points. Interpolating a staircase puts several alphas on one step (one behaviour, the
+same texts), so at $T = 0$ the alphas are taken from the plateaus themselves: the grid's runs of equal
+rejection rate between the two end plateaus, $k$ of them evenly spread in rejection level, each
+represented by its middle grid point. A rule with no interior plateau (Lossy, which at $T = 0$ is
+SpecDecode for every $\alpha < 1$) gets none: its runs would repeat SpecDecode's.
 """
 from __future__ import annotations
 
@@ -44,7 +52,7 @@ from . import targets
 
 __all__ = ["TOKEN_CURVE_LABELS", "live_range", "live_alpha_grid", "opt_switch_points", "opt_live_range",
            "token_rejection_curve", "summary_rejection_curve", "alphas_at_levels", "alphas_at_rejection_quantiles",
-           "placed_alphas"]
+           "placed_alphas", "plateaus", "plateau_alphas"]
 
 #: Curve names of the token-level analysis (`token_analysis.CURVES`) -> the evaluation's labels (`evaluation.CURVES`).
 TOKEN_CURVE_LABELS: Dict[str, str] = {
@@ -181,3 +189,44 @@ def placed_alphas(result, k: int, *, curves: Sequence[str] = ("chow", "diff", "o
             alphas = [low] + alphas
         out[TOKEN_CURVE_LABELS[curve]] = [float(a) for a in dict.fromkeys(alphas)]
     return out
+
+
+def plateaus(alphas: Sequence[float], rejection: Sequence[float], *, tolerance: float = 1e-9) -> list:
+    """The runs of equal rejection rate of a sampled curve, in increasing alpha: `[(first alpha, last
+    alpha, middle grid alpha, rate)]`. Neighbouring grid points whose rates differ by at most
+    `tolerance` belong to one run."""
+    alphas, rejection = np.asarray(alphas, float), np.asarray(rejection, float)
+    if alphas.shape != rejection.shape or len(alphas) < 1:
+        raise ValueError("give (alpha, rejection) points as two arrays of one length.")
+    order = np.argsort(alphas)
+    alphas, rejection = alphas[order], rejection[order]
+    runs, start = [], 0
+    for i in range(1, len(alphas) + 1):
+        if i == len(alphas) or abs(rejection[i] - rejection[start]) > tolerance:
+            runs.append((float(alphas[start]), float(alphas[i - 1]), float(alphas[(start + i - 1) // 2]),
+                         float(rejection[start])))
+            start = i
+    return runs
+
+
+def plateau_alphas(result, curve: str, k: int, *, task: Optional[str] = None, ends: bool = True,
+                   digits: int = 4) -> list:
+    """Up to `k` alphas of a staircase curve (a $T = 0$ token analysis), one per interior plateau,
+    the plateaus chosen evenly in rejection level; with `ends`, the rule's two live-range ends too.
+    A curve with no interior plateau gives `[]` (every alpha below its drafter end behaves alike)."""
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k={k!r}: ask for at least one interior alpha.")
+    alphas, rejection = token_rejection_curve(result, curve, task)
+    interior = plateaus(alphas, rejection)[1:-1]
+    if not interior:
+        return []
+    if len(interior) > k:   # k plateaus nearest to evenly spaced levels, each taken once
+        top, bottom = interior[0][3], interior[-1][3]
+        levels = top - np.arange(k) / max(k - 1, 1) * (top - bottom)
+        chosen = sorted({int(np.argmin([abs(run[3] - level) for run in interior])) for level in levels})
+        interior = [interior[i] for i in chosen]
+    placed = [round(run[2], digits) for run in interior]
+    if ends:
+        low, high = targets.LIVE_ALPHA_RANGES[curve.rstrip("*")]
+        placed = [low] + placed + [0.999 if curve.startswith("lossy") else high]
+    return [float(a) for a in dict.fromkeys(placed)]
