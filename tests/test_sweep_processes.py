@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -126,6 +127,26 @@ def test_shares_run_one_after_another_make_the_single_process_run(tmp_path, one_
     pd.testing.assert_frame_equal(_results(ev.run_sweep(records, _toy_task(), configs, name="toy",
                                                         root=tmp_path / "three", progress=False)), _results(single))
     assert ev.saved_models("toy", root=tmp_path / "three")[1].name == "toy-verifier"
+
+
+def test_a_line_cut_in_a_file_no_process_appends_to_is_set_aside(tmp_path, one_thread):
+    """A process of a 2-process run died mid-write; the run resumed by one process (which appends to
+    rows.jsonl) moves the cut line aside, so the folder reads cleanly afterwards."""
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    configs = ev.sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
+    _as_processes(2, lambda processes: ev.run_sweep(pair, _toy_task(), configs, name="cut", root=tmp_path,
+                                                    progress=False, max_rows=2, processes=processes))
+    folder = next(tmp_path.iterdir())
+    path = folder / "rows.process-1.jsonl"
+    text = path.read_text()
+    path.write_text(text[:-20])                                     # killed in the middle of its second row
+    with pytest.warns(UserWarning, match="cut short"):
+        table = ev.run_sweep(pair, _toy_task(), configs, name="cut", root=tmp_path, progress=False)
+    assert len(table) == 10
+    assert rows_file.corrupt_path(path).read_text() == text.splitlines()[-1][:-19] + "\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                               # nothing cut left to warn about
+        _assert_every_row_once(folder, 10)
 
 
 def test_a_batched_sweep_is_split_by_chunks(tmp_path, one_thread):

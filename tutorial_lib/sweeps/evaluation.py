@@ -293,6 +293,12 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     if not isinstance(processes, Processes):
         raise TypeError(f"processes={processes!r}: pass a processes.Processes, or None (this process's place, from "
                         "the launcher).")
+    if processes.index == 0 and saved < total:
+        # a last line cut when a process died, in a file no process of this run appends to (an earlier run's
+        # other count of processes): moved aside here, as an append would
+        for path in sweep.rows_paths():
+            if path.name not in processes.rows_names and path.exists():
+                rows_file.set_aside_bad_lines(path)
     label = name
     if processes.count > 1:  # the rows of other processes' shares count as done here
         processes.wait()  # every process has read the saved rows before any writes one: all see the same pending work

@@ -15,8 +15,9 @@ finds its place (`current_processes`: accelerate's `PartialState`, read only whe
 
 Every pending unit goes to exactly one process, so a finished run holds every row once, whatever
 $N$. A process that dies loses only the unit it was computing (its rows file is appended row by row,
-or chunk by chunk, and `rows_file` sets aside a line cut by the kill); `torchrun` then stops the
-others, and the same command, with any $N$ (one process too), deals out what is still missing.
+or chunk by chunk); `torchrun` then stops the others, and the same command, with any $N$ (one process
+too), deals out what is still missing. A line cut by the kill is moved aside (`rows_file`) by the next
+append to its file, or, in a file no process of the new run appends to, by the new run's process 0.
 
 Why dealt out and not `PartialState.split_between_processes` (contiguous blocks): neighbouring units
 cost alike (one task, one configuration), so blocks would hand one process all the long answers of
@@ -86,6 +87,11 @@ class Processes:
     def rows_name(self) -> str:
         """The rows file this process appends to: `rows.jsonl` alone, `rows.process-<index>.jsonl` among several."""
         return rows_file.ROWS_NAME if self.count == 1 else rows_file.process_rows_name(self.index)
+
+    @property
+    def rows_names(self) -> List[str]:
+        """The rows files the processes of this run append to."""
+        return [rows_file.ROWS_NAME] if self.count == 1 else [rows_file.process_rows_name(k) for k in range(self.count)]
 
 
 def launched_processes() -> int:
