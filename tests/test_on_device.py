@@ -5,7 +5,8 @@ sets TUTORIAL_LIB_TEST_DEVICE=cuda. There, each batched row must still equal its
 (`batch.generate_batch`, `config_batch.generate_configs`), and a verifier split between two devices
 by a `device_map` (GPU 0 and GPU 1, or GPU 0 and the CPU with one GPU) must decode the tokens it
 decodes on one device: the engine feeds it where it reads its input ids, and its caches stay where
-its layers are.
+its layers are, also when the batched engines drop or regroup cache rows (`batch_select_indices` on
+layers that sit on different devices).
 """
 import os
 
@@ -75,6 +76,15 @@ def test_a_verifier_spread_over_two_devices_decodes_as_on_one(pair, tmp_path):
             want = tl.generate(*pair, prompt, method="speculative", gamma=gamma, seed=i, **options)
             assert tl.generate(*placed, prompt, method="speculative", gamma=gamma, seed=i, **options).tokens == \
                 want.tokens
-    # the batched engine too: its caches keep each layer where it runs
-    for got, want in zip(generate_batch(*placed, PROMPTS, **options), generate_batch(*pair, PROMPTS, **options)):
+    # the batched engines too: their caches keep each layer where it runs, also when rows leave the batch
+    # (a row stops at its end-of-sequence token) or regroup (configurations whose tokens part)
+    stop = generate_batch(*pair, PROMPTS, **options)[0].tokens[2]
+    stopping = {**options, "eos_token_id": stop}
+    for got, want in zip(generate_batch(*placed, PROMPTS, **stopping), generate_batch(*pair, PROMPTS, **stopping)):
         assert got.tokens == want.tokens
+    assert len({len(g.tokens) for g in generate_batch(*pair, PROMPTS, **stopping)}) > 1   # rows did leave early
+    configurations = [dict(method="verifier"), dict(method="speculative", rule="chow", alpha=RULES["chow"]),
+                      dict(method="speculative", rule="token_v2", alpha=RULES["token_v2"])]
+    got, want = (generate_configs(*p, PROMPTS, configurations, max_new_tokens=12, eos_token_id=()).generations
+                 for p in (placed, pair))
+    assert [[g.tokens for g in rows] for rows in got] == [[g.tokens for g in rows] for rows in want]

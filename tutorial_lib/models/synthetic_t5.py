@@ -193,7 +193,8 @@ def _padded(rows: list, pad: int):
 
 def _synthetic_t5_loader(role: str):
     def load(suffix, dtype, device, **placement):
-        lm = load_trained_t5(role, budget=suffix or "default", dtype=dtype, device=device, **placement)  # suffix: a budget
+        # the suffix is a training budget
+        lm = load_trained_t5(role, budget=suffix or "default", dtype=dtype, device=device, **placement)
         lm.name = f"synthetic-t5-{role}" + (f":{suffix}" if suffix else "")  # the name sweeps are keyed by
         return lm
     return load

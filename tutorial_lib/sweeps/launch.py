@@ -7,7 +7,8 @@ Launched by `accelerate launch` (or torchrun) as N processes, each runs its shar
 
     python -m tutorial_lib.sweeps.launch --rerun t5 --profile smoke --root /tmp/results
     accelerate launch --multi_gpu --num_processes 2 -m tutorial_lib.sweeps.launch --rerun gemma --profile offline-large
-    accelerate launch --multi_gpu --num_processes 8 -m tutorial_lib.sweeps.launch --rerun gemma --profile hub --device cuda
+    accelerate launch --multi_gpu --num_processes 8 -m tutorial_lib.sweeps.launch --rerun gemma --profile hub \
+        --device cuda
 
 (`--multi_gpu` is accelerate's torchrun launcher, which starts N processes without GPUs too; its
 `--cpu` flag starts a single one.) With `--device cuda`, each of several processes loads its pair on
