@@ -5,7 +5,11 @@
 #      one-token decoding only where the verifier's two best tokens nearly tie);
 #   2. benchmarks/engine_speed.py on the Qwen pair in bf16 (calibration, fixed gamma, gamma="auto",
 #      transformers' greedy and assisted generation), 4 prompts x 2 rounds;
-#   3. notebook 09 at its defaults (SmolLM2 pair, on the GPU).
+#   3. notebook 09 at its defaults (SmolLM2 pair, on the GPU);
+#   4. issue 24: the batched engine's exactness tests on CUDA and a verifier spread over two devices by a
+#      device_map (GPU 0 and GPU 1, or GPU 0 and the CPU: tests/test_on_device.py), then the T5 smoke sweep
+#      as 2 processes under `accelerate launch` on the GPUs (one each, or one shared), row for row equal to
+#      the 1-process sweep, and a process killed mid-sweep losing no finished row (tests/test_sweep_processes.py).
 # Results go to data/benchmarks/ with the device in their names; a summary to accelerator_check_<device>.md.
 #
 #   bash benchmarks/accelerator_check.sh          (or: make accelerator-check)
@@ -60,6 +64,13 @@ else
     step "benchmark, SmolLM2 (quick), bf16" 300 "$PY" benchmarks/engine_speed.py --quick --device cuda \
         --dtypes bfloat16 --rounds 2 --output "$OUT/engine_speed_quick_cuda_${SLUG}"
 fi
+
+step "batched engine and a spread verifier on cuda" 150 env TUTORIAL_LIB_TEST_DEVICE=cuda \
+    "$PY" -m pytest -q -p no:cacheprovider tests/test_on_device.py --junitxml="$OUT/accelerator_on_device_${SLUG}.xml"
+
+step "sweep over 2 processes on $("$PY" -c "import torch; print(torch.cuda.device_count())") GPU(s)" 300 env TUTORIAL_LIB_TEST_DEVICE=cuda \
+    PATH="$(dirname "$PY"):$PATH" "$PY" -m pytest -q -p no:cacheprovider tests/test_sweep_processes.py \
+    --junitxml="$OUT/accelerator_processes_${SLUG}.xml"
 
 step "notebook 09 at its defaults" 240 "$PY" -m papermill --kernel tutorial-lib --cwd notebooks \
     notebooks/09_speed_on_your_hardware.ipynb "build/notebooks/09_speed_on_your_hardware_${SLUG}.ipynb" \

@@ -23,6 +23,15 @@ Names `load_model` / `load_pair` accept:
 | anything else (`google/gemma-2-2b-it`, `t5-small`, ...) | `from_pretrained` from the Hugging Face hub |
 
 and already-loaded `transformers` models (with a tokenizer, or without one if prompts are token ids).
+
+**A model bigger than one device.** The names loaded by `from_pretrained` (the hub, the offline
+aliases, the trained synthetic T5s) also take `device_map` and `max_memory`, passed through to
+transformers (`pretrained`): `device_map="auto"` spreads the model's layers over the devices
+`max_memory` allows (e.g. `{0: "40GiB", 1: "40GiB", "cpu": "100GiB"}`), so a verifier that fits no
+single GPU still runs. Each forward pass then walks through the devices one after another: this
+buys memory, not speed (for speed, one model pair per GPU and the sweep split over processes,
+`sweeps.processes`). Sessions put their input ids where the model reads them (`LanguageModel.device`:
+the input embeddings' device).
 Each alias has a loader in `LOADERS` (`register_loader` adds one), a family of names a resolver in
 `RESOLVERS` (`register_resolver`); a name that none claims goes to the hub. The backends register
 themselves when `tutorial_lib.models` is imported (`files`, `toy`, `synthetic_t5`), so this module
@@ -39,6 +48,7 @@ says what the ids mean, so the user must say they share them: `shared_vocabulary
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -51,7 +61,7 @@ from ..toy.toyworld import ToyWorld
 
 __all__ = ["LanguageModel", "ModelPair", "Session", "load_model", "load_pair", "tiny_random_llama",
            "tiny_random_t5", "next_token_distributions", "perturbed", "TINY_VOCAB", "register_resolver", "register_wrapper", "RESOLVERS", "WRAPPERS",
-           "check_compatible", "LOADERS", "register_loader"]
+           "check_compatible", "LOADERS", "register_loader", "pretrained", "PLACEMENT_KEYS"]
 
 Prompt = Union[str, Sequence[int]]
 #: Vocabulary of the tiny random models: small enough for exact chi-square tests.
@@ -192,7 +202,17 @@ class LanguageModel:
         self.has_logits_to_keep = "logits_to_keep" in inspect.signature(self.model.forward).parameters
 
     @property
-    def device(self) -> torch.device:  # read from the weights, so it follows `model.to(...)`
+    def device(self) -> torch.device:
+        """Where the model reads its input ids: its input embeddings' device (read from the weights, so
+        it follows `model.to(...)`; with a `device_map` the other layers may sit elsewhere)."""
+        embeddings = self.model.get_input_embeddings() if hasattr(self.model, "get_input_embeddings") else None
+        weight = getattr(embeddings, "weight", None)
+        if weight is not None and weight.device.type != "meta":
+            return weight.device
+        placed = getattr(self.model, "hf_device_map", None)  # weights offloaded by accelerate: where they run
+        if placed:
+            first = next(iter(placed.values()))
+            return torch.device("cpu" if first == "disk" else first)
         return next(self.model.parameters()).device
 
     @property
@@ -399,7 +419,9 @@ LOADERS: Dict[str, Callable[[str, Optional[torch.dtype], str], LanguageModel]] =
 
 
 def register_loader(alias: str, loader: Callable[[str, Optional[torch.dtype], str], LanguageModel]) -> None:
-    """Make `load_model(alias)` and `load_model(f"{alias}:{suffix}")` call `loader(suffix, dtype, device)`."""
+    """Make `load_model(alias)` and `load_model(f"{alias}:{suffix}")` call `loader(suffix, dtype, device)`
+    (and `device_map=` / `max_memory=` where given: a loader that takes them, or `**placement`, passes
+    them to `from_pretrained`, e.g. through `pretrained`; any other refuses them by name)."""
     LOADERS[alias] = loader
 
 
@@ -433,22 +455,65 @@ def _tiny_random(build):
     return load
 
 
-def _from_hub(name: str, dtype, device) -> LanguageModel:
+#: The placement settings `from_pretrained` takes through `load_model` (None: not set).
+PLACEMENT_KEYS = ("device_map", "max_memory")
+
+
+def pretrained(cls, path, *, dtype, device, device_map=None, max_memory=None, **options):
+    """`cls.from_pretrained(path, dtype=..., **options)` on `device`, or placed by `device_map` (and
+    `max_memory`), passed through to transformers (then `device` is not used)."""
+    if max_memory is not None and device_map is None:
+        raise ValueError(f"max_memory={max_memory!r} bounds what device_map='auto' puts on each device; pass "
+                         "device_map='auto' too (or drop max_memory).")
+    placement = {k: v for k, v in (("device_map", device_map), ("max_memory", max_memory)) if v is not None}
+    if isinstance(max_memory, dict):
+        placement["max_memory"] = dict(max_memory)  # transformers rewrites it in place (sizes to bytes)
+    model = cls.from_pretrained(path, dtype=dtype, **placement, **options)
+    return model if device_map is not None else model.to(device)
+
+
+def _from_hub(name: str, dtype, device, **placement) -> LanguageModel:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
     try:
         config = AutoConfig.from_pretrained(name)
         loader = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
-        model = loader.from_pretrained(name, dtype=dtype or "auto")
+        model = pretrained(loader, name, dtype=dtype or "auto", device=device, **placement)
         tokenizer = AutoTokenizer.from_pretrained(name)
     except OSError as error:
         raise OSError(f"could not load {name!r} from the Hugging Face hub ({error}). Without a network use "
                       f"an offline alias: {', '.join(sorted(LOADERS))}.") from error
-    return LanguageModel(model.to(device), tokenizer, name=name)
+    return LanguageModel(model, tokenizer, name=name)
 
 
-def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
-    """One model by name (see the module docstring), or wrap an already-loaded model."""
+def _takes_placement(loader: Callable) -> bool:
+    parameters = inspect.signature(loader).parameters.values()
+    return any(p.kind == p.VAR_KEYWORD or p.name == "device_map" for p in parameters)
+
+
+def _placed(loader: Callable, name: str, placement: dict) -> Callable:
+    """`loader` with the placement settings, refused by name for a model that is not loaded by
+    `from_pretrained` (the toy world, the tiny random models: built here, on `device`)."""
+    if not placement:
+        return loader
+    if not _takes_placement(loader):
+        raise ValueError(f"{name!r} is built here, not loaded by from_pretrained, so {', '.join(placement)} does not "
+                         "apply to it; place it with device='cpu' / 'cuda:0', or drop "
+                         f"{' and '.join(placement)} for this model (a pair takes (drafter, verifier) values).")
+    return functools.partial(loader, **placement)
+
+
+def load_model(name, *, dtype=None, device="cpu", device_map=None, max_memory=None) -> LanguageModel:
+    """One model by name (see the module docstring), or wrap an already-loaded model. `device_map`
+    and `max_memory` go to transformers' `from_pretrained` (`pretrained`), for a model bigger than
+    one device: `device_map="auto"`, with `max_memory` to bound each device; `device` is then unused."""
     dtype = _as_dtype(dtype)
+    placement = {k: v for k, v in (("device_map", device_map), ("max_memory", max_memory)) if v is not None}
+    if placement and not isinstance(name, str):
+        raise ValueError(f"{', '.join(placement)} places a model as it is loaded; this one is loaded already "
+                         "(load it by name, or place it yourself).")
+    if max_memory is not None and device_map is None:
+        raise ValueError(f"max_memory={max_memory!r} bounds what device_map='auto' puts on each device; pass "
+                         "device_map='auto' too (or drop max_memory).")
     if isinstance(name, LanguageModel):
         return name
     for kind, wrap in WRAPPERS:
@@ -461,28 +526,43 @@ def load_model(name, *, dtype=None, device="cpu") -> LanguageModel:
     device = check_device(device)
     base, _, suffix = name.partition(":")
     if base in LOADERS:
-        return LOADERS[base](suffix, dtype, device)
+        return _placed(LOADERS[base], name, placement)(suffix, dtype, device)
     for resolver in RESOLVERS:
         loader = resolver(base)
         if loader is not None:
-            return loader(suffix, dtype, device)
-    return _from_hub(name, dtype, device)
+            return _placed(loader, name, placement)(suffix, dtype, device)
+    return _from_hub(name, dtype, device, **placement)
 
 
-def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary: bool = False) -> ModelPair:
+def _per_model(value, label: str, example: str) -> tuple:
+    """(drafter's, verifier's) of a setting given once for both or as a pair (a tuple or list of two)."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"{label}={value!r}: pass one {label} for both models, or a pair (drafter's, verifier's) "
+                             f"such as {example}.")
+        return tuple(value)
+    return value, value
+
+
+def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary: bool = False,
+              device_map=None, max_memory=None) -> ModelPair:
     """Load a drafter and a verifier that share a tokenizer (see `check_compatible`).
 
     `dtype` is one dtype for both, or a pair `(drafter_dtype, verifier_dtype)`: for example
     `load_pair("smollm2-135m", "smollm2-135m", dtype=("bfloat16", "float32"))` makes a cheaper,
     slightly different drafter out of the verifier itself. `shared_vocabulary=True` declares that
     two models without a tokenizer share their ids (see `ModelPair`).
+
+    `device_map` and `max_memory` (one for both, or a pair) go to transformers' `from_pretrained`
+    (see the module): `load_pair(small, big, dtype="bfloat16", device="cuda:0", device_map=(None, "auto"),
+    max_memory=(None, {0: "30GiB", 1: "80GiB"}))` keeps the drafter on GPU 0 and spreads the verifier.
     """
-    if isinstance(dtype, (tuple, list)) and len(dtype) != 2:
-        raise ValueError(f"dtype={dtype!r}: pass one dtype for both models, or a pair (drafter_dtype, verifier_dtype) "
-                         "such as ('bfloat16', 'float32').")
-    d_dtype, v_dtype = dtype if isinstance(dtype, (tuple, list)) else (dtype, dtype)
-    return ModelPair(load_model(drafter, dtype=d_dtype, device=device),
-                     load_model(verifier, dtype=v_dtype, device=device), shared_vocabulary=shared_vocabulary)
+    d_dtype, v_dtype = _per_model(dtype, "dtype", "('bfloat16', 'float32')")
+    d_map, v_map = _per_model(device_map, "device_map", "(None, 'auto')")
+    d_memory, v_memory = _per_model(max_memory, "max_memory", "(None, {0: '20GiB', 1: '80GiB'})")
+    return ModelPair(load_model(drafter, dtype=d_dtype, device=device, device_map=d_map, max_memory=d_memory),
+                     load_model(verifier, dtype=v_dtype, device=device, device_map=v_map, max_memory=v_memory),
+                     shared_vocabulary=shared_vocabulary)
 
 
 def next_token_distributions(pair: ModelPair, prompt: Prompt, temperature: float = 1.0):

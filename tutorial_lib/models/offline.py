@@ -11,17 +11,20 @@ from typing import Callable, Optional
 import torch
 
 from . import files
-from .adapter import LanguageModel, register_resolver
+from .adapter import LanguageModel, pretrained, register_resolver
 
 __all__ = ["load_offline", "offline_loader"]
 
 
-def load_offline(alias: str, dtype: Optional[torch.dtype] = None, device: str = "cpu") -> LanguageModel:
-    """The offline model `alias`, converted once into the cache, in `dtype` (default float32) on `device`."""
+def load_offline(alias: str, dtype: Optional[torch.dtype] = None, device: str = "cpu", *, device_map=None,
+                 max_memory=None) -> LanguageModel:
+    """The offline model `alias`, converted once into the cache, in `dtype` (default float32) on `device`
+    (or placed by `device_map` / `max_memory`, passed to `from_pretrained`)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer   # loaded when a model is, not with the package
     path = files.offline_model_dir(alias)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32)
-    return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=alias)
+    model = pretrained(AutoModelForCausalLM, path, dtype=dtype or torch.float32, device=device,
+                       device_map=device_map, max_memory=max_memory)
+    return LanguageModel(model, AutoTokenizer.from_pretrained(path), name=alias)
 
 
 def offline_loader(name: str) -> Optional[Callable]:
@@ -29,10 +32,10 @@ def offline_loader(name: str) -> Optional[Callable]:
     if name not in files.OFFLINE_MODELS:
         return None
 
-    def load(suffix, dtype, device):
+    def load(suffix, dtype, device, **placement):
         if suffix:
             raise ValueError(f"{name}:{suffix}: the offline aliases take no suffix; pass {name!r}.")
-        return load_offline(name, dtype, device)
+        return load_offline(name, dtype, device, **placement)
     return load
 
 

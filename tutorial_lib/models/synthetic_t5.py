@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..toy.synthetic_mt import FLAWED_CONTEXT, ROLES, TRAINING_RECORD, TranslationGrammar, build_tokenizer, training_pairs
-from .adapter import LanguageModel, register_loader
+from .adapter import LanguageModel, pretrained, register_loader
 from .files import cache_dir
 
 __all__ = ["BUDGETS", "ModelSpec", "TrainSpec", "train_t5_pair", "load_trained_t5", "model_dir"]
@@ -92,12 +92,13 @@ def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True,
     return paths
 
 
-def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="cpu", cache=None):
+def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="cpu", cache=None, device_map=None,
+                    max_memory=None):
     """The T5 of `role` that `train_t5_pair(budget=budget)` trained, as an engine model; never trains.
 
     `load_model("synthetic-t5-drafter[:budget]")` calls this. A model not trained yet raises
     `FileNotFoundError` naming the call that trains it (`train_t5_pair`), so loading never starts a
-    training run as a side effect.
+    training run as a side effect. `device_map` / `max_memory` go to `from_pretrained` (`adapter.pretrained`).
     """
     from transformers import AutoTokenizer, T5ForConditionalGeneration
     import torch
@@ -109,9 +110,10 @@ def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="c
             f"tutorial_lib.models.synthetic_t5.train_t5_pair(budget={budget!r})"
             f"{'' if cache is None else f', cache={str(cache)!r}'} "
             f"({'seconds' if budget == 'tiny' else 'a few minutes'}), then load it again.")
-    model = T5ForConditionalGeneration.from_pretrained(path, dtype=dtype or torch.float32)
+    model = pretrained(T5ForConditionalGeneration, path, dtype=dtype or torch.float32, device=device,
+                       device_map=device_map, max_memory=max_memory)
     name = f"synthetic-t5-{role}" + ("" if budget == "default" else f":{budget}")
-    return LanguageModel(model.to(device), AutoTokenizer.from_pretrained(path), name=name)
+    return LanguageModel(model, AutoTokenizer.from_pretrained(path), name=name)
 
 
 def _train_one(role: str, budget: str, final: Path, progress: bool, replace_existing: bool) -> None:
@@ -190,8 +192,9 @@ def _padded(rows: list, pad: int):
 
 
 def _synthetic_t5_loader(role: str):
-    def load(suffix, dtype, device):
-        lm = load_trained_t5(role, budget=suffix or "default", dtype=dtype, device=device)  # suffix: a budget
+    def load(suffix, dtype, device, **placement):
+        # the suffix is a training budget
+        lm = load_trained_t5(role, budget=suffix or "default", dtype=dtype, device=device, **placement)
         lm.name = f"synthetic-t5-{role}" + (f":{suffix}" if suffix else "")  # the name sweeps are keyed by
         return lm
     return load

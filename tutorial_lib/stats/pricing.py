@@ -270,12 +270,9 @@ def _prompt_lengths(folder: Path) -> Dict[str, int]:
     """Each task's median prompt length in the sweep's saved rows, and (keys `"q10"`, `"q90"`) the
     10% and 90% quantiles over all of them, so that a prefill is measured at well-spread lengths
     (empty without rows)."""
-    rows_path = folder / "rows.jsonl"
-    if not rows_path.exists():
-        return {}
     from ..sweeps import rows_file
     lengths: Dict[str, List[int]] = {}
-    for r in rows_file.read_rows(rows_path):
+    for r in rows_file.read_folder_rows(folder):  # rows.jsonl and each process's rows file
         if r.get("prompt_tokens"):
             lengths.setdefault(str(r.get("task")), []).append(int(r["prompt_tokens"]))
     out = {task: int(np.median(values)) for task, values in lengths.items()}
@@ -295,11 +292,9 @@ def _rules_at(rows: pd.DataFrame, gammas) -> List[tuple]:
 
 
 def _saved_rows(folder: Path) -> pd.DataFrame:
-    rows_path = folder / "rows.jsonl"
-    if not rows_path.exists():
-        return pd.DataFrame(columns=["method", "rule", "beta", "alpha", "gamma"])
     from ..sweeps import rows_file
-    return pd.DataFrame(rows_file.read_rows(rows_path))
+    rows = rows_file.read_folder_rows(folder)  # rows.jsonl and each process's rows file
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["method", "rule", "beta", "alpha", "gamma"])
 
 
 def _needed_k(gammas: Sequence) -> int:

@@ -4,10 +4,12 @@ r"""The harness: tasks x configurations, run and kept (priced by `stats.pricing`
 - `evaluation` - resumable sweeps (`run_sweep`), their rows and models.
 - `rows_file`  - a sweep's `rows.jsonl` (a cut or malformed line is kept aside or named, never silently dropped).
 - `reruns`     - the profiles (hub / offline / smoke ...) of the T5 and Gemma-style reruns.
+- `processes`  - a sweep split over processes (`accelerate launch`): each runs its share into its own rows file.
+- `launch`     - the command line that runs a rerun profile's sweep, split over the processes it is launched as.
 """
 import importlib
 
-__all__ = ['configs', 'evaluation', 'reruns', 'rows_file']
+__all__ = ['configs', 'evaluation', 'launch', 'processes', 'reruns', 'rows_file']
 
 
 def __getattr__(name: str):

@@ -11,6 +11,10 @@ Rows are written and read by `rows_file` (what happens to a cut or malformed lin
 there). A sweep's analysis (curves, the paper's table) is in `analysis` (claims in `claims`), its figures in
 `rerun_figures`.
 
+A sweep can be split over processes: under `accelerate launch --num_processes N` (or torchrun)
+`run_sweep` runs only this process's share of the pending rows into its own rows file, and every
+process returns the whole table (`processes` says how the work is dealt out).
+
 A sweep can be reloaded without its models: `ModelRecord(name, dtype)` stands in for a model that
 is not installed, and `run_sweep` then returns the saved rows, or says which are missing and how
 to install the models that would compute them.
@@ -20,7 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -29,14 +34,14 @@ import pandas as pd
 
 from .. import paths
 from . import rows_file
+from .processes import Processes, current_processes
 from ..checks import check_seed, check_whole_number
 from .configs import (CURVES, GEMMA_CURVES, T5_CURVES, Config, Example, Task, bild_thresholds, sequence_argument,
                       check_run_name, opt_grid, sweep_configs)
 
 __all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid",
            "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
-           "prompt_ids",
-           "MissingRowsError"]
+           "prompt_ids", "Processes", "MissingRowsError"]
 
 
 # ---- the sweep --------------------------------------------------------------------------------------
@@ -94,8 +99,8 @@ def saved_models(name: str, *, root: Optional[os.PathLike] = None, extra_config:
     for config_file in sorted(root.glob(f"{name}-*/config.json")):
         config = json.loads(config_file.read_text())
         if config.get("name") == name and all(config.get(k) == v for k, v in wanted.items()):
-            rows = config_file.with_name("rows.jsonl")
-            found.append((rows.stat().st_size if rows.exists() else 0, config))
+            size = sum(path.stat().st_size for path in rows_file.folder_rows_paths(config_file.parent) if path.exists())
+            found.append((size, config))
     if not found:
         raise FileNotFoundError(f"no saved sweep {name!r} with these settings in {root}; run it with the models "
                                 f"first{f' ({install})' if install else ''}.")
@@ -117,6 +122,8 @@ class Sweep:
     name: str
     config: dict
     root: Optional[Path] = None
+    #: This process's place among those that run the sweep (None: alone; `run_sweep` sets it).
+    processes: Optional[Processes] = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         check_run_name(self.name)
@@ -133,8 +140,7 @@ class Sweep:
         their own (a sweep split over processes); read together as one run."""
         if not self.path.is_dir():
             return []
-        extra = sorted(path for path in self.path.glob("rows.*.jsonl") if path.name != "rows.jsonl")
-        return [self.rows_path, *extra]
+        return rows_file.folder_rows_paths(self.path)
 
     def load(self, *, example_ids: Optional[Dict[str, set]] = None,
              configs: Sequence["Config"] = ()) -> pd.DataFrame:
@@ -165,13 +171,25 @@ class Sweep:
         table = self.load(**load_options)
         return set() if table.empty else set(zip(*(table[k] for k in ROW_KEY)))
 
-    def append(self, rows: Iterable[dict]) -> None:
+    def write_config(self) -> None:
+        """Create the folder and its `config.json` (once; written whole, so a process that reads it
+        meanwhile never sees half of it)."""
         self.path.mkdir(parents=True, exist_ok=True)
         config_file = self.path / "config.json"
         if not config_file.exists():
-            config_file.write_text(json.dumps({"name": self.name, "hash": self.hash, **self.config},
-                                              indent=2, sort_keys=True, default=str))
-        rows_file.append_rows(self.rows_path, rows)
+            handle, temporary = tempfile.mkstemp(prefix="config.json.", dir=self.path)  # one per writer
+            with os.fdopen(handle, "w") as out:
+                out.write(json.dumps({"name": self.name, "hash": self.hash, **self.config},
+                                     indent=2, sort_keys=True, default=str))
+            os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the run's settings from other users
+            os.replace(temporary, config_file)
+
+    def append(self, rows: Iterable[dict]) -> None:
+        """Append rows to the folder's rows file: `rows.jsonl`, or this process's own among several
+        (`processes`)."""
+        self.write_config()
+        name = self.processes.rows_name if self.processes is not None else rows_file.ROWS_NAME
+        rows_file.append_rows(self.path / name, rows)
 
 
 def _row(task: Task, example: Example, config: Config, generation, seed: int) -> dict:
@@ -207,7 +225,7 @@ def prompt_ids(lm, task: Task, example: Example) -> List[int]:
 def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config], *, name: str,
               seed: int = 0, runner: str = "single", batch_size: int = 16, root: Optional[os.PathLike] = None,
               progress: bool = True, extra_config: Optional[dict] = None, max_rows: Optional[int] = None,
-              eos_token_id=None) -> pd.DataFrame:
+              eos_token_id=None, processes: Optional[Processes] = None) -> pd.DataFrame:
     """Run every configuration on every example of every task; returns the sweep's whole table.
 
     `runner="single"` runs `engine.generate` one example at a time (batch size 1: the wall times
@@ -221,6 +239,11 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     `pair` may hold `ModelRecord`s instead of models: then nothing runs, and the saved rows are
     returned if every requested row is saved (`MissingRowsError` says how many are not, and how to
     install the models, otherwise).
+
+    `processes` (default `processes.current_processes()`: one process, unless launched as several by
+    `accelerate launch` or torchrun) splits the pending work: this process runs its share into its own
+    rows file (`rows.process-<k>.jsonl`), and once every process has finished each returns the whole
+    table (the `processes` module); `max_rows` then counts this process's rows.
     """
     from tqdm.auto import tqdm
     check_run_name(name)
@@ -263,11 +286,27 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     records = [m for m in (drafter, verifier) if isinstance(m, ModelRecord)]
     if records and saved < total:
         install = "; ".join(dict.fromkeys(m.install for m in records if m.install)) or "load the models"
-        raise MissingRowsError(f"{total - saved} of the {total} requested rows are not saved in {sweep.rows_path} and "
+        raise MissingRowsError(f"{total - saved} of the {total} requested rows are not saved in {sweep.path} and "
                                f"{', '.join(m.name for m in records)} is not loaded to compute them: {install}, "
                                "then run again with the models.")
-    bar = tqdm(total=total, desc=name, disable=not progress, unit="example")
-    bar.update(saved)
+    processes = current_processes() if processes is None else processes
+    if not isinstance(processes, Processes):
+        raise TypeError(f"processes={processes!r}: pass a processes.Processes, or None (this process's place, from "
+                        "the launcher).")
+    if processes.index == 0 and saved < total:
+        # a last line cut when a process died, in a file no process of this run appends to (an earlier run's
+        # other count of processes): moved aside here, as an append would
+        for path in sweep.rows_paths():
+            if path.name not in processes.rows_names and path.exists():
+                rows_file.set_aside_bad_lines(path)
+    label = name
+    if processes.count > 1:  # the rows of other processes' shares count as done here
+        processes.wait()  # every process has read the saved rows before any writes one: all see the same pending work
+        done = done | _left_to_others(tasks, configs, done, runner, batch_size, processes)
+        label = f"{name} [process {processes.index + 1}/{processes.count}]"
+    sweep.processes = processes  # where `append` writes; `_requested` waits for the other processes
+    bar = tqdm(total=total, desc=label, disable=not progress, unit="example")
+    bar.update(sum(1 for t, c in todo for e in t.examples if (t.name, c.key, e.id) in done))
     new_rows = 0
     if runner == "single":
         from ..decoding.engine import generate
@@ -327,8 +366,26 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     return _requested(sweep, tasks, configs, load_options)
 
 
+def _left_to_others(tasks: Sequence[Task], configs: Sequence[Config], done: set, runner: str, batch_size: int,
+                    processes: Processes) -> set:
+    """The keys of the pending rows that other processes run: the pending units (an example of a
+    configuration with `runner="single"`, a chunk of `batch_size` examples under every configuration
+    with `"batch"`), in the sweep's order, are dealt out by `processes.share`."""
+    if runner == "single":
+        units = [[(t.name, c.key, e.id)] for t in tasks for c in configs for e in t.examples]
+    else:
+        units = [[(t.name, c.key, e.id) for c in configs for e in t.examples[start:start + batch_size]]
+                 for t in tasks for start in range(0, len(t.examples), batch_size)]
+    pending = [unit for unit in units if any(key not in done for key in unit)]
+    mine = {key for unit in processes.share(pending) for key in unit}
+    return {key for unit in pending for key in unit if key not in mine}
+
+
 def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config], load_options: dict) -> pd.DataFrame:
-    """The sweep's rows of these tasks and configurations (a folder may also hold rows of others)."""
+    """The sweep's rows of these tasks and configurations (a folder may also hold rows of others), once
+    every process of a split sweep has finished its share."""
+    if sweep.processes is not None:
+        sweep.processes.wait()
     table = sweep.load(**load_options)
     if not table.empty:
         keys = {c.key for c in configs}

@@ -155,11 +155,13 @@ def t5_training_budget(settings: dict) -> Optional[str]:
     return budgets.pop()
 
 
-def load_t5_pair(settings: dict):
+def load_t5_pair(settings: dict, **placement):
     """The drafter and verifier of a T5 profile. The offline pair must be trained first:
-    `synthetic_t5.train_t5_pair(budget=t5_training_budget(settings))` (loading never trains)."""
+    `synthetic_t5.train_t5_pair(budget=t5_training_budget(settings))` (loading never trains).
+    `placement` (`device_map`, `max_memory`) goes to `load_pair`."""
     from ..models.adapter import load_pair
-    return load_pair(settings["drafter"], settings["verifier"], dtype=settings["dtype"], device=settings["device"])
+    return load_pair(settings["drafter"], settings["verifier"], dtype=settings["dtype"], device=settings["device"],
+                     **placement)
 
 
 # ---- both -----------------------------------------------------------------------------------------
@@ -426,17 +428,20 @@ def layer_skip_drafter(lm, n_layers: int):
                          vocabulary=lm.vocabulary, derived_from=lm)
 
 
-def load_gemma_pair(settings: dict):
+def load_gemma_pair(settings: dict, **placement):
     """The drafter and verifier of a Gemma profile. A drafter named `<verifier>:layers=N` is the
-    verifier's first N layers (the smoke profile's cheaper drafter made from SmolLM2-135M)."""
+    verifier's first N layers (the smoke profile's cheaper drafter made from SmolLM2-135M).
+    `placement` (`device_map`, `max_memory`: one for both, or a pair) goes to `load_pair`."""
     from ..models.adapter import ModelPair, load_model, load_pair
     drafter, verifier = settings["drafter"], settings["verifier"]
     if ":layers=" in drafter:
         base, _, n = drafter.partition(":layers=")
-        big = load_model(verifier if base == verifier else base, dtype=settings["dtype"], device=settings["device"])
+        verifier_placement = {k: v[1] if isinstance(v, (tuple, list)) else v for k, v in placement.items()}
+        big = load_model(verifier if base == verifier else base, dtype=settings["dtype"], device=settings["device"],
+                         **verifier_placement)
         return ModelPair(layer_skip_drafter(big, int(n)), big)
     try:
-        return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"])
+        return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"], **placement)
     except OSError as error:
         if not drafter.startswith("google/gemma"):
             raise

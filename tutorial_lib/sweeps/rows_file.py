@@ -24,6 +24,10 @@ the lock notices that its handle is no longer the file at `path` and opens it ag
 processes may append to one file; `check_rows` then names a row written twice with different
 results (same `task`, `config`, `example_id`; another `quality` or `text`), and `unique_rows` keeps
 one of each.
+
+**One file per process.** A sweep split over processes (`sweeps.processes`) gives process `k` its own
+file, `rows.process-<k>.jsonl` (`process_rows_name`), beside `rows.jsonl`; `folder_rows_paths` lists a
+folder's rows files, which read together as one run.
 """
 from __future__ import annotations
 
@@ -37,13 +41,16 @@ from pathlib import Path
 from typing import Iterable, List, Optional, Tuple
 
 __all__ = ["RowsFileError", "read_rows", "read_numbered_rows", "append_rows", "set_aside_bad_lines", "corrupt_path",
-           "check_rows", "unique_rows", "REQUIRED_KEYS", "RESULT_KEYS"]
+           "check_rows", "unique_rows", "REQUIRED_KEYS", "RESULT_KEYS", "ROWS_NAME", "process_rows_name",
+           "folder_rows_paths", "read_folder_rows"]
 
 #: What every row must carry: it keys the row in its sweep.
 REQUIRED_KEYS = ("task", "config", "example_id")
 #: What two copies of one row must agree on (timings may differ between two runs of it).
 RESULT_KEYS = ("quality", "text")
 _TAIL_BLOCK = 64 * 1024
+#: The rows file of a sweep run by one process.
+ROWS_NAME = "rows.jsonl"
 
 
 class RowsFileError(ValueError):
@@ -54,6 +61,31 @@ def corrupt_path(path: os.PathLike) -> Path:
     """Where malformed lines are moved aside: `<rows file>.corrupt`, beside it."""
     path = Path(path)
     return path.with_name(path.name + ".corrupt")
+
+
+def process_rows_name(index: int) -> str:
+    """The rows file of process `index` of a sweep split over several processes."""
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"index={index!r}: a process index is a whole number >= 0.")
+    return f"rows.process-{index}.jsonl"
+
+
+def folder_rows_paths(folder: os.PathLike) -> List[Path]:
+    """A sweep folder's rows files: `rows.jsonl` first (listed even when missing: it reads as no rows),
+    then every other `rows.<writer>.jsonl` (one per process of a split sweep), sorted by name."""
+    folder = Path(folder)
+    extra = sorted(path for path in folder.glob("rows.*.jsonl") if path.name != ROWS_NAME) if folder.is_dir() else []
+    return [folder / ROWS_NAME, *extra]
+
+
+def read_folder_rows(folder: os.PathLike) -> List[dict]:
+    """Every row of a sweep folder's rows files (`folder_rows_paths`), one per (task, config,
+    example_id) (`unique_rows`; copies with different results are refused by `check_rows`)."""
+    numbered = []
+    for path in folder_rows_paths(folder):
+        numbered += [(f"{number} of {path.name}", row) for number, row in read_numbered_rows(path)]
+    check_rows(numbered, Path(folder) / "rows*.jsonl")
+    return unique_rows(row for _, row in numbered)
 
 
 def _parse(line: bytes) -> Tuple[Optional[dict], str, bool]:
