@@ -21,14 +21,14 @@ verification on a block of `gamma` laws of the pair's vocabulary size, and
 `block_overhead_for(rule, gamma)` is `overhead_block` with SpecDecode's share (at the gamma it was
 measured at) replaced by the rule's own at its gamma.
 
-Calls are made exactly as `tutorial_lib.engine` makes these calls (`Session.feed` with the same `keep`, logits
+Calls are made exactly as `tutorial_lib.decoding.engine` makes these calls (`Session.feed` with the same `keep`, logits
 copied back to the host), so the times include what the engine pays. Each call after the context
 is cropped away again, so every repeat sees the same cache. One round runs every measurement once,
 in a shuffled order (a machine that slows down mid-way slows every kind alike); after one warm-up
 round, `repeats` rounds are recorded and each kind's time is the median over rounds.
 
 `Calibration` holds the raw samples, reads as a table (`table()`), prices a call of any kind
-(`price`), feeds `tutorial_lib.latency` (`t_q`, `t_p`, `speedup`, `best_gamma`) and is stored as JSON
+(`price`), feeds `tutorial_lib.maths.latency` (`t_q`, `t_p`, `speedup`, `best_gamma`) and is stored as JSON
 (`save` / `load`). `Calibration.synthetic` builds one from chosen numbers, for what-if questions and
 tests; `textbook()` is the same machine if scoring $k$ tokens cost one step (an accelerator's regime).
 """

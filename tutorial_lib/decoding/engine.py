@@ -93,7 +93,7 @@ class Generation:
     #: block seconds, the blocks it timed while decoding, their mean, its estimate) and its acceptance estimate.
     auto_costs: List[dict] = field(default_factory=list)
     auto_acceptance: Optional[float] = None
-    #: What prices the run (`tutorial_lib.pricing`): per model, `<model>_calls_by_k[k - 1]` decoder calls
+    #: What prices the run (`tutorial_lib.stats.pricing`): per model, `<model>_calls_by_k[k - 1]` decoder calls
     #: that fed k tokens (its prefill excepted), `<model>_prefills` passes over a decoder-only model's
     #: prompt, `<model>_encoder_passes` encoder passes of an encoder-decoder. None: not counted.
     drafter_calls_by_k: Optional[List[int]] = None
@@ -107,7 +107,7 @@ class Generation:
     feed_log: dict = field(default_factory=dict, repr=False)
 
     def call_counts(self) -> dict:
-        """The counters that price the run (`tutorial_lib.pricing`), as a row stores them."""
+        """The counters that price the run (`tutorial_lib.stats.pricing`), as a row stores them."""
         return {f"{m}_{c}": getattr(self, f"{m}_{c}") for m in ("drafter", "verifier")
                 for c in ("calls_by_k", "prefills", "encoder_passes")}
 
@@ -456,7 +456,7 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
       token (law `targets.output_distribution(pi, q)`), and the verifier is not fed the last draft
       (nothing would use $p_{t+\gamma}$). At `gamma=1` this is the authors' colab: one token per
       step, the draft accepted or replaced from the residual, one call of each model per token
-      (`tutorial_lib.batch.generate_batch` runs it for a batch of prompts).
+      (`tutorial_lib.decoding.batch.generate_batch` runs it for a batch of prompts).
       `gamma="auto"` (or a `gamma_policy.AutoGamma`) picks each block's size from the block-cost
       model (`latency`) with the pair's measured call costs (`calibration.calibrate`, run on first
       use) and a running estimate of the acceptance; 0 is one plain verifier step (`rule="spec"`

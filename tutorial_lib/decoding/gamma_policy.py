@@ -115,7 +115,7 @@ class AutoGamma:
 
     def __post_init__(self):
         if not isinstance(self.calibration, Calibration):
-            raise TypeError(f"AutoGamma needs a tutorial_lib.calibration.Calibration, not {type(self.calibration).__name__}; "
+            raise TypeError(f"AutoGamma needs a tutorial_lib.decoding.calibration.Calibration, not {type(self.calibration).__name__}; "
                             "make one with tl.calibrate(pair) or Calibration.synthetic(...).")
         top = self.calibration.max_k - 1
         if self.max_gamma is None:

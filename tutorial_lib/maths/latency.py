@@ -29,7 +29,7 @@ $t_p(k) = t_p(1)$ (a memory-bound accelerator), with cost ratio $c = t_q / t_p(1
 $$S(\gamma) = \frac{1 - a^{\gamma+1}}{(1 - a)(\gamma c + 1)}.$$
 
 On a CPU, $t_p(k)$ grows with $k$ (compute-bound), so the same $a$ and $c$ buy much less: this module
-says how much, from measured $t_q$ and $t_p(k)$ (`tutorial_lib.calibration`).
+says how much, from measured $t_q$ and $t_p(k)$ (`tutorial_lib.decoding.calibration`).
 """
 from __future__ import annotations
 

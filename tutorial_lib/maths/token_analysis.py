@@ -2,7 +2,7 @@ r"""Exact token-level statistics of every rule along a reference, from one forwa
 
 Teacher forcing: along a reference continuation $y = (y_1, \dots, y_n)$ of a prompt $x$, one forward
 pass of each model gives $q_t = q(\cdot \mid x, y_{<t})$ and $p_t = p(\cdot \mid x, y_{<t})$ at every
-position. For a rule with target $\pi_t = \mathbb{T}(q_t, p_t)$ (`tutorial_lib.targets`) and the law
+position. For a rule with target $\pi_t = \mathbb{T}(q_t, p_t)$ (`tutorial_lib.maths.targets`) and the law
 $o_t$ of the token Algorithm 4 emits ($o_t = \pi_t$ for every rule but `lossy` with $\beta = 1$, where
 $o_t = \min\{q_t, \pi_t\} + R_t\,\mathrm{norm}(\max\{0, \pi_t - q_t\})$), everything is closed-form:
 

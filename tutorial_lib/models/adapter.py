@@ -1,6 +1,6 @@
 r"""Model pairs with one interface: next-token logits for a prefix, over a KV cache that can be cropped.
 
-The engine (`tutorial_lib.engine`) needs three things from the drafter $q$ and the verifier $p$:
+The engine (`tutorial_lib.decoding.engine`) needs three things from the drafter $q$ and the verifier $p$:
 
 1. `session = model.start(prompt_ids)`: the state of one prompt (for an encoder-decoder model the
    encoder runs here, once per model and prompt);

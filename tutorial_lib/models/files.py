@@ -13,7 +13,7 @@ Why convert: `from_pretrained(..., gguf_file=...)` re-parses and de-quantises ev
 on each load, and rebuilds the tokenizer from GGUF metadata; the notebooks and tests load
 these models many times, and a safetensors directory loads in a fraction of that time.
 
-    from tutorial_lib.model_files import offline_model_dir
+    from tutorial_lib.models.files import offline_model_dir
     path = offline_model_dir("smollm2-135m")
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(path)
@@ -205,7 +205,7 @@ def _is_finished(model_dir: Path, spec: OfflineModel) -> bool:
 
 
 def rebuild_command(alias: str) -> str:
-    return f"python -c \"import tutorial_lib.model_files as m; m.offline_model_dir('{alias}', rebuild=True)\""
+    return f"python -c \"import tutorial_lib.models.files as m; m.offline_model_dir('{alias}', rebuild=True)\""
 
 
 def _sha256_file(path: Path) -> str:

@@ -43,7 +43,7 @@ class Example:
 
 @dataclass
 class Task:
-    """Prompts with references and a metric: a name from `tutorial_lib.metrics.METRICS`, or a function
+    """Prompts with references and a metric: a name from `tutorial_lib.tasks.metrics.METRICS`, or a function
     `(prediction, example_dict) -> float`.
 
     `chat=True` sends each prompt as one user message in the model's chat template (instruction-tuned
@@ -68,7 +68,7 @@ class Task:
                 raise ValueError(f"Task metric={self.metric!r} is unknown; choose one of {', '.join(METRICS)} or pass "
                                  "a function (prediction, example_dict) -> float.")
         elif not callable(self.metric):
-            raise TypeError(f"Task metric={self.metric!r}: give a name from tutorial_lib.metrics.METRICS or a "
+            raise TypeError(f"Task metric={self.metric!r}: give a name from tutorial_lib.tasks.metrics.METRICS or a "
                             "function (prediction, example_dict) -> float.")
         self.max_new_tokens = check_whole_number(self.max_new_tokens, "max_new_tokens", 1,
                                                  "a task asks for at least one new token")

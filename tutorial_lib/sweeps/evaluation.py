@@ -2,7 +2,7 @@ r"""The evaluation harness: resumable sweeps saved as rows (tasks and configurat
 
 A **sweep** runs every configuration $c$ = (method, rule, $\alpha$, $\beta$, $\gamma$, $T$) on every
 example $x$ of a task and records one row per $(c, x)$: the quality of the output against the
-references (a metric from its standard package, `tutorial_lib.metrics`), the `Generation` counters
+references (a metric from its standard package, `tutorial_lib.tasks.metrics`), the `Generation` counters
 (drafted, accepted, rejected, calls of each model) and the wall time. Rows are appended to
 `rows.jsonl` as they finish, in a folder named after a hash of the run's configuration, so an
 interrupted sweep resumes where it stopped and a rerun reuses every finished row.

@@ -129,7 +129,7 @@ def row_problem(row) -> str:
 def _error(path: Path, number: int, problem: str, *, set_aside: bool = True) -> RowsFileError:
     """`set_aside=False` for a row that parses but is wrong here (`check_rows`): only deleting or fixing
     it repairs the file."""
-    repair = (f", or run `tutorial_lib.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every malformed "
+    repair = (f", or run `tutorial_lib.sweeps.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every malformed "
               f"line to {corrupt_path(path).name} and keeps the rest" if set_aside else "")
     return RowsFileError(
         f"{path}, line {number} {problem}. Each line of a rows file is one row (a JSON object). To repair it, "

@@ -8,7 +8,7 @@ whose `check(candidate)` asserts on calls of the candidate.
 
 **Verdict outside the sandbox.** `check` runs the candidate and its own logic in one interpreter, so
 it cannot be run in the child as it is (the solution could change the verdict; see
-`tutorial_lib.judge`). `check_tests` turns it, here in the parent, into plain asserts on calls of
+`tutorial_lib.tasks.judge`). `check_tests` turns it, here in the parent, into plain asserts on calls of
 `entry_point` that `sandbox.run_python` splits and judges like MBPP's tests:
 
 - `assert candidate(...) == x, "message"` becomes `assert <entry_point>(...) == x` (the message only

@@ -33,7 +33,7 @@ Tests not of that form are the ones whose logic would have to run in the child: 
 `assert` statement, or a hole that holds a comprehension or a lambda (`assert all(f(i) == i * i for i
 in range(9))`: the iteration and the `==` run with the solution's code). The parent cannot verify
 the child's word for those, so by default such a test fails with a reason saying so; with
-`trust_unjudged_tests=True` (`tutorial_lib.sandbox.run_python`) the child runs it and the parent
+`trust_unjudged_tests=True` (`tutorial_lib.tasks.sandbox.run_python`) the child runs it and the parent
 counts the child's report (`SandboxResult.tests_unjudged` says how many were counted that way).
 
 **The expected side never runs with the solution.** Each hole is classed by the names it reads
@@ -42,7 +42,7 @@ definitions, assignments, imports under another name, and any string constant sp
 which covers `globals()["max"] = ...`), or a name nobody is known to bind, is the *solution's* and
 is evaluated in the solution's sandbox. A hole that reads only builtins, standard-library modules
 and names the setup binds (`sys.getsizeof((1, 2))`, `"abc".upper()`, a setup's `expected = f()`)
-is the *expected* side: `tutorial_lib.sandbox` evaluates it in a second sandboxed run that holds
+is the *expected* side: `tutorial_lib.tasks.sandbox` evaluates it in a second sandboxed run that holds
 the setup but not one line of model-written code, so patching `sys.getsizeof` or the setup's
 helpers in the solution's interpreter changes nothing. A builtin the judge would apply itself
 (`max`, `sorted`, ...) but that the solution rebinds is a hole of the solution's, never the

@@ -35,13 +35,13 @@ Where a standard package exists it computes the number; nothing here re-implemen
     which is why EM is the default; it is reported beside it because small instruct models often
     answer with a sentence. `qa_f1` is SQuAD's token F1, maximum over aliases.
   - MBPP (`code_pass`): the code is taken from the reply's ```python block (or the raw text) and
-    run by `tutorial_lib.sandbox.run_python` under bubblewrap; the sandboxed child only evaluates the
+    run by `tutorial_lib.tasks.sandbox.run_python` under bubblewrap; the sandboxed child only evaluates the
     calls of the problem's tests, and the verdict is reached in this process from the returned plain
-    values (`tutorial_lib.judge`), so a solution cannot pass by rewriting the tests or the report.
+    values (`tutorial_lib.tasks.judge`), so a solution cannot pass by rewriting the tests or the report.
     1 when every test passes: pass@1 with one sample (Austin et al. 2021; Chen et al. 2021).
 
 `METRICS[name](prediction, example)` scores one raw model reply against one example of
-`tutorial_lib.tasksets` (`{"id", "prompt", "references", "info"}`); each scorer first cleans the
+`tutorial_lib.tasks.tasksets` (`{"id", "prompt", "references", "info"}`); each scorer first cleans the
 reply the way its prompts expect (first line for short answers, code block for code, ...).
 """
 from __future__ import annotations
@@ -397,8 +397,8 @@ def _code_problem_fields(problem: dict) -> tuple[list[str], str, str | None]:
 
 def code_pass(solution_text: str, problem: dict, **sandbox_options) -> float:
     """1.0 when the code of `solution_text` passes every test of `problem` in the sandbox, else 0.0.
-    `sandbox_options` go to `tutorial_lib.sandbox.run_python` (timeout_s, memory_mb, ...). Raises
-    `tutorial_lib.sandbox.SandboxUnavailableError` where bwrap cannot run (rather than scoring every
+    `sandbox_options` go to `tutorial_lib.tasks.sandbox.run_python` (timeout_s, memory_mb, ...). Raises
+    `tutorial_lib.tasks.sandbox.SandboxUnavailableError` where bwrap cannot run (rather than scoring every
     solution 0), unless running unsandboxed was asked for (`TUTORIAL_LIB_UNSANDBOXED=1`)."""
     from .sandbox import run_python
     tests, setup, entry_point = _code_problem_fields(problem)

@@ -1,7 +1,7 @@
 """Running model-written Python in a real sandbox, and judging its tests outside it.
 
 `run_python(code, tests)` answers: do the values `code` computes for the problem's tests satisfy
-them? It is what the MBPP-style metric (`tutorial_lib.metrics.code_pass`, `METRICS["mbpp"]`) calls
+them? It is what the MBPP-style metric (`tutorial_lib.tasks.metrics.code_pass`, `METRICS["mbpp"]`) calls
 once per generated solution, inside sweeps of thousands of generations, so it never raises for
 anything the code does and no solution can stop the sweep: each misbehaviour becomes
 `SandboxResult(passed=False, reason=...)`.
@@ -34,7 +34,7 @@ its folder; this module keeps the two apart:
    the only writable place is `/tmp`, a tmpfs of TMPFS_BYTES. The wall-clock limit (timeout_s) is
    enforced from outside: the parent kills bwrap's whole process group, and the PID namespace dies
    with it.
-3. **Judged outside** (`tutorial_lib.judge`): the child evaluates only the calls of each test and
+3. **Judged outside** (`tutorial_lib.tasks.judge`): the child evaluates only the calls of each test and
    sends their values back as tagged plain data over a pipe; the parent checks the report's size,
    nesting and number lengths without recursion (`judge.parse_report`), decodes it into builtin
    objects and applies the test's own comparison with its own bounded interpreter. The expected side
@@ -270,7 +270,7 @@ def run_python(
 
     Limits: `timeout_s` wall clock for the whole child (start included), `cpu_s` of CPU time,
     `memory_mb` of address space, `max_output_bytes` for stdout, for stderr and for any file the code
-    writes. `trust_unjudged_tests`: count tests the parent cannot judge (see `tutorial_lib.judge`) on
+    writes. `trust_unjudged_tests`: count tests the parent cannot judge (see `tutorial_lib.tasks.judge`) on
     the child's word instead of failing them. `allow_unsandboxed`: None follows `$TUTORIAL_LIB_UNSANDBOXED`.
 
     Raises ValueError for bad arguments and SandboxUnavailableError when bwrap cannot run and
@@ -408,7 +408,7 @@ def _limit_failure(returncode, timed_out, output_over_limit, stderr_tail, *, tim
 
 def _judge(report_bytes: bytes, report_over_limit: bool, plans, known, expected, trust_unjudged_tests: bool,
            common: dict) -> SandboxResult:
-    """The verdict, reached here from the values in the child's report (see `tutorial_lib.judge`).
+    """The verdict, reached here from the values in the child's report (see `tutorial_lib.tasks.judge`).
     Everything in the report is bounded before it is parsed (`parse_report`) and every field is
     type-checked before use: whatever the child wrote, this returns a result."""
     def fail(reason, tests_passed=0, tests_unjudged=0):

@@ -1,12 +1,12 @@
 """The program the sandboxed interpreter runs (`python -I -S -B -c <this file's text>`), stdlib only.
 
-It is not imported by the package: `tutorial_lib.sandbox` reads this file's text and hands it to a
+It is not imported by the package: `tutorial_lib.tasks.sandbox` reads this file's text and hands it to a
 fresh interpreter inside bubblewrap, with a JSON payload on stdin:
 `{"code", "setup", "tests": [{"holes": [...]} | {"statement": str} | {"skip": true}], "report_fd",
 "memory_mb", "cpu_s", "max_output_bytes"}`.
 
 Its first lines set the resource limits (before any untrusted line runs), then it runs the code and
-the setup, evaluates each test's holes in order (see `tutorial_lib.judge`) and writes ONE line of JSON
+the setup, evaluates each test's holes in order (see `tutorial_lib.tasks.judge`) and writes ONE line of JSON
 to `report_fd`: `{"error": str | None, "tests": [{"values": [tagged...]} | {"error": str} | {"ok": true}]}`.
 Nothing here is trusted by the parent: the solution runs in this process and may rewrite any of it.
 The parent only reads values out of the report and judges them itself.
@@ -38,7 +38,7 @@ def _set_limits(payload):
 
 def encode(value, depth=0, isinstance=isinstance, int=int, float=float, complex=complex, str=str, bytes=bytes,
            bytearray=bytearray, list=list, tuple=tuple, set=set, frozenset=frozenset, dict=dict, type=type):
-    """Tagged plain data for `tutorial_lib.judge.decode_value`; subclasses of builtins as their builtin value.
+    """Tagged plain data for `tutorial_lib.tasks.judge.decode_value`; subclasses of builtins as their builtin value.
     The builtins it uses are bound as defaults when this file is compiled, before the solution's names
     exist, so a solution that rebinds `builtins.isinstance` does not change how honest values are sent
     (the parent trusts none of it anyway)."""

@@ -25,7 +25,7 @@ Every task is a plain dict (JSON-serialisable):
      "examples": [{"id": "...", "prompt": "<the whole few-shot text, ONE user message>",
                    "references": ["72"], "info": {...}}, ...]}
 
-`metric` names a scorer of `tutorial_lib.metrics.METRICS` (`metrics` lists every applicable one,
+`metric` names a scorer of `tutorial_lib.tasks.metrics.METRICS` (`metrics` lists every applicable one,
 the headline first); `references` are the accepted answers, the reference translation or summary,
 the final number as a string, or the reference program; `info` holds what a scorer needs besides:
 code tasks `tests`, `setup`, `entry_point`; SQuAD `no_answer`. `postprocess(task_name, reply)` turns

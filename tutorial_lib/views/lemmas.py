@@ -1,8 +1,8 @@
 """Views of the lemma notebooks (03: Lemma 1, 04: Lemma 2, 05: Lemma 4): they draw, the maths is elsewhere.
 
-The numbers come from `tutorial_lib.deferral_risks` (risk lines, switch points, risks summed over
-contexts, miscalibration), `tutorial_lib.lossy` (Lemma 2 from its definition, beta = 1 against Lossy*)
-and `tutorial_lib.tradeoff` (Figure 1 and the cost-quality curves). Every `*_view` function is a widget
+The numbers come from `tutorial_lib.lessons.deferral_risks` (risk lines, switch points, risks summed over
+contexts, miscalibration), `tutorial_lib.lessons.lossy` (Lemma 2 from its definition, beta = 1 against Lossy*)
+and `tutorial_lib.lessons.tradeoff` (Figure 1 and the cost-quality curves). Every `*_view` function is a widget
 callback returning a plotly figure; every `*_figure` function returns the matplotlib twin for
 `tl.savefig`. Both are drawn from one list of `widgets.Panel`s, so they always show the same numbers.
 """

@@ -1,7 +1,7 @@
 """Views of notebook 08: every rule's loss-rejection curve against the oracle envelope, and one answer
 drawn token by token, coloured by a rule's deferral or by its rejection probability.
 
-The numbers come from `tutorial_lib.token_curves` (`summarise`, a `TokenAnalysis`) and
+The numbers come from `tutorial_lib.stats.token_curves` (`summarise`, a `TokenAnalysis`) and
 `maths.token_analysis` (`nearest_alpha`, `position_means`); this module only draws: the figures from
 `widgets.Panel`s (`curves_panels`, `gap_panels`), as `*_figure` (matplotlib) or `*_view` (plotly).
 `token_html` is the widget's callback, a plain function that returns HTML.
