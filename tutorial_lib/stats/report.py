@@ -125,6 +125,9 @@ def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[p
                                        for t in sorted(set(rows["temperature"]))},
              "same_calls_T0": _same_calls(rows, 0.0), "distinct_runs_T0": distinct_runs(rows, 0.0),
              "configurations_per_rule": int(per_rule.max()) if len(per_rule) else 0,   # 0: no T = 0 rows
+             "configurations_T0": {label: int(n) for label, n in per_rule.items() if label != "SpecDecode"},
+             "not_run_T0": sorted(set(rows.loc[(rows["method"] == "speculative") & (rows["temperature"] != 0.0), "label"])
+                                  - set(per_rule.index)),
              "paper_c": hardware.PAPER_T5_C,
              "paper_c_source": hardware.PAPER_T5_SOURCE, "grid_resamples": grid_resamples}
     if table is not None:
@@ -275,13 +278,19 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
 
     def t5_distinct() -> str:
         f = facts(t5)
-        runs = f["distinct_runs_T0"]
-        listed = "; ".join(f"{label} {n}" for label, n in runs.items())
-        return (f"At `T = 0` each rule's {f['configurations_per_rule']} configurations (its alphas, ends included) "
-                f"give fewer distinct runs of its own (texts unlike SpecDecode's, the drafter's and each other's on "
-                f"some sentence): {listed}. Lossy SpecDecode is exact at `T = 0` (its output law is the verifier's "
-                "greedy text), so its runs there are SpecDecode's, not points of its own; the claims drop such "
-                "runs (`tl.claims.own_configurations`).\n")
+        runs, counts = f["distinct_runs_T0"], f.get("configurations_T0")
+        if counts is None:   # a run whose facts predate per-rule counts: one count for every rule
+            counts = {label: f["configurations_per_rule"] for label in runs}
+        listed = "; ".join(f"{label} {n} of {counts.get(label, '?')}" for label, n in runs.items())
+        absent = f.get("not_run_T0", [])
+        left_out = (f" {' and '.join(absent)} {'are' if len(absent) > 1 else 'is'} not run at `T = 0`: there "
+                    "they are SpecDecode for every alpha below 1 (exact, the verifier's greedy text), so their runs "
+                    "would only repeat SpecDecode's." if absent else
+                    " Lossy SpecDecode is exact at `T = 0` (its output law is the verifier's greedy text), so its "
+                    "runs there are SpecDecode's, not points of its own.")
+        return (f"At `T = 0` the distinct runs of each rule's own among its configurations (alphas, ends included; "
+                f"texts unlike SpecDecode's, the drafter's and each other's on some sentence): {listed}.{left_out} "
+                "The claims drop runs that are not a rule's own (`tl.claims.own_configurations`).\n")
 
     def gemma_answer_lengths() -> str:
         table = read(gemma, "answer_lengths.csv")
