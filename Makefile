@@ -77,13 +77,18 @@ reruns: check-notebooks models-qwen
 # These targets are the runs that regenerate the committed figures/ and data/results/, so they name them;
 # a notebook run anywhere else writes to build/ (in a checkout) or beside the notebook, never there.
 CELL_TIMEOUT ?= 600
+# Each notebook's time is appended to $(EXECUTED)/notebook_times.jsonl; copy it to data/benchmarks/ to
+# update the README's table (`python -m tutorial_lib.stats.report --write`). BESIDE says what else ran.
+BESIDE ?=
 run-notebooks:
 	mkdir -p $(EXECUTED) figures
 	@for nb in $(RUN); do \
 		name=$$(basename $$nb .ipynb); start=$$(date +%s); \
 		TUTORIAL_LIB_FIGURES=$(CURDIR)/figures TUTORIAL_LIB_RESULTS=$(CURDIR)/data/results $(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb $(EXECUTED)/$$name.ipynb \
 			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
-		echo "$$name: executed in $$(( $$(date +%s) - start )) s -> $(EXECUTED)/$$name.ipynb"; \
+		secs=$$(( $$(date +%s) - start )); \
+		echo "$$name: executed in $$secs s -> $(EXECUTED)/$$name.ipynb"; \
+		echo "{\"notebook\": \"$$name\", \"seconds\": $$secs, \"load\": \"$$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)\", \"finished\": \"$$(date -u '+%Y-%m-%d %H:%M')\", \"beside\": \"$(BESIDE)\"}" >> $(EXECUTED)/notebook_times.jsonl; \
 	done
 	@echo "figures written to figures/: $$(ls figures | tr "\n" " ")"
 

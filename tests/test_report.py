@@ -50,3 +50,14 @@ def test_regions_and_renderers_must_match():
         report.rewrite("<!-- results:nowhere -->\nx\n<!-- /results:nowhere -->\n", {})
     with pytest.raises(ValueError, match="are not in the README"):
         report.rewrite("no regions here", {"t5-claims": "text"})
+
+
+def testnotebook_times_table_takes_each_notebooks_newest_run(tmp_path):
+    from tutorial_lib.stats import report
+    path = tmp_path / "notebook_times.jsonl"
+    path.write_text('{"notebook": "00_quickstart", "seconds": 30, "load": "1.0 1.0 1.0", "finished": "2026-12-01 10:00", "beside": ""}\n'
+                    '{"notebook": "00_quickstart", "seconds": 12, "load": "0.5 0.6 0.7", "finished": "2026-12-02 10:00", "beside": "make test"}\n')
+    table = report.notebook_times_table(path)
+    assert "| 00_quickstart | nothing | 12 | 0.5 0.6 0.7 | 2026-12-02 10:00 |" in table and "| 30 |" not in table
+    assert "Beside: make test." in table
+    assert "No timed run" in report.notebook_times_table(tmp_path / "missing.jsonl")

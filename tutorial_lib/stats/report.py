@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import paths
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "write_t5_results", "write_t5_facts", "write_gemma_results",
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "NOTEBOOK_TIMES", "notebook_times_table", "write_t5_results", "write_t5_facts", "write_gemma_results",
            "distinct_runs", "render",
            "regions", "rewrite", "REGION"]
 
@@ -292,6 +292,9 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
                 f"texts unlike SpecDecode's, the drafter's and each other's on some sentence): {listed}.{left_out} "
                 "The claims drop runs that are not a rule's own (`tl.claims.own_configurations`).\n")
 
+    def notebook_times() -> str:
+        return notebook_times_table(Path(root or ROOT) / NOTEBOOK_TIMES)
+
     def gemma_answer_lengths() -> str:
         table = read(gemma, "answer_lengths.csv")
         cold = table[(table["task"] == "arithmetic") & (table["temperature"] == 0.0)]
@@ -332,6 +335,7 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
                 f"{int((separated['high'] < 0).sum())} below).\n")
 
     return {
+        "notebook-times": notebook_times,
         "t5-paired": t5_paired,
         "gemma-answer-lengths": gemma_answer_lengths,
         "gemma-paired": gemma_paired,
@@ -345,6 +349,37 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
         "gemma-signed-error": lambda: _errors_table(read(gemma, "signed_error.csv"), ["label", "gamma"]),
         "gemma-flips": lambda: _flips(read(gemma, "flip_points.csv"), facts(gemma)),
     }
+
+
+#: Where `make run-notebooks` appends each notebook's time (copied from build/notebooks after a run).
+NOTEBOOK_TIMES = Path("data") / "benchmarks" / "notebook_times.jsonl"
+#: What each notebook needs beyond the package (the README's time table).
+NOTEBOOK_NEEDS = {"00": "nothing", "01": "nothing", "02": "nothing", "03": "nothing", "04": "nothing",
+                  "05": "nothing", "06": "trains the small T5 pair once (cached)",
+                  "07": "the Qwen pair (`make models-qwen`), or `redraw_only=True`", "08": "the Qwen pair",
+                  "09": "SmolLM2-135M", "10": "SmolLM2-135M; the committed Qwen features"}
+
+
+def notebook_times_table(path: Path) -> str:
+    """The time of each notebook at its defaults, from the newest run of each in `path` (JSON lines
+    of `make run-notebooks`: notebook, seconds, load average at its end, when it finished, and what else
+    the machine was doing)."""
+    if not path.exists():
+        return "No timed run of the notebooks is committed (`data/benchmarks/notebook_times.jsonl`).\n"
+    runs = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            runs[entry["notebook"]] = entry          # a later line is a later run
+    lines = ["| notebook | needs | seconds at defaults | load average at its end (1, 5, 15 min) | finished (UTC) |",
+             "|---|---|---|---|---|"]
+    for name in sorted(runs):
+        entry = runs[name]
+        lines.append(f"| {name} | {NOTEBOOK_NEEDS.get(name[:2], '')} | {entry['seconds']} | {entry['load']} | "
+                     f"{entry['finished']} |")
+    beside = sorted({runs[name].get("beside", "") for name in runs} - {""})
+    note = f"\nBeside: {'; '.join(beside)}.\n" if beside else ""
+    return "\n".join(lines) + "\n" + note
 
 
 def render(root: Optional[Path] = None) -> Dict[str, str]:
