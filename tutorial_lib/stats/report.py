@@ -34,7 +34,7 @@ import pandas as pd
 from .. import paths
 
 __all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "NOTEBOOK_TIMES", "notebook_times_table", "write_t5_results", "write_t5_facts", "write_gemma_results",
-           "distinct_runs", "render",
+           "distinct_runs", "same_texts_as", "render",
            "regions", "rewrite", "REGION"]
 
 ROOT = paths.CHECKOUT
@@ -83,6 +83,16 @@ def distinct_runs(rows: pd.DataFrame, temperature: float) -> Dict[str, int]:
     return out
 
 
+def same_texts_as(rows: pd.DataFrame, label: str, other: str, temperature: float) -> Dict[str, int]:
+    """How many of `label`'s alphas at `temperature` emit exactly `other`'s texts at the same alpha on
+    every item (at `T = 0`, OPT and Token-V1 emit Diff's tokens), of how many alphas they share."""
+    part = rows[rows["temperature"] == temperature].sort_values("example_id")
+    texts = lambda which: {alpha: tuple(group["text"]) for alpha, group in part[part["label"] == which].groupby("alpha")}
+    mine, theirs = texts(label), texts(other)
+    shared = sorted(set(mine) & set(theirs))
+    return {"same": int(sum(mine[a] == theirs[a] for a in shared)), "shared_alphas": len(shared)}
+
+
 def _relative_total(rows: pd.DataFrame, label: str, temperature: float, column: str) -> float:
     part = rows[rows["temperature"] == temperature]
     verifier = part.loc[part["method"] == "verifier", column].sum()
@@ -128,6 +138,8 @@ def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[p
              "configurations_T0": {label: int(n) for label, n in per_rule.items() if label != "SpecDecode"},
              "not_run_T0": sorted(set(rows.loc[(rows["method"] == "speculative") & (rows["temperature"] != 0.0), "label"])
                                   - set(per_rule.index)),
+             "same_as_diff_T0": {label: same_texts_as(rows, label, "SpecCascade [Diff]", 0.0)
+                                 for label in ("SpecCascade [OPT]", "SpecCascade [Token-V1]")},
              "paper_c": hardware.PAPER_T5_C,
              "paper_c_source": hardware.PAPER_T5_SOURCE, "grid_resamples": grid_resamples}
     if table is not None:
@@ -288,9 +300,12 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
                     "would only repeat SpecDecode's." if absent else
                     " Lossy SpecDecode is exact at `T = 0` (its output law is the verifier's greedy text), so its "
                     "runs there are SpecDecode's, not points of its own.")
+        same = "".join(f" {label} emits exactly Diff's texts at {n['same']} of the {n['shared_alphas']} alphas they "
+                       "share (at `T = 0` both reduce to Diff's test on the drafted top token)."
+                       for label, n in f.get("same_as_diff_T0", {}).items() if n["shared_alphas"])
         return (f"At `T = 0` the distinct runs of each rule's own among its configurations (alphas, ends included; "
-                f"texts unlike SpecDecode's, the drafter's and each other's on some sentence): {listed}.{left_out} "
-                "The claims drop runs that are not a rule's own (`tl.claims.own_configurations`).\n")
+                f"texts unlike SpecDecode's, the drafter's and each other's on some sentence): {listed}.{left_out}"
+                f"{same} The claims drop runs that are not a rule's own (`tl.claims.own_configurations`).\n")
 
     def notebook_times() -> str:
         return notebook_times_table(Path(root or ROOT) / NOTEBOOK_TIMES)
