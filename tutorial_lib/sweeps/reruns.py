@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 
 from . import evaluation as ev
 
-__all__ = ["T5_PROFILES", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
+__all__ = ["T5_PROFILES", "T5_OFFLINE_ALPHAS", "T5_OFFLINE_ALPHAS_T0", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
            "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
            "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
 
@@ -50,15 +50,35 @@ T5_OFFLINE_ALPHAS: Dict[str, List[float]] = {
     "BiLD*": [0.0, 0.3362, 0.5793, 0.7724, 0.9672, 0.9872, 1.0],
 }
 
+#: The offline T5 profile's alphas at T = 0 (`benchmarks/t5_alpha_placement.py`, the same 60 sentences
+#: at T = 0). At T = 0 a rule's rejection rate against alpha is a staircase and the T = 1 alphas bunch
+#: on a few of its steps (Lossy's seven runs were SpecDecode's, OPT's five distinct of seven), so each
+#: rule gets one alpha per step, 5 steps spread in rejection level (`alpha_grids.plateau_alphas`), plus
+#: its ends. Lossy and Lossy* are SpecDecode at T = 0 for every alpha below 1: not run there (an empty
+#: list). Diff, OPT and Token-V1 share one staircase on these sentences (at T = 0 OPT emits Diff's tokens).
+T5_OFFLINE_ALPHAS_T0: Dict[str, List[float]] = {
+    "SpecCascade [Chow]": [0.0, 0.005, 0.25, 0.485, 0.615, 0.915, 1.0],
+    "SpecCascade [Diff]": [-1.0, -0.56, 0.0, 0.08, 0.44, 0.9, 1.0],
+    "SpecCascade [OPT]": [-1.0, -0.56, 0.0, 0.08, 0.44, 0.9, 1.0],
+    "SpecCascade [Token-V1]": [-1.0, -0.56, 0.0, 0.08, 0.44, 0.9, 1.0],
+    "SpecCascade [Token-V2]": [-1.0, 0.02, 0.15, 0.54, 0.88, 0.99, 1.0],
+    "SpecCascade [Token-V3]": [0.0, 0.04, 0.215, 0.375, 0.8, 0.99, 1.0],
+    "SpecDecode [Lossy]": [],
+    "Lossy*": [],
+    "BiLD*": [0.0, 0.06, 0.445, 0.74, 0.925, 0.995, 1.0],
+}
+
 T5_PROFILES: Dict[str, dict] = {
     # the original multi-task T5 checkpoints, not the paper's fine-tuned T5 v1.1 (see notebook 06)
     "hub": dict(drafter="google-t5/t5-small", verifier="google-t5/t5-large", dtype="float32", device="cuda",
                 tasks=["wmt_en_de", "cnn_dailymail", "xsum"], n_examples=200,
                 gammas=[3, 5, 7], temperatures=[0.0, 1.0], n_alpha=7, alphas=None, curves=ev.T5_CURVES),
-    # 200 held-out sentences; every rule 5 interior alphas (T5_OFFLINE_ALPHAS), the other curves 7-point grids
+    # 200 held-out sentences; every rule 5 interior alphas placed at each T (T5_OFFLINE_ALPHAS at T = 1,
+    # T5_OFFLINE_ALPHAS_T0 at T = 0), the other curves 7-point grids
     "offline": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
                     device="cpu", tasks=["synthetic_mt"], n_examples=200, gammas=[5], temperatures=[0.0, 1.0],
-                    n_alpha=7, alphas=T5_OFFLINE_ALPHAS, curves=ev.T5_CURVES),
+                    n_alpha=7, alphas={label: {0.0: T5_OFFLINE_ALPHAS_T0[label], 1.0: T5_OFFLINE_ALPHAS[label]}
+                                       for label in T5_OFFLINE_ALPHAS}, curves=ev.T5_CURVES),
     "full": dict(drafter="synthetic-t5-drafter", verifier="synthetic-t5-verifier", dtype="float32",
                  device="cpu", tasks=["synthetic_mt"], n_examples=300, gammas=[3, 5, 7],
                  temperatures=[0.0, 1.0], n_alpha=9, alphas=None, curves=ev.T5_CURVES),
