@@ -48,9 +48,11 @@
 # - `offline` (default): an encoder-decoder pair this package trains here, in a few minutes, on a
 #   synthetic translation task whose grammar is known, so BLEU is measured against every valid
 #   translation. The pair is made so that the larger model is better on average *but not everywhere*.
-#   200 held-out sentences, $\gamma = 5$, $T \in \{0, 1\}$; every speculative rule gets 5 interior
-#   $\alpha$ values plus its two ends, placed from a token-level analysis of the pair so that their
-#   rejection rates spread evenly along the curve (`tl.reruns.T5_OFFLINE_ALPHAS` says how).
+#   200 held-out sentences, $\gamma = 5$, $T \in \{0, 1\}$; every speculative rule gets up to 5
+#   interior $\alpha$ values plus its two ends, placed per temperature from token-level analyses of the
+#   pair: at $T = 1$ so that their rejection rates spread evenly along the curve
+#   (`tl.reruns.T5_OFFLINE_ALPHAS`), at $T = 0$, where the curve is a staircase, one per step
+#   (`tl.reruns.T5_OFFLINE_ALPHAS_T0`; Lossy and Lossy* are SpecDecode at $T = 0$ and are not run there).
 # - `full`: the offline pair with more sentences and the whole $\gamma \times T$ grid.
 # - `smoke`: a few sentences and a tiny training budget, for `make test`.
 #
@@ -171,9 +173,11 @@ for task in tasks:
 # Where the argmaxes agree, $D_{TV} = 0$, and deferring or not emits the same token. Where they
 # differ, $D_{TV} = 1$, and OPT's test $\max q < \max p - \alpha\,D_{TV}$ *is* Diff's test
 # $\max q < \max p - \alpha$. So at $T = 0$, OPT($\alpha$) and Diff($\alpha$) are the same run: the
-# same tokens, rejections and calls, checked in `tests/test_alpha_grids.py`. The two grids share only
-# their ends ($\alpha = \pm 1$), and there the rows agree exactly. OPT's points at $T = 0$ are points
-# of Diff's curve, so OPT can gain nothing there; its $D_{TV}$ term matters only at $T > 0$.
+# same tokens, rejections and calls, checked in `tests/test_alpha_grids.py`. At $T = 0$ the two rules
+# run at the same alphas here (one per step of the shared staircase), and their rows agree exactly
+# (the README counts them from the rows). OPT's points at $T = 0$ are Diff's, so OPT can gain nothing
+# there; its $D_{TV}$ term matters only at $T > 0$. Token-V1 at $T = 0$ is Diff too: the drafted top
+# token $x$ is in its acceptance set exactly when $\max q \ge \max p - \alpha$, Diff's test.
 
 # %%
 configs = tl.reruns.t5_configs(settings)
