@@ -42,8 +42,10 @@ PROMPTS = {
 #: A drafter named `perturbed:<noise>` is the verifier with Gaussian noise on its weights (`models.perturbed`):
 #: the same cost per step ($c \approx 1$), and drafts the verifier keeps most of the time.
 SPEED_PROFILES = {
+    # 20 new tokens: the whole lesson at its defaults took 191 s with 32 beside one other job; the Qwen
+    # profile and benchmarks/engine_speed.py measure longer answers.
     "default": dict(drafter="perturbed:0.05", verifier="smollm2-135m", dtype="float32", device="cpu",
-                    n_prompts=2, max_new_tokens=32, gammas=[1, 3, 5], repeats=2, calibration_repeats=5,
+                    n_prompts=2, max_new_tokens=20, gammas=[1, 3, 5], repeats=2, calibration_repeats=5,
                     max_k=8, context_tokens=64),
     "qwen": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
                  n_prompts=2, max_new_tokens=64, gammas=[1, 3, 5], repeats=1, calibration_repeats=5,
