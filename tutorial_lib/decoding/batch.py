@@ -1,4 +1,6 @@
-r"""Speculative cascades at $\gamma = 1$ for a batch of prompts, every row in lockstep.
+r"""Speculative cascades for a batch of prompts: at $\gamma = 1$ every row in lockstep (below); blocks of
+$\gamma > 1$ drafts (rows keeping different numbers of them), Algorithm 4's bonus token, encoder-decoder
+pairs and the sequential cascades in `block_batch`.
 
 `engine.generate` runs one prompt at a time; on a CPU or a GPU a batch of prompts costs little more
 per forward pass than one, so a sweep over many prompts (and many rules and $\alpha$) is far
@@ -129,7 +131,7 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
                    bild_fallback: float = 0.5, shared_vocabulary: bool = False) -> List[Generation]:
     r"""Generate continuations of many `prompts` at once; one `Generation` per prompt, in order.
 
-    `method="speculative"` is speculative execution at $\gamma = 1$ with target
+    `method="speculative"` (at the default `gamma=1`) is speculative execution at $\gamma = 1$ with target
     $\pi = \mathbb{T}(q, p)$ of `rule` (any of `targets.RULES`, None meaning "spec"; `alpha` and `beta` as in
     `engine.generate`): per step each row drafts $x \sim q_t$, keeps it with probability
     $\min\{1, \pi_t(x)/q_t(x)\}$ and otherwise samples the residual $\mathrm{norm}(\max\{0, \pi_t - q_t\})$.
@@ -143,8 +145,8 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
     Times: the batch's wall time and each model's forward time, the prefill included (even a
     reused one, so the numbers compare with `generate`), divided evenly among the rows of its chunk.
 
-    Models must be decoder-only `transformers` models (not toy or encoder-decoder models: use
-    `engine.generate`). `prefill` is a `prefill_batch` of the same models and prompts, shared by
+    Models must be `transformers` models (not toy models: use `engine.generate`); encoder-decoders run
+    through `block_batch` (below). `prefill` is a `prefill_batch` of the same models and prompts, shared by
     many calls (its caches are copied, never modified); without it the prompts are prefilled here.
     `batch_size` rows share a forward pass (default: all), `progress=True` shows a bar over the
     token budget. `eos_token_id` is as in `generate` (`()` never stops early).

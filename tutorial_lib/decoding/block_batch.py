@@ -1,7 +1,8 @@
 r"""Speculative blocks of any $\gamma$ for a batch of prompts, decoder-only or encoder-decoder.
 
-`batch.generate_batch` hands its work here when $\gamma > 1$, when a block ends with a bonus token, or when
-the models are encoder-decoders. Per block and row $i$ (Algorithm 4, as `engine._speculative_block`):
+`batch.generate_batch` hands its work here when $\gamma > 1$, when a block ends with a bonus token, when
+the models are encoder-decoders, or for the token cascade, the sequence cascade and the original BiLD.
+Per block and row $i$ (Algorithm 4, as `engine._speculative_block`):
 
 1. draft $n_i = \min(\gamma, \text{budget left}_i)$ tokens $x_{t+j} \sim q_{t+j}$ (one drafter call per
    step, every row at once; a row with $n_i$ below the batch's largest feeds placeholders it never samples);
@@ -24,7 +25,17 @@ Each row's tokens stay contiguous, so relative positions (T5's position bias) an
 $\mathrm{cumsum}(\text{mask}) - 1$ (rotary models) both see the row as if alone. The next block feeds every
 row the same number $w$ of tokens (the largest backlog; a row with a shorter one re-feeds its last
 cached tokens): 1 for the verifier, 1 or 2 for the drafter (after a full block the last draft was
-never fed to it). Rows that stop (EOS, budget) leave the batch.
+never fed to it). Rows that stop (EOS, budget) leave the batch. This is the shift-and-cut of the open
+transformers proposal for batched assisted generation (huggingface/transformers#32165, PR #32189); serving
+engines such as vLLM instead give each sequence its own paged KV blocks, which a ragged step never moves.
+The shift copies each cache once per block (one gather), which is small beside the forward passes here.
+
+**The other methods** step the same batch: plain decoding (one call of one model per token); the
+token cascade (Algorithm 2: the drafter's $q_t$ for every row, the verifier's $p_t$ for the whole batch
+when any row's Chow test defers, each row sampling from its own choice); the sequence cascade
+(equation 1: the drafter answers every row, then the verifier re-answers the rows whose answer
+probability falls below $1 - \alpha$); BiLD (rows draft until their own fallback test or budget stops
+them, one verifier call, each row rolls back at its own first rejected draft).
 
 **Equal to `generate`.** Row $i$ draws from `torch.Generator().manual_seed(seeds[i])` in the engine's
 order (drafts, coins, then residual or bonus), so it returns what `generate(..., gamma=gamma,
@@ -200,7 +211,7 @@ class _Row:
             self.done = True
 
 
-def _catch_up(sides: Dict[str, Side], rows: List[_Row], which: str, extra: int = 0) -> List[List[int]]:
+def _catch_up(sides: Dict[str, Side], rows: List[_Row], which: str) -> List[List[int]]:
     """Realign `which` so that every row feeds the same number w of its last tokens; returns them."""
     side = sides[which]
     agree = [_agreement(h, r.seq) for h, r in zip(side.held, rows)]
