@@ -10,6 +10,7 @@ The model prices the forward passes only; the rest (laws over the vocabulary, sa
 cache realignment) is the gap between the two.
 
     python benchmarks/batch_speed.py                          # Qwen2.5-Coder 0.5B -> 1.5B, fp32, CPU
+    python benchmarks/batch_speed.py --profile default        # SmolLM2-135M and a perturbed copy (c ~ 1)
     python benchmarks/batch_speed.py --profile smoke --batch-sizes 1,2 --out /tmp/batch_speed
 """
 from __future__ import annotations
@@ -52,7 +53,7 @@ def main():
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=1, help="rounds of the whole grid, each shuffled")
     parser.add_argument("--calibration-repeats", type=int, default=3)
-    parser.add_argument("--out", default=str(REPO / "data" / "benchmarks" / "batch_speed_cpu"))
+    parser.add_argument("--out", default=None, help="default: data/benchmarks/batch_speed_<profile>_cpu")
     args = parser.parse_args()
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     gammas = [int(g) for g in args.gammas.split(",")]
@@ -76,7 +77,7 @@ def main():
                    max_new_tokens=args.max_new_tokens, repeats=args.repeats, batch_sizes=sizes, gammas=gammas,
                    costs=costs.drop(columns="samples").to_dict("records"),
                    cost_samples=costs.to_dict("records"), runs=table.to_dict("records"))
-    out = Path(args.out)
+    out = Path(args.out or REPO / "data" / "benchmarks" / f"batch_speed_{args.profile}_cpu")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
     mean = table.groupby(["batch_size", "gamma"]).agg(

@@ -241,23 +241,26 @@ metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best
 # tokens per second (`tl.latency.batch_tokens_per_second`). Scoring $\gamma + 1$ tokens per row multiplies
 # the verifier's arithmetic by about $\gamma + 1$; a small batch leaves that arithmetic idle (the call reads
 # the weights either way), a large one does not, and speculation's advantage shrinks as $B$ grows.
-# `benchmarks/batch_speed.py` measured it for the Qwen pair on this project's CPU, beside the model's
-# prediction from calls timed on $B$ rows; its numbers are committed in `data/benchmarks/batch_speed_cpu.json`
-# (run the script to measure your machine: about 15 minutes on two CPU cores).
+# `benchmarks/batch_speed.py` measures it, beside the model's prediction from calls timed on $B$ rows, and
+# commits its numbers in `data/benchmarks/batch_speed_<profile>_cpu.json`: below, the Qwen pair's where they
+# are there, else the `default` profile's (run the script to measure your machine).
 
 # %%
-batch_file = tl.paths.DATA_DIR / "benchmarks" / "batch_speed_cpu.json"
+batch_files = [tl.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json" for name in ("qwen", "default")]
+batch_file = next((path for path in batch_files if path.exists()), batch_files[0])
 if batch_file.exists():
     batch_speed = json.loads(batch_file.read_text())
     batch_runs = pd.DataFrame(batch_speed["runs"])
-    tl.views.widgets.save(speed_view.batch_speed_figure(batch_runs), "speed_batch_sizes")
+    tl.views.widgets.save(speed_view.batch_speed_figure(
+        batch_runs, f"{batch_speed['drafter']} -> {batch_speed['verifier']}: measured against the block-cost model"),
+        "speed_batch_sizes")
     batch_table = batch_runs.groupby(["batch_size", "gamma"])[
         ["tokens_per_s", "predicted_tokens_per_s", "acceptance", "peak_rss_mib"]].median().round(3)
     display(batch_table)
     metrics["batch_speed"] = {"pair": f"{batch_speed['drafter']} -> {batch_speed['verifier']}",
                               "table": batch_table.reset_index().to_dict(orient="records")}
 else:
-    print(f"{batch_file} is missing: run benchmarks/batch_speed.py to measure it.")
+    print(f"no {batch_file.name}: run benchmarks/batch_speed.py to measure it.")
 
 # %% [markdown]
 # ## Record the numbers

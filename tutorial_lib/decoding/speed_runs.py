@@ -342,22 +342,23 @@ def measure_batch_speed(pair, prompts: Sequence[List[int]], batch_sizes: Sequenc
     """Tokens per second of `batch.generate_batch` on the first $B$ prompts, for every $B$ of `batch_sizes`:
     the verifier alone (`gamma` 0) and speculative decoding (`rule="spec"`, $T = 0$, Algorithm 4's bonus token)
     at every `gammas`. Every (B, gamma) once per round, in a shuffled order; the prompts' prefill is made
-    before the clock starts. One row per run: seconds, tokens, tokens_per_s, acceptance (kept / judged
-    drafts), the peak and starting resident memory (MiB)."""
+    once per batch size, before the clock starts. One row per run: seconds, tokens, tokens_per_s,
+    acceptance (kept / judged drafts), the peak and starting resident memory (MiB)."""
     from tqdm.auto import tqdm
     from .batch import generate_batch, prefill_batch
     if max(batch_sizes) > len(prompts):
         raise ValueError(f"{len(prompts)} prompts for batch sizes up to {max(batch_sizes)}; pass at least as many.")
     drafter, verifier = pair
     runs = [(b, g) for b in batch_sizes for g in [0, *gammas]]
+    # one prefill per batch size, shared by every run of it (`generate_batch` copies its caches)
+    prefills = {b: prefill_batch(drafter, verifier, list(prompts[:b])) for b in batch_sizes}
     rng, rows = random.Random(seed), []
     bar = tqdm(total=len(runs) * repeats, desc="batch speed", disable=not progress)
     for round_ in range(repeats):
         order = list(runs)
         rng.shuffle(order)
         for b, gamma in order:
-            batch = list(prompts[:b])
-            prefill = prefill_batch(drafter, verifier, batch)
+            batch, prefill = list(prompts[:b]), prefills[b]
             options = (dict(method="verifier") if gamma == 0 else
                        dict(method="speculative", rule="spec", gamma=gamma, bonus="verifier"))
             with PeakMemory() as memory:

@@ -130,7 +130,7 @@ def batch_speed_panels(runs) -> List[Panel]:
     table = pd.DataFrame(list(runs) if not isinstance(runs, pd.DataFrame) else runs)
     if table.empty or not {"batch_size", "gamma", "tokens_per_s", "predicted_tokens_per_s"} <= set(table.columns):
         raise ValueError("runs: pass speed_runs.predict_batch_speed(...)'s table (or the 'runs' of "
-                         "data/benchmarks/batch_speed_cpu.json).")
+                         "data/benchmarks/batch_speed_<profile>_cpu.json).")
     median = table.groupby(["gamma", "batch_size"])[["tokens_per_s", "predicted_tokens_per_s"]].median().reset_index()
     rates, speedups = [], []
     plain = median[median.gamma == 0].set_index("batch_size")
