@@ -66,6 +66,8 @@ gammas = None             # draft block sizes, e.g. [3, 5, 7] (None: the profile
 temperatures = None       # e.g. [0.0, 1.0] (None: the profile's)
 n_alpha = None            # alpha values per curve without placed alphas (None: the profile's)
 latency = "modelled"      # "modelled": calls priced by the cost model (below); "wall_time_s": one clock reading per row
+runner = "single"         # "single": every row at batch size 1; "batch": 32 sentences per batch (same rows, faster; see below)
+clock_examples = 20       # runner="batch": sentences per task decoded at batch size 1 for the check against the clock
 n_resamples = 2000        # bootstrap resamples of the sentences for every interval (at least 2000)
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
 redraw_only = False       # True: redraw from the saved rows of this profile's run, without training or loading models
@@ -83,6 +85,8 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
     "temperatures": "list[float]|None",
     "n_alpha": "int>=2|None",
     "latency": "str",
+    "runner": "str",
+    "clock_examples": "int>=1",
     "n_resamples": "int>=1",
     "results_dir": "str|None",
     "redraw_only": "bool",
@@ -106,6 +110,11 @@ settings = tl.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas, t
                                 n_alpha=n_alpha)
 if latency not in ("modelled", "wall_time_s"):
     raise ValueError(f"latency={latency!r}: use 'modelled' (the cost model) or 'wall_time_s' (the clock).")
+if runner not in ("single", "batch"):
+    raise ValueError(f"runner={runner!r}: use 'single' (batch size 1) or 'batch' (32 sentences per batch).")
+if runner == "batch" and latency != "modelled":
+    raise ValueError("runner='batch' splits a batch's time among its rows, which is not a latency: use "
+                     "latency='modelled' (priced from the counted calls, the same as at batch size 1) or runner='single'.")
 pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
@@ -178,14 +187,28 @@ for task in tasks:
 # (the README counts them from the rows). OPT's points at $T = 0$ are Diff's, so OPT can gain nothing
 # there; its $D_{TV}$ term matters only at $T > 0$. Token-V1 at $T = 0$ is Diff too: the drafted top
 # token $x$ is in its acceptance set exactly when $\max q \ge \max p - \alpha$, Diff's test.
+#
+#
+# **Batched or not.** `runner="single"` decodes every row alone, at batch size 1, as the paper measures
+# latency. `runner="batch"` decodes 32 sentences at once per configuration (`tl.generate_batch`: each
+# row drafts its own block, one verifier call scores every row's block, rows that keep different numbers
+# of drafts continue from their own positions). Each row gets exactly the tokens and counted calls of its
+# single run, so its quality and its latency priced from those calls (below) do not change; only its
+# `wall_time_s`, now a share of its batch's time, is no latency. The check against the clock then runs
+# on `clock_examples` sentences per task decoded alone (their own sweep, `-clock` in its name).
 
 # %%
 configs = tl.reruns.t5_configs(settings)
-print(f"{len(configs)} configurations x {sum(len(t.examples) for t in tasks)} examples")
+print(f"{len(configs)} configurations x {sum(len(t.examples) for t in tasks)} examples, runner={runner!r}")
 torch.set_num_threads(1)  # tiny models: one thread is faster and times are steadier
 start = time.perf_counter()
 rows = ev.run_sweep(pair, tasks, configs, name=f"t5-{settings['profile']}", root=results_dir,
-                    extra_config=tl.reruns.run_config(settings))
+                    extra_config=tl.reruns.run_config(settings), runner=runner, batch_size=32)
+clock_rows = rows   # rows whose wall times are latencies (batch size 1)
+if runner == "batch":
+    clock_rows = ev.run_sweep(pair, [task.head(clock_examples) for task in tasks], configs,
+                              name=f"t5-{settings['profile']}-clock", root=results_dir,
+                              extra_config=tl.reruns.run_config(settings))
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
@@ -224,8 +247,11 @@ if latency == "modelled":
     try:
         calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["gammas"])
         rows = pricing.price_rows(rows, calibration)
+        clock_rows = rows if runner == "single" else pricing.price_rows(clock_rows, calibration)
         cost, cost_accelerator = pricing.LATENCY_COLUMN, pricing.ACCELERATOR_COLUMN
     except (ValueError, FileNotFoundError) as why:
+        if runner == "batch":   # batched wall times are no latencies: nothing to fall back on
+            raise
         print(f"Latency is NOT modelled for this run, the figures use measured wall time instead:\n  {why}")
 PRICING_NAMES = {pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration",
                  pricing.ACCELERATOR_COLUMN: "modelled latency, accelerator pricing (k tokens cost 1 step)",
@@ -246,12 +272,12 @@ calibration.table().round(5) if calibration is not None else None
 # %%
 model_error = None
 if calibration is not None:
-    model_error = pricing.model_error(rows)
-    overall_error = pricing.overall_model_error(rows)
+    model_error = pricing.model_error(clock_rows)
+    overall_error = pricing.overall_model_error(clock_rows)
     print(f"median |L - W| / W over all rows: {overall_error:.1%}; per configuration: quartiles "
           f"{model_error['median_abs_rel_error'].quantile([0.25, 0.5, 0.75]).round(3).tolist()}")
     display(model_error.sort_values("median_abs_rel_error", ascending=False).head(15).round(4))
-    display(pricing.signed_error(rows, by=["label", "temperature"]).round(4))
+    display(pricing.signed_error(clock_rows, by=["label", "temperature"]).round(4))
 
 # %% [markdown]
 # ## Where each model wins
@@ -386,7 +412,8 @@ analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 # %%
 results = None
 if cost == pricing.LATENCY_COLUMN:
-    results = report.write_t5_results(rows, tasks, sweep_path, calibration, n_resamples=n_resamples, table=table)
+    results = report.write_t5_results(rows, tasks, sweep_path, calibration, n_resamples=n_resamples, table=table,
+                                      clock_rows=clock_rows)
     claims_table = results["claims"]
 else:   # wall time: no calibration to re-price with
     claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)

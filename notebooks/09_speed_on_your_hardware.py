@@ -78,6 +78,7 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
 })
 
 # %%
+import json
 from pathlib import Path
 
 import ipywidgets as widgets
@@ -227,6 +228,39 @@ tl.views.widgets.save(speed_view.what_if_figure(0.8, 0.1, calibration), "speed_w
 print(speed_view.describe_what_if(what_if))
 metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best_speedup_here", "best_gamma_textbook",
                                                        "best_speedup_textbook")}
+
+# %% [markdown]
+# ## 6. Batches: where speculation stops paying
+# Decoding $B$ prompts together (`tl.generate_batch`), each call of a model serves every row, so the costs
+# above become those of one call on $B$ rows, $t_q(B)$ and $t_p(k, B)$. Each row still keeps its own drafts
+# (a block emits $\mathbb{E}[N_\gamma]$ tokens per row), so the batch decodes
+#
+# $$R_B(\gamma) = \frac{B\,\mathbb{E}[N_\gamma]}{\gamma\, t_q(B) + t_p(\gamma + 1, B)}, \qquad
+#   R_B(0) = \frac{B}{t_p(1, B)}$$
+#
+# tokens per second (`tl.latency.batch_tokens_per_second`). Scoring $\gamma + 1$ tokens per row multiplies
+# the verifier's arithmetic by about $\gamma + 1$; a small batch leaves that arithmetic idle (the call reads
+# the weights either way), a large one does not, and speculation's advantage shrinks as $B$ grows.
+# `benchmarks/batch_speed.py` measures it, beside the model's prediction from calls timed on $B$ rows, and
+# commits its numbers in `data/benchmarks/batch_speed_<profile>_cpu.json`: below, the Qwen pair's where they
+# are there, else the `default` profile's (run the script to measure your machine).
+
+# %%
+batch_files = [tl.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json" for name in ("qwen", "default")]
+batch_file = next((path for path in batch_files if path.exists()), batch_files[0])
+if batch_file.exists():
+    batch_speed = json.loads(batch_file.read_text())
+    batch_runs = pd.DataFrame(batch_speed["runs"])
+    tl.views.widgets.save(speed_view.batch_speed_figure(
+        batch_runs, f"{batch_speed['drafter']} -> {batch_speed['verifier']}: measured against the block-cost model"),
+        "speed_batch_sizes")
+    batch_table = batch_runs.groupby(["batch_size", "gamma"])[
+        ["tokens_per_s", "predicted_tokens_per_s", "acceptance", "peak_rss_mib"]].median().round(3)
+    display(batch_table)
+    metrics["batch_speed"] = {"pair": f"{batch_speed['drafter']} -> {batch_speed['verifier']}",
+                              "table": batch_table.reset_index().to_dict(orient="records")}
+else:
+    print(f"no {batch_file.name}: run benchmarks/batch_speed.py to measure it.")
 
 # %% [markdown]
 # ## Record the numbers

@@ -251,8 +251,8 @@ def test_counters_and_time_shares(pair):
     ([], {}, "prompts is empty"),
     ("3 5 7", {}, "list of prompts"),
     ([[3, 5], []], {}, "prompt is empty"),
-    (PROMPTS, dict(method="bild"), "not batched.*tutorial_lib.generate"),
-    (PROMPTS, dict(gamma=3), "gamma = 1 only"),
+    (PROMPTS, dict(method="oracle", rule="chow"), "not batched.*tutorial_lib.generate"),
+    (PROMPTS, dict(gamma="auto"), "fixed block size"),
     (PROMPTS, dict(rule="nope"), "rule='nope' is unknown"),
     (PROMPTS, dict(rule="chow", alpha=2.0), "outside the range"),
     (PROMPTS, dict(temperature=-1.0), "temperature"),
@@ -266,10 +266,9 @@ def test_bad_input_says_what_to_change(pair, prompts, options, message):
         generate_batch(*pair, prompts, **options)
 
 
-def test_encoder_decoder_and_toy_models_are_refused():
+def test_encoder_decoder_prefills_and_toy_models_are_refused():
+    """An encoder-decoder batches (`block_batch`, tests/test_batch_blocks.py), but has no decoder prefill."""
     t5 = models.tiny_random_t5(0)
-    with pytest.raises(ValueError, match="encoder-decoder model.*tutorial_lib.generate"):
-        generate_batch(t5, t5, PROMPTS)
     with pytest.raises(ValueError, match="encoder-decoder model.*tutorial_lib.generate"):
         prefill_batch(t5, t5, PROMPTS)
     toy = models.toy_pair(tl.ToyWorld())

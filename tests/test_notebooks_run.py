@@ -211,6 +211,19 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
         assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
 
 
+def test_t5_evaluation_smoke_batched(tmp_path, monkeypatch):
+    """runner="batch": the same rows as at batch size 1 (quality, counted calls), latency priced from the
+    calls, the check against the clock on sentences decoded alone."""
+    from test_model_files import use_shared_model_cache
+    use_shared_model_cache()
+    results = tmp_path / "results"
+    metrics = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), runner="batch", clock_examples=2)
+    assert metrics["n_rows"] == metrics["n_configs"] * 3 and metrics["latency_column"] == "modelled_latency_s"
+    assert {row["config"] for row in metrics["model_error"]} == {row["config"] for row in metrics["paired_differences"]}
+    clock = [path for path in results.iterdir() if path.name.startswith("t5-smoke-clock-")]
+    assert len(clock) == 1 and len((clock[0] / "rows.jsonl").read_text().splitlines()) == metrics["n_configs"] * 2
+
+
 def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     from test_model_files import use_shared_model_cache
     use_shared_model_cache()

@@ -8,12 +8,13 @@ r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and w
 - `shared_prefix` - one pass over the prompts' shared prefix, copied into every batch.
 - `lockstep`      - the steps lockstep decoding at gamma = 1 shares: prefill chunks, rows, one step, a row's `Generation`.
 - `batch`         - `generate_batch` / `prefill_batch`: many prompts of one configuration in lockstep.
+- `block_batch`   - the batch's blocks of any gamma (ragged acceptance, realigned caches), encoder-decoders, cascades.
 - `config_batch`  - `generate_configs`: many configurations of one chunk of prompts in one batch.
 - `speed_runs`    - measured speed-ups beside the block-cost model's (notebook 09, `benchmarks/engine_speed.py`).
 """
 import importlib
 
-__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'config_batch', 'speed_runs']
+__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs']
 
 
 def __getattr__(name: str):

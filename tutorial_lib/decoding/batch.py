@@ -1,4 +1,6 @@
-r"""Speculative cascades at $\gamma = 1$ for a batch of prompts, every row in lockstep.
+r"""Speculative cascades for a batch of prompts: at $\gamma = 1$ every row in lockstep (below); blocks of
+$\gamma > 1$ drafts (rows keeping different numbers of them), Algorithm 4's bonus token, encoder-decoder
+pairs and the sequential cascades in `block_batch`.
 
 `engine.generate` runs one prompt at a time; on a CPU or a GPU a batch of prompts costs little more
 per forward pass than one, so a sweep over many prompts (and many rules and $\alpha$) is far
@@ -54,6 +56,7 @@ from .lockstep import (BATCH_METHODS, BatchPrefill, Chunk, MODELS_USED, Rows, bu
                        check_prefill, check_seeds, encode_prompts, forward_step, load_models, plain_step,
                        prefill_chunks, row_generation, speculative_step)
 from .options import check_generate_options, stop_tokens
+from .block_batch import BLOCK_BONUS, CASCADE_METHODS, Side, decode_blocks, encode_batch
 
 __all__ = ["BATCH_METHODS", "BatchPrefill", "prefill_batch", "generate_batch"]
 
@@ -124,10 +127,11 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
                    alpha: Optional[float] = None, beta=1.0, temperature: float = 0.0, max_new_tokens: int = 64,
                    seeds: Optional[Sequence[int]] = None, eos_token_id=None, prefill: Optional[BatchPrefill] = None,
                    batch_size: Optional[int] = None, progress: bool = False, gamma: int = 1,
-                   shared_vocabulary: bool = False) -> List[Generation]:
+                   bonus: Optional[str] = None, aggregate: str = "sequence", bild_threshold: Optional[float] = None,
+                   bild_fallback: float = 0.5, shared_vocabulary: bool = False) -> List[Generation]:
     r"""Generate continuations of many `prompts` at once; one `Generation` per prompt, in order.
 
-    `method="speculative"` is speculative execution at $\gamma = 1$ with target
+    `method="speculative"` (at the default `gamma=1`) is speculative execution at $\gamma = 1$ with target
     $\pi = \mathbb{T}(q, p)$ of `rule` (any of `targets.RULES`, None meaning "spec"; `alpha` and `beta` as in
     `engine.generate`): per step each row drafts $x \sim q_t$, keeps it with probability
     $\min\{1, \pi_t(x)/q_t(x)\}$ and otherwise samples the residual $\mathrm{norm}(\max\{0, \pi_t - q_t\})$.
@@ -141,27 +145,52 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
     Times: the batch's wall time and each model's forward time, the prefill included (even a
     reused one, so the numbers compare with `generate`), divided evenly among the rows of its chunk.
 
-    Models must be decoder-only `transformers` models (not toy or encoder-decoder models: use
-    `engine.generate`). `prefill` is a `prefill_batch` of the same models and prompts, shared by
+    Models must be `transformers` models (not toy models: use `engine.generate`); encoder-decoders run
+    through `block_batch` (below). `prefill` is a `prefill_batch` of the same models and prompts, shared by
     many calls (its caches are copied, never modified); without it the prompts are prefilled here.
     `batch_size` rows share a forward pass (default: all), `progress=True` shows a bar over the
-    token budget. `eos_token_id` is as in `generate` (`()` never stops early). `gamma` exists only
-    to say that this runs $\gamma = 1$: anything else is an error.
+    token budget. `eos_token_id` is as in `generate` (`()` never stops early).
+
+    `gamma` > 1 (or `bonus="verifier"`) runs Algorithm 4's blocks for every row at once (`block_batch`):
+    each row drafts up to `gamma` tokens, one verifier call scores every row's block, rows keep different
+    numbers of drafts and continue from their own positions. `bonus` is as in `generate` (`"verifier"` or
+    `"none"`; None means `"none"` at `gamma=1` and `"verifier"`, Algorithm 4's, above). Row `i` then returns
+    what `generate(..., gamma=gamma, bonus=bonus, seed=seeds[i])` returns: the same tokens at $T = 0$, the
+    same draws at $T > 0$ (up to float noise), the same counters (`calls_by_k`, prefills, `feed_log`).
+    Encoder-decoder pairs (T5) run this way at any `gamma`, and plain decoding with either model too
+    (their encoders read the right-padded prompts once per chunk; `prefill` is for decoder-only pairs).
+    So do the token cascade (`method="token_cascade"`, Algorithm 2: the verifier's pass is computed for
+    the whole batch when any row defers), the sequence cascade (`"seq_cascade"`, equation 1 with
+    `aggregate`: the drafter answers every row, then the verifier the rows that defer) and the original
+    BiLD (`"bild"` with `bild_threshold`, `bild_fallback`: rows draft blocks of their own lengths).
     """
-    if method not in BATCH_METHODS:
-        raise ValueError(f"method={method!r} is not batched; generate_batch runs {', '.join(BATCH_METHODS)}. "
-                         "Use tutorial_lib.generate (or generate_many) for the other methods.")
-    if check_gamma(gamma) != 1:
-        raise ValueError(f"gamma={gamma!r}: generate_batch runs gamma = 1 only (one token per row and step). "
-                         "For longer draft blocks use tutorial_lib.generate(..., gamma=...).")
-    drafter, verifier = load_models(drafter, verifier, shared_vocabulary)
-    o = check_generate_options(method, rule, alpha, 1, temperature, max_new_tokens, "sequence", "none")
+    if method not in BATCH_METHODS + CASCADE_METHODS:
+        raise ValueError(f"method={method!r} is not batched; generate_batch runs "
+                         f"{', '.join(BATCH_METHODS + CASCADE_METHODS)}. Use tutorial_lib.generate (or generate_many) "
+                         "for the other methods.")
+    if isinstance(gamma, str) or not isinstance(gamma, int) and hasattr(gamma, "next_gamma"):
+        raise ValueError(f"gamma={gamma!r}: generate_batch runs a fixed block size (a batch shares one verifier "
+                         "call per block); pick one, or use tutorial_lib.generate(..., gamma='auto') per prompt.")
+    gamma = check_gamma(gamma)
+    if bonus is None:
+        bonus = "none" if gamma == 1 else "verifier"
+    if bonus not in BLOCK_BONUS:
+        raise ValueError(f"bonus={bonus!r}: generate_batch runs bonus in {BLOCK_BONUS}; bonus='target' needs one "
+                         "more drafter step per row, use tutorial_lib.generate(..., bonus='target').")
+    drafter, verifier = load_models(drafter, verifier, shared_vocabulary, encoder_decoder=True)
+    o = check_generate_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggregate, bonus,
+                               bild_threshold, bild_fallback)
     rule, alpha, temperature, max_new_tokens = o.rule, o.alpha, o.temperature, o.max_new_tokens
     batch_size = check_batch_size(batch_size)
     prompt_ids = encode_prompts(verifier, prompts)
     seeds = check_seeds(seeds, len(prompt_ids))
     eos = stop_tokens(eos_token_id, verifier)
-    which = MODELS_USED[method]
+    which = MODELS_USED.get(method, ("drafter", "verifier"))
+    if verifier.is_encoder_decoder or gamma > 1 or bonus != "none" or method in CASCADE_METHODS:
+        return _generate_blocks(drafter, verifier, prompt_ids, seeds, which, prefill, batch_size, progress,
+                                method=method, rule=rule, alpha=alpha, beta=beta, gamma=gamma, bonus=bonus,
+                                temperature=temperature, max_new_tokens=max_new_tokens, eos=eos,
+                                aggregate=o.aggregate, bild_threshold=o.bild_threshold, bild_fallback=o.bild_fallback)
     if prefill is None:
         prefill = prefill_chunks(drafter, verifier, prompt_ids, which, batch_size, progress)
     else:
@@ -176,6 +205,58 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
             out += _decode_chunk(chunk, lms, verifier, prompt_ids, seeds, method=method, rule=rule, alpha=alpha,
                                  beta=beta, temperature=temperature, max_new_tokens=max_new_tokens, eos=eos,
                                  bar=bar if progress else None)
+    finally:
+        bar.close()
+    return out
+
+
+def _generate_blocks(drafter, verifier, prompt_ids, seeds, which, prefill, batch_size, progress, *, method, rule,
+                     alpha, beta, gamma, bonus, temperature, max_new_tokens, eos, aggregate, bild_threshold,
+                     bild_fallback) -> List[Generation]:
+    """`generate_batch` at any gamma and for encoder-decoders: each chunk's models set up (prefill or
+    encoder passes), then `block_batch.decode_blocks`."""
+    from tqdm.auto import tqdm
+    lms = {name: lm for name, lm in (("drafter", drafter), ("verifier", verifier)) if name in which}
+    options = dict(method=method, rule=rule, alpha=alpha, beta=beta, gamma=gamma, bonus=bonus,
+                   temperature=temperature, max_new_tokens=max_new_tokens, eos=eos, aggregate=aggregate,
+                   bild_threshold=bild_threshold, bild_fallback=bild_fallback)
+    bar = tqdm(total=len(prompt_ids) * max_new_tokens, unit="tok", disable=not progress,
+               desc=f"{method if rule is None else f'{rule} {alpha:g}'} gamma={gamma}")
+    out = []
+    try:
+        if verifier.is_encoder_decoder:
+            if prefill is not None:
+                raise ValueError("prefill is for decoder-only pairs; an encoder-decoder's prompts go through its "
+                                 "encoder, which generate_batch runs once per chunk. Leave prefill out.")
+            size = batch_size or len(prompt_ids)
+            for start in range(0, len(prompt_ids), size):
+                ids = prompt_ids[start:start + size]
+                sides, setup = {}, 0.0
+                from transformers import DynamicCache, EncoderDecoderCache
+                for name, lm in lms.items():
+                    tic = time.perf_counter()
+                    encoder = encode_batch(lm, ids)
+                    sides[name] = Side(lm, EncoderDecoderCache(DynamicCache(), DynamicCache()),
+                                        torch.zeros((len(ids), 0), dtype=torch.long), [[] for _ in ids], encoder)
+                    sides[name].time_s = time.perf_counter() - tic
+                    setup += sides[name].time_s
+                out += decode_blocks(lms, verifier, ids, seeds[start:start + size], sides, setup_s=setup,
+                                     bar=bar if progress else None, **options)
+            return out
+        if prefill is None:
+            prefill = prefill_chunks(drafter, verifier, prompt_ids, which, batch_size, progress)
+        else:
+            check_prefill(prefill, drafter, verifier, prompt_ids, which, batch_size)
+        for chunk in prefill.chunks:
+            ids = [prompt_ids[i] for i in chunk.rows]
+            # copies: the prefill stays as it was, for the next configuration of a sweep
+            sides = {name: Side(lm, copy.deepcopy(chunk.caches[name]), chunk.mask.clone(), [p[:-1] for p in ids])
+                     for name, lm in lms.items()}
+            for name in lms:
+                sides[name].time_s = chunk.time_s.get(name, 0.0)
+            out += decode_blocks(lms, verifier, ids, [seeds[i] for i in chunk.rows], sides,
+                                 bar=bar if progress else None,
+                                 setup_s=sum(chunk.time_s.get(name, 0.0) for name in lms), **options)
     finally:
         bar.close()
     return out

@@ -68,11 +68,12 @@ class BatchPrefill:
 
 # ---- input checks -----------------------------------------------------------------------------
 
-def load_models(drafter, verifier, shared_vocabulary: bool = False):
+def load_models(drafter, verifier, shared_vocabulary: bool = False, encoder_decoder: bool = False):
+    """The two models, loaded and checked; toy models are refused, encoder-decoders unless `encoder_decoder`."""
     drafter, verifier = load_model(drafter), load_model(verifier)
     check_compatible(drafter, verifier, shared_vocabulary=shared_vocabulary)
     for lm in (drafter, verifier):
-        if lm.is_toy or lm.is_encoder_decoder:
+        if lm.is_toy or lm.is_encoder_decoder and not encoder_decoder:
             kind = "a toy model" if lm.is_toy else "an encoder-decoder model"
             raise ValueError(f"{lm.name} is {kind}; batched decoding needs decoder-only transformers "
                              "models. Use tutorial_lib.generate (one prompt at a time) instead.")

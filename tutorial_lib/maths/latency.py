@@ -30,6 +30,18 @@ $$S(\gamma) = \frac{1 - a^{\gamma+1}}{(1 - a)(\gamma c + 1)}.$$
 
 On a CPU, $t_p(k)$ grows with $k$ (compute-bound), so the same $a$ and $c$ buy much less: this module
 says how much, from measured $t_q$ and $t_p(k)$ (`tutorial_lib.decoding.calibration`).
+
+**Batches.** With $B$ rows decoded together (`batch.generate_batch`) every call serves all rows, and the
+costs become those of a call on $B$ rows: $t_q(B)$, $t_p(k, B)$. Each row keeps its own drafts, so a
+block still emits $\mathbb{E}[N_\gamma]$ tokens per row, and the batch's throughput is
+
+$$R_B(\gamma) = \frac{B\,\mathbb{E}[N_\gamma]}{\gamma\, t_q(B) + \bigl(1 - (1 - a^\gamma)^B\bigr)\,\Delta_q(B)
+  + t_p(\gamma + 1, B)}, \qquad R_B(0) = \frac{B}{t_p(1, B)}$$
+
+tokens per second (the drafter's first call feeds two tokens to every row as soon as one row accepted its
+whole block). On a memory-bound device $t_p(k, B)$ hardly grows with $k$ or $B$; on a compute-bound one it
+grows with the $kB$ tokens scored, so speculation's extra $\gamma B$ tokens per call stop paying once the
+batch alone keeps the arithmetic units busy (`batch_tokens_per_second`, `benchmarks/batch_speed.py`).
 """
 from __future__ import annotations
 
@@ -39,7 +51,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 from ..checks import check_whole_number
 
 __all__ = ["expected_tokens_per_call", "expected_latency", "textbook_speedup", "block_time_per_token", "predicted_speedup",
-           "best_gamma", "break_even_acceptance", "speedup_curve", "verifier_cost"]
+           "best_gamma", "break_even_acceptance", "speedup_curve", "verifier_cost", "batch_tokens_per_second"]
 
 #: $t_p$ given as a function of $k$, a mapping $k \mapsto$ seconds, or a sequence whose item $k - 1$ is $t_p(k)$.
 VerifierCost = Union[Callable[[int], float], Mapping[int, float], Sequence[float]]
@@ -166,3 +178,17 @@ def break_even_acceptance(gamma: int, t_q: float, t_p: VerifierCost) -> Optional
         return 0.0
     return float(brentq(lambda a: expected_tokens_per_call(a, gamma) - needed, 0.0, 1.0, xtol=1e-12))
 
+
+
+def batch_tokens_per_second(gamma: int, acceptance: float, t_q: float, t_p: VerifierCost, batch_size: int,
+                            t_q2: Optional[float] = None) -> float:
+    r"""$R_B(\gamma)$ of the module docstring: tokens per second of $B$ rows decoded together, from the costs
+    of one call on all $B$ rows (`t_q`, `t_p(k)`, `t_q2` measured at this batch size); `gamma=0` is plain
+    decoding with the verifier, $B / t_p(1, B)$."""
+    gamma, t_q = _check_gamma(gamma), _check_seconds(t_q, "t_q")
+    batch_size = check_whole_number(batch_size, "batch_size", 1, "a batch holds at least one row")
+    a, cost = _check_acceptance(acceptance), verifier_cost(t_p)
+    if gamma == 0:
+        return batch_size / cost(1)
+    catch_up = 0.0 if t_q2 is None else (_check_seconds(t_q2, "t_q2") - t_q) * (1.0 - (1.0 - a ** gamma) ** batch_size)
+    return batch_size * expected_tokens_per_call(a, gamma) / (gamma * t_q + catch_up + cost(gamma + 1))

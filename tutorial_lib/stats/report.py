@@ -103,14 +103,16 @@ def _relative_total(rows: pd.DataFrame, label: str, temperature: float, column: 
 
 def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamples: int = 2000,
                      grid_resamples: int = GRID_RESAMPLES, table: Optional[pd.DataFrame] = None,
-                     progress: bool = True) -> Dict[str, pd.DataFrame]:
-    """The T5 run's result files (module docstring) from its priced rows; returns the tables."""
+                     progress: bool = True, clock_rows: Optional[pd.DataFrame] = None) -> Dict[str, pd.DataFrame]:
+    """The T5 run's result files (module docstring) from its priced rows; returns the tables. `clock_rows`:
+    priced rows decoded at batch size 1 for the signed error against the clock, where `rows` were batched
+    (their wall times are shares of a batch); None: `rows` themselves."""
     from . import claims, hardware, pricing
     folder = Path(folder)
     column = pricing.LATENCY_COLUMN
     claims_table = claims.t5_claims(rows, tasks, cost=column, n_resamples=n_resamples)
     claims_table.to_csv(folder / "claims.csv", index=False)
-    errors = pricing.signed_error(rows, by=["label", "temperature"])
+    errors = pricing.signed_error(rows if clock_rows is None else clock_rows, by=["label", "temperature"])
     errors.to_csv(folder / "signed_error.csv", index=False)
     machine = hardware.machine_c(calibration)
     grid = hardware.verdict_grid(

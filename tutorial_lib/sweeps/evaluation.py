@@ -41,7 +41,7 @@ from .configs import (CURVES, GEMMA_CURVES, T5_CURVES, Config, Example, Task, bi
 
 __all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid",
            "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
-           "prompt_ids", "Processes", "MissingRowsError"]
+           "prompt_ids", "batch_plan", "Processes", "MissingRowsError"]
 
 
 # ---- the sweep --------------------------------------------------------------------------------------
@@ -229,10 +229,14 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     """Run every configuration on every example of every task; returns the sweep's whole table.
 
     `runner="single"` runs `engine.generate` one example at a time (batch size 1: the wall times
-    are latencies); `runner="batch"` decodes `batch_size` examples at once at `gamma = 1` under every
-    configuration still missing rows, all in one batch (`config_batch.generate_configs`: rows with one
-    history share their forward passes; the wall time of a row is then its share of the batch's time,
-    not a latency). Finished rows are skipped; `max_rows`
+    are latencies); `runner="batch"` decodes `batch_size` examples at once: a decoder-only pair's
+    configurations at `gamma = 1` without a bonus token (and plain decoding) all in one batch
+    (`config_batch.generate_configs`: rows with one history share their forward passes), every other
+    configuration (any `gamma`, Algorithm 4's bonus token, encoder-decoder pairs, the sequential and
+    token cascades, the original BiLD) one at a time through `batch.generate_batch`, and the oracle
+    (and `bonus="target"`) one example at a time as `"single"` does. A batched row's tokens and
+    counters are those of its single run (so its priced latency, `pricing`, is a batch-size-1 latency);
+    its `wall_time_s` is its share of the batch's time, not a latency. Finished rows are skipped; `max_rows`
     stops after that many new rows (as an interruption would). Example `i` of a task uses seed
     `seed + i` in every configuration (common random numbers across methods).
 
@@ -309,8 +313,12 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     bar.update(sum(1 for t, c in todo for e in t.examples if (t.name, c.key, e.id) in done))
     new_rows = 0
     if runner == "single":
-        from ..decoding.engine import generate
-        for task, config in todo:
+        lockstep, blocks, singles = [], [], list(configs)
+    else:
+        lockstep, blocks, singles = batch_plan(configs, verifier)
+    from ..decoding.engine import generate
+    for task in tasks:
+        for config in singles:   # batch size 1: the wall times are latencies
             bar.set_postfix_str(f"{task.name}: {config.label} a={config.alpha:.3g}", refresh=False)
             for i, example in enumerate(task.examples):
                 if (task.name, config.key, example.id) in done:
@@ -324,23 +332,20 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                 sweep.append([_row(task, example, config, generation, seed + i)])
                 new_rows += 1
                 bar.update(1)
-    else:
-        from ..decoding.config_batch import generate_configs
-        for config in configs:
-            if config.gamma != 1 or config.method not in ("drafter", "verifier", "speculative"):
-                raise ValueError(f"runner='batch' runs speculative execution at gamma = 1; {config.key} needs "
-                                 "runner='single'.")
-            if config.method == "speculative" and config.bonus != "none":
-                raise ValueError(f"runner='batch' emits one token per step (bonus='none'); {config.key} asks "
-                                 "for a bonus token: build the configurations with bonus='none'.")
-        for task in tasks:
-            for start in range(0, len(task.examples), batch_size):
-                chunk = task.examples[start:start + batch_size]
-                # every configuration still missing a row of this chunk decodes in one batch, rows with
-                # one history sharing their forward passes (`config_batch`)
-                pending = [c for c in configs if any((task.name, c.key, e.id) not in done for e in chunk)]
-                if not pending:
-                    continue
+        if lockstep or blocks:
+            from ..decoding.batch import generate_batch
+            from ..decoding.config_batch import generate_configs
+        for start in range(0, len(task.examples), batch_size) if lockstep or blocks else ():
+            chunk = task.examples[start:start + batch_size]
+            # every gamma = 1 configuration still missing a row of this chunk decodes in one batch, rows
+            # with one history sharing their forward passes (`config_batch`)
+            pending = [c for c in lockstep if any((task.name, c.key, e.id) not in done for e in chunk)]
+            missing = [c for c in blocks if any((task.name, c.key, e.id) not in done for e in chunk)]
+            if not pending and not missing:
+                continue        # (so saved runs reload without their models)
+            prompts = [prompt_ids(verifier, task, e) for e in chunk]
+            seeds = [seed + start + j for j in range(len(chunk))]
+            if pending:
                 if max_rows is not None:
                     if new_rows >= max_rows:
                         bar.close()
@@ -348,8 +353,6 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                     pending = pending[:-(-(max_rows - new_rows) // len(chunk))]
                 bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, "
                                     f"{len(pending)} configurations", refresh=False)
-                prompts = [prompt_ids(verifier, task, e) for e in chunk]
-                seeds = [seed + start + j for j in range(len(chunk))]
                 options = []
                 for config in pending:
                     o = config.engine_options()
@@ -359,6 +362,23 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                                           max_new_tokens=task.max_new_tokens, eos_token_id=eos_token_id)
                 rows = [_row(task, e, config, g, s) for config, generations in zip(pending, shared.generations)
                         for e, g, s in zip(chunk, generations, seeds) if (task.name, config.key, e.id) not in done]
+                sweep.append(rows)
+                new_rows += len(rows)
+                bar.update(len(rows))
+            # the other batched configurations: one `generate_batch` each (blocks of gamma drafts per row)
+            for config in missing:
+                if max_rows is not None and new_rows >= max_rows:
+                    bar.close()
+                    return _requested(sweep, tasks, configs, load_options)
+                bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, {config.label} "
+                                    f"a={config.alpha:.3g}", refresh=False)
+                options = config.engine_options()
+                if options["method"] != "speculative":
+                    options["bonus"] = "none" if options["gamma"] == 1 else "verifier"  # unused by plain decoding
+                generations = generate_batch(drafter, verifier, prompts, seeds=seeds, max_new_tokens=task.max_new_tokens,
+                                             eos_token_id=eos_token_id, **options)
+                rows = [_row(task, e, config, g, s) for e, g, s in zip(chunk, generations, seeds)
+                        if (task.name, config.key, e.id) not in done]
                 sweep.append(rows)
                 new_rows += len(rows)
                 bar.update(len(rows))
@@ -379,6 +399,26 @@ def _left_to_others(tasks: Sequence[Task], configs: Sequence[Config], done: set,
     pending = [unit for unit in units if any(key not in done for key in unit)]
     mine = {key for unit in processes.share(pending) for key in unit}
     return {key for unit in pending for key in unit if key not in mine}
+
+
+def batch_plan(configs: Sequence[Config], verifier) -> Tuple[list, list, list]:
+    """`runner="batch"`'s split of the configurations: (one shared batch at gamma = 1 through
+    `config_batch`, one `generate_batch` each, one example at a time)."""
+    encoder_decoder = bool(getattr(verifier, "is_encoder_decoder", False))  # (a `ModelRecord`: nothing runs)
+    lockstep, blocks, singles = [], [], []
+    for config in configs:
+        plain = config.method in ("drafter", "verifier")
+        if config.method == "oracle":
+            singles.append(config)   # both models at every position: `engine.generate`
+        elif config.method in ("token_cascade", "seq_cascade", "bild"):
+            blocks.append(config)
+        elif not encoder_decoder and (plain or config.gamma == 1 and config.bonus == "none"):
+            lockstep.append(config)
+        elif plain or config.bonus in ("verifier", "none"):
+            blocks.append(config)
+        else:
+            singles.append(config)   # bonus="target": one more drafter step per row
+    return lockstep, blocks, singles
 
 
 def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config], load_options: dict) -> pd.DataFrame:

@@ -5,7 +5,9 @@ Every number comes from `decoding.speed_runs` (`block_costs`, `what_if`: the blo
 k; predicted speed-up against gamma beside the textbook curve, with measured points), drawn
 `to_plotly` or `to_matplotlib`. `what_if_view(acceptance, cost_ratio, calibration=...)` is the widget
 callback of the sliders: the same verifier cost curve with another drafter cost and acceptance, and
-the acceptance above which speculation starts to pay, against the cost ratio.
+the acceptance above which speculation starts to pay, against the cost ratio. `batch_speed_panels` draws
+`benchmarks/batch_speed.py`'s table: tokens per second against the batch size, measured beside the
+block-cost model's prediction, and speculation's speed-up over the verifier at each batch size.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ..decoding.speed_runs import block_costs, what_if
 from .widgets import COLORS, Panel, Trace, number, to_matplotlib, to_plotly, wrap
 
 __all__ = ["block_cost_panels", "block_cost_figure", "block_cost_view", "what_if", "what_if_panels",
-           "what_if_view", "what_if_figure", "describe_what_if"]
+           "what_if_view", "what_if_figure", "describe_what_if", "batch_speed_panels", "batch_speed_figure"]
 
 HERE, TEXTBOOK, MEASURED, AUTO = "this machine (block-cost model)", "textbook (t_p(k) = t_p(1))", "measured", "gamma='auto'"
 
@@ -113,3 +115,39 @@ def describe_what_if(numbers: Dict) -> str:
     return (f"At a = {number(numbers['acceptance'])} and c = {number(numbers['cost_ratio'])}, on this machine: {verdict}; "
             f"with blocks as cheap as one step (the textbook) gamma = {numbers['best_gamma_textbook']} would give "
             f"{number(numbers['best_speedup_textbook'])}x.")
+
+
+def batch_speed_panels(runs) -> List[Panel]:
+    """Two panels from `speed_runs.predict_batch_speed`'s table (or the `runs` of `batch_speed`'s JSON):
+    tokens per second against the batch size per gamma (measured points, predicted dashed lines; gamma 0 is
+    the verifier alone), and each gamma's speed-up over the verifier alone at the same batch size."""
+    import pandas as pd
+    table = pd.DataFrame(list(runs) if not isinstance(runs, pd.DataFrame) else runs)
+    if table.empty or not {"batch_size", "gamma", "tokens_per_s", "predicted_tokens_per_s"} <= set(table.columns):
+        raise ValueError("runs: pass speed_runs.predict_batch_speed(...)'s table (or the 'runs' of "
+                         "data/benchmarks/batch_speed_<profile>_cpu.json).")
+    median = table.groupby(["gamma", "batch_size"])[["tokens_per_s", "predicted_tokens_per_s"]].median().reset_index()
+    rates, speedups = [], []
+    plain = median[median.gamma == 0].set_index("batch_size")
+    for i, (gamma, rows) in enumerate(median.groupby("gamma")):
+        name = "verifier alone" if gamma == 0 else f"gamma = {gamma}"
+        color = COLORS[i % len(COLORS)]
+        sizes = rows.batch_size.tolist()
+        rates += [Trace(f"{name}, measured", sizes, rows.tokens_per_s.tolist(), kind="points", color=color),
+                  Trace(f"{name}, predicted", sizes, rows.predicted_tokens_per_s.tolist(), dash=True, color=color)]
+        if gamma:
+            speedups += [Trace(f"{name}, measured", sizes, (rows.tokens_per_s.values /
+                                                            plain.loc[sizes, "tokens_per_s"].values).tolist(),
+                               kind="points", color=color),
+                         Trace(f"{name}, predicted", sizes, (rows.predicted_tokens_per_s.values /
+                                                             plain.loc[sizes, "predicted_tokens_per_s"].values).tolist(),
+                               dash=True, color=color)]
+    return [Panel(rates, xlabel="batch size B (rows per forward pass)", ylabel="tokens per second (all rows)",
+                  title="Throughput against batch size", xlog=True),
+            Panel(speedups, xlabel="batch size B", ylabel="speed-up over the verifier alone at the same B",
+                  title="Where speculation stops paying", xlog=True, hlines=[(1.0, "verifier alone")])]
+
+
+def batch_speed_figure(runs, title: str = "Speculation in a batch: measured against the block-cost model"):
+    """Static twin of `batch_speed_panels` (matplotlib), for `tl.savefig`."""
+    return to_matplotlib(batch_speed_panels(runs), wrap(title, 95))
