@@ -30,6 +30,7 @@ def _copy_results(tmp_path: Path) -> Path:
             source = ROOT / "data" / "results" / run / name
             if source.exists():
                 shutil.copy(source, target / name)
+    shutil.copytree(ROOT / "data" / "benchmarks", tmp_path / "data" / "benchmarks")  # the benchmark regions
     return tmp_path
 
 

@@ -109,7 +109,7 @@ def _decode_chunk(chunk: Chunk, lms: Dict[str, LanguageModel], verifier: Languag
                 if keep:
                     index = torch.tensor(keep)
                     for cache in caches.values():
-                        cache.batch_select_indices(index.to(next(iter(lms.values())).device))
+                        cache.batch_select_indices(index.cpu())  # a CPU index serves every layer's device (device_map)
                     mask = mask[index]
                 live = [live[k] for k in keep]
     # The batch's cost, prefill included, split evenly among its rows.

@@ -164,7 +164,7 @@ class Side:
     def select(self, index: List[int]) -> None:
         """Only the rows `index` stay in the batch."""
         at = torch.tensor(index)
-        self.cache.batch_select_indices(at.to(self.lm.device))
+        self.cache.batch_select_indices(at.cpu())  # a CPU index serves every layer's device (device_map)
         self.mask = self.mask[at]
         self.held = [self.held[i] for i in index]
         if self.encoder is not None:

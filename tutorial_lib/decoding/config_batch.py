@@ -140,7 +140,7 @@ def _decode_chunk(chunk: Chunk, lms, verifier, prompt_ids, seeds, settings, max_
                 index = [position[which][parents[j]] for j in keep]
                 if keep and index != list(range(len(held[which]))):
                     index = torch.tensor(index)
-                    caches[which].batch_select_indices(index.to(lms[which].device))
+                    caches[which].batch_select_indices(index.cpu())  # a CPU index serves every layer's device
                     masks[which] = masks[which][index]
                 held[which] = keep
             slot_rows = new_rows

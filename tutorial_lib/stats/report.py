@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import paths
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "NOTEBOOK_TIMES", "notebook_times_table", "write_t5_results", "write_t5_facts", "write_gemma_results",
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "NOTEBOOK_TIMES", "notebook_times_table", "batch_throughput_text", "batch_speed_table", "write_t5_results", "write_t5_facts", "write_gemma_results",
            "distinct_runs", "same_texts_as", "render",
            "regions", "rewrite", "REGION"]
 
@@ -380,6 +380,8 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
 
     return {
         "notebook-times": notebook_times,
+        "batch-throughput": lambda: batch_throughput_text(Path(root or ROOT) / "data" / "benchmarks" / "t5_batch_throughput_cpu.json"),
+        "batch-speed": lambda: batch_speed_table(Path(root or ROOT) / "data" / "benchmarks" / "batch_speed_default_cpu.json"),
         "t5-paired": t5_paired,
         "gemma-answer-lengths": gemma_answer_lengths,
         "gemma-paired": gemma_paired,
@@ -425,6 +427,46 @@ def notebook_times_table(path: Path) -> str:
     beside = sorted({runs[name].get("beside", "") for name in runs} - {""})
     note = f"\nBeside: {'; '.join(beside)}.\n" if beside else ""
     return "\n".join(lines) + "\n" + note
+
+
+def batch_throughput_text(path: Path) -> str:
+    """The batched T5 sweep against today's path (`benchmarks/t5_batch_throughput.py`): rows per minute,
+    the ratio's median and range over interleaved rounds, identical rows, peak memory."""
+    if not path.exists():
+        return f"No committed run of `benchmarks/t5_batch_throughput.py` ({path.name}).\n"
+    d = json.loads(path.read_text())
+    ratio, same, rss = d["ratio"], d["identical_rows"], d["peak_rss_mib"]
+    per_min = {p: [r["rows_per_min"] for r in d["runs"] if r["path"] == p] for p in ("single", "batch")}
+    same_text = " and ".join(f"{v['same_text']:,} of {v['rows']:,} texts and {v['same_counters']:,} counters at `{t}`"
+                             for t, v in same.items())
+    return (f"The T5 offline sweep ({d['items']} sentences, {d['configurations']} configurations, batch size "
+            f"{d['batch_size']}, {d['torch_threads']} thread, {d['rounds']} interleaved rounds with alternating "
+            f"order): the batched path makes **{ratio['median']:.2f}x** the rows per minute of one row at a time "
+            f"(median over rounds; range {ratio['low']:.2f}-{ratio['high']:.2f}x; single {min(per_min['single']):.0f}-"
+            f"{max(per_min['single']):.0f}, batched {min(per_min['batch']):.0f}-{max(per_min['batch']):.0f} rows per "
+            f"minute), with identical rows: {same_text}. Peak resident memory: single {rss['single']:.0f} MiB, "
+            f"batched {rss['batch']:.0f} MiB.\n")
+
+
+def batch_speed_table(path: Path) -> str:
+    """Tokens per second against batch size, measured and predicted (`benchmarks/batch_speed.py`)."""
+    if not path.exists():
+        return f"No committed run of `benchmarks/batch_speed.py` ({path.name}).\n"
+    d = json.loads(path.read_text())
+    runs = pd.DataFrame(d["runs"])
+    table = runs.groupby(["batch_size", "gamma"]).agg(tps=("tokens_per_s", "median"),
+                                                       predicted=("predicted_tokens_per_s", "median"),
+                                                       rss=("peak_rss_mib", "max")).reset_index()
+    lines = [f"{d['drafter']} drafting for {d['verifier']} ({d['dtype']}, {d['device']}, {d['torch_threads']} threads), "
+             f"{d['max_new_tokens']} new tokens per row, T = 0, median of {d['repeats']} rounds; gamma 0 is the "
+             "verifier alone; predicted: the block-cost model from calls timed on B rows, at the run's acceptance.\n",
+             "| B | gamma | tokens/s | predicted | measured / predicted | peak RSS (MiB) |", "|---|---|---|---|---|---|"]
+    for row in table.itertuples():
+        lines.append(f"| {row.batch_size} | {row.gamma} | {row.tps:.1f} | {row.predicted:.1f} | "
+                     f"{row.tps / row.predicted:.2f} | {row.rss:.0f} |")
+    ratio = table["tps"] / table["predicted"]
+    lines.append(f"\nMeasured over predicted: {ratio.min():.2f}-{ratio.max():.2f}.")
+    return "\n".join(lines) + "\n"
 
 
 def render(root: Optional[Path] = None) -> Dict[str, str]:
