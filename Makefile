@@ -9,9 +9,9 @@ STAMP := $(VENV)/.installed
 KERNEL := tutorial-lib
 EXECUTED := build/notebooks
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
-# The lessons (00-05 and 09 "speed on your hardware", a few minutes each) and the paper's reruns (06 T5, about 11 minutes; 07 Gemma,
-# minutes from its committed rows plus the Qwen pair's one-time install; 08 the Qwen pair's token-level analysis, minutes from its
-# shipped results).
+# The lessons (00-05, 09 "speed on your hardware" and 10 "rules in engines") and the paper's reruns (06 T5; 07 Gemma-style, from
+# its committed rows plus the Qwen pair's one-time install; 08 the Qwen pair's token-level analysis, from its shipped results).
+# The README's time table gives each one's measured time (data/benchmarks/notebook_times.jsonl).
 LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
