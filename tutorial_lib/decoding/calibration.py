@@ -50,7 +50,7 @@ import torch
 from ..checks import check_whole_number
 from ..maths import latency
 
-__all__ = ["Calibration", "calibrate", "CALL_KINDS", "rule_key", "target_kind", "rule_block_costs", "sweep_rules"]
+__all__ = ["Calibration", "calibrate", "CALL_KINDS", "rule_key", "target_kind", "rule_block_costs", "sweep_rules", "interleaved_rounds"]
 
 CALL_KINDS = ("drafter_step", "drafter_k2", "verifier", "prefill_drafter", "prefill_verifier", "encoder_drafter",
               "encoder_verifier", "overhead", "overhead_block")
@@ -325,6 +325,24 @@ def _context_ids(model, n: int, seed: int) -> List[int]:
     return torch.randint(low, model.vocab_size, (n,), generator=generator).tolist()
 
 
+def interleaved_rounds(measurements: Dict, repeats: int, *, seed: int = 0, progress: bool = True,
+                       desc: str = "calibrating") -> Dict:
+    """`{key: [seconds, ...]}`: every measurement (a function returning seconds) once per round, in a
+    shuffled order, for `repeats` rounds after a warm-up round, so that a drift of the machine falls on
+    every kind alike."""
+    from tqdm.auto import tqdm
+    samples = {key: [] for key in measurements}
+    rng = random.Random(seed)
+    for round_ in tqdm(range(repeats + 1), desc=desc, disable=not progress):
+        order = list(measurements)
+        rng.shuffle(order)
+        for key in order:
+            seconds = measurements[key]()
+            if round_:               # round 0 warms up kernels, allocators and caches
+                samples[key].append(seconds)
+    return samples
+
+
 def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_tokens: int = 64,
               overhead_tokens: int = 8, prefill_lengths: Sequence[int] = (), seed: int = 0,
               progress: bool = True, decode: Optional[Callable] = None) -> Calibration:
@@ -415,16 +433,7 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
         if max_k >= 2:
             measurements["overhead_block"] = block_overhead
 
-    from tqdm.auto import tqdm
-    samples: Dict[str, List[float]] = {kind: [] for kind in measurements}
-    rng = random.Random(seed)
-    for round_ in tqdm(range(repeats + 1), desc="calibrating", disable=not progress):
-        order = list(measurements)
-        rng.shuffle(order)
-        for kind in order:
-            seconds = measurements[kind]()
-            if round_:               # round 0 warms up kernels, allocators and caches
-                samples[kind].append(seconds)
+    samples = interleaved_rounds(measurements, repeats, seed=seed, progress=progress)
     return Calibration(samples, drafter=drafter.name, verifier=verifier.name, device=str(verifier.device),
                        dtypes={"drafter": str(drafter.dtype).replace("torch.", ""),
                                "verifier": str(verifier.dtype).replace("torch.", "")},

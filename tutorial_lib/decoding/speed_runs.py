@@ -37,7 +37,7 @@ import pandas as pd
 import torch
 
 from ..maths import latency
-from .calibration import Calibration
+from .calibration import Calibration, interleaved_rounds
 
 __all__ = ["PROMPTS", "SPEED_PROFILES", "speed_profile", "load_speed_pair", "engine_method", "measure_speed",
            "summarise_speed", "expected_run_time", "gamma_range", "scaled_calibration", "what_if", "block_costs",
@@ -318,7 +318,6 @@ def calibrate_batch(pair, batch_sizes: Sequence[int], *, ks: Sequence[int], repe
     and 2 (one row of logits kept). The median over `repeats` rounds after a warm-up round, each round in
     a shuffled order. Columns: model, batch_size, k, seconds (and every sample in `samples`)."""
     from transformers import DynamicCache
-    from tqdm.auto import tqdm
     from .shared_prefix import forward_rows
     drafter, verifier = pair
     generator = torch.Generator().manual_seed(seed)
@@ -339,15 +338,7 @@ def calibrate_batch(pair, batch_sizes: Sequence[int], *, ks: Sequence[int], repe
                     cache.crop(-k)       # back to the context: every call sees the same cache
                     return seconds
                 measurements[which, b, k] = call
-    samples = {key: [] for key in measurements}
-    rng = random.Random(seed)
-    for round_ in tqdm(range(repeats + 1), desc="calibrating batches", disable=not progress):
-        order = list(measurements)
-        rng.shuffle(order)
-        for key in order:
-            seconds = measurements[key]()
-            if round_:           # round 0 warms up kernels and allocators
-                samples[key].append(seconds)
+    samples = interleaved_rounds(measurements, repeats, seed=seed, progress=progress, desc="calibrating batches")
     table = pd.DataFrame([dict(model=w, batch_size=b, k=k, seconds=statistics.median(v), samples=v)
                           for (w, b, k), v in samples.items()])
     return table.sort_values(["model", "batch_size", "k"]).reset_index(drop=True)
