@@ -43,9 +43,10 @@ __all__ = ["ENGINE_PROFILES", "CONTEXTS", "engine_profile", "ENGINE_RULES", "REL
            "chi_square_test"]
 
 #: Notebook 10's profiles: the SmolLM2-135M pair (its first 16 layers draft) for the engines' checks, draws per
-#: context; the learned rule always trains on the committed Qwen data of notebook 08 (no model needed).
+#: context; the learned rule always trains on the committed Qwen data of notebook 08 (no model needed). 100 draws:
+#: the first check's cell took over 10 minutes with 300 beside a test run (transformers' assisted generate per draw).
 ENGINE_PROFILES = {
-    "default": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=300, n_resamples=1000),
+    "default": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=100, n_resamples=1000),
     "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=30, n_resamples=200),
 }
 #: The contexts whose next-token laws the engines' checks sample.
