@@ -103,7 +103,9 @@ def what_if_figure(acceptance: float, cost_ratio: float, calibration: Calibratio
 
 
 def _what_if_title(numbers: Dict) -> str:
-    return (f"What if: best gamma here {numbers['best_gamma_here']} ({number(numbers['best_speedup_here'])}x), "
+    # the setting is in the title: where no gamma pays, the best speed-ups stay 1x whatever a and c are
+    return (f"What if a = {numbers['acceptance']:.2f}, c = {numbers['cost_ratio']:.2f}: best gamma here "
+            f"{numbers['best_gamma_here']} ({number(numbers['best_speedup_here'])}x), "
             f"textbook {numbers['best_gamma_textbook']} ({number(numbers['best_speedup_textbook'])}x)")
 
 
