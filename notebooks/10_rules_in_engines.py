@@ -104,6 +104,9 @@ from tutorial_lib.views import token_analysis as view
 torch.set_num_threads(2)
 settings = engines.engine_profile(profile, n_samples=n_samples, n_resamples=n_resamples)
 started = time.perf_counter()
+# One thread: every check below is a one-token call on a 135M model, where a second thread only waits for
+# the first (and on a busy machine spins: one draw took 5-8 s with two threads beside other jobs, 0.2 s with one).
+torch.set_num_threads(1)
 pair = report.load_profile_pair(settings)
 print(f"pair: {pair.drafter.name} -> {pair.verifier.name}; {settings['n_samples']} draws per context and engine")
 metrics = {"profile": profile, "weight": weight, "n_samples": settings["n_samples"]}
