@@ -136,7 +136,9 @@ pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 # model; the sweeps then only check that every row they need is saved.
 
 # %%
-torch.set_num_threads(max(1, torch.get_num_threads()))
+# The smoke profile's 135M models make small calls, where a second thread mostly waits (and on a busy
+# machine spins, many times slower): one thread there; the Qwen pair uses every core.
+torch.set_num_threads(1 if settings["profile"] == "smoke" else max(1, torch.get_num_threads()))
 start = time.perf_counter()
 if redraw_only:
     pair = tl.reruns.saved_pair(f"gemma-{settings['profile']}", settings, results_dir=results_dir)
