@@ -151,7 +151,10 @@ def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[p
                                                                                       "BiLD*"))]
         reached = pd.to_numeric(cold["reduction_at_verifier_quality"], errors="coerce").dropna()
         facts["speculative_extra_latency_T0"] = [float(-reached.max()), float(-reached.min())]
-    (Path(folder) / "facts.json").write_text(json.dumps(facts, indent=1))
+    path = Path(folder) / "facts.json"
+    if path.exists():   # how the sweep was run is said once, when it ran; a redraw keeps it
+        facts = {**{k: v for k, v in json.loads(path.read_text()).items() if k == "run"}, **facts}
+    path.write_text(json.dumps(facts, indent=1))
     return facts
 
 
