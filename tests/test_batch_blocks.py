@@ -7,7 +7,6 @@ for itself in fp32, and the synthetic T5 pair (an encoder-decoder, trained with 
 """
 import numpy as np
 import pytest
-import torch
 
 import tutorial_lib as tl
 from tutorial_lib import models

@@ -18,9 +18,12 @@ Everything a profile decides is a plain dict, so a notebook shows it and a reade
 from __future__ import annotations
 
 import copy
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 from . import evaluation as ev
+
+if TYPE_CHECKING:   # annotations only: the wing loads pandas when a sweep does
+    import pandas as pd
 
 __all__ = ["T5_PROFILES", "T5_OFFLINE_ALPHAS", "T5_OFFLINE_ALPHAS_T0", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
            "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
