@@ -169,3 +169,30 @@ def test_shared_checks_accept_and_refuse_alike():
         checks.check_loss("hinge")
     with pytest.raises(ValueError, match="rule='nope' is unknown"):
         tl.targets.check_rule("nope")
+
+
+def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
+    # a view redrawn on a timer thread while the main thread decodes: the blocks interleave
+    import threading
+    from tutorial_lib.maths import targets
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with targets.trusted_inputs():
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def second():
+        a_in.wait(5)
+        with targets.trusted_inputs():
+            b_in.set()
+            a_out.wait(5)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    with pytest.raises(ValueError, match="sum"):
+        targets.target_distribution("spec", [0.5, 0.6], [0.5, 0.5], 0.0)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from typing import Callable, Dict, Optional, Union
 
 import torch
@@ -143,7 +144,13 @@ def _sum_tolerance(x: torch.Tensor) -> float:
     return 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-4
 
 
-_CHECKS = {"enabled": True}
+class _Checks(threading.local):
+    """Whether input checks run, per thread: a view redrawn on a timer thread while the main thread
+    decodes must not leave the other's checks switched off when the two blocks interleave."""
+    enabled = True
+
+
+_CHECKS = _Checks()
 
 
 @contextlib.contextmanager
@@ -153,19 +160,19 @@ def trusted_inputs():
     The engine builds every law with `probabilities`, so they are valid by construction; the checks
     would cost more than the arithmetic on small vocabularies. Use it only for such inputs.
     """
-    previous = _CHECKS["enabled"]
-    _CHECKS["enabled"] = False
+    previous = _CHECKS.enabled
+    _CHECKS.enabled = False
     try:
         yield
     finally:
-        _CHECKS["enabled"] = previous
+        _CHECKS.enabled = previous
 
 
 def _as_probabilities(x, name: str) -> torch.Tensor:
     x = torch.as_tensor(x)
     if not torch.is_floating_point(x):
         x = x.to(torch.get_default_dtype())
-    if not _CHECKS["enabled"]:
+    if not _CHECKS.enabled:
         return x
     if x.ndim == 0:
         raise ValueError(f"{name} must have a vocabulary dimension (shape (..., V)), got a scalar.")
@@ -462,7 +469,7 @@ def target_and_draft(pi, q):
     pi = torch.as_tensor(pi)
     if not torch.is_floating_point(pi):
         pi = pi.to(torch.get_default_dtype())
-    if not _CHECKS["enabled"]:
+    if not _CHECKS.enabled:
         q = torch.as_tensor(q)
         dtype = torch.promote_types(pi.dtype, q.dtype)
         return pi.to(dtype), q.to(dtype)
