@@ -322,9 +322,7 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
 
     def t5_distinct() -> str:
         f = facts(t5)
-        runs, counts = f["distinct_runs_T0"], f.get("configurations_T0")
-        if counts is None:   # a run whose facts predate per-rule counts: one count for every rule
-            counts = {label: f["configurations_per_rule"] for label in runs}
+        runs, counts = f["distinct_runs_T0"], f["configurations_T0"]
         listed = "; ".join(f"{label} {n} of {counts.get(label, '?')}" for label, n in runs.items())
         absent = f.get("not_run_T0", [])
         left_out = (f" {' and '.join(absent)} {'are' if len(absent) > 1 else 'is'} not run at `T = 0`: there "
