@@ -87,8 +87,9 @@ run-notebooks:
 		TUTORIAL_LIB_FIGURES=$(CURDIR)/figures TUTORIAL_LIB_RESULTS=$(CURDIR)/data/results $(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb $(EXECUTED)/$$name.ipynb \
 			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
 		secs=$$(( $$(date +%s) - start )); \
-		echo "$$name: executed in $$secs s -> $(EXECUTED)/$$name.ipynb"; \
-		echo "{\"notebook\": \"$$name\", \"seconds\": $$secs, \"load\": \"$$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)\", \"finished\": \"$$(date -u '+%Y-%m-%d %H:%M')\", \"beside\": \"$(BESIDE)\"}" >> $(EXECUTED)/notebook_times.jsonl; \
+		slowest=$$($(BIN)/python -c 'import json, sys; cells = json.load(open(sys.argv[1]))["cells"]; print(round(max((c["metadata"].get("papermill", {}).get("duration") or 0) for c in cells), 1))' $(EXECUTED)/$$name.ipynb); \
+		echo "$$name: executed in $$secs s (slowest cell $$slowest s) -> $(EXECUTED)/$$name.ipynb"; \
+		echo "{\"notebook\": \"$$name\", \"seconds\": $$secs, \"slowest_cell_s\": $$slowest, \"load\": \"$$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)\", \"finished\": \"$$(date -u '+%Y-%m-%d %H:%M')\", \"beside\": \"$(BESIDE)\"}" >> $(EXECUTED)/notebook_times.jsonl; \
 	done
 	@echo "figures written to figures/: $$(ls figures | tr "\n" " ")"
 

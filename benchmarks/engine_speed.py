@@ -46,7 +46,8 @@ from pathlib import Path
 
 import torch
 
-from tutorial_lib import speed_runs
+from tutorial_lib.decoding import speed_runs
+from tutorial_lib.stats import report
 from tutorial_lib.decoding import gamma_policy
 from tutorial_lib.decoding.engine import calibrate, generate
 
@@ -194,42 +195,6 @@ def benchmark_dtype(args, dtype):
     return rows, summary, calibration, checks, str(verifier.device)
 
 
-def markdown(summary, checks_by_dtype, calibrations, elapsed, header):
-    cols = ["dtype", "method", "median s", "speed-up vs ours verifier [q25, q75]", "time / HF greedy", "tokens / call",
-            "acceptance", "model", "textbook", "measured / expected", "same tokens as ours verifier"]
-    lines = [header, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    fmt = lambda v, f: "" if v is None or v != v else f.format(v)  # noqa: E731
-    for r in summary.to_dict(orient="records"):
-        lines.append(f"| {r['dtype']} | {r['method']} | {r['median_seconds']:.2f} | {r['speedup']:.2f}x "
-                     f"[{r['speedup_q25']:.2f}, {r['speedup_q75']:.2f}] | {fmt(r.get('time_vs_hf_greedy'), '{:.2f}')} | "
-                     f"{fmt(r.get('tokens_per_call'), '{:.2f}')} | {fmt(r.get('acceptance'), '{:.2f}')} | "
-                     f"{fmt(r.get('expected_speedup'), '{:.2f}x')} | {fmt(r.get('textbook_speedup'), '{:.2f}x')} | "
-                     f"{fmt(r.get('measured_over_expected'), '{:.2f}')} | {r['same_tokens']} of {r['n_runs']} |")
-    lines.append("")
-    for dtype, c in checks_by_dtype.items():
-        cal = calibrations[dtype]
-        tp = ", ".join(f"{cal.t_p(k) / cal.t_p(1):.2f}" for k in range(1, cal.max_k + 1))
-        a, h = c["auto_time_over_best_fixed"], c["hf_default_time_over_auto"]
-        lines += [f"**{dtype}**: t_q = {cal.t_q() * 1e3:.1f} ms, t_p(1) = {cal.t_p(1) * 1e3:.1f} ms (c = {cal.cost_ratio:.2f}); "
-                  f"t_p(k) / t_p(1) for k = 1..{cal.max_k}: {tp}. gamma='auto' chose {c['auto_gammas']} (blocks per gamma).",
-                  f"- auto time / best fixed ({c['best_fixed']}): median {a['median']:.3f} [q25 {a['q25']:.3f}, q75 {a['q75']:.3f}], "
-                  f"n = {a['n']}: {'PASS' if c['pass']['auto_within_5pct_of_best_fixed'] else 'FAIL'} (<= 1.05)",
-                  f"- HF default assisted time / auto: median {h['median']:.3f} [q25 {h['q25']:.3f}, q75 {h['q75']:.3f}]: "
-                  f"{'PASS' if c['pass']['auto_at_least_as_fast_as_hf_default'] else 'FAIL'} (>= 1.0)",
-                  f"- first gamma='auto' call, to the end of its first block: {c['first_auto_block']['seconds']:.1f} s "
-                  f"(quick calibration {c['first_auto_block']['calibration_s']:.1f} s): "
-                  f"{'PASS' if c['pass']['first_auto_block_within_30s'] else 'FAIL'} (<= 30 s)",
-                  "- what gamma='auto' knew at the end of its last run (block seconds: calibration -> measured mean, "
-                  "blocks timed -> estimate): " + "; ".join(
-                      f"gamma={r['gamma']}: {r['calibration_s'] * 1e3:.0f} ms -> "
-                      + (f"{r['measured_mean_s'] * 1e3:.0f} ms x {r['blocks_timed']}" if r['blocks_timed'] else "not run")
-                      + f" -> {r['estimate_s'] * 1e3:.0f} ms" for r in (c.get("auto_learned_costs") or [])),
-                  f"- smallest measured / expected over fixed gamma: {c['min_measured_over_expected']:.3f}: "
-                  f"{'PASS' if c['pass']['measured_over_expected_ge_0.9'] else 'FAIL'} (>= 0.9)", ""]
-    lines.append(f"Total {elapsed:.0f} s.")
-    return "\n".join(lines)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="rounds over all prompts and methods (>= 2)")
@@ -277,18 +242,15 @@ def main():
     stem = args.output or str(REPO / "data" / "benchmarks" /
                               f"engine_speed{'_quick' if args.quick else ''}_{device.split(':')[0]}")
     pair = (calibration.drafter, calibration.verifier)
-    header = (f"# Engine speed: {pair[0]} drafting for {pair[1]}\n\nDevice: {machine}"
-              f"{', beside a heavy job (one core busy)' if args.beside_heavy_job else ''}. T = 0, {args.prompts} prompts x "
-              f"{args.rounds} rounds, {args.max_new_tokens} new tokens, torch {torch.__version__}. Speed-ups: medians "
-              f"[quartiles] over (prompt, round) of our verifier-only time / the method's time.")
-    text = markdown(summary, checks, calibrations, elapsed, header)
     result = {"pair": pair, "device": machine, "args": vars(args), "threads": torch.get_num_threads(),
               "torch": torch.__version__, "elapsed_s": elapsed, "checks": checks,
               "calibration": {d: c.to_dict() for d, c in calibrations.items()},
               "table": summary.drop(columns=[], errors="ignore").to_dict(orient="records"),
               "runs": rows.to_dict(orient="records")}
+    result = json.loads(json.dumps(result, default=str))     # what the file holds, so the text reads as the README's
+    text = report.engine_speed_text(result)
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
-    Path(stem + ".json").write_text(json.dumps(result, indent=1, default=str))
+    Path(stem + ".json").write_text(json.dumps(result, indent=1))
     Path(stem + ".md").write_text(text + "\n")
     print(text)
     print(f"\nwrote {stem}.json and .md in {elapsed:.0f} s")

@@ -16,7 +16,9 @@ items of each task into DIR; it prints rows per minute per task and the verifier
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import signal
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,6 +48,35 @@ def pilot_report(rows, tasks) -> list[dict]:
     return report
 
 
+def session_logger(sweep, started: str, wall: float, cpu: float, threads: int, before: int, n_configs: int, tasks):
+    """Append this session's start, end, seconds and rows to `sessions.jsonl` once, when the sweep ends *or*
+    the process is stopped (SIGTERM, SIGINT, SIGHUP: the end of a working session kills long runs), so the
+    run's compute time adds up over sessions. Returns the function that writes the line."""
+    written = []
+
+    def write(finished: bool = False) -> None:
+        if written:
+            return
+        written.append(True)
+        # CPU seconds of all threads: on a shared machine, the wall time overstates what a quiet run takes
+        session = {"start": started, "end": _now(), "seconds": round(time.perf_counter() - wall, 1),
+                   "cpu_seconds": round(time.process_time() - cpu, 1), "threads": threads,
+                   "rows_before": before, "rows_after": len(sweep.done()), "finished": finished,
+                   "configurations": n_configs, "items": {t.name: len(t.examples) for t in tasks}}
+        with open(sweep.path / "sessions.jsonl", "a", encoding="utf-8") as log:
+            log.write(json.dumps(session) + "\n")
+        print(json.dumps(session), flush=True)
+
+    def stopped(signum, frame):
+        write()
+        raise SystemExit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, stopped)
+    atexit.register(write)
+    return write
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="offline-large", choices=sorted(reruns.GEMMA_PROFILES))
@@ -72,18 +103,13 @@ def main() -> None:
                             **reruns.run_config(settings)}, Path(args.root) if args.root else None)
     before = len(sweep.done())
     print(f"rows in {sweep.path}: {before} saved before this session", flush=True)
+    sweep.path.mkdir(parents=True, exist_ok=True)
+    log_session = session_logger(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
     rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, runner="batch",
                         batch_size=settings["batch_size"], extra_config=reruns.run_config(settings))
     if rows.attrs["path"] != str(sweep.path):
         raise RuntimeError(f"run_sweep wrote to {rows.attrs['path']}, not {sweep.path}: the folder hash moved")
-    # CPU seconds of all threads: on a shared machine, the wall time overstates what a quiet run takes
-    session = {"start": started, "end": _now(), "seconds": round(time.perf_counter() - wall, 1),
-               "cpu_seconds": round(time.process_time() - cpu, 1), "threads": args.threads,
-               "rows_before": before, "rows_after": len(rows), "configurations": len(configs),
-               "items": {t.name: len(t.examples) for t in tasks}}
-    with open(sweep.path / "sessions.jsonl", "a", encoding="utf-8") as log:
-        log.write(json.dumps(session) + "\n")
-    print(json.dumps(session), flush=True)
+    log_session(finished=True)
     if args.n_items is not None:
         print(json.dumps(pilot_report(rows, tasks), indent=1), flush=True)
     if args.latency:

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import paths
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "NOTEBOOK_TIMES", "notebook_times_table", "batch_throughput_text", "batch_speed_table", "write_t5_results", "write_t5_facts", "write_gemma_results",
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "NOTEBOOK_TIMES", "notebook_times_table", "batch_throughput_text", "batch_speed_table", "engine_speed_text", "write_t5_results", "write_t5_facts", "write_gemma_results",
            "distinct_runs", "same_texts_as", "render",
            "regions", "rewrite", "REGION"]
 
@@ -382,7 +382,12 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
     return {
         "notebook-times": notebook_times,
         "batch-throughput": lambda: batch_throughput_text(Path(root or ROOT) / "data" / "benchmarks" / "t5_batch_throughput_cpu.json"),
-        "batch-speed": lambda: batch_speed_table(Path(root or ROOT) / "data" / "benchmarks" / "batch_speed_default_cpu.json"),
+        "batch-speed": lambda: "\n".join(
+            batch_speed_table(Path(root or ROOT) / "data" / "benchmarks" / f"batch_speed_{profile}_cpu.json")
+            for profile in ("qwen", "default")),
+        "engine-speed": lambda: engine_speed_region({
+            "Quiet machine": Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu.json",
+            "Beside a heavy job": Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu_busy.json"}),
         "t5-paired": t5_paired,
         "gemma-answer-lengths": gemma_answer_lengths,
         "gemma-paired": gemma_paired,
@@ -401,6 +406,8 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
 
 #: Where `make run-notebooks` appends each notebook's time (copied from build/notebooks after a run).
 NOTEBOOK_TIMES = Path("data") / "benchmarks" / "notebook_times.jsonl"
+#: The notebook runner's cell limit (`make tutorial`'s CELL_TIMEOUT for the lessons, and CI's).
+CELL_LIMIT_S = 600
 #: What each notebook needs beyond the package (the README's time table).
 NOTEBOOK_NEEDS = {"00": "nothing", "01": "nothing", "02": "nothing", "03": "nothing", "04": "nothing",
                   "05": "nothing", "06": "trains the small T5 pair once (cached)",
@@ -419,14 +426,20 @@ def notebook_times_table(path: Path) -> str:
         if line.strip():
             entry = json.loads(line)
             runs[entry["notebook"]] = entry          # a later line is a later run
-    lines = ["| notebook | needs | seconds at defaults | load average at its end (1, 5, 15 min) | finished (UTC) |",
-             "|---|---|---|---|---|"]
+    lines = ["| notebook | needs | seconds at defaults | slowest cell (s) | load average at its end (1, 5, 15 min) "
+             "| finished (UTC) |", "|---|---|---|---|---|---|"]
     for name in sorted(runs):
         entry = runs[name]
-        lines.append(f"| {name} | {NOTEBOOK_NEEDS.get(name[:2], '')} | {entry['seconds']} | {entry['load']} | "
-                     f"{entry['finished']} |")
+        slowest = entry.get("slowest_cell_s")
+        lines.append(f"| {name} | {NOTEBOOK_NEEDS.get(name[:2], '')} | {entry['seconds']} | "
+                     f"{'' if slowest is None else slowest} | {entry['load']} | {entry['finished']} |")
     beside = sorted({runs[name].get("beside", "") for name in runs} - {""})
     note = f"\nBeside: {'; '.join(beside)}.\n" if beside else ""
+    timed = {name: entry["slowest_cell_s"] for name, entry in runs.items() if entry.get("slowest_cell_s") is not None}
+    if timed:
+        over = sorted(name for name, seconds in timed.items() if seconds > CELL_LIMIT_S / 4)
+        note += (f"\nSlowest cells against a quarter of the runner's {CELL_LIMIT_S}-s cell limit: "
+                 + (f"{', '.join(over)} above it." if over else f"all {len(timed)} timed notebooks within it.") + "\n")
     return "\n".join(lines) + "\n" + note
 
 
@@ -450,24 +463,114 @@ def batch_throughput_text(path: Path) -> str:
 
 
 def batch_speed_table(path: Path) -> str:
-    """Tokens per second against batch size, measured and predicted (`benchmarks/batch_speed.py`)."""
+    """Tokens per second against batch size, measured (median and range over rounds) and predicted, and at
+    which batch sizes each gamma beats the verifier alone, measured and by the model (`benchmarks/batch_speed.py`)."""
     if not path.exists():
         return f"No committed run of `benchmarks/batch_speed.py` ({path.name}).\n"
     d = json.loads(path.read_text())
     runs = pd.DataFrame(d["runs"])
-    table = runs.groupby(["batch_size", "gamma"]).agg(tps=("tokens_per_s", "median"),
+    table = runs.groupby(["batch_size", "gamma"]).agg(tps=("tokens_per_s", "median"), low=("tokens_per_s", "min"),
+                                                       high=("tokens_per_s", "max"),
                                                        predicted=("predicted_tokens_per_s", "median"),
                                                        rss=("peak_rss_mib", "max")).reset_index()
-    lines = [f"{d['drafter']} drafting for {d['verifier']} ({d['dtype']}, {d['device']}, {d['torch_threads']} threads), "
-             f"{d['max_new_tokens']} new tokens per row, T = 0, median of {d['repeats']} rounds; gamma 0 is the "
-             "verifier alone; predicted: the block-cost model from calls timed on B rows, at the run's acceptance.\n",
-             "| B | gamma | tokens/s | predicted | measured / predicted | peak RSS (MiB) |", "|---|---|---|---|---|---|"]
+    beside = f", beside {d['beside']}" if d.get("beside") else ""
+    lines = [f"{d['drafter']} drafting for {d['verifier']} ({d['dtype']}, {d['device']}, {d['torch_threads']} threads{beside}), "
+             f"{d['max_new_tokens']} new tokens per row, T = 0, median [range] of {d['repeats']} shuffled rounds; gamma 0 "
+             "is the verifier alone; predicted: the block-cost model from calls timed on B rows, at the run's acceptance.\n",
+             "| B | gamma | tokens/s [range] | predicted | measured / predicted | peak RSS (MiB) |", "|---|---|---|---|---|---|"]
     for row in table.itertuples():
-        lines.append(f"| {row.batch_size} | {row.gamma} | {row.tps:.1f} | {row.predicted:.1f} | "
+        spread = f" [{row.low:.1f}, {row.high:.1f}]" if d["repeats"] > 1 else ""
+        lines.append(f"| {row.batch_size} | {row.gamma} | {row.tps:.1f}{spread} | {row.predicted:.1f} | "
                      f"{row.tps / row.predicted:.2f} | {row.rss:.0f} |")
     ratio = table["tps"] / table["predicted"]
     lines.append(f"\nMeasured over predicted: {ratio.min():.2f}-{ratio.max():.2f}.")
+    alone = table[table["gamma"] == 0].set_index("batch_size")
+    pays = []
+    for gamma, part in table[table["gamma"] > 0].groupby("gamma"):
+        part = part.set_index("batch_size")
+        measured = [b for b in part.index if part.loc[b, "tps"] > alone.loc[b, "tps"]]
+        clear = [b for b in part.index if part.loc[b, "low"] > alone.loc[b, "high"]]
+        model = [b for b in part.index if part.loc[b, "predicted"] > alone.loc[b, "predicted"]]
+        sizes = lambda bs: ", ".join(map(str, bs)) if bs else "none"   # noqa: E731
+        pays.append(f"gamma = {gamma}: measured at B = {sizes(measured)}"
+                    + (f" (every round: {sizes(clear)})" if d["repeats"] > 1 else "")
+                    + f"; predicted at B = {sizes(model)}")
+    lines.append("Speculation beats the verifier alone in tokens per second (medians): " + "; ".join(pays) + ".")
     return "\n".join(lines) + "\n"
+
+
+def engine_speed_text(result: dict, *, heading: bool = True) -> str:
+    """One run of `benchmarks/engine_speed.py` in words and a table (its `.md` and the README's region):
+    per method the median time, the speed-up over our verifier alone with quartiles over (prompt, round),
+    the block-cost model's prediction beside the measurement, and the checks of issue 25 with their spread.
+    `result` is the JSON the benchmark writes."""
+    from ..decoding.calibration import Calibration
+    args = result["args"]
+    pair = result["pair"]
+    beside = result.get("beside") or ("a heavy job (another process keeping one core busy)"
+                                      if args.get("beside_heavy_job") else "nothing else")
+    lines = []
+    if heading:
+        lines += [f"# Engine speed: {pair[0]} drafting for {pair[1]}", ""]
+    lines.append(f"Device: {result['device']}; beside it: {beside}. T = 0, {args['prompts']} prompts x {args['rounds']} "
+                 f"rounds in a shuffled order, {args['max_new_tokens']} new tokens, torch {result['torch']}, "
+                 f"{result['elapsed_s']:.0f} s in all. Speed-ups: medians [quartiles] over (prompt, round) of our "
+                 "verifier-only time / the method's time; \"model\": the block-cost model's prediction from the "
+                 "calibration and the measured acceptance; \"textbook\": Leviathan's.")
+    cols = ["dtype", "method", "median s", "speed-up vs ours verifier [q25, q75]", "time / HF greedy", "tokens / call",
+            "acceptance", "model", "textbook", "measured / expected", "same tokens as ours verifier"]
+    lines += ["", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+
+    def fmt(value, pattern):
+        return "" if value is None or value != value else pattern.format(value)
+    for r in result["table"]:
+        lines.append(f"| {r['dtype']} | {r['method']} | {r['median_seconds']:.2f} | {r['speedup']:.2f}x "
+                     f"[{r['speedup_q25']:.2f}, {r['speedup_q75']:.2f}] | {fmt(r.get('time_vs_hf_greedy'), '{:.2f}')} | "
+                     f"{fmt(r.get('tokens_per_call'), '{:.2f}')} | {fmt(r.get('acceptance'), '{:.2f}')} | "
+                     f"{fmt(r.get('expected_speedup'), '{:.2f}x')} | {fmt(r.get('textbook_speedup'), '{:.2f}x')} | "
+                     f"{fmt(r.get('measured_over_expected'), '{:.2f}')} | {r['same_tokens']} of {r['n_runs']} |")
+    lines.append("")
+    verdict = lambda ok: "PASS" if ok else "FAIL"   # noqa: E731
+    for dtype, c in result["checks"].items():
+        cal = Calibration.from_dict(result["calibration"][dtype])
+        tp = ", ".join(f"{cal.t_p(k) / cal.t_p(1):.2f}" for k in range(1, cal.max_k + 1))
+        a, h = c["auto_time_over_best_fixed"], c["hf_default_time_over_auto"]
+        chose = ", ".join(f"gamma = {g}: {n}" for g, n in sorted(c["auto_gammas"].items(), key=lambda kv: int(kv[0])))
+        lines += [f"**{dtype}**: t_q = {cal.t_q() * 1e3:.1f} ms, t_p(1) = {cal.t_p(1) * 1e3:.1f} ms (c = {cal.cost_ratio:.2f}); "
+                  f"t_p(k) / t_p(1) for k = 1..{cal.max_k}: {tp}. `gamma=\"auto\"` chose (blocks per gamma over all its "
+                  f"runs) {chose}.",
+                  f"- auto's time / the best fixed gamma's ({c['best_fixed']}): median {a['median']:.3f} [q25 {a['q25']:.3f}, "
+                  f"q75 {a['q75']:.3f}], n = {a['n']}: {verdict(a['median'] <= 1.05)} (aim <= 1.05)",
+                  f"- transformers' default assisted time / auto's: median {h['median']:.3f} [q25 {h['q25']:.3f}, "
+                  f"q75 {h['q75']:.3f}], n = {h['n']}: {verdict(h['median'] >= 1.0)} (aim >= 1.0)"]
+        if "first_auto_block" in c:
+            first = c["first_auto_block"]
+            lines.append(f"- the first `gamma=\"auto\"` call, to the end of its first block: {first['seconds']:.1f} s "
+                         f"(its quick calibration {first['calibration_s']:.1f} s): "
+                         f"{verdict(first['seconds'] <= 30.0)} (aim <= 30 s)")
+        if c.get("auto_learned_costs"):
+            lines.append("- what `gamma=\"auto\"` knew at the end of its last run (a block's seconds: calibration -> "
+                         "measured mean x blocks timed -> estimate): " + "; ".join(
+                             f"gamma = {r['gamma']}: {r['calibration_s'] * 1e3:.0f} ms -> "
+                             + (f"{r['measured_mean_s'] * 1e3:.0f} ms x {r['blocks_timed']}" if r['blocks_timed'] else "not run")
+                             + f" -> {r['estimate_s'] * 1e3:.0f} ms" for r in c["auto_learned_costs"]))
+        lines += [f"- smallest measured / expected over the fixed gammas: {c['min_measured_over_expected']:.3f}: "
+                  f"{verdict(c['min_measured_over_expected'] >= 0.9)} (aim >= 0.9)", ""]
+    return "\n".join(lines)
+
+
+def engine_speed_region(paths_by_setting: Dict[str, Path]) -> str:
+    """The README's engine-speed region: each committed run of `benchmarks/engine_speed.py` (quiet, beside a
+    heavy job), or a line saying which is missing and the command that makes it."""
+    parts = []
+    for setting, path in paths_by_setting.items():
+        if not path.exists():
+            parts.append(f"*{setting}: no committed run ({path.name}; `python benchmarks/engine_speed.py"
+                         f"{' --beside-heavy-job --output data/benchmarks/' + path.stem if 'busy' in path.stem else ''}`).*\n")
+            continue
+        parts.append(f"**{setting}** (`data/benchmarks/{path.name}`):\n\n"
+                     + engine_speed_text(json.loads(path.read_text()), heading=False))
+    return "\n".join(parts)
 
 
 def render(root: Optional[Path] = None) -> Dict[str, str]:
