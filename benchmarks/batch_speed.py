@@ -53,6 +53,7 @@ def main():
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=1, help="rounds of the whole grid, each shuffled")
     parser.add_argument("--calibration-repeats", type=int, default=3)
+    parser.add_argument("--beside", default="nothing else", help="what else the machine ran meanwhile (recorded)")
     parser.add_argument("--out", default=None, help="default: data/benchmarks/batch_speed_<profile>_cpu")
     args = parser.parse_args()
     sizes = [int(b) for b in args.batch_sizes.split(",")]
@@ -75,6 +76,7 @@ def main():
     summary = dict(profile=args.profile, drafter=settings["drafter"], verifier=settings["verifier"],
                    dtype=settings["dtype"], device=settings["device"], torch_threads=torch.get_num_threads(),
                    max_new_tokens=args.max_new_tokens, repeats=args.repeats, batch_sizes=sizes, gammas=gammas,
+                   beside=args.beside,
                    costs=costs.drop(columns="samples").to_dict("records"),
                    cost_samples=costs.to_dict("records"), runs=table.to_dict("records"))
     out = Path(args.out or REPO / "data" / "benchmarks" / f"batch_speed_{args.profile}_cpu")
