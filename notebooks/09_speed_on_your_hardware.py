@@ -243,7 +243,9 @@ metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best
 # the weights either way), a large one does not, and speculation's advantage shrinks as $B$ grows.
 # `benchmarks/batch_speed.py` measures it, beside the model's prediction from calls timed on $B$ rows, and
 # commits its numbers in `data/benchmarks/batch_speed_<profile>_cpu.json`: below, the Qwen pair's where they
-# are there, else the `default` profile's (run the script to measure your machine).
+# are there, else the `default` profile's (run the script to measure your machine), and at which batch sizes
+# each $\gamma$ still beats the verifier alone, measured and by the model
+# (`tl.stats.analysis.where_speculation_pays`).
 
 # %%
 batch_files = [tl.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json" for name in ("qwen", "default")]
@@ -257,8 +259,13 @@ if batch_file.exists():
     batch_table = batch_runs.groupby(["batch_size", "gamma"])[
         ["tokens_per_s", "predicted_tokens_per_s", "acceptance", "peak_rss_mib"]].median().round(3)
     display(batch_table)
+    pays = tl.stats.analysis.where_speculation_pays(batch_runs)
+    for row in pays.itertuples():
+        print(f"gamma = {row.gamma} beats the verifier alone at B = {row.measured or 'none'} (medians over rounds), "
+              f"in every round at B = {row.every_round or 'none'}; the block-cost model says B = {row.predicted or 'none'}")
     metrics["batch_speed"] = {"pair": f"{batch_speed['drafter']} -> {batch_speed['verifier']}",
-                              "table": batch_table.reset_index().to_dict(orient="records")}
+                              "table": batch_table.reset_index().to_dict(orient="records"),
+                              "pays_at": pays.to_dict(orient="records")}
 else:
     print(f"no {batch_file.name}: run benchmarks/batch_speed.py to measure it.")
 

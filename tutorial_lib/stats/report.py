@@ -484,17 +484,11 @@ def batch_speed_table(path: Path) -> str:
                      f"{row.tps / row.predicted:.2f} | {row.rss:.0f} |")
     ratio = table["tps"] / table["predicted"]
     lines.append(f"\nMeasured over predicted: {ratio.min():.2f}-{ratio.max():.2f}.")
-    alone = table[table["gamma"] == 0].set_index("batch_size")
-    pays = []
-    for gamma, part in table[table["gamma"] > 0].groupby("gamma"):
-        part = part.set_index("batch_size")
-        measured = [b for b in part.index if part.loc[b, "tps"] > alone.loc[b, "tps"]]
-        clear = [b for b in part.index if part.loc[b, "low"] > alone.loc[b, "high"]]
-        model = [b for b in part.index if part.loc[b, "predicted"] > alone.loc[b, "predicted"]]
-        sizes = lambda bs: ", ".join(map(str, bs)) if bs else "none"   # noqa: E731
-        pays.append(f"gamma = {gamma}: measured at B = {sizes(measured)}"
-                    + (f" (every round: {sizes(clear)})" if d["repeats"] > 1 else "")
-                    + f"; predicted at B = {sizes(model)}")
+    from .analysis import where_speculation_pays
+    sizes = lambda bs: ", ".join(map(str, bs)) if bs else "none"   # noqa: E731
+    pays = [f"gamma = {row.gamma}: measured at B = {sizes(row.measured)}"
+            + (f" (every round: {sizes(row.every_round)})" if d["repeats"] > 1 else "")
+            + f"; predicted at B = {sizes(row.predicted)}" for row in where_speculation_pays(runs).itertuples()]
     lines.append("Speculation beats the verifier alone in tokens per second (medians): " + "; ".join(pays) + ".")
     return "\n".join(lines) + "\n"
 
