@@ -52,3 +52,17 @@ def test_measured_and_predicted_rates_on_a_tiny_pair():
         speed_view.batch_speed_panels(speed)
     with pytest.raises(ValueError, match="prompts"):
         speed_runs.measure_batch_speed(pair, prompts, [8], [2], progress=False)
+
+
+def test_where_speculation_pays_compares_each_gamma_with_the_verifier_alone_at_the_same_batch_size():
+    import pandas as pd
+    from tutorial_lib.stats.analysis import where_speculation_pays
+    runs = pd.DataFrame([dict(batch_size=b, gamma=g, tokens_per_s=tps, predicted_tokens_per_s=pred)
+                         for b, g, tps, pred in [(1, 0, 10, 10), (1, 0, 12, 10), (1, 3, 13, 12), (1, 3, 14, 12),
+                                                 (8, 0, 50, 40), (8, 0, 52, 40), (8, 3, 51, 39), (8, 3, 49, 39)]])
+    pays = where_speculation_pays(runs).set_index("gamma")
+    assert pays.loc[3, "measured"] == [1] and pays.loc[3, "every_round"] == [1] and pays.loc[3, "predicted"] == [1]
+    runs.loc[runs.index[2], "tokens_per_s"] = 11.0            # one slow round: still faster by the median only
+    assert where_speculation_pays(runs).set_index("gamma").loc[3, "every_round"] == []
+    with pytest.raises(ValueError, match="gamma 0"):
+        where_speculation_pays(runs[runs["gamma"] > 0])
