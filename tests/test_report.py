@@ -111,3 +111,22 @@ def test_batch_speed_table_says_where_speculation_pays(tmp_path):
     assert "| 1 | 3 | 12.2 [10.5, 14.0] | 13.0 | 0.94 | 100 |" in table
     assert "gamma = 3: measured at B = 1 (every round: none); predicted at B = 1." in table
     assert "No committed run" in report.batch_speed_table(tmp_path / "missing.json")
+
+
+def test_rerun_progress_counts_saved_rows_and_session_time(tmp_path):
+    import json
+    folder = tmp_path / "gemma-x"
+    assert "Not started" in report.rerun_progress_text(folder, "python go.py")
+    folder.mkdir()
+    rows = [{"task": task, "config": f"c{i}", "example_id": f"e{j}", "quality": 1.0}
+            for task, n in (("code", 2), ("facts", 1)) for i in range(2) for j in range(n)]
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    session = {"seconds": 1800.0, "cpu_seconds": 3600.0, "configurations": 2, "items": {"code": 4, "facts": 1}}
+    (folder / "sessions.jsonl").write_text(json.dumps(session) + "\n" + json.dumps(session) + "\n")
+    text = report.rerun_progress_text(folder, "python go.py")
+    assert text.startswith("**In progress**: 6 of 10 rows saved (60%; code 4 of 8, facts 2 of 2) in 2 sessions")
+    assert "1.00 h wall time in all (2.00 h of CPU time" in text and "`python go.py`" in text
+    (folder / "rows.process-1.jsonl").write_text("".join(
+        json.dumps({"task": "code", "config": f"c{i}", "example_id": f"e{j}", "quality": 0.0}) + "\n"
+        for i in range(2) for j in (2, 3)))
+    assert report.rerun_progress_text(folder, "python go.py").startswith("**Finished**: 10 of 10 rows")

@@ -33,7 +33,7 @@ import pandas as pd
 
 from .. import paths
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "NOTEBOOK_TIMES", "notebook_times_table", "batch_throughput_text", "batch_speed_table", "engine_speed_text", "write_t5_results", "write_t5_facts", "write_gemma_results",
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "rerun_progress_text", "NOTEBOOK_TIMES", "notebook_times_table", "batch_throughput_text", "batch_speed_table", "engine_speed_text", "write_t5_results", "write_t5_facts", "write_gemma_results",
            "distinct_runs", "same_texts_as", "render",
            "regions", "rewrite", "REGION"]
 
@@ -42,6 +42,8 @@ ROOT = paths.CHECKOUT
 T5_RUN = "t5-offline-2a0558794f93"
 GEMMA_RUN = "gemma-offline-all-9a41956cad40"
 GEMMA_LATENCY_RUN = "gemma-offline-all-latency-b9e8f41c8d84"
+#: the enlarged rerun (issue 26, item 7: HumanEval 164, arithmetic-300, facts 49), filled over several sessions
+GEMMA_LARGE_RUN = "gemma-offline-large-7d3b2f2acc96"
 REGION = re.compile(r"(<!-- results:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
 GRID_RESAMPLES = 400
 #: The cost model's aim: |median signed error| per method at most this (issue 26).
@@ -389,6 +391,8 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
             "Quiet machine": Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu.json",
             "Beside a heavy job": Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu_busy.json"}),
         "t5-paired": t5_paired,
+        "gemma-large-progress": lambda: rerun_progress_text(
+            results / GEMMA_LARGE_RUN, "nice python benchmarks/gemma_rerun.py --profile offline-large --latency"),
         "gemma-answer-lengths": gemma_answer_lengths,
         "gemma-paired": gemma_paired,
         "t5-distinct": t5_distinct,
@@ -565,6 +569,30 @@ def engine_speed_region(paths_by_setting: Dict[str, Path]) -> str:
         parts.append(f"**{setting}** (`data/benchmarks/{path.name}`):\n\n"
                      + engine_speed_text(json.loads(path.read_text()), heading=False))
     return "\n".join(parts)
+
+
+def rerun_progress_text(folder: Path, command: str) -> str:
+    """How far a long resumable rerun has come: rows saved against rows planned (per task), and the
+    sessions that made them (`sessions.jsonl`: wall and CPU seconds, what it ran beside is in the note).
+    The planned count is configurations x items from the latest session."""
+    from ..sweeps.rows_file import read_folder_rows
+    sessions_path = folder / "sessions.jsonl"
+    if not sessions_path.exists():
+        return f"*Not started: `{command}`.*\n"
+    sessions = [json.loads(line) for line in sessions_path.read_text().splitlines() if line.strip()]
+    last = sessions[-1]
+    planned = last["configurations"] * sum(last["items"].values())
+    rows = pd.DataFrame(read_folder_rows(folder), columns=None)
+    per_task = rows.groupby("task").size() if len(rows) else pd.Series(dtype=int)
+    tasks = ", ".join(f"{task} {int(per_task.get(task, 0)):,} of {last['configurations'] * n:,}"
+                      for task, n in last["items"].items())
+    seconds = sum(s["seconds"] for s in sessions)
+    cpu = sum(s.get("cpu_seconds", 0) for s in sessions)
+    done = len(rows) >= planned
+    return (f"**{'Finished' if done else 'In progress'}**: {len(rows):,} of {planned:,} rows saved "
+            f"({len(rows) / planned:.0%}; {tasks}) in {len(sessions)} session{'s' if len(sessions) > 1 else ''} "
+            f"of {seconds / 3600:.2f} h wall time in all ({cpu / 3600:.2f} h of CPU time over all threads). "
+            + ("" if done else f"The same command resumes it: `{command}`.") + "\n")
 
 
 def render(root: Optional[Path] = None) -> Dict[str, str]:
