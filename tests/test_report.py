@@ -121,6 +121,7 @@ def test_rerun_progress_counts_saved_rows_and_session_time(tmp_path):
     rows = [{"task": task, "config": f"c{i}", "example_id": f"e{j}", "quality": 1.0}
             for task, n in (("code", 2), ("facts", 1)) for i in range(2) for j in range(n)]
     (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert report.rerun_progress_text(folder, "python go.py").startswith("**In progress**: 6 rows saved; the session")
     session = {"seconds": 1800.0, "cpu_seconds": 3600.0, "configurations": 2, "items": {"code": 4, "facts": 1}}
     (folder / "sessions.jsonl").write_text(json.dumps(session) + "\n" + json.dumps(session) + "\n")
     text = report.rerun_progress_text(folder, "python go.py")

@@ -578,7 +578,9 @@ def rerun_progress_text(folder: Path, command: str) -> str:
     from ..sweeps.rows_file import read_folder_rows
     sessions_path = folder / "sessions.jsonl"
     if not sessions_path.exists():
-        return f"*Not started: `{command}`.*\n"
+        saved = len(read_folder_rows(folder)) if folder.is_dir() else 0
+        return (f"**In progress**: {saved:,} rows saved; the session making them has not logged its time yet "
+                f"(`{command}`).\n" if saved else f"*Not started: `{command}`.*\n")
     sessions = [json.loads(line) for line in sessions_path.read_text().splitlines() if line.strip()]
     last = sessions[-1]
     planned = last["configurations"] * sum(last["items"].values())
