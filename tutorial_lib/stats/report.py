@@ -155,7 +155,7 @@ def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[p
         facts["speculative_extra_latency_T0"] = [float(-reached.max()), float(-reached.min())]
     path = Path(folder) / "facts.json"
     if path.exists():   # how the sweep was run is said once, when it ran; a redraw keeps it
-        facts = {**{k: v for k, v in json.loads(path.read_text()).items() if k == "run"}, **facts}
+        facts = {**facts, **{k: v for k, v in json.loads(path.read_text()).items() if k == "run"}}   # where it was: last
     path.write_text(json.dumps(facts, indent=1))
     return facts
 
