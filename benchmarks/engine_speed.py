@@ -46,10 +46,9 @@ from pathlib import Path
 
 import torch
 
-from tutorial_lib.decoding import speed_runs
-from tutorial_lib.stats import report
-from tutorial_lib.decoding import gamma_policy
+from tutorial_lib.decoding import gamma_policy, speed_runs
 from tutorial_lib.decoding.engine import calibrate, generate
+from tutorial_lib.stats import report
 
 REPO = Path(__file__).resolve().parent.parent
 VERIFIER_ONLY, AUTO = "ours verifier-only", "ours gamma=auto"
@@ -215,6 +214,9 @@ def main():
                         help="time the first auto call with the stored quick calibration (default: delete it first)")
     parser.add_argument("--beside-heavy-job", action="store_true",
                         help="measure while another process keeps one core busy")
+    parser.add_argument("--beside", default=None,
+                        help="what else the machine ran meanwhile, recorded with the result (default: nothing else, "
+                             "or the heavy job of --beside-heavy-job)")
     parser.add_argument("--output", default=None, help="path stem (default data/benchmarks/engine_speed[_quick]_<device>)")
     args = parser.parse_args()
     if args.rounds < 2:
@@ -242,7 +244,9 @@ def main():
     stem = args.output or str(REPO / "data" / "benchmarks" /
                               f"engine_speed{'_quick' if args.quick else ''}_{device.split(':')[0]}")
     pair = (calibration.drafter, calibration.verifier)
-    result = {"pair": pair, "device": machine, "args": vars(args), "threads": torch.get_num_threads(),
+    beside = args.beside or ("a heavy job (another process keeping one core busy)" if args.beside_heavy_job
+                             else "nothing else")
+    result = {"pair": pair, "device": machine, "beside": beside, "args": vars(args), "threads": torch.get_num_threads(),
               "torch": torch.__version__, "elapsed_s": elapsed, "checks": checks,
               "calibration": {d: c.to_dict() for d, c in calibrations.items()},
               "table": summary.drop(columns=[], errors="ignore").to_dict(orient="records"),

@@ -404,4 +404,3 @@ def predict_batch_speed(speed: pd.DataFrame, costs: pd.DataFrame) -> pd.DataFram
     out["predicted_tokens_per_s"] = predicted
     out["measured_over_predicted"] = out.tokens_per_s / out.predicted_tokens_per_s
     return out
-

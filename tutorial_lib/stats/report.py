@@ -506,7 +506,7 @@ def engine_speed_text(result: dict, *, heading: bool = True) -> str:
     args = result["args"]
     pair = result["pair"]
     beside = result.get("beside") or ("a heavy job (another process keeping one core busy)"
-                                      if args.get("beside_heavy_job") else "nothing else")
+                                      if args.get("beside_heavy_job") else "not recorded")
     lines = []
     if heading:
         lines += [f"# Engine speed: {pair[0]} drafting for {pair[1]}", ""]
