@@ -46,9 +46,8 @@ from pathlib import Path
 
 import torch
 
-from tutorial_lib.decoding import gamma_policy, speed_runs
+from tutorial_lib.decoding import gamma_policy, speed_runs, speed_text
 from tutorial_lib.decoding.engine import calibrate, generate
-from tutorial_lib.stats import report
 
 REPO = Path(__file__).resolve().parent.parent
 VERIFIER_ONLY, AUTO = "ours verifier-only", "ours gamma=auto"
@@ -252,7 +251,7 @@ def main():
               "table": summary.drop(columns=[], errors="ignore").to_dict(orient="records"),
               "runs": rows.to_dict(orient="records")}
     result = json.loads(json.dumps(result, default=str))     # what the file holds, so the text reads as the README's
-    text = report.engine_speed_text(result)
+    text = speed_text.engine_speed_text(result)
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
     Path(stem + ".json").write_text(json.dumps(result, indent=1))
     Path(stem + ".md").write_text(text + "\n")

@@ -245,7 +245,7 @@ metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best
 # commits its numbers in `data/benchmarks/batch_speed_<profile>_cpu.json`: below, the Qwen pair's where they
 # are there, else the `default` profile's (run the script to measure your machine), and at which batch sizes
 # each $\gamma$ still beats the verifier alone, measured and by the model
-# (`tl.stats.analysis.where_speculation_pays`).
+# (`tl.decoding.speed_text.where_speculation_pays`).
 
 # %%
 batch_files = [tl.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json" for name in ("qwen", "default")]
@@ -259,7 +259,7 @@ if batch_file.exists():
     batch_table = batch_runs.groupby(["batch_size", "gamma"])[
         ["tokens_per_s", "predicted_tokens_per_s", "acceptance", "peak_rss_mib"]].median().round(3)
     display(batch_table)
-    pays = tl.stats.analysis.where_speculation_pays(batch_runs)
+    pays = tl.decoding.speed_text.where_speculation_pays(batch_runs)
     for row in pays.itertuples():
         print(f"gamma = {row.gamma} beats the verifier alone at B = {row.measured or 'none'} (medians over rounds), "
               f"in every round at B = {row.every_round or 'none'}; the block-cost model says B = {row.predicted or 'none'}")

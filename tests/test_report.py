@@ -7,6 +7,9 @@ import pandas as pd
 import pytest
 
 from tutorial_lib import report
+from tutorial_lib.decoding import speed_text
+from tutorial_lib.lessons import notebook
+from tutorial_lib.sweeps import evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILES = ("claims.csv", "signed_error.csv", "latency_by_task.csv", "flip_points.csv", "facts.json",
@@ -30,6 +33,9 @@ def _copy_results(tmp_path: Path) -> Path:
             source = ROOT / "data" / "results" / run / name
             if source.exists():
                 shutil.copy(source, target / name)
+    large = ROOT / "data" / "results" / report.GEMMA_LARGE_RUN      # the enlarged rerun's progress region
+    if large.is_dir():
+        shutil.copytree(large, tmp_path / "data" / "results" / report.GEMMA_LARGE_RUN)
     shutil.copytree(ROOT / "data" / "benchmarks", tmp_path / "data" / "benchmarks")  # the benchmark regions
     return tmp_path
 
@@ -54,18 +60,17 @@ def test_regions_and_renderers_must_match():
 
 
 def testnotebook_times_table_takes_each_notebooks_newest_run(tmp_path):
-    from tutorial_lib.stats import report
     path = tmp_path / "notebook_times.jsonl"
     path.write_text('{"notebook": "00_quickstart", "seconds": 30, "load": "1.0 1.0 1.0", "finished": "2026-12-01 10:00", "beside": ""}\n'
                     '{"notebook": "00_quickstart", "seconds": 12, "load": "0.5 0.6 0.7", "finished": "2026-12-02 10:00", "beside": "make test"}\n')
-    table = report.notebook_times_table(path)
+    table = notebook.notebook_times_table(path)
     assert "| 00_quickstart | nothing | 12 |  | 0.5 0.6 0.7 | 2026-12-02 10:00 |" in table and "| 30 |" not in table
     assert "Beside: make test." in table and "Slowest cells" not in table     # no cell times: no verdict
-    assert "No timed run" in report.notebook_times_table(tmp_path / "missing.jsonl")
+    assert "No timed run" in notebook.notebook_times_table(tmp_path / "missing.jsonl")
     with path.open("a") as f:
         f.write('{"notebook": "09_speed", "seconds": 200, "slowest_cell_s": 151.0, "load": "1 1 1", "finished": "x"}\n'
                 '{"notebook": "00_quickstart", "seconds": 12, "slowest_cell_s": 3.5, "load": "1 1 1", "finished": "y"}\n')
-    table = report.notebook_times_table(path)
+    table = notebook.notebook_times_table(path)
     assert "| 09_speed | SmolLM2-135M | 200 | 151.0 |" in table and "| 3.5 |" in table
     assert "a quarter of the runner's 600-s cell limit: 09_speed above it." in table
 
@@ -90,12 +95,12 @@ def _engine_result(auto_over_best: float, first_block_s: float) -> dict:
 
 
 def test_engine_speed_text_judges_each_aim_from_the_numbers():
-    good = report.engine_speed_text(_engine_result(1.02, 12.0))
+    good = speed_text.engine_speed_text(_engine_result(1.02, 12.0))
     assert "median 1.020 [q25 1.000, q75 1.040], n = 6: PASS (aim <= 1.05)" in good
     assert "12.0 s (its quick calibration 5.0 s): PASS (aim <= 30 s)" in good
     assert "beside it: a heavy job" in good and "gamma = 0: 2, gamma = 5: 10" in good
     assert "gamma = 5: 900 ms -> 1000 ms x 10 -> 980 ms" in good
-    bad = report.engine_speed_text(_engine_result(1.08, 31.0), heading=False)
+    bad = speed_text.engine_speed_text(_engine_result(1.08, 31.0), heading=False)
     assert "n = 6: FAIL (aim <= 1.05)" in bad and "FAIL (aim <= 30 s)" in bad and not bad.startswith("#")
 
 
@@ -107,27 +112,27 @@ def test_batch_speed_table_says_where_speculation_pays(tmp_path):
     path = tmp_path / "batch_speed_x_cpu.json"
     path.write_text(json.dumps({"drafter": "q", "verifier": "p", "dtype": "float32", "device": "cpu", "torch_threads": 2,
                                 "max_new_tokens": 8, "repeats": 2, "runs": runs}))
-    table = report.batch_speed_table(path)
+    table = speed_text.batch_speed_table(path)
     assert "| 1 | 3 | 12.2 [10.5, 14.0] | 13.0 | 0.94 | 100 |" in table
     assert "gamma = 3: measured at B = 1 (every round: none); predicted at B = 1." in table
-    assert "No committed run" in report.batch_speed_table(tmp_path / "missing.json")
+    assert "No committed run" in speed_text.batch_speed_table(tmp_path / "missing.json")
 
 
 def test_rerun_progress_counts_saved_rows_and_session_time(tmp_path):
     import json
     folder = tmp_path / "gemma-x"
-    assert "Not started" in report.rerun_progress_text(folder, "python go.py")
+    assert "Not started" in evaluation.rerun_progress_text(folder, "python go.py")
     folder.mkdir()
     rows = [{"task": task, "config": f"c{i}", "example_id": f"e{j}", "quality": 1.0}
             for task, n in (("code", 2), ("facts", 1)) for i in range(2) for j in range(n)]
     (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert report.rerun_progress_text(folder, "python go.py").startswith("**In progress**: 6 rows saved; the session")
+    assert evaluation.rerun_progress_text(folder, "python go.py").startswith("**In progress**: 6 rows saved; the session")
     session = {"seconds": 1800.0, "cpu_seconds": 3600.0, "configurations": 2, "items": {"code": 4, "facts": 1}}
     (folder / "sessions.jsonl").write_text(json.dumps(session) + "\n" + json.dumps(session) + "\n")
-    text = report.rerun_progress_text(folder, "python go.py")
+    text = evaluation.rerun_progress_text(folder, "python go.py")
     assert text.startswith("**In progress**: 6 of 10 rows saved (60%; code 4 of 8, facts 2 of 2) in 2 sessions")
     assert "1.00 h wall time in all (2.00 h of CPU time" in text and "`python go.py`" in text
     (folder / "rows.process-1.jsonl").write_text("".join(
         json.dumps({"task": "code", "config": f"c{i}", "example_id": f"e{j}", "quality": 0.0}) + "\n"
         for i in range(2) for j in (2, 3)))
-    assert report.rerun_progress_text(folder, "python go.py").startswith("**Finished**: 10 of 10 rows")
+    assert evaluation.rerun_progress_text(folder, "python go.py").startswith("**Finished**: 10 of 10 rows")

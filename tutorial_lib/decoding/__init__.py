@@ -11,10 +11,11 @@ r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and w
 - `block_batch`   - the batch's blocks of any gamma (ragged acceptance, realigned caches), encoder-decoders, cascades.
 - `config_batch`  - `generate_configs`: many configurations of one chunk of prompts in one batch.
 - `speed_runs`    - measured speed-ups beside the block-cost model's (notebook 09, `benchmarks/engine_speed.py`).
+- `speed_text`    - those measurements in words: the README's speed tables, where speculation pays as the batch grows.
 """
 import importlib
 
-__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs']
+__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs', 'speed_text']
 
 
 def __getattr__(name: str):

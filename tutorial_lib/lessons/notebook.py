@@ -31,7 +31,8 @@ from .. import paths
 from .exercises import EXERCISES, Exercise, exercise
 
 __all__ = ["save_metrics", "load_metrics", "check_answer", "check", "solution", "exercise_ids", "output_folder",
-           "results_folder", "check_parameters", "NotebookParameterError", "PARAMETER_KINDS"]
+           "results_folder", "check_parameters", "NotebookParameterError", "PARAMETER_KINDS", "CELL_LIMIT_S",
+           "NOTEBOOK_NEEDS", "notebook_times_table"]
 
 
 def output_folder(output_dir: Optional[os.PathLike] = ".") -> Path:
@@ -323,3 +324,40 @@ def solution(exercise_id: str, **objects) -> Any:
         value = spec.solve(**given)
     print(f"exercise {spec.id} ({spec.question}): {value!r}. How: {spec.explain}")
     return value
+
+
+#: The notebook runner's cell limit (`make tutorial`'s CELL_TIMEOUT for the lessons, and CI's).
+CELL_LIMIT_S = 600
+#: What each notebook needs beyond the package (the README's time table).
+NOTEBOOK_NEEDS = {"00": "nothing", "01": "nothing", "02": "nothing", "03": "nothing", "04": "nothing",
+                  "05": "nothing", "06": "trains the small T5 pair once (cached)",
+                  "07": "the Qwen pair (`make models-qwen`), or `redraw_only=True`", "08": "the Qwen pair",
+                  "09": "SmolLM2-135M", "10": "SmolLM2-135M; the committed Qwen features"}
+
+
+def notebook_times_table(path: Path) -> str:
+    """The time of each notebook at its defaults, from the newest run of each in `path` (JSON lines
+    of `make run-notebooks`: notebook, seconds, load average at its end, when it finished, and what else
+    the machine was doing)."""
+    if not path.exists():
+        return "No timed run of the notebooks is committed (`data/benchmarks/notebook_times.jsonl`).\n"
+    runs = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            entry = json.loads(line)
+            runs[entry["notebook"]] = entry          # a later line is a later run
+    lines = ["| notebook | needs | seconds at defaults | slowest cell (s) | load average at its end (1, 5, 15 min) "
+             "| finished (UTC) |", "|---|---|---|---|---|---|"]
+    for name in sorted(runs):
+        entry = runs[name]
+        slowest = entry.get("slowest_cell_s")
+        lines.append(f"| {name} | {NOTEBOOK_NEEDS.get(name[:2], '')} | {entry['seconds']} | "
+                     f"{'' if slowest is None else slowest} | {entry['load']} | {entry['finished']} |")
+    beside = sorted({runs[name].get("beside", "") for name in runs} - {""})
+    note = f"\nBeside: {'; '.join(beside)}.\n" if beside else ""
+    timed = {name: entry["slowest_cell_s"] for name, entry in runs.items() if entry.get("slowest_cell_s") is not None}
+    if timed:
+        over = sorted(name for name, seconds in timed.items() if seconds > CELL_LIMIT_S / 4)
+        note += (f"\nSlowest cells against a quarter of the runner's {CELL_LIMIT_S}-s cell limit: "
+                 + (f"{', '.join(over)} above it." if over else f"all {len(timed)} timed notebooks within it.") + "\n")
+    return "\n".join(lines) + "\n" + note

@@ -37,7 +37,7 @@ from ..sweeps.evaluation import Task
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
            "best_quality_within", "paper_table", "speculative_ranges", "qualities",
            "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "counts_calls", "saved_t5_run",
-           "GAMMA_FREE", "select", "quality_bounds", "reference_quality", "where_speculation_pays"]
+           "GAMMA_FREE", "select", "quality_bounds", "reference_quality"]
 
 NOT_REACHED = "not reached"
 
@@ -456,25 +456,3 @@ def reference_quality(points: pd.DataFrame, bounds: Optional[Tuple[float, float]
     temperature; several gammas are averaged), its interval as `quality_bounds` gives it."""
     low, high = quality_bounds(points, bounds)
     return float(points["quality"].mean()), float(np.mean(low)), float(np.mean(high))
-
-
-def where_speculation_pays(runs: pd.DataFrame) -> pd.DataFrame:
-    """At which batch sizes each $\\gamma$ decodes more tokens per second than the verifier alone ($\\gamma = 0$),
-    from `speed_runs.predict_batch_speed`'s runs (`benchmarks/batch_speed.py`): by the medians over rounds (`measured`), in every round (`every_round`:
-    its slowest round faster than the verifier's fastest) and by the block-cost model (`predicted`). One row
-    per gamma, each column a sorted list of batch sizes."""
-    table = runs.groupby(["batch_size", "gamma"]).agg(tps=("tokens_per_s", "median"), low=("tokens_per_s", "min"),
-                                                       high=("tokens_per_s", "max"),
-                                                       predicted=("predicted_tokens_per_s", "median")).reset_index()
-    alone = table[table["gamma"] == 0].set_index("batch_size")
-    if alone.empty:
-        raise ValueError("no verifier-alone runs (gamma 0) to compare with; measure_batch_speed runs them.")
-    rows = []
-    for gamma, part in table[table["gamma"] > 0].groupby("gamma"):
-        part = part.set_index("batch_size")
-        sizes = [int(b) for b in part.index if b in alone.index]
-        rows.append({"gamma": int(gamma),
-                     "measured": [b for b in sizes if part.loc[b, "tps"] > alone.loc[b, "tps"]],
-                     "every_round": [b for b in sizes if part.loc[b, "low"] > alone.loc[b, "high"]],
-                     "predicted": [b for b in sizes if part.loc[b, "predicted"] > alone.loc[b, "predicted"]]})
-    return pd.DataFrame(rows, columns=["gamma", "measured", "every_round", "predicted"])
