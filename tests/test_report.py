@@ -94,7 +94,7 @@ def _engine_result(auto_over_best: float, first_block_s: float) -> dict:
                                                            "blocks_timed": 10, "estimate_s": 0.98}]}}}
 
 
-def test_engine_speed_text_judges_each_aim_from_the_numbers():
+def test_engine_speed_text_judges_each_aim_from_the_numbers_and_names_a_missing_run():
     good = speed_text.engine_speed_text(_engine_result(1.02, 12.0))
     assert "median 1.020 [q25 1.000, q75 1.040], n = 6: PASS (aim <= 1.05)" in good
     assert "12.0 s (its quick calibration 5.0 s): PASS (aim <= 30 s)" in good
@@ -102,6 +102,14 @@ def test_engine_speed_text_judges_each_aim_from_the_numbers():
     assert "gamma = 5: 900 ms -> 1000 ms x 10 -> 980 ms" in good
     bad = speed_text.engine_speed_text(_engine_result(1.08, 31.0), heading=False)
     assert "n = 6: FAIL (aim <= 1.05)" in bad and "FAIL (aim <= 30 s)" in bad and not bad.startswith("#")
+
+    import json
+    path = ROOT / "data" / "benchmarks" / "engine_speed_cpu.json"
+    region = speed_text.engine_speed_region({"Quiet": (path, "python benchmarks/engine_speed.py"),
+                                             "Busy": (path.with_name("absent.json"), "python make_it.py --busy")})
+    assert region.startswith("**Quiet** (`data/benchmarks/engine_speed_cpu.json`):")
+    assert speed_text.engine_speed_text(json.loads(path.read_text()), heading=False) in region
+    assert "*Busy: no committed run (absent.json; `python make_it.py --busy`).*" in region
 
 
 def test_batch_speed_table_says_where_speculation_pays(tmp_path):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Tuple
 
 import pandas as pd
 
@@ -84,18 +84,28 @@ def engine_speed_text(result: dict, *, heading: bool = True) -> str:
     return "\n".join(lines)
 
 
-def engine_speed_region(paths_by_setting: Dict[str, Path]) -> str:
+def engine_speed_region(runs_by_setting: Dict[str, Tuple[Path, str]]) -> str:
     """The README's engine-speed region: each committed run of `benchmarks/engine_speed.py` (quiet, beside a
-    heavy job), or a line saying which is missing and the command that makes it."""
+    heavy job), given as `{setting: (json path, command that makes it)}`, or a line saying which is missing
+    and its command."""
     parts = []
-    for setting, path in paths_by_setting.items():
+    for setting, (path, command) in runs_by_setting.items():
         if not path.exists():
-            parts.append(f"*{setting}: no committed run ({path.name}; `python benchmarks/engine_speed.py"
-                         f"{' --beside-heavy-job --output data/benchmarks/' + path.stem if 'busy' in path.stem else ''}`).*\n")
+            parts.append(f"*{setting}: no committed run ({path.name}; `{command}`).*\n")
             continue
         parts.append(f"**{setting}** (`data/benchmarks/{path.name}`):\n\n"
                      + engine_speed_text(json.loads(path.read_text()), heading=False))
     return "\n".join(parts)
+
+
+def _by_batch_and_gamma(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (batch size, gamma): tokens per second's median and range over rounds, the model's
+    prediction (median) and the peak memory (max, where the runs recorded it)."""
+    measures = dict(tps=("tokens_per_s", "median"), low=("tokens_per_s", "min"), high=("tokens_per_s", "max"),
+                    predicted=("predicted_tokens_per_s", "median"))
+    if "peak_rss_mib" in runs:
+        measures["rss"] = ("peak_rss_mib", "max")
+    return runs.groupby(["batch_size", "gamma"]).agg(**measures).reset_index()
 
 
 def batch_speed_table(path: Path) -> str:
@@ -105,10 +115,7 @@ def batch_speed_table(path: Path) -> str:
         return f"No committed run of `benchmarks/batch_speed.py` ({path.name}).\n"
     d = json.loads(path.read_text())
     runs = pd.DataFrame(d["runs"])
-    table = runs.groupby(["batch_size", "gamma"]).agg(tps=("tokens_per_s", "median"), low=("tokens_per_s", "min"),
-                                                       high=("tokens_per_s", "max"),
-                                                       predicted=("predicted_tokens_per_s", "median"),
-                                                       rss=("peak_rss_mib", "max")).reset_index()
+    table = _by_batch_and_gamma(runs)
     beside = f", beside {d['beside']}" if d.get("beside") else ""
     lines = [f"{d['drafter']} drafting for {d['verifier']} ({d['dtype']}, {d['device']}, {d['torch_threads']} threads{beside}), "
              f"{d['max_new_tokens']} new tokens per row, T = 0, median [range] of {d['repeats']} shuffled rounds; gamma 0 "
@@ -133,9 +140,7 @@ def where_speculation_pays(runs: pd.DataFrame) -> pd.DataFrame:
     from `speed_runs.predict_batch_speed`'s runs (`benchmarks/batch_speed.py`): by the medians over rounds (`measured`), in every round (`every_round`:
     its slowest round faster than the verifier's fastest) and by the block-cost model (`predicted`). One row
     per gamma, each column a sorted list of batch sizes."""
-    table = runs.groupby(["batch_size", "gamma"]).agg(tps=("tokens_per_s", "median"), low=("tokens_per_s", "min"),
-                                                       high=("tokens_per_s", "max"),
-                                                       predicted=("predicted_tokens_per_s", "median")).reset_index()
+    table = _by_batch_and_gamma(runs)
     alone = table[table["gamma"] == 0].set_index("batch_size")
     if alone.empty:
         raise ValueError("no verifier-alone runs (gamma 0) to compare with; measure_batch_speed runs them.")

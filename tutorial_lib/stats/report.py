@@ -391,8 +391,11 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
             batch_speed_table(Path(root or ROOT) / "data" / "benchmarks" / f"batch_speed_{profile}_cpu.json")
             for profile in ("qwen", "default")),
         "engine-speed": lambda: engine_speed_region({
-            "Quiet machine": Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu.json",
-            "Beside a heavy job": Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu_busy.json"}),
+            "Quiet machine": (Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu.json",
+                              "python benchmarks/engine_speed.py"),
+            "Beside a heavy job": (Path(root or ROOT) / "data" / "benchmarks" / "engine_speed_cpu_busy.json",
+                                   "python benchmarks/engine_speed.py --beside-heavy-job "
+                                   "--output data/benchmarks/engine_speed_cpu_busy")}),
         "t5-paired": t5_paired,
         "gemma-large-progress": lambda: rerun_progress_text(
             results / GEMMA_LARGE_RUN, "nice python benchmarks/gemma_rerun.py --profile offline-large --latency"),

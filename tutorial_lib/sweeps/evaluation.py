@@ -448,7 +448,7 @@ def rerun_progress_text(folder: Path, command: str) -> str:
     sessions = [json.loads(line) for line in sessions_path.read_text().splitlines() if line.strip()]
     last = sessions[-1]
     planned = last["configurations"] * sum(last["items"].values())
-    rows = pd.DataFrame(read_folder_rows(folder), columns=None)
+    rows = pd.DataFrame(read_folder_rows(folder))
     per_task = rows.groupby("task").size() if len(rows) else pd.Series(dtype=int)
     tasks = ", ".join(f"{task} {int(per_task.get(task, 0)):,} of {last['configurations'] * n:,}"
                       for task, n in last["items"].items())
