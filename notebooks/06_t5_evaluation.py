@@ -67,7 +67,7 @@ temperatures = None       # e.g. [0.0, 1.0] (None: the profile's)
 n_alpha = None            # alpha values per curve without placed alphas (None: the profile's)
 latency = "modelled"      # "modelled": calls priced by the cost model (below); "wall_time_s": one clock reading per row
 runner = "single"         # "single": every row at batch size 1; "batch": 32 sentences per batch (same rows, faster; see below)
-clock_examples = 20       # runner="batch": sentences per task decoded at batch size 1 for the check against the clock
+clock_examples = 20       # with the batch runner: sentences per task decoded at batch size 1 for the check against the clock
 n_resamples = 2000        # bootstrap resamples of the sentences for every interval (at least 2000)
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
 redraw_only = False       # True: redraw from the saved rows of this profile's run, without training or loading models

@@ -56,7 +56,7 @@ n_prompts = None           # how many of the four chat prompts; None: the profil
 max_new_tokens = None      # tokens per run; None: the profile's
 repeats = None             # rounds over prompts and methods (interleaved); None: the profile's
 threads = None             # torch threads; None: torch's default
-full_calibration = False   # True: the finer calibration of tl.calibrate (minutes) instead of gamma="auto"'s quick one
+full_calibration = False   # True: the finer calibration of tl.calibrate (minutes) instead of the quick one of gamma "auto"
 output_dir = "."           # where the metrics JSON and the calibration are written
 
 # %%

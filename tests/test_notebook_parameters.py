@@ -85,3 +85,16 @@ def test_a_kind_that_is_not_one_is_named():
         check_parameters({"n": 1}, {"n": "integer"})
     with pytest.raises(NotebookParameterError, match="parameter 'm' is not set"):
         check_parameters({"n": 1}, {"m": "int"})
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_papermill_lists_every_parameter_whose_value_has_no_equals_sign(path):
+    """`papermill --help-notebook` drops a parameter whose line holds two '=' (a comment saying `x="y"` is
+    enough), and warns on every run; only a value that needs one (a model spec `name:layers=16`) may."""
+    import papermill
+    parameters, _ = _parameters_and_check(path)
+    assigned = {node.targets[0].id: node.value for node in ast.parse(parameters).body if isinstance(node, ast.Assign)}
+    listed = set(papermill.inspect_notebook(str(path.with_suffix(".ipynb"))))
+    for name, value in assigned.items():
+        if "=" not in ast.unparse(value):
+            assert name in listed, f"{path.name}: papermill cannot read `{name}`: take '=' out of its comment"
