@@ -221,3 +221,27 @@ def test_claims_run_on_a_committed_gemma_style_sweep():
     measured = table[table["verdict"] != claims.NOT_MEASURABLE]
     assert (measured["low"] <= measured["high"]).all()
     assert table.loc[table["verdict"] == claims.NOT_MEASURABLE, "reason"].str.len().gt(0).all()
+
+
+def test_compare_claims_pairs_renamed_tasks_and_keeps_rows_present_on_one_side():
+    def table(rows):
+        return pd.DataFrame(rows, columns=["claim", "task", "temperature", "gamma", "estimate", "low", "high", "n",
+                                           "verdict", "n_needed"])
+    before = table([["A", "code", 1.0, 1, 0.04, -0.13, 0.21, 53, claims.NOT_RESOLVED, 2193.0],
+                    ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
+                    ["B", "code", 0.0, 1, np.nan, np.nan, np.nan, 53, claims.NOT_MEASURABLE, np.nan]])
+    after = table([["A", "humaneval", 1.0, 1, 0.05, 0.01, 0.09, 164, claims.HOLDS, np.nan],
+                   ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
+                   ["A", "arithmetic-300", 1.0, 1, -0.01, -0.05, 0.03, 300, claims.NOT_RESOLVED, 9000.0]])
+    both = claims.compare_claims(before, after, {"code": "humaneval"})
+    assert list(both["claim"]) == ["A", "A", "A", "B"]
+    humaneval = both[(both["task"] == "humaneval") & (both["claim"] == "A")].iloc[0]
+    assert (humaneval["n_before"], humaneval["n_after"], humaneval["verdict_before"], humaneval["verdict_after"]) == (
+        53, 164, claims.NOT_RESOLVED, claims.HOLDS) and humaneval["changed"]
+    assert not both[both["task"] == "facts"]["changed"].iloc[0]
+    only_after = both[both["task"] == "arithmetic-300"].iloc[0]
+    assert pd.isna(only_after["verdict_before"]) and only_after["changed"]
+    only_before = both[both["claim"] == "B"].iloc[0]
+    assert only_before["task"] == "humaneval" and pd.isna(only_before["verdict_after"])
+    with pytest.raises(ValueError, match="missing"):
+        claims.compare_claims(before.drop(columns="n_needed"), after)

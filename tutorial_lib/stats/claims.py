@@ -65,7 +65,7 @@ from .paired import ItemScores, item_scores
 from ..maths.targets import LIVE_ALPHA_RANGES
 
 __all__ = ["HOLDS", "DOES_NOT_HOLD", "NOT_RESOLVED", "NOT_MEASURABLE", "VERDICTS", "verdict", "n_needed",
-           "own_configurations", "t5_claims", "gemma_claims", "TOKEN_RULES", "PREFIX_RULES", "SEQUENTIAL"]
+           "own_configurations", "t5_claims", "gemma_claims", "compare_claims", "TOKEN_RULES", "PREFIX_RULES", "SEQUENTIAL"]
 
 HOLDS, DOES_NOT_HOLD, NOT_RESOLVED = "holds", "does not hold", "not resolved at this sample size"
 NOT_MEASURABLE = "not measurable here"
@@ -412,3 +412,23 @@ def _beats_verifier(run: _Claims, gamma) -> dict:
     detail = (f"{chosen['label']} (alpha {chosen['alpha']:.4g}): {point[j]:.3g}; verifier: {point[verifier[0]]:.3g}; "
               f"best of {len(candidates)} own configurations")
     return run.row(claim, gamma, measurement, best, low, high, detail, unit=scores.metric)
+
+
+def compare_claims(before: pd.DataFrame, after: pd.DataFrame, renamed_tasks: Optional[dict] = None) -> pd.DataFrame:
+    """Every claim of two claims tables side by side (e.g. a rerun on more items against the run it
+    replaces): estimate, interval, n, verdict and n needed before and after, one row per (claim, task,
+    temperature, gamma). `renamed_tasks` maps a task of `before` to the one that replaced it in `after`
+    (`{"code": "humaneval"}`); a claim present in only one table keeps its row, the other side empty, and
+    `changed` says whether the verdict moved."""
+    keys = ["claim", "task", "temperature", "gamma"]
+    fields = ["estimate", "low", "high", "n", "verdict", "n_needed"]
+    missing = [c for table in (before, after) for c in keys + fields if c not in table]
+    if missing:
+        raise ValueError(f"claims tables need the columns of claims.csv; missing {sorted(set(missing))}")
+    old = before.assign(task=before["task"].replace(renamed_tasks or {}))
+    both = old[keys + fields].merge(after[keys + fields], on=keys, how="outer", suffixes=("_before", "_after"),
+                                    indicator=True)
+    both["changed"] = both["verdict_before"].ne(both["verdict_after"])
+    order = {claim: i for i, claim in enumerate(pd.unique(pd.concat([after["claim"], before["claim"]])))}
+    both = both.sort_values(keys, key=lambda s: s.map(order) if s.name == "claim" else s)
+    return both.drop(columns="_merge").reset_index(drop=True)
