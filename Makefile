@@ -51,7 +51,7 @@ test: install
 	$(BIN)/python -m pytest
 
 # The engine (fixed gamma, gamma="auto", verifier alone) against transformers' greedy and assisted generation,
-# Qwen pair, fp32, calibrated first (3 prompts x 48 tokens took 16.4 minutes on 2 quiet cores; the default 4 x 64 takes longer).
+# Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: the README's engine-speed region gives a run's size).
 benchmark: models-qwen
 	$(BIN)/python benchmarks/engine_speed.py
 
