@@ -426,9 +426,8 @@ def compare_claims(before: pd.DataFrame, after: pd.DataFrame, renamed_tasks: Opt
     if missing:
         raise ValueError(f"claims tables need the columns of claims.csv; missing {sorted(set(missing))}")
     old = before.assign(task=before["task"].replace(renamed_tasks or {}))
-    both = old[keys + fields].merge(after[keys + fields], on=keys, how="outer", suffixes=("_before", "_after"),
-                                    indicator=True)
+    both = old[keys + fields].merge(after[keys + fields], on=keys, how="outer", suffixes=("_before", "_after"))
     both["changed"] = both["verdict_before"].ne(both["verdict_after"])
     order = {claim: i for i, claim in enumerate(pd.unique(pd.concat([after["claim"], before["claim"]])))}
     both = both.sort_values(keys, key=lambda s: s.map(order) if s.name == "claim" else s)
-    return both.drop(columns="_merge").reset_index(drop=True)
+    return both.reset_index(drop=True)
