@@ -64,7 +64,7 @@ seed = 0                         # which toy world the toy examples come from
 real_pair = None                 # (drafter, verifier) names for tl.models.load_pair, e.g. below
 real_dtype = None                # one dtype or (drafter dtype, verifier dtype)
 real_prompt = "def fibonacci(n):"  # text, or a list of token ids
-timing_pair = ["smollm2-135m:layers=16", "smollm2-135m"]  # (drafter, verifier) of the closing timing cell
+timing_pair = None               # (drafter, verifier) of the closing timing cell; None: tl.lessons.first_timing.DEFAULT_PAIR
 timing_tokens = 24               # tokens per timed run
 timing_prompt = "def fibonacci(n):"  # text, or a list of token ids
 output_dir = "."                 # where the metrics JSON is written
@@ -86,7 +86,7 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
     "real_pair": "pair[str]|None",
     "real_dtype": "any",
     "real_prompt": "any",
-    "timing_pair": "pair[str]",
+    "timing_pair": "pair[str]|None",
     "timing_tokens": "int>=1",
     "timing_prompt": "any",
     "output_dir": "str"
@@ -270,7 +270,8 @@ tl.notebook.check("01-3", answer_3)
 from tutorial_lib.lessons import first_timing
 from tutorial_lib.stats.token_report import load_profile_pair
 
-timing = load_profile_pair({"drafter": timing_pair[0], "verifier": timing_pair[1]})
+clock_pair = tuple(timing_pair or first_timing.DEFAULT_PAIR)
+timing = load_profile_pair({"drafter": clock_pair[0], "verifier": clock_pair[1]})
 clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=2)
 display(clock.round(4))
 auto_reason = first_timing.auto_reason(timing, float(clock.loc["gamma=3", "acceptance"]))
@@ -283,7 +284,7 @@ print(f"gamma='auto' chose block sizes {chosen}: with t_q = {auto_reason.attrs['
       f"{clock.loc['gamma=3', 'speedup']:.2f}x, auto {clock.loc['gamma=auto', 'speedup']:.2f}x "
       "(notebook 09 has the whole story).")
 tl.notebook.save_metrics("01_target_distributions_timing", {
-    "pair": list(timing_pair), "table": clock.reset_index().to_dict(orient="records"),
+    "pair": list(clock_pair), "table": clock.reset_index().to_dict(orient="records"),
     "predicted": auto_reason["predicted_speedup"].to_dict(), "costs": dict(auto_reason.attrs)}, output_dir)
 
 # %% [markdown]

@@ -256,15 +256,14 @@ if batch_file.exists():
     tl.views.widgets.save(speed_view.batch_speed_figure(
         batch_runs, f"{batch_speed['drafter']} -> {batch_speed['verifier']}: measured against the block-cost model"),
         "speed_batch_sizes")
-    batch_table = batch_runs.groupby(["batch_size", "gamma"])[
-        ["tokens_per_s", "predicted_tokens_per_s", "acceptance", "peak_rss_mib"]].median().round(3)
+    batch_table = tl.decoding.speed_text.by_batch_and_gamma(batch_runs).round(3)
     display(batch_table)
     pays = tl.decoding.speed_text.where_speculation_pays(batch_runs)
     for row in pays.itertuples():
         print(f"gamma = {row.gamma} beats the verifier alone at B = {row.measured or 'none'} (medians over rounds), "
               f"in every round at B = {row.every_round or 'none'}; the block-cost model says B = {row.predicted or 'none'}")
     metrics["batch_speed"] = {"pair": f"{batch_speed['drafter']} -> {batch_speed['verifier']}",
-                              "table": batch_table.reset_index().to_dict(orient="records"),
+                              "table": batch_table.to_dict(orient="records"),
                               "pays_at": pays.to_dict(orient="records")}
 else:
     print(f"no {batch_file.name}: run benchmarks/batch_speed.py to measure it.")

@@ -9,6 +9,7 @@ file, never copied from the run's own verdicts.
 |---|---|---|
 | `engine_speed_text` | `engine_speed_cpu*.json` | the engine against fixed gamma and transformers, with the aims of issue 25 |
 | `batch_speed_table` | `batch_speed_<profile>_cpu.json` | tokens per second against batch size $B$, measured and predicted |
+| `by_batch_and_gamma` | the same runs | one row per $(B, \gamma)$: medians and ranges over rounds (notebook 09's table) |
 | `where_speculation_pays` | the same runs | the batch sizes at which each $\gamma$ beats the verifier alone |
 | `batch_throughput_text` | `t5_batch_throughput_cpu.json` | the batched T5 sweep against one row at a time |
 """
@@ -20,7 +21,7 @@ from typing import Dict, Tuple
 
 import pandas as pd
 
-__all__ = ["engine_speed_text", "engine_speed_region", "batch_speed_table", "where_speculation_pays",
+__all__ = ["engine_speed_text", "engine_speed_region", "batch_speed_table", "by_batch_and_gamma", "where_speculation_pays",
            "batch_throughput_text"]
 
 
@@ -98,13 +99,16 @@ def engine_speed_region(runs_by_setting: Dict[str, Tuple[Path, str]]) -> str:
     return "\n".join(parts)
 
 
-def _by_batch_and_gamma(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (batch size, gamma): tokens per second's median and range over rounds, the model's
-    prediction (median) and the peak memory (max, where the runs recorded it)."""
-    measures = dict(tps=("tokens_per_s", "median"), low=("tokens_per_s", "min"), high=("tokens_per_s", "max"),
-                    predicted=("predicted_tokens_per_s", "median"))
+def by_batch_and_gamma(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (batch size, gamma) of `benchmarks/batch_speed.py`'s runs: tokens per second's median and
+    range over rounds, the model's prediction (median), the acceptance (median) and the peak memory (max),
+    the last two where the runs recorded them."""
+    measures = dict(tokens_per_s=("tokens_per_s", "median"), tokens_per_s_low=("tokens_per_s", "min"),
+                    tokens_per_s_high=("tokens_per_s", "max"), predicted_tokens_per_s=("predicted_tokens_per_s", "median"))
+    if "acceptance" in runs:
+        measures["acceptance"] = ("acceptance", "median")
     if "peak_rss_mib" in runs:
-        measures["rss"] = ("peak_rss_mib", "max")
+        measures["peak_rss_mib"] = ("peak_rss_mib", "max")
     return runs.groupby(["batch_size", "gamma"]).agg(**measures).reset_index()
 
 
@@ -115,17 +119,17 @@ def batch_speed_table(path: Path) -> str:
         return f"No committed run of `benchmarks/batch_speed.py` ({path.name}).\n"
     d = json.loads(path.read_text())
     runs = pd.DataFrame(d["runs"])
-    table = _by_batch_and_gamma(runs)
+    table = by_batch_and_gamma(runs)
     beside = f", beside {d['beside']}" if d.get("beside") else ""
     lines = [f"{d['drafter']} drafting for {d['verifier']} ({d['dtype']}, {d['device']}, {d['torch_threads']} threads{beside}), "
              f"{d['max_new_tokens']} new tokens per row, T = 0, median [range] of {d['repeats']} shuffled rounds; gamma 0 "
              "is the verifier alone; predicted: the block-cost model from calls timed on B rows, at the run's acceptance.\n",
              "| B | gamma | tokens/s [range] | predicted | measured / predicted | peak RSS (MiB) |", "|---|---|---|---|---|---|"]
     for row in table.itertuples():
-        spread = f" [{row.low:.1f}, {row.high:.1f}]" if d["repeats"] > 1 else ""
-        lines.append(f"| {row.batch_size} | {row.gamma} | {row.tps:.1f}{spread} | {row.predicted:.1f} | "
-                     f"{row.tps / row.predicted:.2f} | {row.rss:.0f} |")
-    ratio = table["tps"] / table["predicted"]
+        spread = f" [{row.tokens_per_s_low:.1f}, {row.tokens_per_s_high:.1f}]" if d["repeats"] > 1 else ""
+        lines.append(f"| {row.batch_size} | {row.gamma} | {row.tokens_per_s:.1f}{spread} | {row.predicted_tokens_per_s:.1f} | "
+                     f"{row.tokens_per_s / row.predicted_tokens_per_s:.2f} | {row.peak_rss_mib:.0f} |")
+    ratio = table["tokens_per_s"] / table["predicted_tokens_per_s"]
     lines.append(f"\nMeasured over predicted: {ratio.min():.2f}-{ratio.max():.2f}.")
     sizes = lambda bs: ", ".join(map(str, bs)) if bs else "none"   # noqa: E731
     pays = [f"gamma = {row.gamma}: measured at B = {sizes(row.measured)}"
@@ -140,7 +144,7 @@ def where_speculation_pays(runs: pd.DataFrame) -> pd.DataFrame:
     from `speed_runs.predict_batch_speed`'s runs (`benchmarks/batch_speed.py`): by the medians over rounds (`measured`), in every round (`every_round`:
     its slowest round faster than the verifier's fastest) and by the block-cost model (`predicted`). One row
     per gamma, each column a sorted list of batch sizes."""
-    table = _by_batch_and_gamma(runs)
+    table = by_batch_and_gamma(runs)
     alone = table[table["gamma"] == 0].set_index("batch_size")
     if alone.empty:
         raise ValueError("no verifier-alone runs (gamma 0) to compare with; measure_batch_speed runs them.")
@@ -149,9 +153,10 @@ def where_speculation_pays(runs: pd.DataFrame) -> pd.DataFrame:
         part = part.set_index("batch_size")
         sizes = [int(b) for b in part.index if b in alone.index]
         rows.append({"gamma": int(gamma),
-                     "measured": [b for b in sizes if part.loc[b, "tps"] > alone.loc[b, "tps"]],
-                     "every_round": [b for b in sizes if part.loc[b, "low"] > alone.loc[b, "high"]],
-                     "predicted": [b for b in sizes if part.loc[b, "predicted"] > alone.loc[b, "predicted"]]})
+                     "measured": [b for b in sizes if part.loc[b, "tokens_per_s"] > alone.loc[b, "tokens_per_s"]],
+                     "every_round": [b for b in sizes if part.loc[b, "tokens_per_s_low"] > alone.loc[b, "tokens_per_s_high"]],
+                     "predicted": [b for b in sizes
+                                   if part.loc[b, "predicted_tokens_per_s"] > alone.loc[b, "predicted_tokens_per_s"]]})
     return pd.DataFrame(rows, columns=["gamma", "measured", "every_round", "predicted"])
 
 

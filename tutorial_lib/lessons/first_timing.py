@@ -16,7 +16,10 @@ from typing import Sequence
 
 import pandas as pd
 
-__all__ = ["time_decoding", "auto_reason"]
+__all__ = ["DEFAULT_PAIR", "time_decoding", "auto_reason"]
+
+#: (drafter, verifier) of notebook 01's clock: SmolLM2-135M's first 16 of 30 layers drafting for the whole model.
+DEFAULT_PAIR = ("smollm2-135m:layers=16", "smollm2-135m")
 
 
 def time_decoding(pair, prompt, *, max_new_tokens: int = 32, gamma: int = 3, repeats: int = 3,
