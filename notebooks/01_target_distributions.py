@@ -270,6 +270,7 @@ tl.notebook.check("01-3", answer_3)
 from tutorial_lib.lessons import first_timing
 from tutorial_lib.stats.token_report import load_profile_pair
 
+threads_used = tl.speed_runs.use_free_cores()   # the cores other processes leave free (notebook 09 says why)
 clock_pair = tuple(timing_pair or first_timing.DEFAULT_PAIR)
 timing = load_profile_pair({"drafter": clock_pair[0], "verifier": clock_pair[1]})
 clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=2)
@@ -282,9 +283,9 @@ print(f"gamma='auto' chose block sizes {chosen}: with t_q = {auto_reason.attrs['
       f"{clock.loc['gamma=3', 'acceptance']:.2f}, the block-cost model favours gamma = "
       f"{int(auto_reason.index[auto_reason['best']][0])}; measured speed-ups: gamma=3 "
       f"{clock.loc['gamma=3', 'speedup']:.2f}x, auto {clock.loc['gamma=auto', 'speedup']:.2f}x "
-      "(notebook 09 has the whole story).")
+      f"(notebook 09 has the whole story; {threads_used} torch threads, the cores other processes left free).")
 tl.notebook.save_metrics("01_target_distributions_timing", {
-    "pair": list(clock_pair), "table": clock.reset_index().to_dict(orient="records"),
+    "pair": list(clock_pair), "threads": threads_used, "table": clock.reset_index().to_dict(orient="records"),
     "predicted": auto_reason["predicted_speedup"].to_dict(), "costs": dict(auto_reason.attrs)}, output_dir)
 
 # %% [markdown]

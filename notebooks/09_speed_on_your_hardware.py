@@ -46,6 +46,12 @@
 # only lose time here, and the sliders show what a cheaper drafter would change. `qwen`: Qwen2.5-Coder
 # 0.5B drafting for 1.5B (`make models-qwen` first; about 10 minutes on a CPU). `hub`: a hub pair on a
 # GPU. `smoke`: two tiny random models, for CI.
+#
+# **Threads.** A laptop is rarely idle. Beside another busy process, as many torch threads as there are
+# cores spend their time waiting for one another, and the clock measures that contention more than the
+# method, so this notebook times with the cores other processes leave free (`tl.speed_runs.use_free_cores`,
+# measured over half a second when it starts; `threads` overrides it) and prints how many it took. The
+# calibration is stored per thread count.
 
 # %% tags=["parameters"]
 profile = "default"        # "default" (SmolLM2), "qwen", "hub" (GPU) or "smoke" (CI)
@@ -55,7 +61,7 @@ gammas = None              # block sizes to run, e.g. [1, 3, 5]; None: the profi
 n_prompts = None           # how many of the four chat prompts; None: the profile's
 max_new_tokens = None      # tokens per run; None: the profile's
 repeats = None             # rounds over prompts and methods (interleaved); None: the profile's
-threads = None             # torch threads; None: torch's default
+threads = None             # torch threads; None: the cores other processes leave free (tl.speed_runs.use_free_cores)
 full_calibration = False   # True: the finer calibration of tl.calibrate (minutes) instead of the quick one of gamma "auto"
 output_dir = "."           # where the metrics JSON and the calibration are written
 
@@ -93,8 +99,7 @@ from tutorial_lib.decoding.gamma_policy import AutoGamma
 from tutorial_lib.views import speed as speed_view
 from tutorial_lib.views.widgets import live_view
 
-if threads:
-    torch.set_num_threads(threads)
+threads_used = speed_runs.use_free_cores(threads)   # beside a busy process, fewer threads time the method, not the contention
 if device is None:
     device = "cuda" if torch.cuda.is_available() else None
 settings = speed_runs.speed_profile(profile, device=device, dtype=dtype, gammas=gammas, n_prompts=n_prompts,
@@ -104,9 +109,9 @@ if settings["device"] == "cuda" and not torch.cuda.is_available():
 pair = speed_runs.load_speed_pair(settings)
 drafter, verifier = pair
 prompts = speed_runs.speed_prompts(verifier, settings["n_prompts"])
-metrics = {"settings": settings, "threads": torch.get_num_threads()}
+metrics = {"settings": settings, "threads": threads_used}
 print(f"{drafter.name} drafting for {verifier.name} on {verifier.device} ({verifier.dtype}), "
-      f"{torch.get_num_threads()} threads; {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
+      f"{threads_used} torch threads ({'as asked' if threads else 'the cores other processes left free'}); {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
 
 # %% [markdown]
 # ## 1. What does each call cost here? The calibration `gamma="auto"` starts from

@@ -16,6 +16,13 @@ time scaled to the prompt's length). "measured / expected" near 1 says the model
 
 The profiles (`SPEED_PROFILES`) are the settings of notebook 09 (`speed_profile`, `load_speed_pair`).
 
+**Threads** (`use_free_cores`). A timing that runs as many torch threads as there are cores, beside another
+process doing the same, measures the threads' contention more than the method (OpenMP threads that wait
+for one another while the other process holds a core): beside the offline-large rerun (two threads, two
+cores), notebook 09's timing workload ran faster with one thread than with two
+(`benchmarks/timing_threads.py`; `data/benchmarks/timing_threads_cpu.json`). So the notebooks time with the cores that other processes leave free,
+measured over half a second before the timing starts, and say how many they took.
+
 **Batches** (`benchmarks/batch_speed.py`). `calibrate_batch` times one call of each model on $B$ rows
 feeding $k$ tokens each, $t_q(B)$, $t_q^{(2)}(B)$ and $t_p(k, B)$, interleaved in a shuffled order;
 `measure_batch_speed` decodes $B$ prompts with `batch.generate_batch` (the verifier alone, and
@@ -41,7 +48,7 @@ from .calibration import Calibration, interleaved_rounds
 
 __all__ = ["PROMPTS", "SPEED_PROFILES", "speed_profile", "load_speed_pair", "engine_method", "measure_speed",
            "summarise_speed", "expected_run_time", "gamma_range", "scaled_calibration", "what_if", "block_costs",
-           "PeakMemory", "calibrate_batch", "measure_batch_speed", "predict_batch_speed"]
+           "PeakMemory", "calibrate_batch", "measure_batch_speed", "predict_batch_speed", "busy_cores", "use_free_cores"]
 
 PROMPTS = {
     "code: reverse words": "Write a Python function that reverses the order of the words in a sentence, "
@@ -72,6 +79,33 @@ SPEED_PROFILES = {
                   n_prompts=2, max_new_tokens=12, gammas=[1, 3], repeats=1, calibration_repeats=2,
                   max_k=4, context_tokens=16),
 }
+
+
+def busy_cores(interval_s: float = 0.5) -> float:
+    """How many cores' worth of CPU time the *other* processes used over the next `interval_s` seconds
+    (the whole machine's use, less this process's own)."""
+    import psutil
+    if not interval_s > 0:
+        raise ValueError(f"interval_s={interval_s!r}: measure over a positive number of seconds, e.g. 0.5.")
+    me = psutil.Process()
+    before = me.cpu_times()
+    used = psutil.cpu_percent(interval=interval_s) / 100 * (psutil.cpu_count() or 1)
+    after = me.cpu_times()
+    own = (after.user + after.system - before.user - before.system) / interval_s
+    return max(0.0, used - own)
+
+
+def use_free_cores(threads: Optional[int] = None, *, interval_s: float = 0.5) -> int:
+    """Set torch's thread count for a timing and return it: `threads` where given, else the cores other
+    processes leave free (`busy_cores`, rounded), at least 1 and at most the physical cores (torch's default)."""
+    import psutil
+    if threads is None:
+        cores = psutil.cpu_count(logical=False) or os.cpu_count() or 1
+        threads = max(1, min(cores, round((psutil.cpu_count() or cores) - busy_cores(interval_s))))
+    elif isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads={threads!r}: give a whole number of threads >= 1, or None for the free cores.")
+    torch.set_num_threads(threads)
+    return threads
 
 
 def speed_profile(name: str = "default", **overrides) -> dict:

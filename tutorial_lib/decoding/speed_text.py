@@ -12,6 +12,7 @@ file, never copied from the run's own verdicts.
 | `by_batch_and_gamma` | the same runs | one row per $(B, \gamma)$: medians and ranges over rounds (notebook 09's table) |
 | `where_speculation_pays` | the same runs | the batch sizes at which each $\gamma$ beats the verifier alone |
 | `batch_throughput_text` | `t5_batch_throughput_cpu.json` | the batched T5 sweep against one row at a time |
+| `timing_threads_text` | `timing_threads_cpu.json` | notebook 09's timing at each torch thread count, beside a busy process |
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Dict, Tuple
 import pandas as pd
 
 __all__ = ["engine_speed_text", "engine_speed_region", "batch_speed_table", "by_batch_and_gamma", "where_speculation_pays",
-           "batch_throughput_text"]
+           "batch_throughput_text", "timing_threads_text"]
 
 
 def engine_speed_text(result: dict, *, heading: bool = True) -> str:
@@ -177,3 +178,27 @@ def batch_throughput_text(path: Path) -> str:
             f"{max(per_min['single']):.0f}, batched {min(per_min['batch']):.0f}-{max(per_min['batch']):.0f} rows per "
             f"minute), with identical rows: {same_text}. Peak resident memory: single {rss['single']:.0f} MiB, "
             f"batched {rss['batch']:.0f} MiB.\n")
+
+
+def timing_threads_text(path: Path) -> str:
+    """`benchmarks/timing_threads.py`'s run: the wall time of notebook 09's timing at each thread count
+    (median and range over rounds, and relative to the first count in the same round), the speed-ups each
+    count measured, and what `speed_runs.use_free_cores` chose."""
+    if not path.exists():
+        return f"No committed run of `benchmarks/timing_threads.py` ({path.name}).\n"
+    d = json.loads(path.read_text())
+    first = d["threads"][0]
+    lines = [f"{d['drafter']} drafting for {d['verifier']}, {d['prompts']} prompt x {d['max_new_tokens']} tokens, "
+             f"gamma {', '.join(map(str, d['gammas']))} and the verifier alone, {d['rounds']} rounds with the thread "
+             f"counts in a shuffled order, {d['cores']} cores, beside {d['beside']}. When it started, "
+             f"`use_free_cores` measured {d['busy_cores_at_start']:.1f} cores busy and chose {d['use_free_cores_chose']} "
+             f"thread{'s' if d['use_free_cores_chose'] != 1 else ''}.\n",
+             f"| threads | seconds, median [range] | time / time at {first} thread{'s' if first != 1 else ''}, "
+             "median [range] | measured speed-up over the verifier (median): "
+             + ", ".join(f"gamma {g}" for g in d["gammas"]) + " |", "|---|---|---|---|"]
+    for t in d["threads"]:
+        r = d["summary"][str(t)]
+        speedups = ", ".join(f"{r['speedup_over_verifier_median'][f'gamma={g}']:.2f}" for g in d["gammas"])
+        lines.append(f"| {t} | {r['seconds_median']:.1f} [{r['seconds_min']:.1f}, {r['seconds_max']:.1f}] | "
+                     f"{r[f'vs_{first}_median']:.2f} [{r[f'vs_{first}_min']:.2f}, {r[f'vs_{first}_max']:.2f}] | {speedups} |")
+    return "\n".join(lines) + "\n"

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .. import paths
-from ..decoding.speed_text import batch_speed_table, batch_throughput_text, engine_speed_region
+from ..decoding.speed_text import batch_speed_table, batch_throughput_text, engine_speed_region, timing_threads_text
 from ..lessons.notebook import notebook_times_table
 from ..sweeps.evaluation import rerun_progress_text
 
@@ -387,6 +387,7 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
     return {
         "notebook-times": notebook_times,
         "batch-throughput": lambda: batch_throughput_text(Path(root or ROOT) / "data" / "benchmarks" / "t5_batch_throughput_cpu.json"),
+        "timing-threads": lambda: timing_threads_text(Path(root or ROOT) / "data" / "benchmarks" / "timing_threads_cpu.json"),
         "batch-speed": lambda: "\n".join(
             batch_speed_table(Path(root or ROOT) / "data" / "benchmarks" / f"batch_speed_{profile}_cpu.json")
             for profile in ("qwen", "default")),

@@ -1,0 +1,76 @@
+"""`speed_runs.use_free_cores`: a timing takes the cores other processes leave free, or the threads asked for."""
+import multiprocessing
+import time
+
+import psutil
+import pytest
+import torch
+
+from tutorial_lib.decoding import speed_runs
+
+
+@pytest.fixture(autouse=True)
+def keep_threads():
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("busy, n_logical, physical, expected", [
+    (0.05, 2, 2, 2),     # quiet: every core
+    (1.9, 2, 2, 1),      # a two-thread job beside it: one thread, never zero
+    (1.0, 4, 4, 3),
+    (3.6, 4, 4, 1),
+    (0.0, 8, 4, 4),      # at most the physical cores, torch's default
+])
+def test_free_cores_are_the_cores_others_leave(monkeypatch, busy, n_logical, physical, expected):
+    monkeypatch.setattr(speed_runs, "busy_cores", lambda interval_s=0.5: busy)
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: n_logical if logical else physical)
+    assert speed_runs.use_free_cores() == expected
+    assert torch.get_num_threads() == expected
+
+
+def test_threads_asked_for_are_used_without_measuring(monkeypatch):
+    monkeypatch.setattr(speed_runs, "busy_cores", lambda interval_s=0.5: pytest.fail("measured"))
+    assert speed_runs.use_free_cores(1) == 1 and torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True, "2"])
+def test_bad_thread_counts_are_refused(threads):
+    with pytest.raises(ValueError, match="whole number of threads"):
+        speed_runs.use_free_cores(threads)
+
+
+def _spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_busy_cores_sees_another_busy_process():
+    spinner = multiprocessing.get_context("spawn").Process(target=_spin, args=(6.0,), daemon=True)
+    spinner.start()
+    try:
+        time.sleep(1.0)   # past the child's start-up
+        assert speed_runs.busy_cores(1.0) >= 0.7   # one spinning process: about one core
+    finally:
+        spinner.terminate()
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        speed_runs.busy_cores(0)
+
+
+def test_timing_threads_text_reads_its_numbers_from_the_file(tmp_path):
+    from tutorial_lib.decoding.speed_text import timing_threads_text
+    path = tmp_path / "timing_threads_cpu.json"
+    assert "No committed run" in timing_threads_text(path)
+    summary = {"1": {"seconds_median": 8.04, "seconds_min": 7.7, "seconds_max": 10.7, "vs_1_median": 1.0, "vs_1_min": 1.0,
+                     "vs_1_max": 1.0, "speedup_over_verifier_median": {"gamma=3": 0.68, "verifier": 1.0}},
+               "2": {"seconds_median": 12.8, "seconds_min": 12.1, "seconds_max": 19.4, "vs_1_median": 1.576,
+                     "vs_1_min": 1.233, "vs_1_max": 1.899, "speedup_over_verifier_median": {"gamma=3": 0.665, "verifier": 1.0}}}
+    import json
+    path.write_text(json.dumps({"drafter": "d", "verifier": "v", "prompts": 1, "max_new_tokens": 20, "gammas": [3],
+                                "rounds": 5, "threads": [1, 2], "cores": 2, "beside": "a job", "busy_cores_at_start": 1.96,
+                                "use_free_cores_chose": 1, "summary": summary}))
+    text = timing_threads_text(path)
+    assert "| 2 | 12.8 [12.1, 19.4] | 1.58 [1.23, 1.90] | 0.67 |" in text
+    assert "measured 2.0 cores busy and chose 1 thread." in text
