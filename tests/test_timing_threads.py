@@ -73,4 +73,4 @@ def test_timing_threads_text_reads_its_numbers_from_the_file(tmp_path):
                                 "use_free_cores_chose": 1, "summary": summary}))
     text = timing_threads_text(path)
     assert "| 2 | 12.8 [12.1, 19.4] | 1.58 [1.23, 1.90] | 0.67 |" in text
-    assert "measured 2.0 cores busy and chose 1 thread." in text
+    assert "`use_free_cores` chose 1 thread (and the next half second, `busy_cores` read 2.0 cores busy)" in text

@@ -191,8 +191,8 @@ def timing_threads_text(path: Path) -> str:
     lines = [f"{d['drafter']} drafting for {d['verifier']}, {d['prompts']} prompt x {d['max_new_tokens']} tokens, "
              f"gamma {', '.join(map(str, d['gammas']))} and the verifier alone, {d['rounds']} rounds with the thread "
              f"counts in a shuffled order, {d['cores']} cores, beside {d['beside']}. When it started, "
-             f"`use_free_cores` measured {d['busy_cores_at_start']:.1f} cores busy and chose {d['use_free_cores_chose']} "
-             f"thread{'s' if d['use_free_cores_chose'] != 1 else ''}.\n",
+             f"`use_free_cores` chose {d['use_free_cores_chose']} thread{'s' if d['use_free_cores_chose'] != 1 else ''} "
+             f"(and the next half second, `busy_cores` read {d['busy_cores_at_start']:.1f} cores busy).\n",
              f"| threads | seconds, median [range] | time / time at {first} thread{'s' if first != 1 else ''}, "
              "median [range] | measured speed-up over the verifier (median): "
              + ", ".join(f"gamma {g}" for g in d["gammas"]) + " |", "|---|---|---|---|"]
