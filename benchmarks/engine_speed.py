@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import platform
 import statistics
 import time
@@ -113,20 +112,6 @@ def first_auto_block(pair, prompt, *, keep: bool) -> dict:
     start = time.perf_counter()
     g = generate(drafter, verifier, prompt, method="speculative", gamma="auto", max_new_tokens=1, eos_token_id=())
     return {"seconds": time.perf_counter() - start, "calibration_s": calibration_s, "first_gamma": g.gammas[:1]}
-
-
-def _burn():
-    torch.set_num_threads(1)
-    a = torch.randn(512, 512)
-    while True:
-        a = torch.tanh(a @ a)
-
-
-def start_heavy_job():
-    """Another process keeping one core busy with matrix products, until terminated."""
-    job = multiprocessing.get_context("spawn").Process(target=_burn, daemon=True)
-    job.start()
-    return job
 
 
 def pairwise(rows, numerator: str, denominator: str):
@@ -226,7 +211,7 @@ def main():
     args.hf_constant = [int(g) for g in args.hf_constant.split(",") if g]
     if args.quick:
         args.prompts, args.max_new_tokens = min(args.prompts, 2), min(args.max_new_tokens, 48)
-    busy = start_heavy_job() if args.beside_heavy_job else None
+    busy = speed_runs.start_heavy_job(1) if args.beside_heavy_job else None
     started = time.perf_counter()
     all_rows, summaries, checks, calibrations = [], [], {}, {}
     for dtype in args.dtypes.split(","):

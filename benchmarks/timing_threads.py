@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import random
 import statistics
@@ -28,20 +27,6 @@ import torch
 from tutorial_lib.decoding import speed_runs
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _burn(threads: int) -> None:
-    torch.set_num_threads(threads)
-    a = torch.randn(768, 768)
-    while True:
-        a = torch.tanh(a @ a)
-
-
-def start_heavy_job(threads: int):
-    """Another process running matrix products on `threads` threads, until terminated."""
-    job = multiprocessing.get_context("spawn").Process(target=_burn, args=(threads,), daemon=True)
-    job.start()
-    return job
 
 
 def summarise(runs: list, threads: list) -> dict:
@@ -81,7 +66,7 @@ def main() -> None:
     prompts = speed_runs.speed_prompts(pair.verifier, settings["n_prompts"])
     methods = {"verifier": speed_runs.engine_method(pair, 0, eos_token_id=())}
     methods.update({f"gamma={g}": speed_runs.engine_method(pair, g, eos_token_id=()) for g in settings["gammas"]})
-    job = start_heavy_job(args.beside_heavy_job) if args.beside_heavy_job else None
+    job = speed_runs.start_heavy_job(args.beside_heavy_job) if args.beside_heavy_job else None
     try:
         time.sleep(2 if job else 0)   # let the heavy job reach its steady state
         chosen = speed_runs.use_free_cores(None)

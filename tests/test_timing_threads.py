@@ -1,5 +1,4 @@
 """`speed_runs.use_free_cores`: a timing takes the cores other processes leave free, or the threads asked for."""
-import multiprocessing
 import time
 
 import psutil
@@ -41,22 +40,17 @@ def test_bad_thread_counts_are_refused(threads):
         speed_runs.use_free_cores(threads)
 
 
-def _spin(seconds):
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
-def test_busy_cores_sees_another_busy_process():
-    spinner = multiprocessing.get_context("spawn").Process(target=_spin, args=(6.0,), daemon=True)
-    spinner.start()
+def test_busy_cores_sees_the_heavy_job():
+    job = speed_runs.start_heavy_job(1)
     try:
-        time.sleep(1.0)   # past the child's start-up
-        assert speed_runs.busy_cores(1.0) >= 0.7   # one spinning process: about one core
+        time.sleep(3.0)   # past the child's start-up (spawn imports torch)
+        assert speed_runs.busy_cores(1.0) >= 0.7   # one thread of matrix products: about one core
     finally:
-        spinner.terminate()
+        job.terminate()
     with pytest.raises(ValueError, match="positive number of seconds"):
         speed_runs.busy_cores(0)
+    with pytest.raises(ValueError, match="whole number of threads"):
+        speed_runs.start_heavy_job(0)
 
 
 def test_timing_threads_text_reads_its_numbers_from_the_file(tmp_path):

@@ -48,7 +48,8 @@ from .calibration import Calibration, interleaved_rounds
 
 __all__ = ["PROMPTS", "SPEED_PROFILES", "speed_profile", "load_speed_pair", "engine_method", "measure_speed",
            "summarise_speed", "expected_run_time", "gamma_range", "scaled_calibration", "what_if", "block_costs",
-           "PeakMemory", "calibrate_batch", "measure_batch_speed", "predict_batch_speed", "busy_cores", "use_free_cores"]
+           "PeakMemory", "calibrate_batch", "measure_batch_speed", "predict_batch_speed", "busy_cores", "use_free_cores",
+           "start_heavy_job"]
 
 PROMPTS = {
     "code: reverse words": "Write a Python function that reverses the order of the words in a sentence, "
@@ -93,6 +94,24 @@ def busy_cores(interval_s: float = 0.5) -> float:
     after = me.cpu_times()
     own = (after.user + after.system - before.user - before.system) / interval_s
     return max(0.0, used - own)
+
+
+def _burn(threads: int) -> None:
+    torch.set_num_threads(threads)
+    a = torch.randn(512, 512)
+    while True:
+        a = torch.tanh(a @ a)
+
+
+def start_heavy_job(threads: int = 1):
+    """Another process running matrix products on `threads` torch threads until it is terminated (a stand-in for
+    a user's busy machine in the benchmarks); returns the `multiprocessing.Process`: call `.terminate()`."""
+    import multiprocessing
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads={threads!r}: the heavy job needs a whole number of threads >= 1.")
+    job = multiprocessing.get_context("spawn").Process(target=_burn, args=(threads,), daemon=True)
+    job.start()
+    return job
 
 
 def use_free_cores(threads: Optional[int] = None, *, interval_s: float = 0.5) -> int:
