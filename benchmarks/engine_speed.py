@@ -222,6 +222,7 @@ def main():
     elapsed = time.perf_counter() - started
     if busy is not None:
         busy.terminate()
+        busy.join(5)
     import pandas as pd
     summary, rows = pd.concat(summaries, ignore_index=True), pd.concat(all_rows, ignore_index=True)
     machine = device_name(device)

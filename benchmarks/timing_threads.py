@@ -1,15 +1,17 @@
 r"""How many torch threads should a timing use on a busy machine? Notebook 09's timing workload at each thread count.
 
-Each round times notebook 09's measurement (`speed_runs.measure_speed`: the verifier alone and speculative
-decoding at the profile's $\gamma$, greedy) once per thread count of `--threads`, in a shuffled order, so a
-machine whose load changes slows every thread count alike. It reports the wall time of each, the ratio of
+After one untimed pass at each thread count, each round times notebook 09's measurement
+(`speed_runs.measure_speed`: the verifier alone and speculative decoding at the profile's $\gamma$, greedy)
+once per thread count of `--threads`, the order rotating from round to round (each count goes first
+equally often), so a machine whose load changes slows every thread count alike. It reports the wall time of each, the ratio of
 each thread count's time to the first one's (median and range over rounds) and the speed-up of each
 $\gamma$ over the verifier measured at each thread count, and what `speed_runs.use_free_cores` would have
 chosen when the run started. `--beside-heavy-job N` starts another process running matrix products on
 `N` threads for the whole run (a stand-in for a user's busy laptop); `--beside TEXT` names a load that is
-already running (e.g. the offline-large rerun).
+already running (the committed run: beside the offline-large rerun).
 
-    python benchmarks/timing_threads.py --beside-heavy-job 2 --output data/benchmarks/timing_threads_cpu
+    python benchmarks/timing_threads.py --beside "the offline-large Gemma-style rerun (...)"   # the committed file
+    python benchmarks/timing_threads.py --beside-heavy-job 2 --output /tmp/timing_threads_heavy
     python benchmarks/timing_threads.py --profile smoke --rounds 2 --output /tmp/timing_threads
 """
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import time
 from pathlib import Path
@@ -68,13 +69,15 @@ def main() -> None:
     methods.update({f"gamma={g}": speed_runs.engine_method(pair, g, eos_token_id=()) for g in settings["gammas"]})
     job = speed_runs.start_heavy_job(args.beside_heavy_job) if args.beside_heavy_job else None
     try:
-        time.sleep(2 if job else 0)   # let the heavy job reach its steady state
         chosen = speed_runs.use_free_cores(None)
         busy = speed_runs.busy_cores()
-        order = random.Random(0)
+        for t in threads:   # untimed: first calls (allocations, kernels' first use) at each count
+            torch.set_num_threads(t)
+            speed_runs.measure_speed(methods, prompts, max_new_tokens=settings["max_new_tokens"], repeats=1,
+                                     progress=False)
         runs = []
         for k in range(args.rounds):
-            for t in order.sample(threads, len(threads)):
+            for t in threads[k % len(threads):] + threads[:k % len(threads)]:
                 torch.set_num_threads(t)
                 tic = time.perf_counter()
                 rows = speed_runs.measure_speed(methods, prompts, max_new_tokens=settings["max_new_tokens"],
@@ -87,6 +90,7 @@ def main() -> None:
     finally:
         if job is not None:
             job.terminate()
+            job.join(5)
     beside = args.beside or (f"another process doing matrix products on {args.beside_heavy_job} threads"
                              if args.beside_heavy_job else "nothing else started by the benchmark")
     result = {"profile": args.profile, "drafter": settings["drafter"], "verifier": settings["verifier"],

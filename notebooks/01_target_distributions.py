@@ -283,7 +283,8 @@ print(f"gamma='auto' chose block sizes {chosen}: with t_q = {auto_reason.attrs['
       f"{clock.loc['gamma=3', 'acceptance']:.2f}, the block-cost model favours gamma = "
       f"{int(auto_reason.index[auto_reason['best']][0])}; measured speed-ups: gamma=3 "
       f"{clock.loc['gamma=3', 'speedup']:.2f}x, auto {clock.loc['gamma=auto', 'speedup']:.2f}x "
-      f"(notebook 09 has the whole story; {threads_used} torch threads, the cores other processes left free).")
+      f"(notebook 09 has the whole story; {threads_used} torch thread{'s' if threads_used != 1 else ''}, "
+      "the cores other processes left free).")
 tl.notebook.save_metrics("01_target_distributions_timing", {
     "pair": list(clock_pair), "threads": threads_used, "table": clock.reset_index().to_dict(orient="records"),
     "predicted": auto_reason["predicted_speedup"].to_dict(), "costs": dict(auto_reason.attrs)}, output_dir)

@@ -48,8 +48,8 @@
 # GPU. `smoke`: two tiny random models, for CI.
 #
 # **Threads.** A laptop is rarely idle. Beside another busy process, as many torch threads as there are
-# cores spend their time waiting for one another, and the clock measures that contention more than the
-# method, so this notebook times with the cores other processes leave free (`tl.speed_runs.use_free_cores`,
+# cores wait for one another and the timings come out slower and noisier than with fewer threads, so this
+# notebook times with the cores other processes leave free (`tl.speed_runs.use_free_cores`,
 # measured over half a second when it starts; `threads` overrides it) and prints how many it took. The
 # calibration is stored per thread count.
 
@@ -111,7 +111,7 @@ drafter, verifier = pair
 prompts = speed_runs.speed_prompts(verifier, settings["n_prompts"])
 metrics = {"settings": settings, "threads": threads_used}
 print(f"{drafter.name} drafting for {verifier.name} on {verifier.device} ({verifier.dtype}), "
-      f"{threads_used} torch threads ({'as asked' if threads else 'the cores other processes left free'}); {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
+      f"{threads_used} torch thread{'s' if threads_used != 1 else ''} ({'as asked' if threads else 'the cores other processes left free'}); {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
 
 # %% [markdown]
 # ## 1. What does each call cost here? The calibration `gamma="auto"` starts from

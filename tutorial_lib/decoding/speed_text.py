@@ -188,10 +188,11 @@ def timing_threads_text(path: Path) -> str:
         return f"No committed run of `benchmarks/timing_threads.py` ({path.name}).\n"
     d = json.loads(path.read_text())
     first = d["threads"][0]
-    lines = [f"{d['drafter']} drafting for {d['verifier']}, {d['prompts']} prompt x {d['max_new_tokens']} tokens, "
+    plural = lambda n, word: f"{n} {word}{'s' if n != 1 else ''}"   # noqa: E731
+    lines = [f"{d['drafter']} drafting for {d['verifier']}, {plural(d['prompts'], 'prompt')} x {d['max_new_tokens']} tokens, "
              f"gamma {', '.join(map(str, d['gammas']))} and the verifier alone, {d['rounds']} rounds with the thread "
-             f"counts in a shuffled order, {d['cores']} cores, beside {d['beside']}. When it started, "
-             f"`use_free_cores` chose {d['use_free_cores_chose']} thread{'s' if d['use_free_cores_chose'] != 1 else ''} "
+             f"counts in a rotating order after an untimed pass at each, {plural(d['cores'], 'core')}, beside {d['beside']}. "
+             f"When it started, `use_free_cores` chose {plural(d['use_free_cores_chose'], 'thread')} "
              f"(and the next half second, `busy_cores` read {d['busy_cores_at_start']:.1f} cores busy).\n",
              f"| threads | seconds, median [range] | time / time at {first} thread{'s' if first != 1 else ''}, "
              "median [range] | measured speed-up over the verifier (median): "
