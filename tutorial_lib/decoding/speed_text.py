@@ -129,7 +129,8 @@ def batch_speed_table(path: Path) -> str:
     for row in table.itertuples():
         spread = f" [{row.tokens_per_s_low:.1f}, {row.tokens_per_s_high:.1f}]" if d["repeats"] > 1 else ""
         lines.append(f"| {row.batch_size} | {row.gamma} | {row.tokens_per_s:.1f}{spread} | {row.predicted_tokens_per_s:.1f} | "
-                     f"{row.tokens_per_s / row.predicted_tokens_per_s:.2f} | {row.peak_rss_mib:.0f} |")
+                     f"{row.tokens_per_s / row.predicted_tokens_per_s:.2f} | "
+                     + (f"{row.peak_rss_mib:.0f} |" if "peak_rss_mib" in table else "not recorded |"))
     ratio = table["tokens_per_s"] / table["predicted_tokens_per_s"]
     lines.append(f"\nMeasured over predicted: {ratio.min():.2f}-{ratio.max():.2f}.")
     sizes = lambda bs: ", ".join(map(str, bs)) if bs else "none"   # noqa: E731
