@@ -1,5 +1,6 @@
 """Numbers in prose come from the results: every README region re-rendered from the committed result
 files must equal the README's text, and a changed result must make the check fail."""
+import json
 import shutil
 from pathlib import Path
 
@@ -144,3 +145,13 @@ def test_rerun_progress_counts_saved_rows_and_session_time(tmp_path):
         json.dumps({"task": "code", "config": f"c{i}", "example_id": f"e{j}", "quality": 0.0}) + "\n"
         for i in range(2) for j in (2, 3)))
     assert evaluation.rerun_progress_text(folder, "python go.py").startswith("**Finished**: 10 of 10 rows")
+
+
+def test_batch_speed_table_reads_runs_without_a_peak_memory(tmp_path):
+    result = json.loads((ROOT / "data" / "benchmarks" / "batch_speed_qwen_cpu.json").read_text())
+    for run in result["runs"]:
+        run.pop("peak_rss_mib", None)
+    path = tmp_path / "batch_speed_qwen_cpu.json"
+    path.write_text(json.dumps(result))
+    rows = [line for line in speed_text.batch_speed_table(path).splitlines() if line.startswith("| 1 |")]
+    assert rows and all(line.endswith("| not recorded |") for line in rows)
