@@ -99,7 +99,7 @@ from tutorial_lib.decoding.gamma_policy import AutoGamma
 from tutorial_lib.views import speed as speed_view
 from tutorial_lib.views.widgets import live_view
 
-threads_used = speed_runs.use_free_cores(threads)   # beside a busy process, fewer threads time the method, not the contention
+threads_used = speed_runs.use_free_cores(threads)   # beside a busy process, fewer threads run faster and steadier
 if device is None:
     device = "cuda" if torch.cuda.is_available() else None
 settings = speed_runs.speed_profile(profile, device=device, dtype=dtype, gammas=gammas, n_prompts=n_prompts,
