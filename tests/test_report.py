@@ -14,7 +14,7 @@ from tutorial_lib.sweeps import evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILES = ("claims.csv", "signed_error.csv", "latency_by_task.csv", "flip_points.csv", "facts.json",
-                "answer_lengths.csv", "paired_differences.csv")
+                "answer_lengths.csv", "paired_differences.csv", "summary.csv", "quality_by_context.csv")
 
 
 def test_the_readme_quotes_the_committed_results():
@@ -27,16 +27,15 @@ def test_the_readme_quotes_the_committed_results():
 
 
 def _copy_results(tmp_path: Path) -> Path:
-    for run in (report.T5_RUN, report.GEMMA_RUN):
+    for run in (report.T5_RUN, report.GEMMA_EARLIER_RUN):
         target = tmp_path / "data" / "results" / run
         target.mkdir(parents=True)
         for name in RESULT_FILES:
             source = ROOT / "data" / "results" / run / name
             if source.exists():
                 shutil.copy(source, target / name)
-    large = ROOT / "data" / "results" / report.GEMMA_LARGE_RUN      # the enlarged rerun's progress region
-    if large.is_dir():
-        shutil.copytree(large, tmp_path / "data" / "results" / report.GEMMA_LARGE_RUN)
+    # the Gemma-style run whole: its progress region counts its rows and sessions
+    shutil.copytree(ROOT / "data" / "results" / report.GEMMA_RUN, tmp_path / "data" / "results" / report.GEMMA_RUN)
     shutil.copytree(ROOT / "data" / "benchmarks", tmp_path / "data" / "benchmarks")  # the benchmark regions
     return tmp_path
 
@@ -50,7 +49,22 @@ def test_a_changed_result_no_longer_matches_the_readme(tmp_path):
     finite = claims["estimate"].abs() < float("inf")
     claims.loc[finite.idxmax(), "estimate"] += 0.0123
     claims.to_csv(claims_path, index=False)
-    assert report.rewrite(text, report.render(root)) != text
+    changed = report.render(root)
+    assert report.rewrite(text, changed) != text
+    # both tables quote it: the claims and the claims set beside the earlier run's
+    assert changed["gemma-claims"] != report.render(ROOT)["gemma-claims"]
+    assert changed["gemma-claims-compared"] != report.render(ROOT)["gemma-claims-compared"]
+
+
+def test_a_changed_earlier_verdict_changes_the_comparison(tmp_path):
+    root = _copy_results(tmp_path)
+    path = root / "data" / "results" / report.GEMMA_EARLIER_RUN / "claims.csv"
+    earlier = pd.read_csv(path)
+    before = report.render(root)["gemma-claims-compared"]
+    earlier["verdict"] = "holds"
+    earlier.to_csv(path, index=False)
+    after = report.render(root)["gemma-claims-compared"]
+    assert after != before and "| yes |" in after
 
 
 def test_regions_and_renderers_must_match():
@@ -155,3 +169,21 @@ def test_batch_speed_table_reads_runs_without_a_peak_memory(tmp_path):
     path.write_text(json.dumps(result))
     rows = [line for line in speed_text.batch_speed_table(path).splitlines() if line.startswith("| 1 |")]
     assert rows and all(line.endswith("| not recorded |") for line in rows)
+
+
+def test_rerun_progress_says_each_sessions_share_of_the_machine_and_the_aim(tmp_path):
+    folder = tmp_path / "gemma-x"
+    folder.mkdir()
+    rows = [{"task": "code", "config": f"c{i}", "example_id": f"e{j}", "quality": 1.0} for i in range(2) for j in range(2)]
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sessions = [{"seconds": 3600.0, "cpu_seconds": 3600.0, "threads": 2, "rows_before": 0, "rows_after": 1,
+                 "configurations": 2, "items": {"code": 2}},
+                {"seconds": 7200.0, "cpu_seconds": 14400.0, "threads": 2, "rows_before": 1, "rows_after": 4,
+                 "configurations": 2, "items": {"code": 2}}]
+    (folder / "sessions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    text = evaluation.rerun_progress_text(folder, "python go.py", aim_hours=2.5)
+    assert text.startswith("**Finished**: 4 of 4 rows")
+    assert "Per session: 1 rows in 1.00 h (CPU over wall 1.00 with 2 threads); 3 rows in 2.00 h (CPU over wall 2.00" in text
+    assert text.rstrip().endswith("over the aim of 2.5 h by 0.50 h.")
+    assert evaluation.rerun_progress_text(folder, "python go.py", aim_hours=3).rstrip().endswith("within the aim of 3 h.")
+    assert "Per session" not in evaluation.rerun_progress_text(folder, "python go.py")

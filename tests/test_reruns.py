@@ -1,4 +1,6 @@
 """Profiles of the T5 and Gemma reruns, the hub loaders (without a network) and the layer-skip drafter."""
+from pathlib import Path
+
 import pytest
 
 import tutorial_lib as tl
@@ -126,6 +128,30 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
                            progress=False)
     assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
     assert pricing.model_error(pricing.price_rows(latency, calibration))["n_items"].eq(settings["latency_items"]).all()
+
+
+def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_default():
+    # issue 26, item 7: HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every
+    # configuration, its calibration and latency rows; the README quotes it and notebook 07 redraws it
+    import re
+    from tutorial_lib import pricing, report
+    settings = reruns.gemma_profile("offline-large")
+    pair = reruns.saved_pair("gemma-offline-large", settings)
+    tasks = reruns.gemma_tasks(settings)
+    assert [(t.name, len(t.examples)) for t in tasks] == [("humaneval", 164), ("arithmetic-300", 300), ("facts", 49)]
+    configs = reruns.gemma_configs(settings)
+    rows = ev.run_sweep(pair, tasks, configs, name="gemma-offline-large", runner="batch",
+                        extra_config=reruns.run_config(settings), progress=False)
+    assert len(rows) == len(configs) * 513 == 7695 and Path(rows.attrs["path"]).name == report.GEMMA_RUN
+    calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
+    assert pricing.price_rows(rows, calibration)[pricing.LATENCY_COLUMN].gt(0).all()
+    latency = ev.run_sweep(pair, [t.head(settings["latency_items"]) for t in tasks], reruns.latency_configs(settings),
+                           name="gemma-offline-large-latency", runner="single", extra_config=reruns.run_config(settings),
+                           progress=False)
+    assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
+    assert Path(latency.attrs["path"]).name == report.GEMMA_LATENCY_RUN
+    notebook = (Path(__file__).resolve().parents[1] / "notebooks" / "07_gemma_evaluation.py").read_text()
+    assert re.search(r'^profile = "offline-large"', notebook, re.M)
 
 
 def test_describe_pair_and_task_table_with_loaded_models():

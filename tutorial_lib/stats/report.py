@@ -10,13 +10,14 @@ Notebooks 06 and 07 write their result files with the functions here (`write_t5_
 | `latency_by_task.csv` | (Gemma-style) batch-size-1 latency per task and pooled, total over total (`analysis.latency_view`) |
 | `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`tl.hardware`) |
 | `facts.json` | the other numbers the README quotes (cost ratio, SpecDecode's relative latency, ...) |
-| `answer_lengths.csv`, `paired_differences.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`); the README quotes them too |
+| `answer_lengths.csv`, `paired_differences.csv`, `summary.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`, `analysis.summarize`); the README quotes them too |
 
 `render(root)` turns those files into the README's marked regions,
 `<!-- results:NAME -->` ... `<!-- /results:NAME -->`, and `python -m tutorial_lib.stats.report --write`
 rewrites them in README.md (`--check` only compares). `tests/test_report.py` re-renders every
 region from the committed files and fails when the README says something else, so a quoted number
-cannot outlive the result it quotes. The renderers read files only: no model, no bootstrap.
+cannot outlive the result it quotes. The renderers read files only: no model, no bootstrap. The Gemma-style
+run's claims are also set beside those of the run it replaced (`GEMMA_EARLIER_RUN`, `claims.compare_claims`).
 """
 from __future__ import annotations
 
@@ -36,17 +37,24 @@ from ..decoding.speed_text import batch_speed_table, batch_throughput_text, engi
 from ..lessons.notebook import notebook_times_table
 from ..sweeps.evaluation import rerun_progress_text
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "NOTEBOOK_TIMES", "write_t5_results", "write_t5_facts", "write_gemma_results",
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "GEMMA_EARLIER_RUN", "GEMMA_RENAMED_TASKS", "NOTEBOOK_TIMES", "write_t5_results", "write_t5_facts", "write_gemma_results",
            "distinct_runs", "same_texts_as", "render",
            "regions", "rewrite", "REGION"]
 
 ROOT = paths.CHECKOUT
 #: the committed runs the README quotes (folder names under data/results/)
 T5_RUN = "t5-offline-2a0558794f93"
-GEMMA_RUN = "gemma-offline-all-9a41956cad40"
-GEMMA_LATENCY_RUN = "gemma-offline-all-latency-b9e8f41c8d84"
-#: the enlarged rerun (issue 26, item 7: HumanEval 164, arithmetic-300, facts 49), filled over several sessions
-GEMMA_LARGE_RUN = "gemma-offline-large-7d3b2f2acc96"
+#: the Gemma-style run the README quotes, notebook 07's default: the enlarged rerun (issue 26, item 7:
+#: HumanEval 164, arithmetic-300, facts 49), filled over several sessions
+GEMMA_RUN = "gemma-offline-large-7d3b2f2acc96"
+GEMMA_LATENCY_RUN = "gemma-offline-large-latency-5805bce581e2"
+GEMMA_LARGE_RUN = GEMMA_RUN   # its progress region
+#: the run it replaced (every item of the smaller offline sets, 3 alphas per rule), whose claims the README
+#: sets beside the new ones; its tasks under the names of the tasks that replaced them
+GEMMA_EARLIER_RUN = "gemma-offline-all-9a41956cad40"
+GEMMA_RENAMED_TASKS = {"code": "humaneval", "arithmetic": "arithmetic-300"}
+#: issue 26's aim for the enlarged rerun: at most this many hours of compute from empty on this machine
+GEMMA_LARGE_AIM_HOURS = 6.0
 REGION = re.compile(r"(<!-- results:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
 GRID_RESAMPLES = 400
 #: The cost model's aim: |median signed error| per method at most this (issue 26).
@@ -286,7 +294,7 @@ def _latency_table(view: pd.DataFrame) -> str:
 def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
     """The README's regions, each a function that renders it from the committed result files."""
     results = Path(root or ROOT) / "data" / "results"
-    t5, gemma = results / T5_RUN, results / GEMMA_RUN
+    t5, gemma, earlier = results / T5_RUN, results / GEMMA_RUN, results / GEMMA_EARLIER_RUN
     read = lambda folder, name: pd.read_csv(folder / name)
     facts = lambda folder: json.loads((folder / "facts.json").read_text())
 
@@ -345,26 +353,101 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
     def notebook_times() -> str:
         return notebook_times_table(Path(root or ROOT) / NOTEBOOK_TIMES)
 
+    def gemma_task(*prefixes: str) -> str:
+        names = pd.unique(read(gemma, "answer_lengths.csv")["task"])
+        return next(n for n in names if n.startswith(prefixes))
+
+    def gemma_run() -> str:
+        summary, lengths = read(gemma, "summary.csv"), read(gemma, "answer_lengths.csv")
+        metrics = read(gemma, "latency_by_task.csv").dropna(subset=["quality_metric"]).drop_duplicates("task")
+        metric = dict(zip(metrics["task"], metrics["quality_metric"]))
+        temperatures = sorted(summary["temperature"].unique(), reverse=True)
+
+        def cell(task, label, column) -> str:
+            values = []
+            for t in temperatures:
+                hit = summary[(summary["task"] == task) & (summary["label"] == label) & (summary["temperature"] == t)
+                              & summary["end"].isna()]
+                values.append(f"{hit[column].iloc[0]:.{3 if column == 'rejection_rate' else 2}f}" if len(hit)
+                              else "not run")
+            return " / ".join(values)
+
+        def cut(task, label="Verifier") -> str:
+            return " / ".join(f"{v:.1%}" for v in (lengths[(lengths["task"] == task) & (lengths["label"] == label) &
+                                                           (lengths["temperature"] == t)]["cut_rate"].mean()
+                                                   for t in temperatures))
+
+        when = " / ".join(f"T={t:g}" for t in temperatures)
+        head = (f"| task (items) | metric | drafter {when} | verifier {when} | SpecDecode rejection rate {when} | "
+                f"verifier's cut rate {when} |\n|---|---|---|---|---|---|\n")
+        lines = [f"| {task} ({int(summary[summary['task'] == task]['n'].max())}) | {metric.get(task, '')} | "
+                 f"{cell(task, 'Drafter', 'quality')} | {cell(task, 'Verifier', 'quality')} | "
+                 f"{cell(task, 'SpecDecode', 'rejection_rate')} | {cut(task)} |" for task in pd.unique(summary["task"])]
+        others = lengths[~lengths["label"].isin(["Verifier", "Drafter"])]
+        per_method = others.groupby(["task", "temperature", "label"])["cut_rate"].mean()
+        (task, t, label), top = per_method.idxmax(), per_method.max()
+        single = others.loc[others["cut_rate"].idxmax()]
+        return (head + "\n".join(lines) + "\n\n"
+                f"The cut rate is the share of answers that reached `max_new_tokens` (`answer_lengths.csv`). Of the "
+                f"other methods (mean over a method's alphas) the highest is {top:.1%}, {label} on {task} at "
+                f"`T = {t:g}`; the highest single configuration {single['cut_rate']:.1%} ({single['label']} at "
+                f"`alpha = {single['alpha']:.3g}`, {single['task']}, `T = {single['temperature']:g}`).\n")
+
     def gemma_answer_lengths() -> str:
         table = read(gemma, "answer_lengths.csv")
-        cold = table[(table["task"] == "arithmetic") & (table["temperature"] == 0.0)]
+        arithmetic, code = gemma_task("arithmetic"), gemma_task("humaneval", "code")
+        cold = table[(table["task"] == arithmetic) & (table["temperature"] == 0.0)]
         one = lambda label: cold[cold["label"] == label]
         token = one("SpecCascade [Token-V2]").sort_values("alpha")
-        verifier, drafter, spec = one("Verifier").iloc[0], one("Drafter").iloc[0], one("SpecDecode").iloc[0]
-        more = token["verifier_calls_per_answer"] / verifier["verifier_calls_per_answer"] - 1
-        warm = table[(table["task"] == "code") & (table["temperature"] == 1.0)]
+        verifier, spec = one("Verifier").iloc[0], one("SpecDecode").iloc[0]
+        ratio = token["verifier_calls_per_answer"] / verifier["verifier_calls_per_answer"] - 1
+        words = lambda r: f"{abs(r):.0%} {'more' if r >= 0 else 'fewer'}"
+        drafter = (f" and the drafter in {one('Drafter').iloc[0]['answer_tokens']:.1f}" if len(one("Drafter"))
+                   else " (the drafter alone is not run at `T = 0`)")
+        tokens = ", ".join(f"{t:.1f}" for t in token["answer_tokens"])
+        alphas = ", ".join(f"{a:.3g}" for a in token["alpha"])
+        calls = (words(ratio.iloc[0]) if len(ratio) == 1 else f"{words(ratio.min())} to {words(ratio.max())}")
+        summary = read(gemma, "summary.csv")
+        rate = lambda label: summary[(summary["task"] == arithmetic) & (summary["temperature"] == 0.0) &
+                                     (summary["label"] == label) & summary["end"].isna()]["rejection_rate"]
+        token_rates, spec_rate = rate("SpecCascade [Token-V2]"), float(rate("SpecDecode").iloc[0])
+        rates = ", ".join(f"{r:.3f}" for r in token_rates)
+        compared = ("lower than" if token_rates.max() < spec_rate else "higher than" if token_rates.min() > spec_rate
+                    else "around")
+        lesson = (f"while its rejection rate ({rates}) is {compared} SpecDecode's ({spec_rate:.3f})"
+                  + (": a cost per token would hide the longer answers" if ratio.min() > 0 else ""))
+        warm = table[(table["task"] == code) & (table["temperature"] == 1.0)]
         v1 = warm[warm["label"] == "SpecCascade [Token-V1]"]["answer_tokens"]
         warm_verifier = warm[warm["label"] == "Verifier"]["answer_tokens"].iloc[0]
-        tokens = ", ".join(f"{t:.1f}" for t in token["answer_tokens"])
-        return (f"Lenient rules lengthen answers, which a cost per token would hide. On arithmetic at `T = 0` the "
-                f"verifier answers in {verifier['answer_tokens']:.1f} tokens on average and the drafter in "
-                f"{drafter['answer_tokens']:.1f}. Token-V2 answers in {tokens} tokens at its {len(token)} alphas, so it "
-                f"makes {more.min():.0%}-{more.max():.0%} more verifier calls per answer than the verifier alone, while "
-                f"its rejection rate falls. At batch size 1, with the measured CPU calibration, its modelled latency "
-                f"per answer is {token['cost_per_answer'].min():.1f}-{token['cost_per_answer'].max():.1f} s, against "
-                f"{spec['cost_per_answer']:.1f} s for SpecDecode and {verifier['cost_per_answer']:.1f} s for the "
-                f"verifier. On code at `T = 1` the cascades give shorter answers (Token-V1 {v1.min():.1f}-{v1.max():.1f} "
-                f"tokens against the verifier's {warm_verifier:.1f}).\n")
+        v1_text = f"{v1.iloc[0]:.1f}" if len(v1) == 1 else f"{v1.min():.1f}-{v1.max():.1f}"
+        cost = (f" At batch size 1, with the measured CPU calibration, its modelled latency per answer is "
+                f"{token['cost_per_answer'].min():.1f}" + (f"-{token['cost_per_answer'].max():.1f}" if len(token) > 1 else "")
+                + f" s, against {spec['cost_per_answer']:.1f} s for SpecDecode and {verifier['cost_per_answer']:.1f} s "
+                "for the verifier." if "cost_per_answer" in token and token["cost_per_answer"].notna().all() else "")
+        return (f"Answer length, per rule (`answer_lengths.csv`). On {arithmetic} at `T = 0` the verifier answers in "
+                f"{verifier['answer_tokens']:.1f} tokens on average{drafter}. Token-V2 (alpha {alphas}) answers in "
+                f"{tokens} tokens, so it makes {calls} verifier calls per answer than the verifier alone, {lesson}.{cost} "
+                f"On {code} at `T = 1` Token-V1 answers in {v1_text} tokens against the verifier's "
+                f"{warm_verifier:.1f}.\n")
+
+    def gemma_claims_compared() -> str:
+        from .claims import compare_claims
+        both = compare_claims(read(earlier, "claims.csv"), read(gemma, "claims.csv"), GEMMA_RENAMED_TASKS)
+
+        def side(row, which: str) -> str:
+            if pd.isna(row[f"verdict_{which}"]):
+                return "not in this run"
+            values = {k: row[f"{k}_{which}"] for k in ("estimate", "low", "high", "verdict")}
+            n = "" if pd.isna(row[f"n_{which}"]) else f" (n {int(row[f'n_{which}'])})"
+            return f"{_interval(values)}, {values['verdict']}{n}"
+
+        head = ("| claim | task | T | earlier run: estimate [95%], verdict (n items) | this run | verdict changed |\n"
+                "|---|---|---|---|---|---|\n")
+        lines = [f"| {row['claim']} | {row['task']} | {row['temperature']:g} | {side(row, 'before')} | "
+                 f"{side(row, 'after')} | {'yes' if row['changed'] else 'no'} |" for _, row in both.iterrows()]
+        counts = lambda which: "; ".join(f"{verdict} {n}" for verdict, n in both[f"verdict_{which}"].value_counts().items())
+        return (head + "\n".join(lines) + f"\n\n{int(both['changed'].sum())} of {len(both)} verdicts changed. "
+                f"Verdicts of the earlier run: {counts('before')}; of this run: {counts('after')}.\n")
 
     def gemma_paired() -> str:
         table = read(gemma, "paired_differences.csv")
@@ -374,8 +457,24 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
                 f"(configuration, reference) pairs differ at 95% ({int((separated['low'] > 0).sum())} above, "
                 f"{int((separated['high'] < 0).sum())} below). The median interval width of a difference is "
                 f"{width[table['versus'] == 'Verifier'].median():.2f} against the verifier and "
-                f"{width[table['versus'] == 'SpecDecode'].median():.2f} against SpecDecode. Most rules still lie "
-                "within one interval width of each other.\n")
+                f"{width[table['versus'] == 'SpecDecode'].median():.2f} against SpecDecode.\n")
+
+    def t5_contexts() -> str:
+        table = pd.read_csv(t5 / "quality_by_context.csv")
+        temperature = f"{table['temperature'].iloc[0]:g}"
+        n = table["n"].unique()
+        items = f"{int(n[0])} held-out sentences each" if len(n) == 1 else "held-out sentences: n per row"
+        lines = []
+        for _, row in table.iterrows():
+            drafter_wins = row["Drafter"] > row["Verifier"]
+            cell = lambda v, bold: f"**{v:.1f}**" if bold else f"{v:.1f}"
+            lines.append(f"| {row['group']} | {cell(row['Drafter'], drafter_wins)} | {cell(row['Verifier'], drafter_wins)} |"
+                         + ("" if len(n) == 1 else f" {int(row['n'])} |"))
+        head = (f"| context ({items}, T = {temperature}) | drafter mean sentence BLEU | verifier mean sentence BLEU |"
+                + ("" if len(n) == 1 else " n |") + "\n|---|---|---|" + ("" if len(n) == 1 else "---|") + "\n")
+        wins = table.loc[table["Drafter"] > table["Verifier"], "group"].tolist()
+        return (head + "\n".join(lines) + "\n\nIn bold: where the drafter beats the verifier "
+                f"({', '.join(wins) if wins else 'nowhere'}; `quality_by_context.csv`, `analysis.quality_by_group`).\n")
 
     def t5_paired() -> str:
         table = read(t5, "paired_differences.csv")
@@ -398,9 +497,13 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
                                    "python benchmarks/engine_speed.py --beside-heavy-job "
                                    "--output data/benchmarks/engine_speed_cpu_busy")}),
         "t5-paired": t5_paired,
+        "t5-contexts": t5_contexts,
         "gemma-large-progress": lambda: rerun_progress_text(
-            results / GEMMA_LARGE_RUN, "nice python benchmarks/gemma_rerun.py --profile offline-large --latency"),
+            results / GEMMA_LARGE_RUN, "nice python benchmarks/gemma_rerun.py --profile offline-large --latency",
+            aim_hours=GEMMA_LARGE_AIM_HOURS),
+        "gemma-run": gemma_run,
         "gemma-answer-lengths": gemma_answer_lengths,
+        "gemma-claims-compared": gemma_claims_compared,
         "gemma-paired": gemma_paired,
         "t5-distinct": t5_distinct,
         "t5-run": t5_run,

@@ -435,10 +435,12 @@ def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config], l
     return table
 
 
-def rerun_progress_text(folder: Path, command: str) -> str:
+def rerun_progress_text(folder: Path, command: str, aim_hours: Optional[float] = None) -> str:
     """How far a long resumable rerun has come: rows saved against rows planned (per task), and the
     sessions that made them (`sessions.jsonl`: wall and CPU seconds, what it ran beside is in the note).
-    The planned count is configurations x items from the latest session."""
+    The planned count is configurations x items from the latest session. With `aim_hours`, each
+    session's rows, hours and CPU time over wall time (how much of the machine it got: a session
+    beside other work gets less), and whether the wall time stayed within the aim."""
     from .rows_file import read_folder_rows
     sessions_path = folder / "sessions.jsonl"
     if not sessions_path.exists():
@@ -457,5 +459,18 @@ def rerun_progress_text(folder: Path, command: str) -> str:
     done = len(rows) >= planned
     return (f"**{'Finished' if done else 'In progress'}**: {len(rows):,} of {planned:,} rows saved "
             f"({len(rows) / planned:.0%}; {tasks}) in {len(sessions)} session{'s' if len(sessions) > 1 else ''} "
-            f"of {seconds / 3600:.2f} h wall time in all ({cpu / 3600:.2f} h of CPU time over all threads). "
-            + ("" if done else f"The same command resumes it: `{command}`.") + "\n")
+            f"of {seconds / 3600:.2f} h wall time in all ({cpu / 3600:.2f} h of CPU time over all threads)."
+            + ("" if done else f" The same command resumes it: `{command}`.")
+            + ("" if aim_hours is None else _sessions_against_aim(sessions, seconds, aim_hours, done)) + "\n")
+
+
+def _sessions_against_aim(sessions: list, seconds: float, aim_hours: float, done: bool) -> str:
+    made = lambda s: (f"{s['rows_after'] - s['rows_before']:,} rows" if {"rows_after", "rows_before"} <= set(s)
+                      else "rows not logged")
+    listed = "; ".join(f"{made(s)} in {s['seconds'] / 3600:.2f} h "
+                       f"(CPU over wall {s.get('cpu_seconds', 0) / s['seconds']:.2f} with {s.get('threads', '?')} threads)"
+                       for s in sessions if s["seconds"] > 0)
+    hours = seconds / 3600
+    verdict = (f"within the aim of {aim_hours:g} h" if hours <= aim_hours else
+               f"over the aim of {aim_hours:g} h by {hours - aim_hours:.2f} h" + ("" if done else " already"))
+    return f" Per session: {listed}. Its wall time is {verdict}."

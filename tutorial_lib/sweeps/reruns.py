@@ -8,8 +8,8 @@ $\gamma = 1$). Each has a few profiles, chosen by the notebook's `profile` param
 |---|---|---|
 | `hub` | the paper's families from the Hugging Face hub | the real datasets through `datasets.load_dataset` |
 | `offline` (T5's default) | models that run here without a network | task sets the package makes or ships |
-| `offline-all` (Gemma's default) | as `offline` | every item of the offline sets, room to answer |
-| `offline-large` (Gemma) | as `offline` | HumanEval (164), arithmetic-300, facts (49): enough items to decide |
+| `offline-all` (Gemma) | as `offline` | every item of the smaller offline sets, room to answer |
+| `offline-large` (Gemma's default) | as `offline` | HumanEval (164), arithmetic-300, facts (49): enough items to decide |
 | `full` (T5) | as `offline` | more examples, the whole grid |
 | `smoke` | the cheapest models | a few examples (`make test`) |
 
@@ -364,7 +364,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
 }
 
 
-def gemma_profile(name: str = "offline-all", **overrides) -> dict:
+def gemma_profile(name: str = "offline-large", **overrides) -> dict:
     """The settings of one Gemma profile; keyword arguments that are not None replace settings."""
     return _profile(GEMMA_PROFILES, name, overrides)
 
