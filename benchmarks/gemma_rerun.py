@@ -98,10 +98,8 @@ def main() -> None:
     print(f"{name}: {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items "
           f"({', '.join(f'{t.name} {len(t.examples)}' for t in tasks)}), chunks of {settings['batch_size']}; "
           f"models loaded in {time.perf_counter() - wall:.0f} s", flush=True)
-    drafter, verifier = pair
-    sweep = ev.Sweep(name, {"drafter": ev.model_identity(drafter), "verifier": ev.model_identity(verifier), "seed": 0,
-                            "runner": "batch", "tasks": {t.name: t.fingerprint() for t in tasks},
-                            **reruns.run_config(settings)}, Path(args.root) if args.root else None)
+    sweep = ev.sweep_of(pair, tasks, name, runner="batch", extra_config=reruns.run_config(settings),
+                        root=Path(args.root) if args.root else None)
     before = len(sweep.done())
     total = len(configs) * sum(len(t.examples) for t in tasks)
     print(f"rows in {sweep.path}: {before} of {total} saved before this session", flush=True)
@@ -129,11 +127,8 @@ def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
     from tutorial_lib import pricing
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
     latency_configs = reruns.latency_configs(settings)
-    drafter, verifier = pair
-    latency = ev.Sweep(f"{name}-latency", {"drafter": ev.model_identity(drafter), "verifier": ev.model_identity(verifier),
-                                           "seed": 0, "runner": "single",
-                                           "tasks": {t.name: t.fingerprint() for t in latency_tasks},
-                                           **reruns.run_config(settings)}, Path(root) if root else None)
+    latency = ev.sweep_of(pair, latency_tasks, f"{name}-latency", runner="single",
+                          extra_config=reruns.run_config(settings), root=Path(root) if root else None)
     expected = len(latency_configs) * sum(len(t.examples) for t in latency_tasks)
     saved = len(latency.done())
     start = time.perf_counter()

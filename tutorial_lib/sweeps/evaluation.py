@@ -39,7 +39,7 @@ from ..checks import check_seed, check_whole_number
 from .configs import (CURVES, GEMMA_CURVES, T5_CURVES, Config, Example, Task, bild_thresholds, sequence_argument,
                       check_run_name, opt_grid, sweep_configs)
 
-__all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid",
+__all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid", "sweep_of",
            "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
            "prompt_ids", "batch_plan", "Processes", "MissingRowsError", "rerun_progress_text"]
 
@@ -222,6 +222,16 @@ def prompt_ids(lm, task: Task, example: Example) -> List[int]:
     return ids
 
 
+def sweep_of(pair, tasks: Sequence[Task], name: str, *, runner: str, seed: int = 0,
+             extra_config: Optional[dict] = None, root=None) -> Sweep:
+    """The `Sweep` (folder and configuration) that `run_sweep` with these arguments reads and writes: a script
+    can count its saved rows (`.done()`) before deciding what to measure."""
+    drafter, verifier = pair
+    return Sweep(name, {"drafter": model_identity(drafter), "verifier": model_identity(verifier), "seed": seed,
+                        "runner": runner, "tasks": {t.name: t.fingerprint() for t in tasks},
+                        **(extra_config or {})}, root)
+
+
 def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config], *, name: str,
               seed: int = 0, runner: str = "single", batch_size: int = 16, root: Optional[os.PathLike] = None,
               progress: bool = True, extra_config: Optional[dict] = None, max_rows: Optional[int] = None,
@@ -279,9 +289,7 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     if eos_token_id is not None and eos_token_id is not False and not isinstance(verifier, ModelRecord):
         from ..decoding.options import stop_tokens
         stop_tokens(eos_token_id, verifier)  # named now, not after the first row
-    sweep = Sweep(name, {"drafter": model_identity(drafter), "verifier": model_identity(verifier), "seed": seed,
-                         "runner": runner, "tasks": {t.name: t.fingerprint() for t in tasks},
-                         **(extra_config or {})}, root)
+    sweep = sweep_of(pair, tasks, name, runner=runner, seed=seed, extra_config=extra_config, root=root)
     load_options = dict(example_ids={t.name: {e.id for e in t.examples} for t in tasks}, configs=configs)
     done = sweep.done(**load_options)
     todo = [(t, c) for t in tasks for c in configs]
