@@ -14,7 +14,8 @@ from tutorial_lib.sweeps import evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULT_FILES = ("claims.csv", "signed_error.csv", "latency_by_task.csv", "flip_points.csv", "facts.json",
-                "answer_lengths.csv", "paired_differences.csv", "summary.csv", "quality_by_context.csv")
+                "answer_lengths.csv", "paired_differences.csv", "summary.csv", "quality_by_context.csv", "table.csv",
+                "table_accelerator.csv")
 
 
 def test_the_readme_quotes_the_committed_results():
@@ -187,3 +188,34 @@ def test_rerun_progress_says_each_sessions_share_of_the_machine_and_the_aim(tmp_
     assert text.rstrip().endswith("over the aim of 2.5 h by 0.50 h.")
     assert evaluation.rerun_progress_text(folder, "python go.py", aim_hours=3).rstrip().endswith("within the aim of 3 h.")
     assert "Per session" not in evaluation.rerun_progress_text(folder, "python go.py")
+
+
+def test_flip_sentences_read_as_sentences_for_every_verdict():
+    flips = pd.DataFrame([
+        {"claim": "A", "task": "t", "temperature": 0.0, "gamma": 5, "verifier_cost": "as measured here",
+         "verdict_below": verdict, "verdict_above": verdict, "c_below": float("nan"), "c_above": float("nan")}
+        for verdict in ("holds", "does not hold", "not resolved at this sample size", "not measurable here")])
+    flips["claim"] = ["A", "B", "C", "D"]
+    text = report._flips(flips, {"c": 0.7, "paper_c": 0.078, "paper_c_source": "estimate", "grid_resamples": 400})
+    assert "it holds at every c" in text and "it does not hold at every c" in text
+    assert "it is not resolved at this sample size at every c" in text and "it is not measurable here at every c" in text
+    changed = flips.iloc[[0]].assign(verdict_above="does not hold", c_below=0.05, c_above=0.09)
+    assert "it turns from holds to does not hold between c = 0.05 and 0.09" in report._flips(changed, {
+        "c": 0.7, "paper_c": 0.078, "paper_c_source": "estimate", "grid_resamples": 400})
+
+
+def test_t5_findings_follow_the_committed_tables(tmp_path):
+    folder = tmp_path / "t5"
+    shutil.copytree(report.ROOT / "data" / "results" / report.T5_RUN, folder,
+                    ignore=shutil.ignore_patterns("rows.jsonl"))
+    text = report.t5_findings_text(folder)
+    table = pd.read_csv(folder / "table.csv")
+    verifier = pd.read_csv(folder / "summary.csv").query("temperature == 0 and label == 'Verifier'").iloc[0]
+    assert f"corpus BLEU of the verifier {verifier['quality']:.1f}" in text
+    # a method priced faster at the verifier's quality is named with its interval; none faster, none named
+    faster = pd.to_numeric(table["reduction_at_verifier_quality"], errors="coerce") > 0
+    for method in table.loc[faster & (table["temperature"] == 0), "method"]:
+        assert f"{method} reaches the verifier's quality at" in text
+    table.loc[faster, "reduction_at_verifier_quality"] = "not reached"
+    table.to_csv(folder / "table.csv", index=False)
+    assert "No method reaches the verifier's quality at a lower modelled latency." in report.t5_findings_text(folder)

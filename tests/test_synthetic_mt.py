@@ -3,13 +3,16 @@
 The models are trained with the "tiny" budget (seconds, no quality): these tests check the plumbing
 (caching, loading through `load_pair`, every engine method), not BLEU.
 """
+import json
 import random
+import shutil
 
 import pytest
 
 import tutorial_lib as tl
 from tutorial_lib import synthetic_mt as mt
 from tutorial_lib.models import synthetic_t5
+from tutorial_lib.paths import RESULTS_DIR
 from tutorial_lib.toy.synthetic_mt import CONTEXTS, FLAWED_CONTEXT, TranslationGrammar
 
 from test_model_files import use_shared_model_cache
@@ -144,6 +147,65 @@ def test_cached_models_are_not_retrained(tiny_pair):
         synthetic_t5.train_t5_pair(budget="huge")
     with pytest.raises(ValueError, match="role"):
         synthetic_t5.model_dir("teacher", "tiny")
+
+
+def test_a_shipped_model_is_copied_not_trained_and_training_here_replaces_the_copy(tiny_pair, tmp_path, monkeypatch):
+    # a fake shipped folder holding the tiny pair as the shared cache trained it
+    shipped = tmp_path / "shipped"
+    for role in mt.ROLES:
+        shutil.copytree(synthetic_t5.model_dir(role, "tiny"), shipped / synthetic_t5.model_dir(role, "tiny").name)
+    monkeypatch.setattr(synthetic_t5, "SHIPPED_DIR", shipped)
+    cache = tmp_path / "cache"
+    trained = []
+    real_train = synthetic_t5._train_one
+    monkeypatch.setattr(synthetic_t5, "_train_one", lambda role, *a, **k: (trained.append(role), real_train(role, *a, **k)))
+
+    def weights(folder):
+        return (folder / "model.safetensors").read_bytes()
+
+    # 1. shipped: copied (no training), byte for byte, and marked as a copy
+    paths = synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False)
+    assert trained == []
+    for role, folder in paths.items():
+        assert weights(folder) == weights(synthetic_t5.shipped_model_dir(role, "tiny"))
+        assert json.loads((folder / mt.TRAINING_RECORD).read_text())["copied_from"] == folder.name
+    assert "shipped model" in synthetic_t5.describe_training(paths)
+    # 2. asked again: nothing happens
+    stamps = [(f / mt.TRAINING_RECORD).stat().st_mtime_ns for f in paths.values()]
+    synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False)
+    assert [(f / mt.TRAINING_RECORD).stat().st_mtime_ns for f in paths.values()] == stamps and trained == []
+    # 3. shipped=False replaces the copy by a model trained here, which records where it was trained
+    synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False)
+    assert trained == ["drafter", "verifier"]
+    record = json.loads((paths["drafter"] / mt.TRAINING_RECORD).read_text())
+    assert "copied_from" not in record and record["trained_with"] == synthetic_t5.training_environment()
+    assert "trained on this machine" in synthetic_t5.describe_training(paths)
+    # 4. a model trained here is kept by shipped=False, replaced by the shipped copy again by shipped=True
+    synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False)
+    assert trained == ["drafter", "verifier"]
+    synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False)
+    assert trained == ["drafter", "verifier"]
+    assert all("copied_from" in json.loads((f / mt.TRAINING_RECORD).read_text()) for f in paths.values())
+    # 5. no shipped model of these settings: trained here
+    monkeypatch.setattr(synthetic_t5, "SHIPPED_DIR", tmp_path / "nothing")
+    synthetic_t5.train_t5_pair(budget="tiny", cache=tmp_path / "other", progress=False)
+    assert trained == ["drafter", "verifier"] * 2
+
+
+def test_the_shipped_default_pair_has_the_weights_of_the_committed_t5_rows():
+    """Notebook 06 redraws the committed rows only with the weights they were computed with."""
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+    from tutorial_lib.models.adapter import LanguageModel
+    from tutorial_lib.sweeps.evaluation import model_identity
+    configs = [json.loads(f.read_text()) for f in sorted(RESULTS_DIR.glob("t5-offline-*/config.json"))]
+    assert len(configs) == 1, "one committed offline T5 run"
+    for role in mt.ROLES:
+        folder = synthetic_t5.shipped_model_dir(role, "default")
+        assert folder is not None, f"data/models/ ships no default {role}"
+        assert json.loads((folder / mt.TRAINING_RECORD).read_text())["trained_with"]["torch"]
+        model = T5ForConditionalGeneration.from_pretrained(folder)
+        lm = LanguageModel(model, AutoTokenizer.from_pretrained(folder), name=f"synthetic-t5-{role}")
+        assert model_identity(lm)["weights"] == configs[0][role]["weights"]
 
 
 def test_loading_an_untrained_pair_says_which_call_trains_it_and_never_trains(tmp_path, monkeypatch):

@@ -330,7 +330,7 @@ def solution(exercise_id: str, **objects) -> Any:
 CELL_LIMIT_S = 600
 #: What each notebook needs beyond the package (the README's time table).
 NOTEBOOK_NEEDS = {"00": "nothing", "01": "nothing", "02": "nothing", "03": "nothing", "04": "nothing",
-                  "05": "nothing", "06": "trains the small T5 pair once (cached)",
+                  "05": "nothing", "06": "the shipped T5 pair (`data/models/`)",
                   "07": "the Qwen pair (`make models-qwen`), or `redraw_only=True`", "08": "the Qwen pair",
                   "09": "SmolLM2-135M", "10": "SmolLM2-135M; the committed Qwen features"}
 

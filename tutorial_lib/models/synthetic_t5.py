@@ -5,8 +5,16 @@ models of very different sizes (`BUDGETS`) are trained in minutes on the toy lan
 translations are known exactly. The verifier's corpus lost its negations on purpose (see
 `toy.synthetic_mt`), so it is better on average and worse in one context.
 
-`train_t5_pair(budget=...)` trains both once into the cache; `load_trained_t5` loads one as an engine
-model and never trains. This module registers the aliases `synthetic-t5-drafter[:budget]` and
+`train_t5_pair(budget=...)` puts both into the cache once; `load_trained_t5` loads one as an engine
+model and never trains.
+
+**Shipped weights.** Training is seeded and runs on one thread, so on one machine it gives the same
+weights every time; but the order of floating-point sums in torch's CPU kernels depends on the
+processor (AVX-512 or AVX2 code paths), so another processor trains other weights. The committed T5
+rows are keyed by a hash of the weights, so the default budget's pair that produced them is shipped in
+the repository (`SHIPPED_DIR`, 3.3 MB), and `train_t5_pair` copies it into the cache instead of
+training (`shipped=False` trains here). Each model's `training_record.json` names the processor, torch
+and transformers it was trained with. This module registers the aliases `synthetic-t5-drafter[:budget]` and
 `synthetic-t5-verifier[:budget]` with `adapter.load_model`.
 """
 from __future__ import annotations
@@ -20,10 +28,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..toy.synthetic_mt import FLAWED_CONTEXT, ROLES, TRAINING_RECORD, TranslationGrammar, build_tokenizer, training_pairs
+from ..paths import DATA_DIR
 from .adapter import LanguageModel, pretrained, register_loader
 from .files import cache_dir
 
-__all__ = ["BUDGETS", "ModelSpec", "TrainSpec", "train_t5_pair", "load_trained_t5", "model_dir"]
+__all__ = ["BUDGETS", "ModelSpec", "TrainSpec", "SHIPPED_DIR", "train_t5_pair", "load_trained_t5", "model_dir",
+           "shipped_model_dir", "training_environment", "describe_training"]
+
+#: Where the repository ships trained pairs, in folders named as in the cache (`model_dir`).
+SHIPPED_DIR = DATA_DIR / "models"
 
 
 @dataclass(frozen=True)
@@ -76,20 +89,90 @@ def model_dir(role: str, budget: str = "default", cache=None) -> Path:
     return root / "models" / f"synthetic-t5-{role}-{_config_hash(role, budget, TranslationGrammar())}"
 
 
-def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True, retrain: bool = False) -> dict:
-    """Train the drafter and the verifier unless already in the cache; returns `{role: folder}`.
+def shipped_model_dir(role: str, budget: str = "default"):
+    """The repository's trained model of `role` and `budget` (same settings hash as `model_dir`), or None."""
+    path = SHIPPED_DIR / model_dir(role, budget, cache=".").name
+    return path if (path / TRAINING_RECORD).exists() else None
 
+
+def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True, retrain: bool = False,
+                  shipped: bool = True) -> dict:
+    """Put the drafter and the verifier into the cache; returns `{role: folder}`.
+
+    `shipped=True`: where the repository ships a model of the same settings (`shipped_model_dir`), the
+    cache holds a copy of it (copied in seconds, also over a model trained here earlier): the weights of
+    the committed rows. Else, and with `shipped=False`, the cache holds a model trained on this machine
+    (minutes, once; a shipped copy in the cache is replaced by one trained here). `retrain=True` trains
+    here even over a cached model trained here.
     `cache` is the cache root (default `files.cache_dir()`, i.e. `$TUTORIAL_LIB_CACHE`);
     models go to `<cache>/models/synthetic-t5-<role>-<hash of grammar, model and training>`.
     Each folder holds a `save_pretrained` T5 and its tokenizer, loadable with
     `T5ForConditionalGeneration.from_pretrained` / `AutoTokenizer.from_pretrained`, and
-    `training_record.json` (parameters, wall time, settings). `retrain=True` trains anyway.
+    `training_record.json` (parameters, wall time, settings, `trained_with`: the processor and library
+    versions; `copied_from` in a shipped copy).
     """
     paths = {role: model_dir(role, budget, cache) for role in ROLES}
     for role, path in paths.items():
-        if retrain or not (path / TRAINING_RECORD).exists():
-            _train_one(role, budget, path, progress, replace_existing=retrain)
+        record = _read_record(path)
+        source = shipped_model_dir(role, budget) if shipped and not retrain else None
+        if source is not None:
+            if record is None or record.get("copied_from") != source.name:
+                _publish(path, lambda partial, source=source: _copy_shipped(source, partial), replace_existing=True)
+        elif retrain or record is None or "copied_from" in record:
+            _train_one(role, budget, path, progress, replace_existing=True)
     return paths
+
+
+def describe_training(folders: dict) -> str:
+    """Where each model of `train_t5_pair`'s `folders` came from: shipped or trained here, on which processor."""
+    here = training_environment()
+    lines = []
+    for role, folder in folders.items():
+        record = _read_record(Path(folder)) or {}
+        made = record.get("trained_with", {})
+        where = f"{made.get('processor', 'an unrecorded processor')} ({', '.join(made.get('vector_units', [])) or '-'}; torch {made.get('torch', '?')})"
+        if "copied_from" in record:
+            text = f"{role}: the repository's shipped model (data/models/{record['copied_from']}), trained on {where}"
+            if made and (made.get("vector_units"), made.get("torch")) != (here["vector_units"], here["torch"]):
+                text += "; this machine's vector units or torch differ, so training here may give other weights"
+        else:
+            text = f"{role}: trained on this machine in {record.get('train_seconds', '?')} s, on {where}"
+        lines.append(text)
+    return "\n".join(lines)
+
+
+def _read_record(folder: Path):
+    try:
+        return json.loads((folder / TRAINING_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _copy_shipped(source: Path, partial: Path) -> None:
+    shutil.copytree(source, partial, dirs_exist_ok=True)
+    record = json.loads((source / TRAINING_RECORD).read_text())
+    (partial / TRAINING_RECORD).write_text(json.dumps({**record, "copied_from": source.name}, indent=2) + "\n")
+
+
+def training_environment() -> dict:
+    """What training's floating-point sums depend on: the processor, its widest vector units, the libraries."""
+    import platform
+    import torch
+    import transformers
+    processor, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                processor = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    except OSError:  # not Linux: the platform's name is all there is
+        pass
+    vector_units = [f for f in ("avx512f", "avx512_bf16", "avx2", "fma", "neon", "asimd") if f in flags]
+    return {"processor": processor, "machine": platform.machine(), "vector_units": vector_units,
+            "torch": torch.__version__, "transformers": transformers.__version__}
 
 
 def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="cpu", cache=None, device_map=None,
@@ -164,14 +247,22 @@ def _train_one(role: str, budget: str, final: Path, progress: bool, replace_exis
         torch.set_num_threads(threads)
     record = {"role": role, "budget": budget, "parameters": sum(p.numel() for p in model.parameters()),
               "train_seconds": round(time.perf_counter() - start, 1), "final_loss": loss.item(),
-              "model": asdict(spec), "train": asdict(train), "flawed_context": FLAWED_CONTEXT if role == "verifier" else None}
-    final.parent.mkdir(parents=True, exist_ok=True)
-    # written beside its final place and renamed, so a reader never sees a half-written model
-    partial = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
-    try:
+              "model": asdict(spec), "train": asdict(train), "flawed_context": FLAWED_CONTEXT if role == "verifier" else None,
+              "trained_with": training_environment()}
+
+    def write(partial: Path) -> None:
         model.save_pretrained(partial)
         tokenizer.save_pretrained(partial)
         (partial / TRAINING_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+    _publish(final, write, replace_existing)
+
+
+def _publish(final: Path, write, replace_existing: bool) -> None:
+    """`write(folder)` into a folder beside `final`, then rename it: a reader never sees a half-written model."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+    try:
+        write(partial)
         if replace_existing or not (final / TRAINING_RECORD).exists():  # else a concurrent run finished first
             if final.exists():  # an unfinished folder, or one to replace
                 shutil.rmtree(final)
