@@ -10,7 +10,8 @@ interior alphas per rule, and writes both placements with each rule's rejection 
 per interior plateau (`alpha_grids.plateau_alphas`): interpolating between grid points would put
 several alphas on one step. A rule with no interior plateau (Lossy and Lossy* at $T = 0$, which are
 SpecDecode there for every alpha below 1) gets no alphas at it: its runs would repeat SpecDecode's.
-`reruns.T5_OFFLINE_ALPHAS_T0` holds the $T = 0$ placement this prints.
+`reruns.T5_OFFLINE_ALPHAS_T0` and `reruns.T5_OFFLINE_ALPHAS` hold the placements this prints, for the pair
+whose weight hashes the file records (the shipped pair of `data/models/`; a test checks all three agree).
 
     python benchmarks/t5_alpha_placement.py --items 60 --k 5
 """
@@ -69,7 +70,10 @@ def main() -> None:
     pair = tl.reruns.load_t5_pair(settings)
     examples = synthetic_mt.TranslationGrammar().examples(args.items, split="test")
     items = [tc.Item(ex["id"], "synthetic_mt", ex["prompt"], ex["references"][0]) for ex in examples]
-    report = {"items": len(items), "k": args.k, "n_alpha": args.n_alpha, "pair": [pair.drafter.name, pair.verifier.name]}
+    # the weights' hashes, as the sweeps key them: alphas placed on one pair are that pair's
+    report = {"items": len(items), "k": args.k, "n_alpha": args.n_alpha, "pair": [pair.drafter.name, pair.verifier.name],
+              "weights": {role: tl.evaluation.model_identity(lm)["weights"]
+                          for role, lm in (("drafter", pair.drafter), ("verifier", pair.verifier))}}
     for temperature in (0.0, 1.0):
         grid = ta.default_grid(args.n_alpha, temperature)
         result = tc.analyse(pair, items, grid=grid, temperature=temperature, chat=False, cache=False, progress=False)

@@ -255,3 +255,13 @@ def test_speculative_decoding_at_t0_is_the_verifiers_greedy_output(tiny_pair, te
         spec = tl.generate(drafter, verifier, e["prompt"], method="speculative", rule="spec", gamma=4,
                            max_new_tokens=12)
         assert spec.tokens == alone.tokens
+
+
+def test_the_t5_profiles_alphas_were_placed_on_the_shipped_pair():
+    """`reruns.T5_OFFLINE_ALPHAS(_T0)` are the placements `benchmarks/t5_alpha_placement.py` wrote for the
+    pair whose weights the committed T5 run used."""
+    placement = json.loads((RESULTS_DIR.parent / "benchmarks" / "t5_alpha_placement.json").read_text())
+    configs = [json.loads(f.read_text()) for f in sorted(RESULTS_DIR.glob("t5-offline-*/config.json"))]
+    assert placement["weights"] == {role: configs[0][role]["weights"] for role in mt.ROLES}
+    assert {label: v["alphas"] for label, v in placement["T=0"].items()} == tl.reruns.T5_OFFLINE_ALPHAS_T0
+    assert {label: v["alphas"] for label, v in placement["T=1"].items()} == tl.reruns.T5_OFFLINE_ALPHAS

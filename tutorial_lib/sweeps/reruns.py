@@ -42,15 +42,15 @@ T5_PREFIXES = {"wmt_en_de": "translate English to German: ", "cnn_dailymail": "s
 #: of the synthetic T5 pair along the 60 first held-out reference translations, T = 1). The curves not
 #: in that analysis (sequential and token cascades, original BiLD) use `n_alpha`-point grids.
 T5_OFFLINE_ALPHAS: Dict[str, List[float]] = {
-    "SpecCascade [Chow]": [0.0, 0.015, 0.125, 0.3829, 0.5202, 0.6451, 1.0],
-    "SpecCascade [Diff]": [-1.0, 0.0045, 0.0444, 0.1957, 0.423, 0.5989, 1.0],
-    "SpecCascade [OPT]": [-1.0, 0.0053, 0.0699, 0.6304, 0.95, 0.975, 1.0],
-    "SpecCascade [Token-V1]": [-1.0, 0.0122, 0.1238, 0.5632, 0.8119, 0.945, 1.0],
-    "SpecCascade [Token-V2]": [-1.0, 0.7265, 0.9559, 0.9669, 0.9779, 0.989, 1.0],
-    "SpecCascade [Token-V3]": [0.0, 0.9769, 0.9815, 0.9861, 0.9908, 0.9954, 1.0],
-    "SpecDecode [Lossy]": [0.0, 0.9681, 0.9797, 0.9848, 0.9899, 0.9949, 0.999],
-    "Lossy*": [0.0, 0.9681, 0.9797, 0.9848, 0.9899, 0.9949, 0.999],
-    "BiLD*": [0.0, 0.3362, 0.5793, 0.7724, 0.9672, 0.9872, 1.0],
+    "SpecCascade [Chow]": [0.0, 0.0046, 0.1089, 0.3841, 0.5221, 0.6376, 1.0],
+    "SpecCascade [Diff]": [-1.0, 0.0011, 0.0204, 0.1881, 0.4269, 0.6016, 1.0],
+    "SpecCascade [OPT]": [-1.0, 0.0011, 0.0333, 0.6101, 0.9389, 0.9938, 1.0],
+    "SpecCascade [Token-V1]": [-1.0, 0.0033, 0.1061, 0.5722, 0.8095, 0.9397, 1.0],
+    "SpecCascade [Token-V2]": [-1.0, 0.725, 0.9812, 0.9914, 0.9943, 0.9971, 1.0],
+    "SpecCascade [Token-V3]": [0.0, 0.995, 0.996, 0.997, 0.998, 0.999, 1.0],
+    "SpecDecode [Lossy]": [0.0, 0.954, 0.9935, 0.9961, 0.9974, 0.9987, 0.999],
+    "Lossy*": [0.0, 0.954, 0.9935, 0.9961, 0.9974, 0.9987, 0.999],
+    "BiLD*": [0.0, 0.3447, 0.5643, 0.7695, 0.9571, 0.9965, 1.0],
 }
 
 #: The offline T5 profile's alphas at T = 0 (`benchmarks/t5_alpha_placement.py`, the same 60 sentences
@@ -60,15 +60,15 @@ T5_OFFLINE_ALPHAS: Dict[str, List[float]] = {
 #: its ends. Lossy and Lossy* are SpecDecode at T = 0 for every alpha below 1: not run there (an empty
 #: list). Diff, OPT and Token-V1 share one staircase on these sentences (at T = 0 OPT emits Diff's tokens).
 T5_OFFLINE_ALPHAS_T0: Dict[str, List[float]] = {
-    "SpecCascade [Chow]": [0.0, 0.005, 0.25, 0.485, 0.615, 0.915, 1.0],
-    "SpecCascade [Diff]": [-1.0, -0.56, 0.0, 0.08, 0.44, 0.9, 1.0],
-    "SpecCascade [OPT]": [-1.0, -0.56, 0.0, 0.08, 0.44, 0.9, 1.0],
-    "SpecCascade [Token-V1]": [-1.0, -0.56, 0.0, 0.08, 0.44, 0.9, 1.0],
-    "SpecCascade [Token-V2]": [-1.0, 0.02, 0.15, 0.54, 0.88, 0.99, 1.0],
-    "SpecCascade [Token-V3]": [0.0, 0.04, 0.215, 0.375, 0.8, 0.99, 1.0],
+    "SpecCascade [Chow]": [0.0, 0.005, 0.23, 0.475, 0.605, 0.915, 1.0],
+    "SpecCascade [Diff]": [-1.0, -0.42, 0.0, 0.07, 0.42, 0.89, 1.0],
+    "SpecCascade [OPT]": [-1.0, -0.42, 0.0, 0.07, 0.42, 0.89, 1.0],
+    "SpecCascade [Token-V1]": [-1.0, -0.42, 0.0, 0.07, 0.42, 0.89, 1.0],
+    "SpecCascade [Token-V2]": [-1.0, 0.01, 0.2, 0.62, 0.92, 0.99, 1.0],
+    "SpecCascade [Token-V3]": [0.0, 0.025, 0.175, 0.545, 0.94, 0.995, 1.0],
     "SpecDecode [Lossy]": [],
     "Lossy*": [],
-    "BiLD*": [0.0, 0.06, 0.445, 0.74, 0.925, 0.995, 1.0],
+    "BiLD*": [0.0, 0.055, 0.455, 0.755, 0.915, 0.995, 1.0],
 }
 
 T5_PROFILES: Dict[str, dict] = {
