@@ -86,3 +86,19 @@ def test_a_pair_of_different_vocabularies_is_refused():
 
 def test_calibration_is_exported():
     assert tl.calibrate is calibrate and tl.calibration.Calibration is Calibration
+
+
+def test_interleaved_rounds_go_on_until_the_minimum_time_has_passed():
+    import time
+    from tutorial_lib.decoding.calibration import interleaved_rounds
+
+    def sleeper():
+        time.sleep(0.005)
+        return 0.005
+    started = time.perf_counter()
+    samples = interleaved_rounds({"a": sleeper, "b": sleeper}, 5, progress=False, min_seconds=0.25)
+    assert time.perf_counter() - started >= 0.25
+    assert len(samples["a"]) == len(samples["b"]) > 5          # each round times every kind once
+    assert [len(v) for v in interleaved_rounds({"a": sleeper}, 5, progress=False).values()] == [5]
+    with pytest.raises(ValueError, match="min_seconds"):
+        interleaved_rounds({"a": sleeper}, 5, progress=False, min_seconds=-1)

@@ -222,7 +222,7 @@ def test_a_sweep_is_calibrated_once_and_reused(greedy_sweep, tmp_path):
     (folder).mkdir()
     (folder / "rows.jsonl").write_text("".join(json.dumps({**r, "prompt_tokens": 6}) + "\n"
                                                for r in rows.to_dict("records")))
-    cal = pricing.calibrate_for_sweep(pair, folder, gammas=[3], repeats=5, progress=False)
+    cal = pricing.calibrate_for_sweep(pair, folder, gammas=[3], repeats=5, progress=False, min_seconds=0)
     assert (folder / "calibration.json").exists()
     assert cal.max_k == 4 and cal.context_tokens == 6 and cal.repeats == 5
     assert all(len(v) == 5 for k, v in cal.samples.items() if not k.startswith("target_"))
@@ -321,3 +321,23 @@ def test_a_sweep_of_two_tasks_times_prefills_at_each_tasks_length(tmp_path):
     assert cal.context_tokens == 13                       # the median of the two tasks' medians, 5 and 21
     assert {"prefill_verifier@5", "prefill_verifier@21", "encoder_drafter@5", "encoder_verifier@21"} <= set(cal.samples)
     assert cal.prefill_time("encoder_verifier", 21) >= cal.prefill_time("encoder_verifier", 5)
+
+
+def test_a_sweeps_calibration_lasts_a_share_of_its_rows_time(greedy_sweep, tmp_path, monkeypatch):
+    """Fast calls get more rounds, spread over a tenth of the rows' summed wall time (at most a minute)."""
+    pair, rows = greedy_sweep
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    # rows that took 4 s in all: the calibration lasts at least 0.4 s
+    (folder / "rows.jsonl").write_text("".join(json.dumps({**r, "prompt_tokens": 6, "wall_time_s": 4.0 / len(rows)}) + "\n"
+                                               for r in rows.to_dict("records")))
+    asked = []
+    real = pricing.calibrate
+    monkeypatch.setattr(pricing, "calibrate", lambda *a, **k: (asked.append(k["min_seconds"]), real(*a, **k))[1])
+    cal = pricing.calibrate_for_sweep(pair, folder, gammas=[3], progress=False)
+    assert asked == [pytest.approx(0.4)]
+    rounds = len(cal.samples["drafter_step"])
+    assert rounds >= 5 and f"{rounds} rounds over at least 0.4 s" in cal.note
+    monkeypatch.setattr(pricing, "SWEEP_CALIBRATION_SECONDS", 0.1)   # the cap
+    pricing.calibrate_for_sweep(pair, folder, gammas=[3], progress=False, recalibrate=True)
+    assert asked[-1] == pytest.approx(0.1)

@@ -325,27 +325,46 @@ def _context_ids(model, n: int, seed: int) -> List[int]:
     return torch.randint(low, model.vocab_size, (n,), generator=generator).tolist()
 
 
+#: Rounds `interleaved_rounds` stops at, whatever `min_seconds` asks.
+MAX_ROUNDS = 2000
+
+
 def interleaved_rounds(measurements: Dict, repeats: int, *, seed: int = 0, progress: bool = True,
-                       desc: str = "calibrating") -> Dict:
+                       desc: str = "calibrating", min_seconds: float = 0.0) -> Dict:
     """`{key: [seconds, ...]}`: every measurement (a function returning seconds) once per round, in a
     shuffled order, for `repeats` rounds after a warm-up round, so that a drift of the machine falls on
-    every kind alike."""
+    every kind alike; then more rounds until `min_seconds` have passed since the warm-up (at most
+    `MAX_ROUNDS`). Calls of a millisecond make 5 rounds last seconds, and a slow spell of the machine that
+    long moves every median (a 3-second calibration of the small T5 pair read 1.2-1.4x the step times of
+    the one 20 minutes before it, while its sweep's own times agreed within 7%); rounds spread over a
+    minute keep the median off such a spell."""
     from tqdm.auto import tqdm
+    if min_seconds < 0:
+        raise ValueError(f"min_seconds={min_seconds!r}: pass a duration in seconds, 0 or more.")
     samples = {key: [] for key in measurements}
     rng = random.Random(seed)
-    for round_ in tqdm(range(repeats + 1), desc=desc, disable=not progress):
+    bar = tqdm(total=repeats + 1, desc=desc, disable=not progress)
+    round_, started = 0, None
+    while round_ <= repeats or (time.perf_counter() - started < min_seconds and round_ <= MAX_ROUNDS):
         order = list(measurements)
         rng.shuffle(order)
         for key in order:
             seconds = measurements[key]()
             if round_:               # round 0 warms up kernels, allocators and caches
                 samples[key].append(seconds)
+        if round_ == 0:
+            started = time.perf_counter()
+        round_ += 1
+        if round_ > bar.total:
+            bar.total = round_
+        bar.update(1)
+    bar.close()
     return samples
 
 
 def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_tokens: int = 64,
               overhead_tokens: int = 8, prefill_lengths: Sequence[int] = (), seed: int = 0,
-              progress: bool = True, decode: Optional[Callable] = None) -> Calibration:
+              progress: bool = True, decode: Optional[Callable] = None, min_seconds: float = 0.0) -> Calibration:
     """Measure the call costs of a loaded pair on its device (see the module docstring).
 
     `pair` is a `ModelPair` (or pass drafter and verifier). `max_k`: measure $t_p(k)$ for k = 1..max_k
@@ -357,7 +376,9 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
     (kinds `prefill_verifier@n`, ...), so `Calibration.prefill_time` prices any prompt length.
     `decode`: the decoding loop whose overheads are measured (`engine.generate`); it is passed in, not
     imported, because the engine itself calibrates through this module (`gamma="auto"`).
-    `tl.calibrate(pair, ...)` (`engine.calibrate`) passes the engine's `generate`.
+    `tl.calibrate(pair, ...)` (`engine.calibrate`) passes the engine's `generate`. `min_seconds`: go on
+    with more rounds until the measurement has lasted that long (`interleaved_rounds`; a sweep's
+    calibration asks for a minute, `pricing.calibrate_for_sweep`).
     """
     drafter, verifier = _pair(pair, verifier)
 
@@ -433,7 +454,7 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
         if max_k >= 2:
             measurements["overhead_block"] = block_overhead
 
-    samples = interleaved_rounds(measurements, repeats, seed=seed, progress=progress)
+    samples = interleaved_rounds(measurements, repeats, seed=seed, progress=progress, min_seconds=min_seconds)
     return Calibration(samples, drafter=drafter.name, verifier=verifier.name, device=str(verifier.device),
                        dtypes={"drafter": str(drafter.dtype).replace("torch.", ""),
                                "verifier": str(verifier.dtype).replace("torch.", "")},

@@ -321,9 +321,14 @@ def _fits(calibration: Calibration, drafter, verifier, max_k: int) -> List[str]:
     return problems
 
 
+#: A sweep's calibration lasts at least this share of its saved rows' summed wall time, up to
+#: `SWEEP_CALIBRATION_SECONDS` (more rounds for pairs whose calls are fast; a smoke sweep stays quick).
+SWEEP_CALIBRATION_SHARE, SWEEP_CALIBRATION_SECONDS = 0.1, 60.0
+
+
 def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 5,
                         context_tokens: Optional[int] = None, recalibrate: bool = False,
-                        progress: bool = True) -> Calibration:
+                        progress: bool = True, min_seconds: Optional[float] = None) -> Calibration:
     """The calibration of a sweep's pair, measured once and stored as `<folder>/calibration.json`.
 
     `sweep` is the sweep's folder, a `Sweep` or `run_sweep`'s table; `gammas` the block sizes it runs
@@ -333,7 +338,10 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     to the median over tasks of each task's median prompt length in the sweep's saved rows (64
     without rows); prefills and encoder passes are timed at each of those task medians too, so a
     row's prefill is priced at its own prompt length (run it after the sweep, or calibrate again). A stored calibration is reused when it covers the sweep's
-    k and models; `recalibrate=True` measures again (and replaces it). With models that are not
+    k and models; `recalibrate=True` measures again (and replaces it). The rounds go on until the
+    measurement has lasted `min_seconds`; by default a tenth of the saved rows' summed wall time, at most
+    a minute (5 rounds of a small pair's millisecond calls last seconds, and one slow spell of the machine
+    would move every median; `interleaved_rounds`). With models that are not
     loaded (`evaluation.ModelRecord`), the stored calibration is returned or its absence reported.
     """
     folder = _sweep_path(sweep)
@@ -361,10 +369,16 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     by_task = _prompt_lengths(folder)
     medians = [v for k, v in by_task.items() if k not in ("q10", "q90")]
     context = context_tokens or (int(np.median(medians)) if medians else 64)
+    if min_seconds is None:
+        saved = _saved_rows(folder)
+        spent = float(saved["wall_time_s"].sum()) if "wall_time_s" in saved else 0.0
+        min_seconds = min(SWEEP_CALIBRATION_SECONDS, SWEEP_CALIBRATION_SHARE * spent)
     calibration = calibrate(drafter, verifier, max_k=max_k, repeats=repeats, context_tokens=int(context),
-                            prefill_lengths=sorted(set(by_task.values())), progress=progress)
+                            prefill_lengths=sorted(set(by_task.values())), progress=progress, min_seconds=min_seconds)
+    rounds = len(next(iter(calibration.samples.values())))
     calibration = rule_block_costs(calibration, rules, int(verifier.vocab_size), repeats=repeats, progress=progress)
-    calibration.note = f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}"
+    calibration.note = (f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}; "
+                        f"{rounds} rounds over at least {min_seconds:.3g} s")
     calibration.save(path)
     return calibration
 
