@@ -438,8 +438,7 @@ if results is not None:
 
 # %%
 if results is not None and Path(sweep_path).name == report.GEMMA_RUN and results_dir is None:
-    rendered = report.render()
-    print(rendered["gemma-flips"])
+    print(report.regions()["gemma-flips"]())   # the README's region, rendered alone
 
 # %%
 metrics = {

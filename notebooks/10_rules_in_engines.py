@@ -266,6 +266,19 @@ metrics["learned"] = {"train_items": len(train_ids), "held_out_items": len(test_
                                                   for k in ("mean", "low", "high")]))
                                 for c in summaries["all held-out"]["expected_01"]["curves"]}}
 
+# %%
+# What the README quotes from sections 4 and 5 at the default profile, saved where `make tutorial` keeps the
+# committed results (`tl.notebook.results_folder()`); the README renders its paragraphs from this file.
+if profile == "default":
+    comparison = {"analysis": ld.QWEN_ANALYSIS, "answers": len(analysis.item_ids), "spec_rejection": r_spec,
+                  "rates": rates, "n_resamples": settings["n_resamples"],
+                  "mixture_minus_rule": metrics["mixture_minus_rule"], "hidden": hidden, "held_out": held_out,
+                  "features": {"answers": len(features.item_ids), "positions": int(features.features.shape[0]),
+                               "folder": features.path.name if features.path else None,
+                               "forward_s": sum(v for k, v in features.timing.items() if k.endswith("_s"))},
+                  "learned": metrics["learned"]}
+    print("saved", tl.notebook.save_metrics("rules-in-engines", comparison, tl.notebook.results_folder()))
+
 # %% [markdown]
 # **The learned rule in the engine.** Registered as `rule="learned"`, it runs wherever a rule name does. At
 # each context the engine's first drafted token must follow the rule's own target (the verifier's law where

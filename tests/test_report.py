@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from tutorial_lib import report
+from tutorial_lib.stats import analysis, learned_deferral
 from tutorial_lib.decoding import speed_text
 from tutorial_lib.lessons import notebook
 from tutorial_lib.sweeps import evaluation
@@ -38,6 +39,7 @@ def _copy_results(tmp_path: Path) -> Path:
     # the Gemma-style run whole: its progress region counts its rows and sessions
     shutil.copytree(ROOT / "data" / "results" / report.GEMMA_RUN, tmp_path / "data" / "results" / report.GEMMA_RUN)
     shutil.copytree(ROOT / "data" / "benchmarks", tmp_path / "data" / "benchmarks")  # the benchmark regions
+    shutil.copy(ROOT / "data" / "results" / "rules-in-engines.metrics.json", tmp_path / "data" / "results")  # notebook 10's
     return tmp_path
 
 
@@ -208,7 +210,7 @@ def test_t5_findings_follow_the_committed_tables(tmp_path):
     folder = tmp_path / "t5"
     shutil.copytree(report.ROOT / "data" / "results" / report.T5_RUN, folder,
                     ignore=shutil.ignore_patterns("rows.jsonl"))
-    text = report.t5_findings_text(folder)
+    text = analysis.t5_findings_text(folder)
     table = pd.read_csv(folder / "table.csv")
     verifier = pd.read_csv(folder / "summary.csv").query("temperature == 0 and label == 'Verifier'").iloc[0]
     assert f"corpus BLEU of the verifier {verifier['quality']:.1f}" in text
@@ -218,4 +220,26 @@ def test_t5_findings_follow_the_committed_tables(tmp_path):
         assert f"{method} reaches the verifier's quality at" in text
     table.loc[faster, "reduction_at_verifier_quality"] = "not reached"
     table.to_csv(folder / "table.csv", index=False)
-    assert "No method reaches the verifier's quality at a lower modelled latency." in report.t5_findings_text(folder)
+    assert "No method reaches the verifier's quality at a lower modelled latency." in analysis.t5_findings_text(folder)
+
+
+def test_rules_in_engines_paragraphs_follow_notebook_10s_saved_comparison(tmp_path):
+    path = ROOT / "data" / "results" / "rules-in-engines.metrics.json"
+    comparison = json.loads(path.read_text())
+    text = learned_deferral.rules_in_engines_text(path)
+    assert f"all {comparison['answers']} offline answers" in text
+    assert f"SpecDecode rejects {comparison['spec_rejection']:.4f} of drafts" in text
+    for rule, row in comparison["mixture_minus_rule"].items():
+        mean = float(row["area"][0])
+        assert f"{learned_deferral.RULE_NAMES[rule]} {mean:+.5f}" in text
+    # a rule whose interval moves above 0 is said to beat the constant weight; the learned rule's verdicts follow
+    changed = json.loads(json.dumps(comparison))
+    changed["mixture_minus_rule"]["chow"]["area"] = [0.001, 0.0005, 0.002]
+    changed["learned"]["versus"]["token_v2"]["area"] = [-0.001, -0.002, -0.0005]
+    other = tmp_path / "rules-in-engines.metrics.json"
+    other.write_text(json.dumps(changed))
+    redrawn = learned_deferral.rules_in_engines_text(other)
+    assert "Chow +0.00100 [+0.00050, +0.00200]" in redrawn
+    unresolved = [r for r, row in changed["mixture_minus_rule"].items() if float(row["area"][1]) <= 0 <= float(row["area"][2])]
+    assert ("does not resolve" in redrawn or "do not resolve" in redrawn) == bool(unresolved)
+    assert "**it beats Token-V2**" in redrawn

@@ -37,13 +37,13 @@ from ..decoding.speed_text import batch_speed_table, batch_throughput_text, engi
 from ..lessons.notebook import notebook_times_table
 from ..sweeps.evaluation import rerun_progress_text
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "GEMMA_EARLIER_RUN", "GEMMA_RENAMED_TASKS", "NOTEBOOK_TIMES", "write_t5_results", "write_t5_facts", "t5_findings_text", "write_gemma_results",
+__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "GEMMA_EARLIER_RUN", "GEMMA_RENAMED_TASKS", "NOTEBOOK_TIMES", "write_t5_results", "write_t5_facts", "write_gemma_results",
            "distinct_runs", "same_texts_as", "render",
            "regions", "rewrite", "REGION"]
 
 ROOT = paths.CHECKOUT
 #: the committed runs the README quotes (folder names under data/results/)
-T5_RUN = "t5-offline-c3b05d9df646"
+T5_RUN = "t5-offline-b9b8c2dcad8e"
 #: the Gemma-style run the README quotes, notebook 07's default: the enlarged rerun (issue 26, item 7:
 #: HumanEval 164, arithmetic-300, facts 49), filled over several sessions
 GEMMA_RUN = "gemma-offline-large-7d3b2f2acc96"
@@ -293,83 +293,9 @@ def _latency_table(view: pd.DataFrame) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def _reduction(value) -> Optional[float]:
-    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
-    return None if pd.isna(number) else float(number)
-
-
-def t5_findings_text(folder: Path) -> str:
-    """What the T5 run says at `T = 0`, from its `table.csv`, `table_accelerator.csv`,
-    `paired_differences.csv` and `summary.csv`: the quality of the two models, the configurations above
-    the verifier, each speculative cascade's best point, and which methods reach the verifier's quality
-    at lower modelled latency (with their intervals, and the same at `T = 1`)."""
-    folder = Path(folder)
-    table, accelerator = pd.read_csv(folder / "table.csv"), pd.read_csv(folder / "table_accelerator.csv")
-    pairs, summary = pd.read_csv(folder / "paired_differences.csv"), pd.read_csv(folder / "summary.csv")
-    cold = summary[summary["temperature"] == 0.0]
-    model = lambda label: cold[cold["label"] == label].iloc[0]
-    verifier, drafter = model("Verifier"), model("Drafter")
-    lines = [f"What the run says (`T = 0`, {int(verifier['n'])} sentences; corpus BLEU of the verifier "
-             f"{verifier['quality']:.1f} [{verifier['quality_low']:.1f}, {verifier['quality_high']:.1f}], of the drafter "
-             f"{drafter['quality']:.1f} [{drafter['quality_low']:.1f}, {drafter['quality_high']:.1f}]):"]
-    cold_pairs = pairs[pairs["temperature"] == 0.0]
-    separated = cold_pairs[(cold_pairs["low"] > 0) | (cold_pairs["high"] < 0)]
-    above = cold_pairs[(cold_pairs["versus"] == "Verifier") & (cold_pairs["low"] > 0)]
-    quality = (f"- **Quality.** Of the {len(cold_pairs)} paired differences at `T = 0` (each configuration against "
-               f"the verifier and against SpecDecode, 2,000 resamples of the sentences), {len(separated)} exclude 0: "
-               f"{int((separated['low'] > 0).sum())} above, {int((separated['high'] < 0).sum())} below. ")
-    if above.empty:
-        quality += "No configuration is above the verifier. "
-    else:
-        parts = []
-        for label, group in above.groupby("label", sort=False):
-            best = group.loc[group["difference"].idxmax()]
-            gain = f"{best['difference']:+.1f} BLEU [{best['low']:.1f}, {best['high']:.1f}]"
-            parts.append(f"{label} at alpha = {best['alpha']:.3g} ({gain})" if len(group) == 1 else
-                         f"{label} at {len(group)} alphas ({group['alpha'].min():.3g} to {group['alpha'].max():.3g}; "
-                         f"the largest {gain} at alpha = {best['alpha']:.3g})")
-        quality += ("Above the verifier (its flaw is the negation context, in the table of contexts above): "
-                    + "; ".join(parts) + ". ")
-    cascades = cold[cold["label"].str.startswith("SpecCascade")]
-    best = cascades.loc[cascades.groupby("label")["quality"].idxmax()]
-    quality += ("The best point of each speculative cascade: " + "; ".join(
-        f"{r.label} {r.quality:.1f} BLEU at {r.latency:.2f} times the verifier's modelled latency"
-        for r in best.itertuples()) + ".")
-    lines.append(quality)
-    faster = []
-    for _, row in table[table["temperature"] == 0.0].iterrows():
-        reduction = _reduction(row["reduction_at_verifier_quality"])
-        if reduction is None or reduction <= 0:
-            continue
-        same = lambda frame, t: frame[(frame["temperature"] == t) & (frame["method"] == row["method"])].iloc[0]
-        on_accelerator, warm = same(accelerator, 0.0), same(table, 1.0)
-        accelerator_reduction, warm_reduction = (_reduction(on_accelerator["reduction_at_verifier_quality"]),
-                                                 _reduction(warm["reduction_at_verifier_quality"]))
-        resolved = row["reduction_low"] > 0
-        text = (f"{row['method']} reaches the verifier's quality at {reduction:.1%} lower modelled latency "
-                f"[{row['reduction_low']:.1%}, {row['reduction_high']:.1%}]"
-                + ("" if resolved else " (the interval includes 0: not resolved at this sample size)")
-                + " (accelerator pricing: " + (f"{accelerator_reduction:.1%} [{on_accelerator['reduction_low']:.1%}, "
-                                               f"{on_accelerator['reduction_high']:.1%}]" if accelerator_reduction is not None
-                                               else "not reached") + ")")
-        within = _reduction(row["best_quality_within_verifier_cost"])
-        if within is not None:
-            text += (f", and gets {within:.1f} BLEU [{row['best_quality_low']:.1f}, {row['best_quality_high']:.1f}] "
-                     "within the verifier's latency")
-        text += ("; at `T = 1` it " + (f"changes the latency by {-warm_reduction:+.1%} [{-warm['reduction_high']:+.1%}, "
-                                       f"{-warm['reduction_low']:+.1%}] at the verifier's quality" if warm_reduction is not None
-                                       else "does not reach the verifier's quality"))
-        faster.append(text)
-    speculative = table[(table["temperature"] == 0.0)
-                        & table["method"].str.startswith(("SpecCascade", "SpecDecode", "Lossy", "BiLD*"))]
-    slower = all((_reduction(v) is None) or _reduction(v) < 0 for v in speculative["reduction_at_verifier_quality"])
-    latency = "- **Latency.** " + ("; ".join(faster) + "." if faster else
-                                   "No method reaches the verifier's quality at a lower modelled latency.")
-    if slower:
-        latency += (" Every speculative method is slower than the verifier at the verifier's quality, or never "
-                    "reaches it (the range is in the paragraph above).")
-    lines.append(latency)
-    return "\n".join(lines) + "\n"
+def _rules_in_engines(path: Path) -> str:
+    from .learned_deferral import rules_in_engines_text   # torch and scikit-learn: only when rendered
+    return rules_in_engines_text(path)
 
 
 def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
@@ -565,6 +491,7 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
                 f"{int((separated['high'] < 0).sum())} below).\n")
 
     def t5_findings() -> str:
+        from .analysis import t5_findings_text
         return t5_findings_text(t5)
 
     return {
@@ -582,6 +509,7 @@ def regions(root: Optional[Path] = None) -> Dict[str, Callable[[], str]]:
                                    "--output data/benchmarks/engine_speed_cpu_busy")}),
         "t5-paired": t5_paired,
         "t5-findings": t5_findings,
+        "rules-in-engines": lambda: _rules_in_engines(results / "rules-in-engines.metrics.json"),
         "t5-contexts": t5_contexts,
         "gemma-large-progress": lambda: rerun_progress_text(
             results / GEMMA_LARGE_RUN, "nice python benchmarks/gemma_rerun.py --profile offline-large --latency",
