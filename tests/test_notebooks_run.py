@@ -204,8 +204,12 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
     from tutorial_lib.stats.claims import VERDICTS
     assert metrics["claims"] and {row["verdict"] for row in metrics["claims"]} <= set(VERDICTS)
     assert any(f.endswith("_verdicts_by_c") for f in metrics["figures"])   # the claims re-priced over c
-    # Redrawn from the saved rows (and calibration) without training or loading a model: the same tables.
+    # Redrawn from the saved rows (and calibration) without training or loading a model: the same tables,
+    # the result files read back, not computed again (their stamp says what they were computed from).
+    assert json.loads((sweep / "results_stamp.json").read_text())["t5_results"]
+    computed = {name: (sweep / name).stat().st_mtime_ns for name in ("claims.csv", "verdicts_by_c.csv")}
     redrawn = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
+    assert {name: (sweep / name).stat().st_mtime_ns for name in computed} == computed
     for key in ("n_rows", "table", "table_accelerator", "claims", "paired_differences", "model_error",
                 "verifier_quality", "where_each_wins"):
         assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key

@@ -39,7 +39,7 @@ from ..sweeps.evaluation import Task
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
            "best_quality_within", "paper_table", "speculative_ranges", "qualities",
            "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "counts_calls", "saved_t5_run",
-           "GAMMA_FREE", "select", "quality_bounds", "reference_quality", "t5_findings_text"]
+           "GAMMA_FREE", "select", "quality_bounds", "reference_quality", "t5_findings_text", "same_calls", "distinct_runs", "same_texts_as"]
 
 NOT_REACHED = "not reached"
 
@@ -458,6 +458,53 @@ def reference_quality(points: pd.DataFrame, bounds: Optional[Tuple[float, float]
     temperature; several gammas are averaged), its interval as `quality_bounds` gives it."""
     low, high = quality_bounds(points, bounds)
     return float(points["quality"].mean()), float(np.mean(low)), float(np.mean(high))
+
+
+# ---- what the T5 run's facts count ---------------------------------------------------------------
+
+def same_calls(rows: pd.DataFrame, temperature: float) -> Dict[str, int]:
+    """Configurations at `temperature` that make exactly the same calls on every item (so the cost
+    model gives them the same latency): the number of such groups, of configurations in them, and
+    the size of the largest group."""
+    from .pricing import CALL_COLUMNS
+    part = rows[rows["temperature"] == temperature].sort_values("example_id")
+    keys = {}
+    for config, group in part.groupby("config", sort=False):
+        signature = json.dumps([group[c].tolist() for c in CALL_COLUMNS if c in group] +
+                               [group["example_id"].tolist()], default=str)
+        keys.setdefault(signature, []).append(config)
+    groups = [v for v in keys.values() if len(v) > 1]
+    return {"groups": len(groups), "configurations": int(sum(len(v) for v in groups)),
+            "largest": int(max((len(v) for v in groups), default=0))}
+
+
+def distinct_runs(rows: pd.DataFrame, temperature: float) -> Dict[str, int]:
+    """Per speculative rule (label): how many of its configurations at `temperature` are distinct
+    runs of its own, i.e. whose texts differ from SpecDecode's, from the drafter's and from each
+    other's on at least one item (at `T = 0` several alphas can emit the same texts, and lossy
+    SpecDecode is SpecDecode)."""
+    part = rows[rows["temperature"] == temperature].sort_values("example_id")
+    texts = {config: tuple(group["text"]) for config, group in part.groupby("config", sort=False)}
+    labels = part.drop_duplicates("config").set_index("config")["label"]
+    methods = part.drop_duplicates("config").set_index("config")["method"]
+    anchors = {texts[c] for c in texts if labels[c] in ("SpecDecode", "Drafter", "Verifier")}
+    out = {}
+    for label in dict.fromkeys(labels[methods == "speculative"]):
+        if label == "SpecDecode":
+            continue
+        own = {texts[c] for c in labels.index[labels == label]} - anchors
+        out[label] = len(own)
+    return out
+
+
+def same_texts_as(rows: pd.DataFrame, label: str, other: str, temperature: float) -> Dict[str, int]:
+    """How many of `label`'s alphas at `temperature` emit exactly `other`'s texts at the same alpha on
+    every item (at `T = 0`, OPT and Token-V1 emit Diff's tokens), of how many alphas they share."""
+    part = rows[rows["temperature"] == temperature].sort_values("example_id")
+    texts = lambda which: {alpha: tuple(group["text"]) for alpha, group in part[part["label"] == which].groupby("alpha")}
+    mine, theirs = texts(label), texts(other)
+    shared = sorted(set(mine) & set(theirs))
+    return {"same": int(sum(mine[a] == theirs[a] for a in shared)), "shared_alphas": len(shared)}
 
 
 # ---- the README's T5 findings ----------------------------------------------------------------

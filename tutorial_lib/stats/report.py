@@ -22,6 +22,7 @@ run's claims are also set beside those of the run it replaced (`GEMMA_EARLIER_RU
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import re
@@ -36,6 +37,8 @@ from .. import paths
 from ..decoding.speed_text import batch_speed_table, batch_throughput_text, engine_speed_region, timing_threads_text
 from ..lessons.notebook import notebook_times_table
 from ..sweeps.evaluation import rerun_progress_text
+
+from .analysis import distinct_runs, same_calls, same_texts_as
 
 __all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "GEMMA_EARLIER_RUN", "GEMMA_RENAMED_TASKS", "NOTEBOOK_TIMES", "write_t5_results", "write_t5_facts", "write_gemma_results",
            "distinct_runs", "same_texts_as", "render",
@@ -63,55 +66,33 @@ AIM = 0.05
 
 # ---- writing the result files (the notebooks call these) ----------------------------------------
 
-def _same_calls(rows: pd.DataFrame, temperature: float) -> Dict[str, int]:
-    """Configurations at `temperature` that make exactly the same calls on every item (so the cost
-    model gives them the same latency): the number of such groups, of configurations in them, and
-    the size of the largest group."""
-    from .pricing import CALL_COLUMNS
-    part = rows[rows["temperature"] == temperature].sort_values("example_id")
-    keys = {}
-    for config, group in part.groupby("config", sort=False):
-        signature = json.dumps([group[c].tolist() for c in CALL_COLUMNS if c in group] +
-                               [group["example_id"].tolist()], default=str)
-        keys.setdefault(signature, []).append(config)
-    groups = [v for v in keys.values() if len(v) > 1]
-    return {"groups": len(groups), "configurations": int(sum(len(v) for v in groups)),
-            "largest": int(max((len(v) for v in groups), default=0))}
-
-
-def distinct_runs(rows: pd.DataFrame, temperature: float) -> Dict[str, int]:
-    """Per speculative rule (label): how many of its configurations at `temperature` are distinct
-    runs of its own, i.e. whose texts differ from SpecDecode's, from the drafter's and from each
-    other's on at least one item (at `T = 0` several alphas can emit the same texts, and lossy
-    SpecDecode is SpecDecode)."""
-    part = rows[rows["temperature"] == temperature].sort_values("example_id")
-    texts = {config: tuple(group["text"]) for config, group in part.groupby("config", sort=False)}
-    labels = part.drop_duplicates("config").set_index("config")["label"]
-    methods = part.drop_duplicates("config").set_index("config")["method"]
-    anchors = {texts[c] for c in texts if labels[c] in ("SpecDecode", "Drafter", "Verifier")}
-    out = {}
-    for label in dict.fromkeys(labels[methods == "speculative"]):
-        if label == "SpecDecode":
-            continue
-        own = {texts[c] for c in labels.index[labels == label]} - anchors
-        out[label] = len(own)
-    return out
-
-
-def same_texts_as(rows: pd.DataFrame, label: str, other: str, temperature: float) -> Dict[str, int]:
-    """How many of `label`'s alphas at `temperature` emit exactly `other`'s texts at the same alpha on
-    every item (at `T = 0`, OPT and Token-V1 emit Diff's tokens), of how many alphas they share."""
-    part = rows[rows["temperature"] == temperature].sort_values("example_id")
-    texts = lambda which: {alpha: tuple(group["text"]) for alpha, group in part[part["label"] == which].groupby("alpha")}
-    mine, theirs = texts(label), texts(other)
-    shared = sorted(set(mine) & set(theirs))
-    return {"same": int(sum(mine[a] == theirs[a] for a in shared)), "shared_alphas": len(shared)}
-
-
 def _relative_total(rows: pd.DataFrame, label: str, temperature: float, column: str) -> float:
     part = rows[rows["temperature"] == temperature]
     verifier = part.loc[part["method"] == "verifier", column].sum()
     return float(part.loc[part["label"] == label, column].sum() / verifier)
+
+
+#: Beside a run's result files: what they were computed from (`results_stamp`).
+RESULTS_STAMP = "results_stamp.json"
+_T5_TABLES = ("claims", "signed_error", "verdicts_by_c", "flip_points")
+
+
+def results_stamp(folders, table: Optional[pd.DataFrame] = None, **settings) -> str:
+    """A hash of what a run's result files are computed from: the rows files and `calibration.json` of
+    its sweep `folders` (as saved, so rows read back hash alike), a `table` derived from them, the
+    settings, and the source of the code that computes the files (the `stats` and `maths` wings, the
+    calibration): a change to any of them computes the files again."""
+    from ..sweeps.rows_file import folder_rows_paths
+    digest = hashlib.sha256()
+    for folder in dict.fromkeys(Path(f) for f in folders):
+        for path in [*folder_rows_paths(folder), folder / "calibration.json"]:
+            digest.update(path.name.encode() + (path.read_bytes() if path.exists() else b"-"))
+    digest.update(b"-" if table is None else table.to_json(orient="split", double_precision=15).encode())
+    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    package = Path(__file__).resolve().parents[1]
+    for source in sorted([*package.glob("stats/*.py"), *package.glob("maths/*.py"), package / "decoding" / "calibration.py"]):
+        digest.update(source.name.encode() + source.read_bytes())
+    return digest.hexdigest()
 
 
 def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamples: int = 2000,
@@ -119,9 +100,22 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
                      progress: bool = True, clock_rows: Optional[pd.DataFrame] = None) -> Dict[str, pd.DataFrame]:
     """The T5 run's result files (module docstring) from its priced rows; returns the tables. `clock_rows`:
     priced rows decoded at batch size 1 for the signed error against the clock, where `rows` were batched
-    (their wall times are shares of a batch); None: `rows` themselves."""
+    (their wall times are shares of a batch); None: `rows` themselves.
+
+    The re-pricing over `c` takes minutes, so files computed from the same rows, calibration, settings
+    and code (`results_stamp`, kept in `results_stamp.json`) are read back instead: redrawing the
+    committed run recomputes nothing."""
     from . import claims, hardware, pricing
     folder = Path(folder)
+    clock_folder = (clock_rows if clock_rows is not None else rows).attrs.get("path", folder)
+    stamp = results_stamp([folder, clock_folder], table, calibration=calibration.to_dict(), n_resamples=n_resamples,
+                          grid_resamples=grid_resamples, rows=len(rows), tasks=[getattr(t, "name", str(t)) for t in tasks],
+                          clock_wall_s=None if clock_rows is None else float(clock_rows["wall_time_s"].sum()))
+    stamp_path = folder / RESULTS_STAMP
+    files = [folder / f"{name}.csv" for name in _T5_TABLES] + [folder / "facts.json"]
+    if stamp_path.exists() and all(f.exists() for f in files) and \
+            json.loads(stamp_path.read_text()).get("t5_results") == stamp:
+        return _read_tables(folder, _T5_TABLES)
     column = pricing.LATENCY_COLUMN
     claims_table = claims.t5_claims(rows, tasks, cost=column, n_resamples=n_resamples)
     claims_table.to_csv(folder / "claims.csv", index=False)
@@ -135,7 +129,12 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     flips = hardware.flip_points(grid)
     flips.to_csv(folder / "flip_points.csv", index=False)
     write_t5_facts(rows, folder, calibration, table=table, grid_resamples=grid_resamples)
-    return {"claims": claims_table, "signed_error": errors, "verdicts_by_c": grid, "flip_points": flips}
+    stamp_path.write_text(json.dumps({"t5_results": stamp}, indent=1) + "\n")
+    return _read_tables(folder, _T5_TABLES)   # as read back, so a computed and a reused run return alike
+
+
+def _read_tables(folder: Path, names) -> Dict[str, pd.DataFrame]:
+    return {name: pd.read_csv(folder / f"{name}.csv") for name in names}
 
 
 def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[pd.DataFrame] = None,
@@ -150,7 +149,7 @@ def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[p
              "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False),
              "spec_relative_latency": {str(t): _relative_total(rows, "SpecDecode", t, column)
                                        for t in sorted(set(rows["temperature"]))},
-             "same_calls_T0": _same_calls(rows, 0.0), "distinct_runs_T0": distinct_runs(rows, 0.0),
+             "same_calls_T0": same_calls(rows, 0.0), "distinct_runs_T0": distinct_runs(rows, 0.0),
              "configurations_per_rule": int(per_rule.max()) if len(per_rule) else 0,   # 0: no T = 0 rows
              "configurations_T0": {label: int(n) for label, n in per_rule.items() if label != "SpecDecode"},
              "not_run_T0": sorted(set(rows.loc[(rows["method"] == "speculative") & (rows["temperature"] != 0.0), "label"])

@@ -71,7 +71,7 @@ def verdict_panels(grid: pd.DataFrame, *, machine_c: float, paper_c: Optional[fl
     """One panel per claim (`panels` columns): its estimate against c (log axis) for both verifier
     costs, each with its interval as a band and its verdict as the marker colour; vertical lines at
     this machine's c and the paper's (an estimate)."""
-    on_grid = grid[grid["point"] == ""]
+    on_grid = grid[grid["point"].fillna("") == ""]   # a grid read back from its CSV has NaN for ""
     keys = list(dict.fromkeys(zip(*[on_grid[c] for c in panels])))
     finite = lambda v: np.clip(np.asarray(v, float), -1e6, 1e6)   # "not reached" bounds drawn at the edge
     out = []
