@@ -112,3 +112,20 @@ def test_the_verdict_figure_draws_claims_that_are_not_measurable_or_not_reached(
     fig = verdicts.verdict_figure(grid, machine_c=0.5, paper_c=0.078)
     assert len([ax for ax in fig.axes if ax.axison]) == 3
     plt.close("all")
+
+
+def test_same_calls_and_distinct_runs_count_configurations_at_t0():
+    import pandas as pd
+    from tutorial_lib.stats import analysis
+    rows = pd.DataFrame([
+        {"config": c, "label": label, "method": method, "alpha": alpha, "temperature": 0.0, "example_id": e,
+         "text": text, "verifier_calls_by_k": {"1": calls}, "drafter_calls_by_k": {}, "verifier_prefills": 1,
+         "drafter_prefills": 0, "verifier_encoder_passes": 0, "drafter_encoder_passes": 0}
+        for c, label, method, alpha, text, calls in [
+            ("spec", "SpecDecode", "speculative", 0.0, "a", 3), ("diff-1", "SpecCascade [Diff]", "speculative", 0.1, "a", 3),
+            ("diff-2", "SpecCascade [Diff]", "speculative", 0.5, "b", 2), ("opt-2", "SpecCascade [OPT]", "speculative", 0.5, "b", 2),
+            ("drafter", "Drafter", "drafter", 0.0, "c", 0)]
+        for e in ("x", "y")])
+    assert analysis.same_calls(rows, 0.0) == {"groups": 2, "configurations": 4, "largest": 2}
+    assert analysis.distinct_runs(rows, 0.0)["SpecCascade [Diff]"] == 1      # diff-1 is SpecDecode's texts
+    assert analysis.same_texts_as(rows, "SpecCascade [OPT]", "SpecCascade [Diff]", 0.0) == {"same": 1, "shared_alphas": 1}

@@ -27,6 +27,7 @@ with its interval and verdict, are `claims`. The figures are in `rerun_figures`.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
