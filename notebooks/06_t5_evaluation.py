@@ -128,8 +128,9 @@ pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 # the small one.
 #
 # **Shipped or trained here.** Training is seeded and runs on one thread, so one machine trains the
-# same weights every time; but torch's CPU kernels sum in an order that depends on the processor
-# (its AVX-512 or AVX2 code paths), so another processor trains other weights. The sweep's folder is
+# same weights every time; but torch's CPU kernels choose their code paths, and so the order of their
+# sums, by the processor, so another processor can train other weights (two machines of this project
+# did, with the same torch and transformers). The sweep's folder is
 # keyed by a hash of the weights, so other weights mean a new sweep of every row. That is why the
 # repository ships the default pair that produced the committed rows (`data/models/`, 3.3 MB), and
 # `train_t5_pair` copies it into the cache (seconds) instead of training. `train_here = True` trains

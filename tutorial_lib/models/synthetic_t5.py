@@ -9,8 +9,9 @@ translations are known exactly. The verifier's corpus lost its negations on purp
 model and never trains.
 
 **Shipped weights.** Training is seeded and runs on one thread, so on one machine it gives the same
-weights every time; but the order of floating-point sums in torch's CPU kernels depends on the
-processor (AVX-512 or AVX2 code paths), so another processor trains other weights. The committed T5
+weights every time; but torch's CPU kernels choose their code paths, and so the order of their
+floating-point sums, by the processor, so another processor can train other weights (two machines of
+this project did, with the same torch and transformers). The committed T5
 rows are keyed by a hash of the weights, so the default budget's pair that produced them is shipped in
 the repository (`SHIPPED_DIR`, 3.3 MB), and `train_t5_pair` copies it into the cache instead of
 training (`shipped=False` trains here). Each model's `training_record.json` names the processor, torch
