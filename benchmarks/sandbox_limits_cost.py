@@ -1,10 +1,11 @@
-r"""What the limits of issue 21 cost a normal solution's run time in the sandbox.
+r"""What the sandbox's limits cost a correct solution's run time.
 
-"Before" is the sandbox of commit `BASELINE_COMMIT` (its `sandbox.py`, `sandbox_child.py` and
-`judge.py`, read from git and loaded as a package beside this one): stdout and stderr in host
-files, no pids cgroup, the report parsed directly. "Now" is `tutorial_lib.tasks.sandbox`: output through
-capped pipes, a pids cgroup per run (or seccomp refusing threads where there is none), the
-bounded report parser, and the expected side of a test in a setup-only run (cached per test set).
+"Before" is the sandbox of commit `BASELINE_COMMIT` (its `tutorial_lib/tasks/` sandbox modules, read
+from git and loaded as a package beside this one): bwrap run as root (the sandbox's user mapped to the
+host's root), a fresh `/proc`, a pids cgroup, the report judged in the parent's own process. "Now" is
+`tutorial_lib.tasks.sandbox`: a launcher that joins a pids and a memory cgroup, sets the limits of the
+whole sandbox and drops to an unprivileged user before bwrap, no `/proc`, the setup's values handed to
+the solution's run as plain data, and the verdict reached in the budgeted judge worker.
 
 Each round runs the same correct solution once on each path, alternating which goes first; per
 round the ratio now / before of the wall time of `run_python` is taken, and the median and range
@@ -30,10 +31,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from tutorial_lib import sandbox
+from tutorial_lib.tasks import sandbox
 
 REPO = Path(__file__).resolve().parents[1]
-BASELINE_COMMIT = "7382236"
+BASELINE_COMMIT = "46936a8"
 WORKLOADS = {
     "plain tests": ("def sum_of_squares(xs):\n    return sum(x * x for x in xs)\n",
                     ["assert sum_of_squares([1, 2, 3]) == 14", "assert sum_of_squares([]) == 0",
@@ -50,8 +51,8 @@ def _baseline_sandbox(folder: Path):
     package = folder / "baseline_sandbox"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    for name in ("sandbox.py", "sandbox_child.py", "judge.py"):
-        source = subprocess.run(["git", "-C", str(REPO), "show", f"{BASELINE_COMMIT}:tutorial_lib/{name}"],
+    for name in ("sandbox.py", "sandbox_child.py", "judge.py", "isolation.py"):
+        source = subprocess.run(["git", "-C", str(REPO), "show", f"{BASELINE_COMMIT}:tutorial_lib/tasks/{name}"],
                                 check=True, capture_output=True, text=True).stdout
         (package / name).write_text(source)
     sys.path.insert(0, str(folder))

@@ -20,7 +20,11 @@ needs_bwrap = pytest.mark.skipif(
     reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT} (CI installs it)")
 
 
-def run(code, tests=("assert True",), **options):  # run_python refuses an empty test list
+def run(code, tests=None, **options):
+    """`code` run with `tests`; without tests, with one that calls a function appended to the code (a test
+    that calls nothing of the solution fails by design)."""
+    if tests is None:
+        code, tests = code + "\n\ndef ran():\n    return True\n", ["assert ran()"]
     result = run_python(code, list(tests), **{**FAST, **options})
     assert isinstance(result, SandboxResult)
     return result
@@ -199,7 +203,7 @@ def test_huge_output_fails():
     ("x = input()\n", "code raised EOFError"),
 ])
 def test_crashes_fail_with_a_reason(code, reason):
-    result = run(code, ["assert True"])
+    result = run(code)
     assert not result.passed and result.reason.startswith(reason), result.reason
 
 
@@ -264,9 +268,11 @@ def test_what_the_code_sees_inside():
                 return error.errno
         def interfaces():
             return sorted(name for _, name in socket.if_nameindex())
+        def seen():
+            return [os.getuid(), os.getppid(), os.path.exists('/dev/shm'), os.path.exists('/proc'),
+                    sorted(os.listdir('/tmp')), os.getcwd()]
         """)
-    tests = ["assert fork() == 1", "assert write_root() == 30", "assert os.getuid() == 65534",
-             "assert os.getppid() == 1", "assert interfaces() == ['lo']", "assert os.path.exists('/dev/shm') == False",
-             "assert sorted(os.listdir('/tmp')) == []", "assert os.getcwd() == '/tmp'"]
+    tests = ["assert fork() == 1", "assert write_root() == 30", "assert interfaces() == ['lo']",
+             "assert seen() == [65534, 1, False, False, [], '/tmp']"]
     result = run(code, tests)
     assert result.passed, result.reason

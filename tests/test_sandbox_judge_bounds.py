@@ -113,17 +113,25 @@ def test_nothing_a_solution_writes_breaks_the_judge(name):
     ("def max(xs):\n    return sorted(xs)[-1]\n", ["assert max([1, 5, 3]) == 5"], ""),
 ])
 def test_the_same_forms_pass_for_a_correct_solution(code, tests, setup):
-    result = run_python(code, tests, setup=setup, **LIMITS)
+    entry_point = code.split("def ", 1)[1].split("(", 1)[0]  # MBPP and HumanEval name it; `max` needs it
+    result = run_python(code, tests, setup=setup, entry_point=entry_point, **LIMITS)
     assert result.passed, result.reason
 
 
 def test_the_expected_side_is_planned_outside_the_solutions_run():
-    plans, _ = plan_tests(['assert tuple_size((1, 2)) == sys.getsizeof((1, 2))', 'assert max([1]) == 1',
-                           'assert check(f(1))'], "def check(v):\n    return v\n",
-                          "import sys\ndef tuple_size(t):\n    return 0\ndef max(x):\n    return 0\n")
-    assert plans[0].sides == ("solution", "expected") and plans[0].modules == ("sys",)
-    assert plans[1].holes == ("max([1])",) and plans[1].sides == ("solution",)
-    assert plans[2].skeleton is None and "solution's interpreter" in plans[2].unjudged_reason
+    """Which run evaluates a hole depends on the test, the setup and the entry point, never on the code."""
+    tests = ['assert tuple_size((1, 2)) == sys.getsizeof((1, 2))', 'assert max([1]) == 1', 'assert check(f(1))']
+    setup = "def check(v):\n    return v\n"
+    for code in ("", "import sys as sys\ndef tuple_size(t):\n    return 0\ndef max(x):\n    return 0\n",
+                 "exec('max = len')\nset = 'sys'\n"):
+        plans, _ = plan_tests(tests, setup, code)
+        assert plans[0].sides == ("solution", "expected") and plans[0].modules == ("sys",)
+        assert plans[1].refused and "never calls" in plans[1].unjudged_reason  # builtins.max: nothing to judge
+        assert plans[2].skeleton is None and "solution's interpreter" in plans[2].unjudged_reason
+    plan = plan_tests(['assert max([1]) == 1'], "", "", entry_point="max")[0][0]
+    assert plan.holes == ("max([1])",) and plan.sides == ("solution",)
+    refused = plan_tests(['assert tuple_size((1, 2)) == 3'], "", "", entry_point="other")[0][0]
+    assert refused.refused and "`other`" in refused.unjudged_reason
 
 
 def test_parse_report_is_bounded_and_linear():

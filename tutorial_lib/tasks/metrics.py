@@ -402,7 +402,8 @@ def code_pass(solution_text: str, problem: dict, **sandbox_options) -> float:
     solution 0), unless running unsandboxed was asked for (`TUTORIAL_LIB_UNSANDBOXED=1`)."""
     from .sandbox import run_python
     tests, setup, entry_point = _code_problem_fields(problem)
-    return float(run_python(extract_code(solution_text, entry_point), tests, setup=setup, **sandbox_options).passed)
+    return float(run_python(extract_code(solution_text, entry_point), tests, setup=setup, entry_point=entry_point,
+                            **sandbox_options).passed)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -450,7 +451,8 @@ def humaneval_pass(reply: str, example: dict, **sandbox_options) -> float:
     code = extract_code(reply, info["entry_point"])
     if not humaneval.defines(code, info["entry_point"]) and "```" not in reply:
         code = reply  # a bare completion of the prompt: keep its first line's indentation (extract_code strips it)
-    return float(run_python(humaneval.program(problem, code), list(info["tests"]), **sandbox_options).passed)
+    return float(run_python(humaneval.program(problem, code), list(info["tests"]), entry_point=info["entry_point"],
+                            **sandbox_options).passed)
 
 
 def _score_humaneval(prediction: str, example: dict) -> float:

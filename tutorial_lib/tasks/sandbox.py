@@ -11,41 +11,37 @@ al. 2021, MBPP) runs program and tests in one interpreter and warns that it is n
 Tried as a hostile tester would, that design lets a solution change its own verdict and reach out of
 its folder; this module keeps the two apart:
 
-1. **The sandbox** is bubblewrap (`bwrap`, Debian package `bubblewrap`): new user, PID, network,
-   IPC, UTS and cgroup namespaces (`--unshare-all`), `--die-with-parent`, `--new-session` (no
-   terminal to inject into), all capabilities dropped, uid/gid 65534 inside. Its file system is a
-   read-only root with read-only binds of only what the base interpreter needs (`bwrap_command`: the
-   executable, its standard library with `site-packages` masked, `libpython`, `/usr/lib*`, `/lib*`,
-   `/etc/ld.so.cache`), `/dev/null`, `/dev/zero`, `/dev/urandom`, a new `/proc`, and an empty size-
-   capped tmpfs as `/tmp`, which is also its working folder and HOME. The project, the home folder,
-   the results and the task files are not there. The interpreter is `sys.base_prefix`'s, run with
-   `-I -S -B`: no site-packages, no environment variables, no bytecode writes.
-   A seccomp filter refuses new processes (fork, vfork, clone without CLONE_THREAD; clone3 gets
-   ENOSYS so the C library falls back to clone), ptrace, process_vm_*, unshare, setns, mount,
-   bpf, perf_event_open, userfaultfd, keyctl and io_uring. It is written for x86_64 and aarch64.
-2. **Limits**, set by the child program's first lines before it reads the solution
-   (`sandbox_child.py`): RLIMIT_AS (memory_mb), RLIMIT_CPU (cpu_s), RLIMIT_FSIZE (max_output_bytes,
-   for files it writes), no core files. Threads: the sandbox's user maps to root, for whom
-   RLIMIT_NPROC is not enforced (measured here: 5,000 threads under RLIMIT_NPROC = 64), so each
-   sandbox runs in its own cgroup with `pids.max` = MAX_TASKS where a `pids` cgroup is writable
-   (measured here: a thread bomb stops at 61 threads), and otherwise the seccomp filter refuses every
-   thread as well (`process_limit()` says which). stdout and stderr are pipes the parent reads with a
-   cap (`max_output_bytes`; past it the parent kills the sandbox), never files on the host's disk;
-   the only writable place is `/tmp`, a tmpfs of TMPFS_BYTES. The wall-clock limit (timeout_s) is
-   enforced from outside: the parent kills bwrap's whole process group, and the PID namespace dies
-   with it.
-3. **Judged outside** (`tutorial_lib.tasks.judge`): the child evaluates only the calls of each test and
-   sends their values back as tagged plain data over a pipe; the parent checks the report's size,
-   nesting and number lengths without recursion (`judge.parse_report`), decodes it into builtin
-   objects and applies the test's own comparison with its own bounded interpreter. The expected side
-   of a test (a hole that reads no name of the solution's) is evaluated in a second sandboxed run
-   that holds the setup and no model-written code. See `judge` for the threat model and for tests of
-   other forms (`trust_unjudged_tests`).
-4. **The sweep survives**: in its own PID namespace the child sees no process outside it (its parent
-   is pid 1, bwrap's init, which ignores signals from inside), so it cannot signal, kill or stall the
-   sweep; its output goes through pipes and the sandbox folder is a tmpfs, so no file or folder is
-   left behind on any path, even when the sweep itself is killed. Whatever the report holds,
-   `run_python` returns a result: a malformed one is a failed test with its reason.
+1. **The sandbox** (`tutorial_lib.tasks.isolation`): a launcher joins the run's cgroups, sets the limits
+   every process of the sandbox inherits, and, when the sweep runs as root, drops to an unprivileged host
+   user (uid 65534, no groups, no capabilities) before it becomes bubblewrap (`bwrap`). bwrap gives new
+   user, PID, network, IPC, UTS and cgroup namespaces, `--die-with-parent`, `--new-session`, a read-only
+   root with read-only binds of only what the base interpreter needs (`site-packages` masked),
+   `/dev/null`, `/dev/zero`, `/dev/urandom`, no `/proc` at all, and an empty size-capped tmpfs as `/tmp`,
+   its working folder and HOME. The interpreter runs with `-I -S -B`. A seccomp filter refuses new
+   processes, ptrace and cross-process memory calls, System V IPC and message queues, namespaces,
+   mount, bpf, perf, userfaultfd, keyrings and io_uring (x86_64 and aarch64). Where the kernel refuses
+   an unprivileged user namespace, generated code does not run (`bwrap_problem` says what to set up).
+2. **Limits on the whole sandbox**: address space (memory_mb), CPU time (cpu_s), file size
+   (max_output_bytes), no core files, set by the launcher for bwrap's processes and the child alike;
+   where cgroups are writable, `pids.max` = MAX_TASKS and a memory limit of memory_mb plus the tmpfs
+   for all of them together (shared memory included), else the seccomp filter refuses every thread as
+   well. stdout and stderr are pipes the parent reads with a cap (`max_output_bytes`; past it the parent
+   kills the sandbox). The wall-clock limit (timeout_s) is enforced from outside, and every run ends by
+   killing whatever is left in its cgroups, so nothing outlives it.
+3. **Judged outside** (`tutorial_lib.tasks.judge`): the child evaluates only the solution's calls of
+   each test and sends their values back as tagged plain data; the parent's budgeted judge worker
+   (`judge_worker`: a second of CPU and 64 MiB per report) parses the report, decodes it into builtin
+   objects and applies the test's own comparison with its own bounded interpreter. Which run evaluates
+   a part of a test depends on the test, the setup and the entry point alone: the expected side runs in
+   a second sandboxed run that holds the setup and no model-written code; the setup's values the
+   solution's calls receive reach its run as plain data, so the setup's other names are not there; a
+   solution that rebinds a name the test reads, or a test that never calls the entry point, fails and
+   says so. See `judge` for the threat model and for tests of other forms (`trust_unjudged_tests`).
+4. **The sweep survives**: in its own PID namespace the child sees no process outside it, so it cannot
+   signal, kill or stall the sweep; its output goes through pipes and the sandbox folder is a tmpfs, so
+   no file or folder is left behind on any path, even when the sweep itself is killed. Whatever the
+   report holds, `run_python` returns a result: a malformed one, or one over the judge's budget, is a
+   failed test with its reason.
 
 **Without bwrap** (or where it cannot create namespaces) generated code does not run: `run_python`
 raises `SandboxUnavailableError` saying how to install it. Set the environment variable
@@ -54,6 +50,7 @@ process with the same limits and the same outside judge; a warning then says wha
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import json
 import os
@@ -67,9 +64,12 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .isolation import (MAX_TASKS, SANDBOX_UID, TMPFS_BYTES, bwrap_command, bwrap_problem, child_environment,  # noqa: F401
-                        interpreter_files, pids_cgroup, process_limit, sandbox_available, seccomp_filter)  # (re-exported)
-from .judge import EXPECTED, SOLUTION, MalformedReport, judge_test, parse_report, plan_tests
+from .isolation import (MAX_TASKS, SANDBOX_OVERHEAD_BYTES, SANDBOX_UID, TMPFS_BYTES,  # noqa: F401 (re-exported)
+                        bwrap_command, bwrap_problem, child_environment, interpreter_files, kill_cgroups, launcher_command,
+                        process_limit, sandbox_available, sandbox_cgroups, sandbox_rlimits, seccomp_filter)
+from .judge import (EXPECTED, SOLUTION, MalformedReport, NotPlainData, encode_value, judge_test, parse_report,
+                    plan_tests, rebinding_names)
+from .judge_worker import JudgeOverBudget, judge_in_worker
 
 UNSANDBOXED_ENV = "TUTORIAL_LIB_UNSANDBOXED"
 INSTALL_HINT = ("install bubblewrap: `sudo apt-get install bubblewrap` (Debian/Ubuntu), `sudo dnf install bubblewrap` "
@@ -197,21 +197,25 @@ def _run_child(mode: str, payload: dict, home: str, *, timeout_s: float, max_out
     stderr_read, stderr_write = os.pipe()
     to_close = [report_read, report_write, stdout_read, stdout_write, stderr_read, stderr_write]
     process = None
-    with tempfile.TemporaryFile() as seccomp_file, \
-            (pids_cgroup() if mode == "bwrap" else contextlib.nullcontext(None)) as cgroup:
+    memory_bytes = int(payload["memory_mb"] * 1024 * 1024) + SANDBOX_OVERHEAD_BYTES
+    groups_context = sandbox_cgroups(memory_bytes) if mode == "bwrap" else contextlib.nullcontext(None)
+    with tempfile.TemporaryFile() as seccomp_file, groups_context as groups:
         pass_fds = [report_write]
         if mode == "bwrap":
-            program = seccomp_filter(allow_threads=cgroup is not None)
+            threads_bounded = groups.pids_folder is not None  # else seccomp refuses every new thread
+            program = seccomp_filter(allow_threads=threads_bounded)
             if program is not None:
                 seccomp_file.write(program)
                 seccomp_file.flush()
                 seccomp_file.seek(0)
                 pass_fds.append(seccomp_file.fileno())
-            command = [*bwrap_command(shutil.which("bwrap"), pass_fds[1] if len(pass_fds) > 1 else None),
-                       "-I", "-S", "-B", "-c", _CHILD_SOURCE]
-            if cgroup is not None:  # the shell joins the group, then becomes bwrap: nothing starts outside it
-                command = ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, *command]
+            inner = [*bwrap_command(shutil.which("bwrap"), pass_fds[1] if len(pass_fds) > 1 else None),
+                     "-I", "-S", "-B", "-c", _CHILD_SOURCE]
+            rlimits = sandbox_rlimits(memory_mb=payload["memory_mb"], cpu_s=payload["cpu_s"],
+                                      max_output_bytes=payload["max_output_bytes"])
+            command = launcher_command(inner, cgroups=groups.folders, rlimits=rlimits)
             cwd, child_home = "/", "/tmp"
+            payload = {**payload, "threads": threads_bounded}
         else:
             command, cwd, child_home = [executable, "-I", "-S", "-B", "-c", _CHILD_SOURCE], home, home
         payload_bytes = json.dumps({**payload, "report_fd": report_write}).encode("utf-8")
@@ -239,9 +243,12 @@ def _run_child(mode: str, payload: dict, home: str, *, timeout_s: float, max_out
                 timed_out = True
                 _kill_group(process)
                 process.wait()
+            if groups is not None:  # whatever bwrap left behind ends with it, pid 1 of the namespace included
+                kill_cgroups(groups.folders)
             for reader in (report, stdout, stderr):
                 reader.join(timeout=2.0)  # EOF once every process holding the pipe is gone
             return dict(returncode=process.returncode, timed_out=timed_out,
+                        out_of_memory=groups is not None and groups.out_of_memory(),
                         output_over_limit=stdout.over_limit or stderr.over_limit,
                         report=bytes(report.data), report_over_limit=report.total > REPORT_LIMIT,
                         stdout_tail=_tail_text(stdout), stderr_tail=_tail_text(stderr))
@@ -259,6 +266,7 @@ def run_python(
     tests: list[str],
     *,
     setup: str = "",
+    entry_point: str | None = None,
     timeout_s: float = 5.0,
     memory_mb: int = 512,
     cpu_s: float = 5.0,
@@ -266,44 +274,65 @@ def run_python(
     trust_unjudged_tests: bool = False,
     allow_unsandboxed: bool | None = None,
 ) -> SandboxResult:
-    """Run `code` and `setup` in the sandbox, evaluate the calls of `tests` there, judge them here.
+    """Run `code` in the sandbox, evaluate the solution's calls of `tests` there, judge them here.
 
+    `entry_point`: the function the tests must call (MBPP's and HumanEval's problems name it); a test
+    that never calls it fails, and a name it shares with a builtin (`max`) is the solution's. Without
+    it, the solution's names are those no builtin, standard-library module or `setup` provides.
     Limits: `timeout_s` wall clock for the whole child (start included), `cpu_s` of CPU time,
-    `memory_mb` of address space, `max_output_bytes` for stdout, for stderr and for any file the code
-    writes. `trust_unjudged_tests`: count tests the parent cannot judge (see `tutorial_lib.tasks.judge`) on
-    the child's word instead of failing them. `allow_unsandboxed`: None follows `$TUTORIAL_LIB_UNSANDBOXED`.
+    `memory_mb` of address space (and, where a memory cgroup exists, of the whole sandbox plus its
+    tmpfs), `max_output_bytes` for stdout, for stderr and for any file the code writes.
+    `trust_unjudged_tests`: count tests the parent cannot judge (see `tutorial_lib.tasks.judge`) on the
+    child's word instead of failing them. `allow_unsandboxed`: None follows `$TUTORIAL_LIB_UNSANDBOXED`.
 
     Raises ValueError for bad arguments and SandboxUnavailableError when bwrap cannot run and
     running unsandboxed was not asked for; never raises for anything the code does.
     """
     _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output_bytes)
     tests = list(tests)
+    plans, known = plan_tests(tests, setup, code, entry_point)
     mode = _mode(allow_unsandboxed)
     started = time.monotonic()
     limits = dict(memory_mb=int(memory_mb), cpu_s=float(cpu_s), max_output_bytes=int(max_output_bytes))
     try:
-        plans, known = plan_tests(tests, setup, code)
-        expected = _expected_values(mode, setup, plans, timeout_s=timeout_s, **limits)
+        expected, inject, setup_in_child = _expected_values(mode, setup, plans, known, timeout_s=timeout_s, **limits)
+        trusted = [plan.skeleton is None and not plan.refused and trust_unjudged_tests for plan in plans]
+        tests_payload = []
+        for plan, trust in zip(plans, trusted):
+            if plan.skeleton is not None:
+                chosen = [index for index, side in enumerate(plan.sides) if side == SOLUTION]
+                tests_payload.append({"holes": [plan.holes[i] for i in chosen], "reads": [plan.reads[i] for i in chosen],
+                                      "solution_names": list(plan.solution_names)})
+            else:
+                tests_payload.append({"statement": plan.source} if trust else {"skip": True})
+        watch = {"names": sorted({name for plan in plans for name in plan.judge_names}),
+                 "attributes": sorted({pair for plan in plans for pair in plan.judge_attributes})}
+        payload = {"code": code, "setup": setup, "run_setup": setup_in_child or any(trusted), "inject": inject,
+                   "modules": sorted({module for plan in plans for module in plan.modules}), "watch": watch,
+                   "tests": tests_payload, **limits}
         # A folder only unsandboxed (under bwrap the folder is a tmpfs that vanishes with the sandbox).
         home_folder = (tempfile.TemporaryDirectory(prefix="tutorial_lib_sandbox_") if mode == "unsandboxed"
                        else contextlib.nullcontext("/tmp"))
-        tests_payload = [{"holes": [hole for hole, side in zip(plan.holes, plan.sides) if side == SOLUTION]}
-                         if plan.skeleton is not None
-                         else ({"statement": plan.source} if trust_unjudged_tests else {"skip": True})
-                         for plan in plans]
         with home_folder as home:
-            outcome = _run_child(mode, {"code": code, "setup": setup, "tests": tests_payload, **limits}, home,
-                                 timeout_s=timeout_s, max_output_bytes=max_output_bytes)
+            outcome = _run_child(mode, payload, home, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
         common = dict(stdout_tail=outcome["stdout_tail"], stderr_tail=outcome["stderr_tail"], tests_total=len(tests),
                       returncode=outcome["returncode"], duration_s=time.monotonic() - started,
                       timed_out=outcome["timed_out"], sandboxed=mode == "bwrap")
         failure = _limit_failure(outcome["returncode"], outcome["timed_out"], outcome["output_over_limit"],
                                  outcome["stderr_tail"], timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
-                                 max_output_bytes=max_output_bytes)
+                                 max_output_bytes=max_output_bytes, out_of_memory=outcome["out_of_memory"])
         if failure:
             return SandboxResult(passed=False, reason=failure, **common)
-        return _judge(outcome["report"], outcome["report_over_limit"], plans, known, expected, trust_unjudged_tests,
-                      common)
+        statically_rebound = [rebinding_names(code, plan) for plan in plans]
+        try:
+            passed, reason, tests_passed, tests_unjudged = judge_in_worker(
+                report_bytes=outcome["report"], report_over_limit=outcome["report_over_limit"], plans=plans,
+                known=known, expected=expected, trust_unjudged_tests=trust_unjudged_tests,
+                statically_rebound=statically_rebound)
+        except JudgeOverBudget as error:
+            return SandboxResult(passed=False, reason=f"judge budget exceeded ({error}); the test fails", **common)
+        return SandboxResult(passed=passed, reason=reason, tests_passed=tests_passed, tests_unjudged=tests_unjudged,
+                             **common)
     except Exception as error:  # noqa: BLE001 - a sweep must go on whatever broke here
         return SandboxResult(passed=False, reason=f"sandbox error: {type(error).__name__}: {str(error)[:300]}",
                              tests_total=len(tests), duration_s=time.monotonic() - started, sandboxed=mode == "bwrap")
@@ -313,36 +342,55 @@ _expected_cache: dict = {}
 _EXPECTED_CACHE_SIZE = 256
 
 
-def _expected_values(mode, setup, plans, *, timeout_s, memory_mb, cpu_s, max_output_bytes) -> list:
-    """For each plan, its expected holes' outcome from a sandboxed run of the setup alone (no line
-    of the solution): a list of tagged values, or an error string; None for a plan with none.
+def _expected_values(mode, setup, plans, known, *, timeout_s, memory_mb, cpu_s, max_output_bytes):
+    """What the setup alone computes, from a sandboxed run that holds no line of the solution:
+    - for each plan, its expected holes' values (a list of tagged values), an error string, or None;
+    - the values of the setup's names the solution's holes read, tagged, to hand to the solution's run
+      (the setup's literal constants come from the parent);
+    - whether the setup must run in the solution's sandbox after all (a name it hands over is not plain
+      data, a function say: then it runs there in a namespace of its own).
     Successful runs are cached (a sweep judges many solutions against the same tests)."""
     wanted = [[hole for hole, side in zip(plan.holes, plan.sides) if side == EXPECTED] if plan.skeleton else []
               for plan in plans]
-    if not any(wanted):
-        return [None] * len(plans)
+    reads = [[r for r, side in zip(plan.reads, plan.sides) if side == EXPECTED] if plan.skeleton else []
+             for plan in plans]
+    handed = sorted({name for plan in plans if plan.skeleton for read, side in zip(plan.reads, plan.sides)
+                     if side == SOLUTION for name in read if name not in plan.solution_names
+                     and (name in known or name not in plan.modules and not hasattr(builtins, name))})
+    inject = {}
+    for name in [name for name in handed if name in known]:
+        with contextlib.suppress(NotPlainData):
+            inject[name] = encode_value(known[name])
+    from_setup = [name for name in handed if name not in known]
+    if not any(wanted) and not from_setup:
+        return [None] * len(plans), inject, any(name not in inject for name in handed)
     modules = sorted({module for plan in plans if plan.skeleton for module in plan.modules})
-    imports = "".join(f"import {module}\n" for module in modules)  # the judge's text, never the solution's
-    key = (mode, setup, imports, tuple(map(tuple, wanted)), memory_mb, cpu_s, max_output_bytes)
+    key = (mode, setup, tuple(modules), tuple(map(tuple, wanted)), tuple(from_setup), memory_mb, cpu_s,
+           max_output_bytes)
     if key in _expected_cache:
-        return _expected_cache[key]
+        values, handed_values, in_child = _expected_cache[key]
+        return values, {**inject, **handed_values}, in_child
+    entries = [{"holes": holes, "reads": plan_reads, "solution_names": []} for holes, plan_reads in zip(wanted, reads)]
+    entries.append({"holes": from_setup, "reads": [[name] for name in from_setup], "solution_names": []})
     with (tempfile.TemporaryDirectory(prefix="tutorial_lib_sandbox_") if mode == "unsandboxed"
           else contextlib.nullcontext("/tmp")) as home:
-        outcome = _run_child(mode, {"code": imports, "setup": setup, "tests": [{"holes": holes} for holes in wanted],
-                                    "memory_mb": memory_mb, "cpu_s": cpu_s, "max_output_bytes": max_output_bytes},
-                             home, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
+        outcome = _run_child(mode, {"code": "", "setup": setup, "run_setup": True, "modules": modules,
+                                    "tests": entries, "memory_mb": memory_mb, "cpu_s": cpu_s,
+                                    "max_output_bytes": max_output_bytes}, home,
+                             timeout_s=timeout_s, max_output_bytes=max_output_bytes)
     failure = _limit_failure(outcome["returncode"], outcome["timed_out"], outcome["output_over_limit"],
                              outcome["stderr_tail"], timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
-                             max_output_bytes=max_output_bytes)
+                             max_output_bytes=max_output_bytes, out_of_memory=outcome["out_of_memory"])
     report = None
     if failure is None and not outcome["report_over_limit"]:
         with contextlib.suppress(MalformedReport):
             report = parse_report(outcome["report"].rstrip(b"\n"))
     if not (isinstance(report, dict) and isinstance(report.get("tests"), list)
-            and len(report["tests"]) == len(plans)):
+            and len(report["tests"]) == len(plans) + 1):
         why = failure or (f"setup {report['error']}" if isinstance(report, dict) and report.get("error") else
                           "no valid report")
-        return [f"the expected side could not be computed ({str(why)[:200]})" if holes else None for holes in wanted]
+        return ([f"the expected side could not be computed ({str(why)[:200]})" if holes else None for holes in wanted],
+                inject, True)
     values = []
     for holes, entry in zip(wanted, report["tests"]):
         if not holes:
@@ -352,10 +400,17 @@ def _expected_values(mode, setup, plans, *, timeout_s, memory_mb, cpu_s, max_out
         else:
             error = entry.get("error") if isinstance(entry, dict) else None
             values.append(f"the expected side {error if isinstance(error, str) else 'gave no value'}"[:300])
+    handed_entry = report["tests"][-1]
+    handed_values = {}
+    if isinstance(handed_entry, dict) and isinstance(handed_entry.get("values"), list):
+        for name, value in zip(from_setup, handed_entry["values"]):
+            if isinstance(value, list) and value and value[0] != "x":
+                handed_values[name] = value
+    in_child = any(name not in inject and name not in handed_values for name in handed)
     if len(_expected_cache) >= _EXPECTED_CACHE_SIZE:
         _expected_cache.pop(next(iter(_expected_cache)))
-    _expected_cache[key] = values
-    return values
+    _expected_cache[key] = (values, handed_values, in_child)
+    return values, {**inject, **handed_values}, in_child
 
 
 def _feed(stream, payload: bytes) -> None:
@@ -384,9 +439,12 @@ def _signal_name(number: int) -> str:
 
 
 def _limit_failure(returncode, timed_out, output_over_limit, stderr_tail, *, timeout_s, cpu_s, memory_mb,
-                   max_output_bytes) -> str | None:
+                   max_output_bytes, out_of_memory=False) -> str | None:
     if output_over_limit:  # checked first: the parent killed the child for it
         return f"output limit: wrote more than {max_output_bytes} bytes"
+    if out_of_memory:
+        return (f"memory limit: the sandbox used more than {memory_mb} MiB plus "
+                f"{SANDBOX_OVERHEAD_BYTES // 2**20} MiB for its tmpfs and bwrap (shared memory included)")
     if timed_out:
         return f"timeout: still running after {timeout_s:g} s of wall-clock time"
     # bwrap exits with the child's status, or 128 + the signal that killed it; a plain child gives -signal.
@@ -400,74 +458,7 @@ def _limit_failure(returncode, timed_out, output_over_limit, stderr_tail, *, tim
     if signal_number:
         return f"crashed: killed by {_signal_name(signal_number)}"
     if returncode != 0:
-        if stderr_tail.startswith("bwrap:"):
+        if stderr_tail.startswith(("bwrap:", "tutorial_lib launcher:")):
             return f"sandbox error: {stderr_tail.strip()[:300]}"
         return f"crashed: the child exited with status {returncode}"
     return None
-
-
-def _judge(report_bytes: bytes, report_over_limit: bool, plans, known, expected, trust_unjudged_tests: bool,
-           common: dict) -> SandboxResult:
-    """The verdict, reached here from the values in the child's report (see `tutorial_lib.tasks.judge`).
-    Everything in the report is bounded before it is parsed (`parse_report`) and every field is
-    type-checked before use: whatever the child wrote, this returns a result."""
-    def fail(reason, tests_passed=0, tests_unjudged=0):
-        return SandboxResult(passed=False, reason=reason, tests_passed=tests_passed, tests_unjudged=tests_unjudged,
-                             **common)
-
-    lines = report_bytes.split(b"\n")
-    if report_over_limit or len(lines) != 2 or lines[1] != b"":
-        return fail("no valid report: the child wrote none, several, or one too large (exited early?)")
-    try:
-        report = parse_report(lines[0])
-    except MalformedReport as error:
-        return fail(f"no valid report: {error}")
-    if not isinstance(report, dict) or not isinstance(report.get("tests"), list):
-        return fail("no valid report: not a report object")
-    if report.get("error") is not None:
-        error = report["error"]
-        return fail(error[:1000] if isinstance(error, str) else "no valid report: its error is not text")
-    entries = report["tests"]
-    if len(entries) != len(plans):
-        return fail(f"no valid report: {len(entries)} test entries for {len(plans)} tests")
-    passed = unjudged = 0
-    first_failure = None
-    for index, (plan, entry, expected_values) in enumerate(zip(plans, entries, expected), start=1):
-        if not isinstance(entry, dict):
-            ok, why = False, "malformed entry"
-        elif plan.skeleton is None:
-            if trust_unjudged_tests and entry.get("ok") is True:
-                ok, why = True, "passed on the child's word"
-                unjudged += 1
-            elif trust_unjudged_tests:
-                ok, why = False, _text(entry.get("error"), "failed")
-            else:
-                ok, why = False, (f"cannot be judged outside the sandbox ({plan.unjudged_reason}); pass "
-                                  "trust_unjudged_tests=True to count the child's word for it")
-        elif "error" in entry:
-            ok, why = False, _text(entry["error"], "failed")
-        elif isinstance(expected_values, str):
-            ok, why = False, expected_values
-        else:
-            ok, why = judge_test(plan, _merge(plan, entry.get("values"), expected_values), known)
-        passed += ok
-        if not ok and first_failure is None:
-            first_failure = f"test {index} {why if why.startswith(('failed', 'raised')) else 'failed: ' + why}: " \
-                            f"{plan.source.strip()[:300]}"
-    if first_failure:
-        return fail(first_failure, passed, unjudged)
-    return SandboxResult(passed=True, reason="passed", tests_passed=passed, tests_unjudged=unjudged, **common)
-
-
-def _text(value, default: str) -> str:
-    return value[:300] if isinstance(value, str) else default
-
-
-def _merge(plan, solution_values, expected_values):
-    """The tagged values of every hole in order: the solution's from its run, the expected side's from
-    the setup-only run. None (a failed test) when the solution's report holds the wrong number."""
-    solution_count = plan.sides.count(SOLUTION)
-    if not isinstance(solution_values, list) or len(solution_values) != solution_count:
-        return None
-    solution_values, expected_values = iter(solution_values), iter(expected_values or [])
-    return [next(solution_values) if side == SOLUTION else next(expected_values) for side in plan.sides]

@@ -2,12 +2,15 @@
 
 It is not imported by the package: `tutorial_lib.tasks.sandbox` reads this file's text and hands it to a
 fresh interpreter inside bubblewrap, with a JSON payload on stdin:
-`{"code", "setup", "tests": [{"holes": [...]} | {"statement": str} | {"skip": true}], "report_fd",
-"memory_mb", "cpu_s", "max_output_bytes"}`.
+`{"code", "setup", "run_setup", "inject", "modules", "watch", "tests": [{"holes": [...], "reads": [...],
+"solution_names": [...]} | {"statement": str} | {"skip": true}], "report_fd", "memory_mb", "cpu_s",
+"max_output_bytes", "threads"}`.
 
-Its first lines set the resource limits (before any untrusted line runs), then it runs the code and
-the setup, evaluates each test's holes in order (see `tutorial_lib.tasks.judge`) and writes ONE line of JSON
-to `report_fd`: `{"error": str | None, "tests": [{"values": [tagged...]} | {"error": str} | {"ok": true}]}`.
+Its first lines set the resource limits (before any untrusted line runs), then it runs the code (and,
+only where the parent could not hand the test's inputs over as plain data, the setup, in a namespace of
+its own), evaluates each test's holes in order (see `tutorial_lib.tasks.judge`), each with only the names
+it reads, and writes ONE line of JSON to `report_fd`: `{"error": str | None, "tests": [{"values":
+[tagged...]} | {"error": str} | {"ok": true}], "rebound": [names the solution rebound]}`.
 Nothing here is trusted by the parent: the solution runs in this process and may rewrite any of it.
 The parent only reads values out of the report and judges them itself.
 """
@@ -32,7 +35,8 @@ def _set_limits(payload):
     set_limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)  # SIGXCPU at the soft limit, SIGKILL at the hard
     set_limit(resource.RLIMIT_FSIZE, payload["max_output_bytes"] + 1)  # stdout, stderr and every file written
     set_limit(resource.RLIMIT_CORE, 0)
-    set_limit(resource.RLIMIT_NPROC, 1)  # process creation is also refused by the seccomp filter
+    if not payload.get("threads"):  # no pids cgroup bounds them: refused here and by the seccomp filter
+        set_limit(resource.RLIMIT_NPROC, 1)
     set_limit(resource.RLIMIT_NOFILE, 256)
 
 
@@ -81,15 +85,80 @@ def _describe(error):
     return f"raised {type(error).__name__}: {text}"[:500]
 
 
+_MISSING = object()
+
+
+def decode(data):
+    """The parent's tagged plain data (`tutorial_lib.tasks.judge.decode_value`'s format) as objects: the
+    setup's values a test passes to the solution, computed without it."""
+    tag, payload = data[0], (data[1] if len(data) == 2 else None)
+    if tag == "N":
+        return None
+    if tag in ("b", "s"):
+        return payload
+    if tag == "i":
+        return int(payload)
+    if tag == "f":
+        return float(payload)
+    if tag == "c":
+        return complex(float(payload[0]), float(payload[1]))
+    if tag == "y":
+        return bytes.fromhex(payload)
+    if tag in ("l", "t", "S", "F"):
+        return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](decode(item) for item in payload)
+    if tag == "d":
+        return {decode(key): decode(value) for key, value in payload}
+    raise ValueError(f"not plain data: {tag!r}")
+
+
+class _Watch:
+    """The names a test reads that are not the solution's (builtins, standard-library modules and their
+    attributes, the setup's names), as they were before the solution ran. `rebound(namespace)` lists
+    those the solution has rebound since. The parent never uses these objects (it judges with its own),
+    so this only explains a failure; a solution that silences it gains nothing."""
+
+    def __init__(self, watch, modules):
+        self.names = [name for name in watch.get("names", [])]
+        self.attributes = [tuple(pair) for pair in watch.get("attributes", [])]
+        self.modules = modules
+        self.builtins = {name: getattr(builtins, name, _MISSING) for name in self.names}
+        self.values = {(module, attribute): getattr(modules.get(module), attribute, _MISSING)
+                       for module, attribute in self.attributes}
+
+    def rebound(self, namespace):
+        found = []
+        for name in self.names:
+            value = namespace.get(name, _MISSING)
+            if value is not _MISSING and value is not self.modules.get(name, _MISSING):
+                found.append(name)
+            elif getattr(builtins, name, _MISSING) is not self.builtins[name]:
+                found.append(f"builtins.{name}")
+        for (module, attribute), value in self.values.items():
+            if getattr(self.modules.get(module), attribute, _MISSING) is not value:
+                found.append(f"{module}.{attribute}")
+        return found
+
+
 def main():
     payload = json.loads(sys.stdin.buffer.read().decode("utf-8"))
     _set_limits(payload)
     sys.stdin = open(os.devnull)
     report_fd, write, dumps = payload["report_fd"], os.write, json.dumps
-    report = {"error": None, "tests": []}
-    namespace = {"__name__": "__solution__", "__builtins__": builtins}
+    report = {"error": None, "tests": [], "rebound": []}
     try:
-        for stage in ("code", "setup"):
+        modules = {}
+        for name in payload.get("modules", []):  # standard-library modules the tests read, before any code
+            modules[name] = __import__(name)
+        for name in {module for module, _ in payload.get("watch", {}).get("attributes", [])}:
+            modules.setdefault(name, __import__(name))
+        watch = _Watch(payload.get("watch", {}), modules)
+        # The solution's names and the setup's live apart: the solution's functions see only their own
+        # globals, and a test's call receives just the names it reads.
+        solution = {"__name__": "__solution__", "__builtins__": builtins}
+        setup = {"__name__": "__setup__", "__builtins__": builtins}
+        setup.update({name: decode(value) for name, value in payload.get("inject", {}).items()})
+        stages = [("code", solution)] + ([("setup", setup)] if payload.get("run_setup") else [])
+        for stage, namespace in stages:
             try:
                 exec(compile(payload[stage], f"<{stage}>", "exec"), namespace)
             except SyntaxError as error:
@@ -98,20 +167,35 @@ def main():
             except BaseException as error:  # noqa: BLE001 - everything the code does is a result
                 report["error"] = f"{stage} {_describe(error)}"
                 break
+        rebound = set(watch.rebound(solution))
         if report["error"] is None:
             for index, test in enumerate(payload["tests"], start=1):
                 entry = {"skip": True}
                 try:
                     if "holes" in test:
-                        entry = {"values": [encode(eval(compile(hole, f"<test {index}>", "eval"), namespace))
-                                            for hole in test["holes"]]}
-                    elif "statement" in test:
-                        exec(compile(test["statement"], f"<test {index}>", "exec"), namespace)
+                        values = []
+                        for hole, reads in zip(test["holes"], test.get("reads") or [[]] * len(test["holes"])):
+                            namespace = {"__builtins__": builtins}
+                            for name in reads:
+                                if name in test.get("solution_names", ()):
+                                    if name in solution:
+                                        namespace[name] = solution[name]
+                                elif name in setup:
+                                    namespace[name] = setup[name]
+                                elif name in modules:
+                                    namespace[name] = modules[name]
+                            values.append(encode(eval(compile(hole, f"<test {index}>", "eval"), namespace)))
+                        entry = {"values": values}
+                    elif "statement" in test:  # counted on the child's word (trust_unjudged_tests)
+                        merged = {**setup, **modules, **solution}
+                        exec(compile(test["statement"], f"<test {index}>", "exec"), merged)
                         entry = {"ok": True}
                 except BaseException as error:  # noqa: BLE001
                     entry = {"error": "failed (AssertionError)" if isinstance(error, AssertionError)
                              else _describe(error)}
                 report["tests"].append(entry)
+                rebound.update(watch.rebound(solution))
+        report["rebound"] = sorted(rebound)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
