@@ -243,3 +243,94 @@ def test_rules_in_engines_paragraphs_follow_notebook_10s_saved_comparison(tmp_pa
     unresolved = [r for r, row in changed["mixture_minus_rule"].items() if float(row["area"][1]) <= 0 <= float(row["area"][2])]
     assert ("does not resolve" in redrawn or "do not resolve" in redrawn) == bool(unresolved)
     assert "**it beats Token-V2**" in redrawn
+
+
+# ---- result files are checked against their stamp before they are shown ---------------------------
+
+def _stamped_t5_copy(tmp_path: Path, monkeypatch) -> Path:
+    """The committed T5 run's result files and stamp in tmp_path, with the stamp of their inputs taken as
+    matching (the rows are not copied) and the computation barred: a read-back is all that may happen."""
+    committed = ROOT / "data" / "results" / report.T5_RUN
+    folder = tmp_path / report.T5_RUN
+    folder.mkdir()
+    for name in (*report.T5_RESULT_FILES, report.RESULTS_STAMP):
+        shutil.copy(committed / name, folder / name)
+    kept = json.loads((committed / report.RESULTS_STAMP).read_text())["t5_results"]
+    monkeypatch.setattr(report, "results_stamp", lambda *args, **kwargs: kept)
+    from tutorial_lib.stats import claims
+
+    def barred(*args, **kwargs):
+        raise AssertionError("the result files were computed again")
+    monkeypatch.setattr(claims, "t5_claims", barred)
+    return folder
+
+
+def _write_t5(folder, **options):
+    from types import SimpleNamespace
+    return report.write_t5_results(pd.DataFrame({"wall_time_s": [0.0]}), [], folder,
+                                   SimpleNamespace(to_dict=dict), **options)
+
+
+def test_the_committed_t5_stamp_records_the_hashes_of_its_result_files():
+    folder = ROOT / "data" / "results" / report.T5_RUN
+    stamp = json.loads((folder / report.RESULTS_STAMP).read_text())
+    assert set(stamp["files"]) == set(report.T5_RESULT_FILES) and stamp["t5_results"]
+    report.check_result_files(folder, report.T5_RESULT_FILES)
+
+
+def test_a_flipped_verdict_in_claims_csv_is_refused_on_read_back(tmp_path, monkeypatch):
+    folder = _stamped_t5_copy(tmp_path, monkeypatch)
+    committed = pd.read_csv(ROOT / "data" / "results" / report.T5_RUN / "claims.csv")
+    pd.testing.assert_frame_equal(_write_t5(folder)["claims"], committed)   # untouched: read back
+    text = (folder / "claims.csv").read_text()
+    assert ",does not hold," in text
+    (folder / "claims.csv").write_text(text.replace(",does not hold,", ",holds,", 1))
+    with pytest.raises(report.ResultFilesChanged) as refused:
+        _write_t5(folder)
+    message = str(refused.value)
+    assert "claims.csv: recorded sha256" in message and "recompute=True" in message
+    assert "git checkout" in message
+    for name in report.T5_RESULT_FILES[1:]:
+        assert f"{name}:" not in message   # only the changed file is named
+    assert ",holds," in (folder / "claims.csv").read_text()   # refused, not recomputed over
+
+
+def test_missing_result_files_or_hashes_are_refused_not_recomputed(tmp_path, monkeypatch):
+    folder = _stamped_t5_copy(tmp_path, monkeypatch)
+    (folder / "flip_points.csv").unlink()
+    with pytest.raises(report.ResultFilesChanged, match=r"flip_points.csv: missing"):
+        _write_t5(folder)
+    stamp = json.loads((folder / report.RESULTS_STAMP).read_text())
+    (folder / report.RESULTS_STAMP).write_text(json.dumps({"t5_results": stamp["t5_results"]}))
+    with pytest.raises(report.ResultFilesChanged, match="records no hashes"):
+        _write_t5(folder)
+
+
+def test_written_t5_results_are_stamped_with_hashes_and_recomputed_only_when_asked(tmp_path, monkeypatch):
+    from tutorial_lib.stats import claims, hardware, pricing
+    calls = []
+
+    def table(name):
+        def computed(*args, **kwargs):
+            calls.append(name)
+            return pd.DataFrame({"claim": ["A"], "verdict": ["holds"]})
+        return computed
+    monkeypatch.setattr(claims, "t5_claims", table("claims"))
+    monkeypatch.setattr(pricing, "signed_error", table("signed_error"))
+    monkeypatch.setattr(hardware, "machine_c", lambda calibration: 0.5)
+    monkeypatch.setattr(hardware, "verdict_grid", table("grid"))
+    monkeypatch.setattr(hardware, "flip_points", table("flips"))
+    monkeypatch.setattr(report, "write_t5_facts",
+                        lambda rows, folder, *args, **kwargs: (folder / "facts.json").write_text("{}"))
+    monkeypatch.setattr(report, "results_stamp", lambda *args, **kwargs: "inputs")
+    _write_t5(tmp_path)
+    assert calls == ["claims", "signed_error", "grid", "flips"]
+    stamp = json.loads((tmp_path / report.RESULTS_STAMP).read_text())
+    assert stamp["t5_results"] == "inputs" and set(stamp["files"]) == set(report.T5_RESULT_FILES)
+    assert _write_t5(tmp_path)["claims"]["verdict"].tolist() == ["holds"] and len(calls) == 4   # read back
+    (tmp_path / "facts.json").write_text('{"c": 0.01}')
+    with pytest.raises(report.ResultFilesChanged, match=r"facts.json: recorded sha256"):
+        _write_t5(tmp_path)
+    _write_t5(tmp_path, recompute=True)
+    assert len(calls) == 8 and (tmp_path / "facts.json").read_text() == "{}"
+    report.check_result_files(tmp_path, report.T5_RESULT_FILES)

@@ -3,6 +3,7 @@
 The models are trained with the "tiny" budget (seconds, no quality): these tests check the plumbing
 (caching, loading through `load_pair`, every engine method), not BLEU.
 """
+import hashlib
 import json
 import random
 import shutil
@@ -155,6 +156,7 @@ def test_a_shipped_model_is_copied_not_trained_and_training_here_replaces_the_co
     for role in mt.ROLES:
         shutil.copytree(synthetic_t5.model_dir(role, "tiny"), shipped / synthetic_t5.model_dir(role, "tiny").name)
     monkeypatch.setattr(synthetic_t5, "SHIPPED_DIR", shipped)
+    synthetic_t5.record_shipped_hashes()
     cache = tmp_path / "cache"
     trained = []
     real_train = synthetic_t5._train_one
@@ -179,17 +181,30 @@ def test_a_shipped_model_is_copied_not_trained_and_training_here_replaces_the_co
     assert trained == ["drafter", "verifier"]
     record = json.loads((paths["drafter"] / mt.TRAINING_RECORD).read_text())
     assert "copied_from" not in record and record["trained_with"] == synthetic_t5.training_environment()
-    assert "trained on this machine" in synthetic_t5.describe_training(paths)
+    # ... with its own hashes, described as its own weights
+    own = hashlib.sha256(weights(paths["drafter"])).hexdigest()
+    assert record["files"]["model.safetensors"] == own
+    described = synthetic_t5.describe_training(paths)
+    assert "trained on this machine" in described and own[:16] in described
+    assert "shipped model" not in described
+    # a model trained here whose weights changed is refused; repair=True trains it again
+    _flip_bits(paths["drafter"] / "model.safetensors", 1)
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"(?s)trained on this machine.*shipped=False, "
+                                                            r"repair=True"):
+        synthetic_t5.load_trained_t5("drafter", "tiny", cache=cache)
+    synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False, repair=True)
+    assert trained == ["drafter", "verifier", "drafter"]
+    assert hashlib.sha256(weights(paths["drafter"])).hexdigest() == own   # seeded: the same weights again
     # 4. a model trained here is kept by shipped=False, replaced by the shipped copy again by shipped=True
     synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False)
-    assert trained == ["drafter", "verifier"]
+    assert trained == ["drafter", "verifier", "drafter"]
     synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False)
-    assert trained == ["drafter", "verifier"]
+    assert trained == ["drafter", "verifier", "drafter"]
     assert all("copied_from" in json.loads((f / mt.TRAINING_RECORD).read_text()) for f in paths.values())
     # 5. no shipped model of these settings: trained here
     monkeypatch.setattr(synthetic_t5, "SHIPPED_DIR", tmp_path / "nothing")
     synthetic_t5.train_t5_pair(budget="tiny", cache=tmp_path / "other", progress=False)
-    assert trained == ["drafter", "verifier"] * 2
+    assert trained == ["drafter", "verifier", "drafter", "drafter", "verifier"]
 
 
 def test_the_shipped_default_pair_has_the_weights_of_the_committed_t5_rows():
@@ -202,6 +217,7 @@ def test_the_shipped_default_pair_has_the_weights_of_the_committed_t5_rows():
     for role in mt.ROLES:
         folder = synthetic_t5.shipped_model_dir(role, "default")
         assert folder is not None, f"data/models/ ships no default {role}"
+        assert synthetic_t5._check_shipped(folder) == synthetic_t5.model_file_hashes(folder)   # as recorded
         assert json.loads((folder / mt.TRAINING_RECORD).read_text())["trained_with"]["torch"]
         model = T5ForConditionalGeneration.from_pretrained(folder)
         lm = LanguageModel(model, AutoTokenizer.from_pretrained(folder), name=f"synthetic-t5-{role}")
@@ -265,3 +281,147 @@ def test_the_t5_profiles_alphas_were_placed_on_the_shipped_pair():
     assert placement["weights"] == {role: configs[0][role]["weights"] for role in mt.ROLES}
     assert {label: v["alphas"] for label, v in placement["T=0"].items()} == tl.reruns.T5_OFFLINE_ALPHAS_T0
     assert {label: v["alphas"] for label, v in placement["T=1"].items()} == tl.reruns.T5_OFFLINE_ALPHAS
+
+
+# ---- the shipped pair and its cache copy are checked against their recorded hashes -------------------
+
+def _flip_bits(path, n_bytes: int) -> None:
+    """Flip every bit of `n_bytes` bytes in the middle of `path` (inside a weights file: its tensors)."""
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + n_bytes] = bytes(b ^ 0xFF for b in data[middle:middle + n_bytes])
+    path.write_bytes(bytes(data))
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    def refuse(role, *args, **kwargs):
+        raise AssertionError(f"the {role} was trained")
+    monkeypatch.setattr(synthetic_t5, "_train_one", refuse)
+
+
+@pytest.fixture
+def shipped_copy(tmp_path, monkeypatch, no_training):
+    """The repository's shipped folder (both models and their hashes) copied, to be damaged in tmp_path."""
+    shipped = tmp_path / "shipped"
+    shutil.copytree(synthetic_t5.SHIPPED_DIR, shipped)
+    monkeypatch.setattr(synthetic_t5, "SHIPPED_DIR", shipped)
+    return shipped
+
+
+@pytest.fixture
+def cached_copy(tmp_path, no_training):
+    """The shipped default pair copied into a fresh cache by train_t5_pair (committed files: only read)."""
+    cache = tmp_path / "cache"
+    paths = synthetic_t5.train_t5_pair(cache=cache, progress=False)
+    return cache, paths
+
+
+def test_64_flipped_bytes_in_the_shipped_verifier_are_refused_before_any_copy(shipped_copy, tmp_path):
+    weights = synthetic_t5.shipped_model_dir("verifier") / "model.safetensors"
+    recorded = json.loads((shipped_copy / synthetic_t5.SHIPPED_HASHES).read_text())[weights.parent.name]
+    _flip_bits(weights, 64)
+    cache = tmp_path / "cache"
+    with pytest.raises(synthetic_t5.ModelFilesDiffer) as refused:
+        synthetic_t5.train_t5_pair(cache=cache, progress=False)
+    message = str(refused.value)
+    expected = recorded["model.safetensors"]
+    assert f"model.safetensors: expected sha256 {expected}, found {_sha256(weights)}" in message
+    assert "git" in message and f"checkout -- {weights.parent.name}" in message
+    assert not synthetic_t5.model_dir("verifier", cache=cache).exists()   # not copied, not trained
+
+
+def test_a_missing_shipped_weights_file_is_reported_with_the_repair_not_trained_over(shipped_copy, tmp_path):
+    (synthetic_t5.shipped_model_dir("drafter") / "model.safetensors").unlink()
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"(?s)model.safetensors: missing.*checkout"):
+        synthetic_t5.train_t5_pair(cache=tmp_path / "cache", progress=False)
+    shutil.rmtree(synthetic_t5.shipped_model_dir("drafter"))   # the whole folder gone: still not trained over
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"(?s)model.safetensors: missing.*checkout"):
+        synthetic_t5.train_t5_pair(cache=tmp_path / "cache", progress=False)
+
+
+def test_a_bit_flip_in_the_cache_copy_is_refused_and_repaired_only_when_asked(cached_copy):
+    cache, paths = cached_copy
+    weights = paths["verifier"] / "model.safetensors"
+    shipped = synthetic_t5.shipped_model_dir("verifier") / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    weights.write_bytes(bytes(data))
+    found = _sha256(weights)
+    for attempt in (lambda: synthetic_t5.load_trained_t5("verifier", cache=cache),
+                    lambda: synthetic_t5.train_t5_pair(cache=cache, progress=False),
+                    lambda: synthetic_t5.describe_training(paths)):
+        with pytest.raises(synthetic_t5.ModelFilesDiffer) as refused:
+            attempt()
+        message = str(refused.value)
+        assert f"model.safetensors: expected sha256 {_sha256(shipped)}, found {found}" in message
+        assert "repair=True" in message and "copy of the repository's shipped" in message
+    assert _sha256(weights) == found   # nothing copied over it unasked
+    synthetic_t5.train_t5_pair(cache=cache, progress=False, repair=True)
+    assert _sha256(weights) == _sha256(shipped)
+    assert "the repository's shipped model" in synthetic_t5.describe_training(paths)
+    assert synthetic_t5.load_trained_t5("verifier", cache=cache).model.num_parameters() > 0
+
+
+def test_another_same_shape_model_in_the_cache_is_refused_not_described_as_shipped(cached_copy):
+    import torch
+    from safetensors.torch import load_file, save_file
+    cache, paths = cached_copy
+    weights = paths["verifier"] / "model.safetensors"
+    tensors = load_file(weights)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        other = {name: t + 1e-3 * torch.randn_like(t) for name, t in tensors.items()}   # same names, shapes
+    save_file(other, weights, metadata={"format": "pt"})
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"model.safetensors: expected sha256"):
+        synthetic_t5.describe_training(paths)
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match="repair=True"):
+        synthetic_t5.load_trained_t5("verifier", cache=cache)
+    # nor when its record no longer says it is a copy: a model "trained here" must carry its own hashes
+    record_path = paths["verifier"] / mt.TRAINING_RECORD
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps({k: v for k, v in record.items() if k != "copied_from"}))
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match="records no hashes"):
+        synthetic_t5.describe_training(paths)
+    # nor as a copy of the other shipped model, whose files it then holds
+    shutil.rmtree(paths["verifier"])
+    shutil.copytree(paths["drafter"], paths["verifier"])
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match="another model"):
+        synthetic_t5.load_trained_t5("verifier", cache=cache)
+
+
+def test_deleted_cached_weights_give_the_repair_hint_not_a_raw_oserror(cached_copy, monkeypatch):
+    cache, paths = cached_copy
+    (paths["verifier"] / "model.safetensors").unlink()
+    monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(cache))
+    with pytest.raises(synthetic_t5.ModelFilesDiffer) as refused:
+        tl.load_model("synthetic-t5-verifier")
+    message = str(refused.value)
+    assert "model.safetensors: missing (expected sha256" in message
+    assert "train_t5_pair(budget='default', repair=True)" in message   # the default cache: no cache= to pass
+    synthetic_t5.train_t5_pair(progress=False, repair=True)
+    assert tl.load_model("synthetic-t5-verifier").model.num_parameters() > 0
+
+
+def test_a_model_trained_here_without_hashes_is_trained_again_not_trusted(tiny_pair, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    for role in mt.ROLES:
+        shutil.copytree(synthetic_t5.model_dir(role, "tiny"),
+                        synthetic_t5.model_dir(role, "tiny", cache=cache))
+    record_path = synthetic_t5.model_dir("drafter", "tiny", cache=cache) / mt.TRAINING_RECORD
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps({k: v for k, v in record.items() if k != "files"}))
+    with pytest.raises(synthetic_t5.ModelFilesDiffer, match="records no hashes"):
+        synthetic_t5.load_trained_t5("drafter", "tiny", cache=cache)
+    trained = []
+    real_train = synthetic_t5._train_one
+    monkeypatch.setattr(synthetic_t5, "_train_one",
+                        lambda role, *a, **k: (trained.append(role), real_train(role, *a, **k)))
+    with pytest.warns(UserWarning, match="before model files were hashed"):
+        synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False)
+    assert trained == ["drafter"]
+    assert json.loads(record_path.read_text())["files"] == synthetic_t5.model_file_hashes(record_path.parent)

@@ -17,6 +17,13 @@ the repository (`SHIPPED_DIR`, 3.3 MB), and `train_t5_pair` copies it into the c
 training (`shipped=False` trains here). Each model's `training_record.json` names the processor, torch
 and transformers it was trained with. This module registers the aliases `synthetic-t5-drafter[:budget]` and
 `synthetic-t5-verifier[:budget]` with `adapter.load_model`.
+
+**Checked files.** `SHIPPED_DIR/shipped_sha256.json` (`SHIPPED_HASHES`) records the SHA-256 of every file
+of each shipped model (all but `training_record.json`); a model trained here records its own in its
+`training_record.json` (`files`). The shipped folder is checked before it is copied, the cache's copy on
+every `train_t5_pair`, `load_trained_t5` and `describe_training`: a changed, missing or added file raises
+`ModelFilesDiffer`, naming the file, both hashes and the repair (`train_t5_pair(..., repair=True)`, or git
+for the shipped folder), rather than loading other weights under the same names.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import json
 import shutil
 import tempfile
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,11 +41,18 @@ from ..paths import DATA_DIR
 from .adapter import LanguageModel, pretrained, register_loader
 from .files import cache_dir
 
-__all__ = ["BUDGETS", "ModelSpec", "TrainSpec", "SHIPPED_DIR", "train_t5_pair", "load_trained_t5", "model_dir",
-           "shipped_model_dir", "training_environment", "describe_training"]
+__all__ = ["BUDGETS", "ModelSpec", "TrainSpec", "SHIPPED_DIR", "SHIPPED_HASHES", "ModelFilesDiffer",
+           "train_t5_pair", "load_trained_t5", "model_dir", "shipped_model_dir", "training_environment",
+           "describe_training", "model_file_hashes", "verify_model", "record_shipped_hashes"]
 
 #: Where the repository ships trained pairs, in folders named as in the cache (`model_dir`).
 SHIPPED_DIR = DATA_DIR / "models"
+#: In `SHIPPED_DIR`: `{folder: {file: sha256}}` of the shipped models (`record_shipped_hashes`).
+SHIPPED_HASHES = "shipped_sha256.json"
+
+
+class ModelFilesDiffer(RuntimeError):
+    """A T5 model folder whose files are not those recorded for it (changed, missing or added)."""
 
 
 @dataclass(frozen=True)
@@ -91,13 +106,113 @@ def model_dir(role: str, budget: str = "default", cache=None) -> Path:
 
 
 def shipped_model_dir(role: str, budget: str = "default"):
-    """The repository's trained model of `role` and `budget` (same settings hash as `model_dir`), or None."""
+    """The repository's trained model of `role` and `budget` (same settings hash as `model_dir`), or None.
+    A folder the hashes file lists counts even when files are gone, so a damaged checkout is reported
+    (`verify_model`) rather than trained over."""
     path = SHIPPED_DIR / model_dir(role, budget, cache=".").name
-    return path if (path / TRAINING_RECORD).exists() else None
+    return path if (path / TRAINING_RECORD).exists() or path.name in _shipped_hashes() else None
+
+
+def model_file_hashes(folder) -> dict:
+    """`{file: sha256}` of a model folder's files, all but `training_record.json` (which a copy rewrites)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return {}
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.iterdir())
+            if path.is_file() and path.name != TRAINING_RECORD}
+
+
+def _shipped_hashes() -> dict:
+    try:
+        return json.loads((SHIPPED_DIR / SHIPPED_HASHES).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def record_shipped_hashes() -> Path:
+    """Write `SHIPPED_HASHES` from the model folders now in `SHIPPED_DIR`: run it once when a pair is
+    shipped (or replaced on purpose), never to make a changed file pass."""
+    hashes = {folder.name: model_file_hashes(folder) for folder in sorted(SHIPPED_DIR.iterdir())
+              if (folder / TRAINING_RECORD).exists()}
+    path = SHIPPED_DIR / SHIPPED_HASHES
+    path.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def _differences(expected: dict, found: dict) -> list:
+    lines = []
+    for name in sorted(set(expected) | set(found)):
+        if name not in found:
+            lines.append(f"{name}: missing (expected sha256 {expected[name]})")
+        elif name not in expected:
+            lines.append(f"{name}: not a file of this model (found sha256 {found[name]})")
+        elif expected[name] != found[name]:
+            lines.append(f"{name}: expected sha256 {expected[name]}, found {found[name]}")
+    return lines
+
+
+def _repair_call(budget: str, cache, **extra) -> str:
+    options = "".join(f", {key}={value!r}" for key, value in extra.items())
+    where = "" if cache is None or Path(cache) == cache_dir() else f", cache={str(cache)!r}"
+    return f"tutorial_lib.models.synthetic_t5.train_t5_pair(budget={budget!r}{where}{options})"
+
+
+def _check_shipped(source: Path) -> dict:
+    """The shipped folder's hashes, or `ModelFilesDiffer` naming what differs and how to restore it."""
+    expected = _shipped_hashes().get(source.name)
+    found = model_file_hashes(source)
+    if not expected:
+        differ = [f"{SHIPPED_HASHES} in {SHIPPED_DIR} records no hashes for {source.name}"]
+    else:
+        differ = _differences(expected, found)
+    if differ:
+        raise ModelFilesDiffer(
+            f"The repository's shipped model {source} is not the one recorded in "
+            f"{SHIPPED_DIR / SHIPPED_HASHES}:\n  " + "\n  ".join(differ)
+            + "\nNothing was copied, trained or loaded. Restore it from git: "
+            f"`git -C {SHIPPED_DIR} checkout -- {source.name}` (or train a pair here on purpose with "
+            "train_t5_pair(shipped=False): other weights, so a new sweep).")
+    return found
+
+
+def verify_model(folder, record=None) -> dict:
+    """The cached model in `folder` checked against its recorded hashes: the shipped ones for a copy
+    (`copied_from`), its own `training_record.json`'s for a model trained here. Returns its hashes;
+    `ModelFilesDiffer` (with the call that repairs it) where a file differs, is missing or was added."""
+    folder = Path(folder)
+    record = _read_record(folder) if record is None else record
+    if record is None:
+        raise ModelFilesDiffer(f"{folder} has no readable {TRAINING_RECORD}, so its model cannot be checked. "
+                               f"Repair: delete the folder and call train_t5_pair again.")
+    budget = record.get("budget", "default")
+    cache = folder.parent.parent
+    found = model_file_hashes(folder)
+    if "copied_from" in record:
+        expected = _shipped_hashes().get(record["copied_from"])
+        what = f"a copy of the repository's shipped data/models/{record['copied_from']}"
+        differ = ([f"{SHIPPED_HASHES} records no shipped model {record['copied_from']!r}"] if not expected
+                  else _differences(expected, found))
+        if record["copied_from"] != folder.name:   # the other shipped model passes its own hashes
+            differ.insert(0, f"{TRAINING_RECORD} says it copies {record['copied_from']!r}, another model")
+        repair = (f"{_repair_call(budget, cache, repair=True)} copies the shipped model into the cache again "
+                  f"(or delete {folder} and call {_repair_call(budget, cache)})")
+    else:
+        expected = record.get("files")
+        what = "a model trained on this machine"
+        differ = ([f"{TRAINING_RECORD} records no hashes of the model's files (not written by this "
+                   "version's train_t5_pair)"] if not isinstance(expected, dict) or not expected
+                  else _differences(expected, found))
+        repair = (f"{_repair_call(budget, cache, shipped=False, repair=True)} trains it again "
+                  f"(minutes; or delete {folder})")
+    if differ:
+        raise ModelFilesDiffer(
+            f"The model in {folder} is not the one it is recorded as ({what}):\n  " + "\n  ".join(differ)
+            + f"\nIt is not loaded (other weights would run under the same name). Repair: {repair}.")
+    return found
 
 
 def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True, retrain: bool = False,
-                  shipped: bool = True) -> dict:
+                  shipped: bool = True, repair: bool = False) -> dict:
     """Put the drafter and the verifier into the cache; returns `{role: folder}`.
 
     `shipped=True`: where the repository ships a model of the same settings (`shipped_model_dir`), the
@@ -110,34 +225,60 @@ def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True,
     Each folder holds a `save_pretrained` T5 and its tokenizer, loadable with
     `T5ForConditionalGeneration.from_pretrained` / `AutoTokenizer.from_pretrained`, and
     `training_record.json` (parameters, wall time, settings, `trained_with`: the processor and library
-    versions; `copied_from` in a shipped copy).
+    versions; `copied_from` in a shipped copy; `files`, the SHA-256 of each file, in a model trained here).
+
+    Every file is checked against its recorded hash (`verify_model`; the shipped folder against
+    `SHIPPED_HASHES` before it is copied): a difference raises `ModelFilesDiffer` and nothing is retrained
+    or copied over it unless `repair=True`, which replaces a cached model that fails the check (a fresh copy
+    of the shipped one, else trained again). A model trained here by a version that recorded no hashes is
+    trained again.
     """
     paths = {role: model_dir(role, budget, cache) for role in ROLES}
     for role, path in paths.items():
         record = _read_record(path)
         source = shipped_model_dir(role, budget) if shipped and not retrain else None
         if source is not None:
-            if record is None or record.get("copied_from") != source.name:
+            _check_shipped(source)
+            stale = record is None or record.get("copied_from") != source.name
+            if stale or (repair and not _passes(path, record)):
                 _publish(path, lambda partial, source=source: _copy_shipped(source, partial), replace_existing=True)
-        elif retrain or record is None or "copied_from" in record:
+        elif retrain or record is None or "copied_from" in record or (repair and not _passes(path, record)):
             _train_one(role, budget, path, progress, replace_existing=True)
+        elif "files" not in record:
+            warnings.warn(f"{path} was trained here before model files were hashed: training it again.")
+            _train_one(role, budget, path, progress, replace_existing=True)
+        verify_model(path)
     return paths
 
 
+def _passes(folder: Path, record: dict) -> bool:
+    try:
+        verify_model(folder, record)
+    except ModelFilesDiffer:
+        return False
+    return True
+
+
 def describe_training(folders: dict) -> str:
-    """Where each model of `train_t5_pair`'s `folders` came from: shipped or trained here, on which processor."""
+    """Where each model of `train_t5_pair`'s `folders` came from: shipped or trained here, on which
+    processor, with its weights' SHA-256. Each is checked first (`verify_model`): a model whose files are
+    not the recorded ones raises `ModelFilesDiffer` rather than being described as what it claims to be."""
     here = training_environment()
     lines = []
     for role, folder in folders.items():
-        record = _read_record(Path(folder)) or {}
+        record = _read_record(Path(folder))
+        hashes = verify_model(folder, record)
+        weights = f"model.safetensors sha256 {hashes.get('model.safetensors', '?')[:16]}"
         made = record.get("trained_with", {})
         where = f"{made.get('processor', 'an unrecorded processor')} ({', '.join(made.get('vector_units', [])) or '-'}; torch {made.get('torch', '?')})"
         if "copied_from" in record:
-            text = f"{role}: the repository's shipped model (data/models/{record['copied_from']}), trained on {where}"
+            text = (f"{role}: the repository's shipped model (data/models/{record['copied_from']}, "
+                    f"{weights}, as recorded), trained on {where}")
             if made and (made.get("vector_units"), made.get("torch")) != (here["vector_units"], here["torch"]):
                 text += "; this machine's vector units or torch differ, so training here may give other weights"
         else:
-            text = f"{role}: trained on this machine in {record.get('train_seconds', '?')} s, on {where}"
+            text = (f"{role}: trained on this machine in {record.get('train_seconds', '?')} s, on {where}; "
+                    f"its own weights ({weights}), not the shipped ones")
         lines.append(text)
     return "\n".join(lines)
 
@@ -182,7 +323,9 @@ def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="c
 
     `load_model("synthetic-t5-drafter[:budget]")` calls this. A model not trained yet raises
     `FileNotFoundError` naming the call that trains it (`train_t5_pair`), so loading never starts a
-    training run as a side effect. `device_map` / `max_memory` go to `from_pretrained` (`adapter.pretrained`).
+    training run as a side effect; one whose files differ from their recorded hashes raises
+    `ModelFilesDiffer` (`verify_model`) with the call that repairs it. `device_map` / `max_memory` go to
+    `from_pretrained` (`adapter.pretrained`).
     """
     from transformers import AutoTokenizer, T5ForConditionalGeneration
     import torch
@@ -194,6 +337,7 @@ def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="c
             f"tutorial_lib.models.synthetic_t5.train_t5_pair(budget={budget!r})"
             f"{'' if cache is None else f', cache={str(cache)!r}'} "
             f"({'seconds' if budget == 'tiny' else 'a few minutes'}), then load it again.")
+    verify_model(path)   # before transformers reads it: a missing file says how to repair, not a bare OSError
     model = pretrained(T5ForConditionalGeneration, path, dtype=dtype or torch.float32, device=device,
                        device_map=device_map, max_memory=max_memory)
     name = f"synthetic-t5-{role}" + ("" if budget == "default" else f":{budget}")
@@ -254,7 +398,8 @@ def _train_one(role: str, budget: str, final: Path, progress: bool, replace_exis
     def write(partial: Path) -> None:
         model.save_pretrained(partial)
         tokenizer.save_pretrained(partial)
-        (partial / TRAINING_RECORD).write_text(json.dumps(record, indent=2) + "\n")
+        hashes = model_file_hashes(partial)   # of what was saved, before the record joins them
+        (partial / TRAINING_RECORD).write_text(json.dumps({**record, "files": hashes}, indent=2) + "\n")
     _publish(final, write, replace_existing)
 
 

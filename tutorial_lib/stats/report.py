@@ -12,6 +12,10 @@ Notebooks 06 and 07 write their result files with the functions here (`write_t5_
 | `facts.json` | the other numbers the README quotes (cost ratio, SpecDecode's relative latency, ...) |
 | `answer_lengths.csv`, `paired_differences.csv`, `summary.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`, `analysis.summarize`); the README quotes them too |
 
+`write_t5_results` keeps `results_stamp.json` beside its files (`sweeps.result_files`): a hash of what they
+were computed from and each file's SHA-256. A redraw reads the files back only if every hash still matches,
+else it raises `ResultFilesChanged` naming the files, so an edited result is never shown as the run's.
+
 `render(root)` turns those files into the README's marked regions,
 `<!-- results:NAME -->` ... `<!-- /results:NAME -->`, and `python -m tutorial_lib.stats.report --write`
 rewrites them in README.md (`--check` only compares). `tests/test_report.py` re-renders every
@@ -22,7 +26,7 @@ run's claims are also set beside those of the run it replaced (`GEMMA_EARLIER_RU
 from __future__ import annotations
 
 import argparse
-import hashlib
+import io
 import json
 import math
 import re
@@ -37,10 +41,13 @@ from .. import paths
 from ..decoding.speed_text import batch_speed_table, batch_throughput_text, engine_speed_region, timing_threads_text
 from ..lessons.notebook import notebook_times_table
 from ..sweeps.evaluation import rerun_progress_text
+from ..sweeps.result_files import (RESULTS_STAMP, ResultFilesChanged, check_result_files, results_stamp,
+                                   write_results_stamp)
 
 from .analysis import distinct_runs, same_calls, same_texts_as
 
 __all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "GEMMA_EARLIER_RUN", "GEMMA_RENAMED_TASKS", "NOTEBOOK_TIMES", "write_t5_results", "write_t5_facts", "write_gemma_results",
+           "ResultFilesChanged", "check_result_files", "write_results_stamp", "T5_RESULT_FILES",
            "distinct_runs", "same_texts_as", "render",
            "regions", "rewrite", "REGION"]
 
@@ -72,39 +79,23 @@ def _relative_total(rows: pd.DataFrame, label: str, temperature: float, column: 
     return float(part.loc[part["label"] == label, column].sum() / verifier)
 
 
-#: Beside a run's result files: what they were computed from (`results_stamp`).
-RESULTS_STAMP = "results_stamp.json"
 _T5_TABLES = ("claims", "signed_error", "verdicts_by_c", "flip_points")
-
-
-def results_stamp(folders, table: Optional[pd.DataFrame] = None, **settings) -> str:
-    """A hash of what a run's result files are computed from: the rows files and `calibration.json` of
-    its sweep `folders` (as saved, so rows read back hash alike), a `table` derived from them, the
-    settings, and the source of the code that computes the files (the `stats` and `maths` wings, the
-    calibration): a change to any of them computes the files again."""
-    from ..sweeps.rows_file import folder_rows_paths
-    digest = hashlib.sha256()
-    for folder in dict.fromkeys(Path(f) for f in folders):
-        for path in [*folder_rows_paths(folder), folder / "calibration.json"]:
-            digest.update(path.name.encode() + (path.read_bytes() if path.exists() else b"-"))
-    digest.update(b"-" if table is None else table.to_json(orient="split", double_precision=15).encode())
-    digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
-    package = Path(__file__).resolve().parents[1]
-    for source in sorted([*package.glob("stats/*.py"), *package.glob("maths/*.py"), package / "decoding" / "calibration.py"]):
-        digest.update(source.name.encode() + source.read_bytes())
-    return digest.hexdigest()
+#: what `write_t5_results` writes, so what its stamp (`sweeps.result_files`) hashes
+T5_RESULT_FILES = (*(f"{name}.csv" for name in _T5_TABLES), "facts.json")
 
 
 def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamples: int = 2000,
                      grid_resamples: int = GRID_RESAMPLES, table: Optional[pd.DataFrame] = None,
-                     progress: bool = True, clock_rows: Optional[pd.DataFrame] = None) -> Dict[str, pd.DataFrame]:
+                     progress: bool = True, clock_rows: Optional[pd.DataFrame] = None,
+                     recompute: bool = False) -> Dict[str, pd.DataFrame]:
     """The T5 run's result files (module docstring) from its priced rows; returns the tables. `clock_rows`:
     priced rows decoded at batch size 1 for the signed error against the clock, where `rows` were batched
     (their wall times are shares of a batch); None: `rows` themselves.
 
     The re-pricing over `c` takes minutes, so files computed from the same rows, calibration, settings
     and code (`results_stamp`, kept in `results_stamp.json`) are read back instead: redrawing the
-    committed run recomputes nothing."""
+    committed run recomputes nothing. Read back only if each file still has the SHA-256 recorded when it
+    was written: else `ResultFilesChanged`, naming the files (`recompute=True` computes them again)."""
     from . import claims, hardware, pricing
     folder = Path(folder)
     clock_folder = (clock_rows if clock_rows is not None else rows).attrs.get("path", folder)
@@ -112,10 +103,17 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
                           grid_resamples=grid_resamples, rows=len(rows), tasks=[getattr(t, "name", str(t)) for t in tasks],
                           clock_wall_s=None if clock_rows is None else float(clock_rows["wall_time_s"].sum()))
     stamp_path = folder / RESULTS_STAMP
-    files = [folder / f"{name}.csv" for name in _T5_TABLES] + [folder / "facts.json"]
-    if stamp_path.exists() and all(f.exists() for f in files) and \
-            json.loads(stamp_path.read_text()).get("t5_results") == stamp:
-        return _read_tables(folder, _T5_TABLES)
+    try:
+        kept = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
+    except ValueError:
+        kept = {}
+    if not recompute and isinstance(kept, dict) and kept.get("t5_results") == stamp:
+        # the same inputs: the files must be the ones computed from them; edited ones are refused, not
+        # recomputed in place, so an edit is never shown and never quietly overwritten
+        checked = check_result_files(folder, T5_RESULT_FILES, recompute=(
+            "report.write_t5_results(..., recompute=True), or delete "
+            f"{stamp_path} and run notebook 06 again (minutes)"))
+        return {name: pd.read_csv(io.BytesIO(checked[f"{name}.csv"])) for name in _T5_TABLES}
     column = pricing.LATENCY_COLUMN
     claims_table = claims.t5_claims(rows, tasks, cost=column, n_resamples=n_resamples)
     claims_table.to_csv(folder / "claims.csv", index=False)
@@ -129,7 +127,7 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     flips = hardware.flip_points(grid)
     flips.to_csv(folder / "flip_points.csv", index=False)
     write_t5_facts(rows, folder, calibration, table=table, grid_resamples=grid_resamples)
-    stamp_path.write_text(json.dumps({"t5_results": stamp}, indent=1) + "\n")
+    write_results_stamp(folder, stamp, T5_RESULT_FILES, "t5_results")
     return _read_tables(folder, _T5_TABLES)   # as read back, so a computed and a reused run return alike
 
 

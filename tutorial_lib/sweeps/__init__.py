@@ -6,10 +6,11 @@ r"""The harness: tasks x configurations, run and kept (priced by `stats.pricing`
 - `reruns`     - the profiles (hub / offline / smoke ...) of the T5 and Gemma-style reruns.
 - `processes`  - a sweep split over processes (`accelerate launch`): each runs its share into its own rows file.
 - `launch`     - the command line that runs a rerun profile's sweep, split over the processes it is launched as.
+- `result_files` - a run's result files stamped with their inputs and SHA-256, checked before they are shown.
 """
 import importlib
 
-__all__ = ['configs', 'evaluation', 'launch', 'processes', 'reruns', 'rows_file']
+__all__ = ['configs', 'evaluation', 'launch', 'processes', 'reruns', 'result_files', 'rows_file']
 
 
 def __getattr__(name: str):
