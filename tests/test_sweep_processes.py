@@ -186,19 +186,20 @@ def test_a_launch_beside_another_on_the_same_folder_returns_every_row(tmp_path, 
         except BaseException as error:  # noqa: BLE001 - raised again below
             errors.append(error)
             barrier.abort()
-    first = threading.Thread(target=launch, args=(0, pr.Processes(0, 2, barrier=barrier.wait)))
-    first.start()
-    deadline = time.monotonic() + 60
-    while barrier.n_waiting < 1 and first.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    # the other launch (one process) saves some rows now, between this launch's two reads of the folder
-    other = threading.Thread(target=launch, args=(2, pr.Processes()), kwargs={"max_rows": 5})
-    other.start()
-    other.join(timeout=5)
-    second = threading.Thread(target=launch, args=(1, pr.Processes(1, 2, barrier=barrier.wait)))
-    second.start()
-    for thread in (first, second, other):
-        thread.join(timeout=120)
+    with pytest.warns(UserWarning, match="another launch is computing rows of this sweep.*waiting for it"):
+        first = threading.Thread(target=launch, args=(0, pr.Processes(0, 2, barrier=barrier.wait)))
+        first.start()
+        deadline = time.monotonic() + 60
+        while barrier.n_waiting < 1 and first.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # the other launch (one process) would save some rows now, between this launch's two reads
+        other = threading.Thread(target=launch, args=(2, pr.Processes()), kwargs={"max_rows": 5})
+        other.start()
+        other.join(timeout=5)
+        second = threading.Thread(target=launch, args=(1, pr.Processes(1, 2, barrier=barrier.wait)))
+        second.start()
+        for thread in (first, second, other):
+            thread.join(timeout=120)
     if errors:
         raise errors[0]
     assert [len(table) for table in tables] == [planned] * 3, "a launch returned an incomplete table"

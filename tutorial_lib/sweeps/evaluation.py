@@ -434,6 +434,7 @@ def _holding_folder(sweep: "Sweep", *, wanted: bool):
     if not wanted:
         yield False
         return
+    created = not sweep.path.exists()
     try:
         sweep.path.mkdir(parents=True, exist_ok=True)
         handle = os.open(sweep.path, os.O_RDONLY)
@@ -454,6 +455,9 @@ def _holding_folder(sweep: "Sweep", *, wanted: bool):
         yield waited
     finally:
         os.close(handle)
+        if created:  # a run that wrote nothing (an error at its first row) leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                sweep.path.rmdir()
 
 
 def _check_complete(table: pd.DataFrame, sweep: "Sweep", tasks: Sequence[Task], configs: Sequence[Config],
