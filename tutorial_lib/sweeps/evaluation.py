@@ -268,6 +268,8 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
         raise TypeError(f"tasks={str(tasks)[:60]!r}: pass a Task or a list of Tasks.")
     tasks = [tasks] if isinstance(tasks, (Task, dict)) else list(tasks)
     tasks = [Task.from_dict(t) for t in tasks]
+    if not tasks:  # an empty table would come back as if the sweep had run
+        raise ValueError("tasks=[]: pass at least one Task, e.g. evaluation.Task('qa', 'qa_em', examples).")
     if len({t.name for t in tasks}) != len(tasks):
         raise ValueError(f"tasks share a name ({[t.name for t in tasks]}); rows are keyed by task name, so give each "
                          "task its own.")
@@ -288,6 +290,17 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
         raise TypeError(f"extra_config={extra_config!r}: pass a dict (recorded in the run's configuration) or None.")
     if not (isinstance(pair, (tuple, list)) or hasattr(pair, "__iter__")) or isinstance(pair, (str, bytes)):
         raise TypeError(f"pair={pair!r}: pass (drafter, verifier), e.g. tutorial_lib.load_pair(...).")
+    pair = tuple(pair)
+    if len(pair) != 2:
+        raise ValueError(f"pair holds {len(pair)} model{'' if len(pair) == 1 else 's'}; a sweep needs two, "
+                         "(drafter, verifier), e.g. tutorial_lib.load_pair('toy-drafter', 'toy-verifier') "
+                         "(for one model alone, pass it twice and run the 'Drafter' or 'Verifier' curve).")
+    for role, model in zip(("drafter", "verifier"), pair):
+        loaded = isinstance(model, ModelRecord) or hasattr(model, "encode")
+        if isinstance(model, (str, bytes)) or not loaded:
+            raise TypeError(f"the {role} is {model!r:.60}, not a loaded model; load the pair first, e.g. "
+                            "pair = tutorial_lib.load_pair('toy-drafter', 'toy-verifier'), or pass "
+                            "ModelRecords (evaluation.saved_models) to reload saved rows.")
     drafter, verifier = pair
     if eos_token_id is not None and eos_token_id is not False and not isinstance(verifier, ModelRecord):
         from ..decoding.options import stop_tokens
@@ -510,8 +523,8 @@ def batch_plan(configs: Sequence[Config], verifier) -> Tuple[list, list, list]:
     lockstep, blocks, singles = [], [], []
     for config in configs:
         plain = config.method in ("drafter", "verifier")
-        if config.method == "oracle":
-            singles.append(config)   # both models at every position: `engine.generate`
+        if config.method == "oracle" or config.gamma == "auto":
+            singles.append(config)   # both models at every position, or a block per row: `engine.generate`
         elif config.method in ("token_cascade", "seq_cascade", "bild"):
             blocks.append(config)
         elif not encoder_decoder and (plain or config.gamma == 1 and config.bonus == "none"):
