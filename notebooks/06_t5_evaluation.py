@@ -81,7 +81,7 @@ import tutorial_lib as tl
 
 checked_parameters = tl.notebook.check_parameters(globals(), {
     "profile": "str",
-    "n_examples": "int>=1|None",
+    "n_examples": "int>=1<=20000|None",
     "gammas": "list[int]|None",
     "temperatures": "list[float]|None",
     "n_alpha": "int>=2|None",

@@ -102,7 +102,7 @@ import tutorial_lib as tl
 
 checked_parameters = tl.notebook.check_parameters(globals(), {
     "profile": "str",
-    "n_items": "int>=1|None",
+    "n_items": "int>=1<=20000|None",
     "temperatures": "list[float]|None",
     "n_alpha": "int>=2|None",
     "batch_size": "int>=1|None",

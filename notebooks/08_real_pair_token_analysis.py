@@ -78,7 +78,7 @@ import tutorial_lib as tl
 
 checked_parameters = tl.notebook.check_parameters(globals(), {
     "profile": "str",
-    "n_items": "int>=1|None",
+    "n_items": "int>=1<=20000|None",
     "n_alpha": "int>=2",
     "temperature": "float>=0",
     "n_resamples": "int>=1",

@@ -287,3 +287,13 @@ def test_call_based_latency(tmp_path, one_thread):
         0.5 * drafter["n_drafter_calls"].sum() / verifier["n_verifier_calls"].sum())
     with pytest.raises(ValueError, match="cost_ratio"):
         an.summarize(rows, cost_ratio=-1)
+
+
+def test_a_sweep_that_fails_at_its_first_row_leaves_no_folder(tmp_path):
+    def failing(prediction, example):
+        raise RuntimeError("metric failed")
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    task = ev.Task("toy", failing, [{"id": "a", "prompt": "mi", "references": ["x"]}], max_new_tokens=2)
+    with pytest.raises(RuntimeError, match="metric failed"):
+        ev.run_sweep(pair, task, ev.sweep_configs(["Drafter"]), name="fails", root=tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []

@@ -196,3 +196,107 @@ def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
         t.join(10)
     with pytest.raises(ValueError, match="sum"):
         targets.target_distribution("spec", [0.5, 0.6], [0.5, 0.5], 0.0)
+
+
+# ---- sweeps, tasks and model loading: named when given, not at the first row -----------------------
+
+def _one_example_task(**example):
+    from tutorial_lib import evaluation as ev
+    examples = [{"id": "a", "prompt": "mi", "references": ["x"], **example}]
+    return ev.Task("t", "qa_em", examples, max_new_tokens=2)
+
+
+def test_a_sweep_pair_of_one_model_or_of_names_says_what_to_pass(toy, tmp_path):
+    from tutorial_lib import evaluation as ev
+    task, configs = _one_example_task(), ev.sweep_configs(["Drafter"])
+    with pytest.raises(ValueError, match=r"pair holds 1 model; a sweep needs two, \(drafter, verifier\)"):
+        ev.run_sweep((toy.drafter,), task, configs, name="one", root=tmp_path, progress=False)
+    with pytest.raises(ValueError, match="pair holds 3 models"):
+        ev.run_sweep((*toy, toy.verifier), task, configs, name="three", root=tmp_path, progress=False)
+    with pytest.raises(TypeError, match="the drafter is 'toy-drafter', not a loaded model; load the pair"):
+        ev.run_sweep(("toy-drafter", "toy-verifier"), task, configs, name="names", root=tmp_path,
+                     progress=False)
+    with pytest.raises(ValueError, match=r"tasks=\[\]: pass at least one Task"):   # was an empty table
+        ev.run_sweep(toy, [], configs, name="none", root=tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.bool])
+def test_a_dtype_that_is_not_floating_point_is_refused_before_loading(dtype):
+    from tutorial_lib.models.adapter import pretrained
+    wanted = rf"dtype={dtype} is not a floating-point type.*use torch.float32, torch.bfloat16"
+    with pytest.raises(ValueError, match=wanted):
+        tl.load_model("tiny-random-llama:0", dtype=dtype)
+    with pytest.raises(ValueError, match=wanted):
+        tl.load_pair("tiny-random-llama:0", "tiny-random-llama:1", dtype=(torch.float32, dtype))
+    with pytest.raises(ValueError, match=wanted):   # loaders called directly (synthetic T5, offline models)
+        pretrained(object, "never-read", dtype=dtype, device="cpu")
+
+
+@pytest.mark.parametrize("prompt, error, message", [
+    ("", ValueError, r"example 'a' has an empty prompt \(''\); give it some text"),
+    ("  \n", ValueError, r"example 'a' has an empty prompt"),
+    ([], ValueError, r"example 'a' has an empty list of token ids as its prompt"),
+    (None, TypeError, r"example 'a' has prompt=None; pass text, or a list of token ids"),
+    ([3, -1], ValueError, r"prompt token id=-1 is below 0"),
+    ([3, 2.5], ValueError, r"prompt token id=2.5 is not a whole number"),
+])
+def test_a_task_with_an_empty_or_unreadable_prompt_fails_when_built(prompt, error, message):
+    with pytest.raises(error, match=message):
+        _one_example_task(prompt=prompt)
+
+
+def test_references_given_as_one_string_are_refused_not_split_into_letters():
+    with pytest.raises(TypeError, match=r"references='ka', a string, .* pass a list, e.g. references=\['ka"):
+        _one_example_task(references="ka")
+    assert _one_example_task(references=("ka",)).examples[0].references == ["ka"]
+
+
+def test_a_chat_task_needs_text_prompts():
+    from tutorial_lib import evaluation as ev
+    with pytest.raises(TypeError, match="chat=True but example 'a' gives token ids"):
+        ev.Task("t", "qa_em", [{"id": "a", "prompt": [1, 2], "references": ["x"]}], chat=True)
+
+
+@pytest.mark.parametrize("n", [-1, 0, 2.5, "2"])
+def test_task_head_refuses_what_would_drop_examples_silently(n):
+    task = _one_example_task()
+    with pytest.raises((TypeError, ValueError), match=r"n=.*(below 1|whole number)"):
+        task.head(n)
+    assert task.head(None) is task and task.head(5).examples == task.examples
+
+
+def test_sweep_configs_takes_gamma_auto_as_config_does():
+    from tutorial_lib import evaluation as ev
+    assert ev.Config("SpecDecode", "speculative", "spec", gamma="auto").key.endswith("|gauto|T0")
+    configs = ev.sweep_configs(gammas=("auto",))                     # every curve of the T5 sweep
+    gammas = {c.label: c.gamma for c in configs}
+    assert gammas["SpecDecode"] == gammas["SpecCascade [OPT]"] == gammas["Lossy*"] == "auto"
+    assert gammas["BiLD"] == gammas["Drafter"] == gammas["TokenCascade [Chow]"] == 5   # Config's default
+    both = ev.sweep_configs(["Drafter", "BiLD", "SpecDecode"], gammas=["auto", 3])
+    assert sorted((c.label, str(c.gamma)) for c in both if c.label != "BiLD") == [
+        ("Drafter", "3"), ("SpecDecode", "3"), ("SpecDecode", "auto")]
+    assert {c.gamma for c in both if c.label == "BiLD"} == {3}
+    # a block size per row: run one example at a time, also under runner="batch"
+    auto = [c for c in configs if c.gamma == "auto"]
+    assert ev.batch_plan(auto, tl.load_model("toy-verifier")) == ([], [], auto)
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(label="Drafter", method="drafter"), r"gamma='auto' with method='drafter'.*pass a whole number"),
+    (dict(label="SpecDecode", method="speculative", rule="spec", bonus="none"),
+     r"gamma='auto' with bonus='none'.*pass bonus='verifier'"),
+])
+def test_gamma_auto_where_the_engine_cannot_size_blocks_is_named(options, message):
+    from tutorial_lib import evaluation as ev
+    with pytest.raises(ValueError, match=message):
+        ev.Config(**options, gamma="auto")
+    with pytest.raises(ValueError, match="'auto' prices blocks"):
+        ev.sweep_configs(["SpecDecode"], gammas=["auto"], bonus="none")
+
+
+@pytest.mark.parametrize("argument", ["curves", "gammas", "temperatures"])
+def test_an_empty_list_of_curves_gammas_or_temperatures_is_refused(argument):
+    from tutorial_lib import evaluation as ev
+    with pytest.raises(ValueError, match=rf"{argument}=\[\]: pass at least one"):   # was an empty sweep
+        ev.sweep_configs(**{"curves": ["Drafter"], argument: []})

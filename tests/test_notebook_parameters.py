@@ -97,3 +97,70 @@ def test_papermill_lists_every_parameter(path):
     assigned = {node.targets[0].id for node in ast.parse(parameters).body if isinstance(node, ast.Assign)}
     listed = set(papermill.inspect_notebook(str(path.with_suffix(".ipynb"))))
     assert assigned - listed == set(), f"{path.name}: papermill cannot read {sorted(assigned - listed)}: take '=' out of the line"
+
+
+# ---- sizes and ranges, refused before anything is read ----------------------------------------------
+
+def _kinds_of(stem):
+    path = next(path for path in NOTEBOOKS if path.stem == stem)
+    parameters, check = _parameters_and_check(path)
+    call = next(node for node in ast.walk(ast.parse(check)) if isinstance(node, ast.Call)
+                and getattr(node.func, "attr", "") == "check_parameters")
+    namespace = {}
+    exec(compile(parameters, f"{path.name}:parameters", "exec"), namespace)
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}, ast.literal_eval(call.args[1])
+
+
+@pytest.mark.parametrize("as_text", [True, False], ids=["papermill -p text", "a list"])
+def test_a_two_million_item_list_is_refused_at_once_and_cheaply(as_text):
+    import time
+    import tracemalloc
+    defaults, kinds = _kinds_of("06_t5_evaluation")
+    huge = "[" + ", ".join(["5"] * 2_000_000) + "]" if as_text else [5] * 2_000_000
+    tracemalloc.start()
+    start = time.perf_counter()
+    refused = r"parameter gammas (is 6,000,000 characters|holds 2,000,000)"
+    with pytest.raises(NotebookParameterError, match=refused):
+        check_parameters({**defaults, "gammas": huge}, kinds)
+    seconds, (_, peak) = time.perf_counter() - start, tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert seconds < 0.5 and peak < 1 << 20, f"{seconds:.2f} s, {peak / 2**20:.1f} MiB to refuse it"
+
+
+def test_a_list_over_the_item_bound_is_refused_also_when_given_as_short_text():
+    with pytest.raises(NotebookParameterError, match=r"gammas holds 300 items; a list parameter holds"):
+        check_parameters({"gammas": str([1] * 300)}, {"gammas": "list[int]|None"})
+    assert check_parameters({"gammas": [1] * 256}, {"gammas": "list[int]|None"})["gammas"] == [1] * 256
+
+
+@pytest.mark.parametrize("stem, name", [("06_t5_evaluation", "n_examples"),
+                                        ("07_gemma_evaluation", "n_items"),
+                                        ("08_real_pair_token_analysis", "n_items")])
+def test_items_per_task_beyond_the_documented_bound_are_refused_with_the_range(stem, name):
+    defaults, kinds = _kinds_of(stem)
+    for value in (10**12, "1000000000000", 20_001):
+        with pytest.raises(NotebookParameterError,
+                           match=rf"parameter {name}=.* is not an int >= 1 and <= 20000 or None"):
+            check_parameters({**defaults, name: value}, kinds)
+    assert check_parameters({**defaults, name: 20_000}, kinds)[name] == 20_000
+
+
+@pytest.mark.parametrize("value", ["out\x00put", "a\nb", "tab\there", "del\x7f"])
+def test_control_characters_in_text_parameters_are_refused(value):
+    defaults, kinds = _kinds_of("06_t5_evaluation")
+    with pytest.raises(NotebookParameterError, match=r"parameter output_dir=.* holds the control character"):
+        check_parameters({**defaults, "output_dir": value}, kinds)
+
+
+def test_text_over_the_length_bound_is_refused_before_it_is_read():
+    with pytest.raises(NotebookParameterError, match=r"parameter name is 5,000 characters of text; .* 4,096"):
+        check_parameters({"name": "x" * 5000}, {"name": "str"})
+
+
+def test_an_upper_bound_holds_for_floats_and_every_item_of_a_list():
+    kinds = {"t": "float>=0<=2", "xs": "list[int]>=1<=7"}
+    assert check_parameters({"t": 2, "xs": [1, 7]}, kinds) == {"t": 2.0, "xs": [1, 7]}
+    with pytest.raises(NotebookParameterError, match=r"parameter t=2.5 is not a float >= 0 and <= 2"):
+        check_parameters({"t": 2.5, "xs": [1]}, kinds)
+    with pytest.raises(NotebookParameterError, match=r"parameter xs=\[1, 8\] is not a list\[int\] >= 1 and"):
+        check_parameters({"t": 1, "xs": [1, 8]}, kinds)

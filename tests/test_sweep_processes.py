@@ -165,6 +165,79 @@ def test_a_batched_sweep_is_split_by_chunks(tmp_path, one_thread):
     pd.testing.assert_frame_equal(_results(split), _results(single))
 
 
+def _incomplete_configs():
+    return ev.sweep_configs(["Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]"], n_alpha=2,
+                            temperatures=(1.0,), gammas=(3,))
+
+
+def test_a_launch_beside_another_on_the_same_folder_returns_every_row(tmp_path, one_thread):
+    """A 2-process launch whose processes read the folder while another launch writes to it: they
+    saw different pending work, dealt it out differently, and left rows to each other that neither
+    ran. The launch must wait for the other one (or say what is missing), never return a partial table."""
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    configs, task = _incomplete_configs(), _toy_task(8)
+    planned = len(configs) * 8
+    barrier, tables, errors = threading.Barrier(2, timeout=120), [None, None, None], []
+
+    def launch(k, processes, **options):
+        try:
+            tables[k] = ev.run_sweep(pair, task, configs, name="two", root=tmp_path, progress=False,
+                                     processes=processes, **options)
+        except BaseException as error:  # noqa: BLE001 - raised again below
+            errors.append(error)
+            barrier.abort()
+    with pytest.warns(UserWarning, match="another launch is computing rows of this sweep.*waiting for it"):
+        first = threading.Thread(target=launch, args=(0, pr.Processes(0, 2, barrier=barrier.wait)))
+        first.start()
+        deadline = time.monotonic() + 60
+        while barrier.n_waiting < 1 and first.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # the other launch (one process) would save some rows now, between this launch's two reads
+        other = threading.Thread(target=launch, args=(2, pr.Processes()), kwargs={"max_rows": 5})
+        other.start()
+        other.join(timeout=5)
+        second = threading.Thread(target=launch, args=(1, pr.Processes(1, 2, barrier=barrier.wait)))
+        second.start()
+        for thread in (first, second, other):
+            thread.join(timeout=120)
+    if errors:
+        raise errors[0]
+    assert [len(table) for table in tables] == [planned] * 3, "a launch returned an incomplete table"
+    _assert_every_row_once(next(tmp_path.iterdir()), planned)
+
+
+def test_a_process_that_stops_early_makes_the_others_say_what_is_missing(tmp_path, one_thread):
+    """Process 1 of 2 ends without its share (here max_rows=0, as a worker that died quietly would):
+    process 0 must not return the half table as the sweep's result."""
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    configs = _incomplete_configs()
+    options = [{}, {"max_rows": 0}]
+    with pytest.raises(ev.IncompleteSweepError, match=r"(?s)12 of the 25 rows this sweep plans are missing.*"
+                                                      r"SpecCascade \[Chow\].*stopped before its share"):
+        _as_processes(2, lambda processes: ev.run_sweep(pair, _toy_task(), configs, name="half",
+                                                        root=tmp_path, progress=False, processes=processes,
+                                                        **options[processes.index]))
+    # the same call, run again with nothing else on the folder, completes it
+    table = ev.run_sweep(pair, _toy_task(), configs, name="half", root=tmp_path, progress=False)
+    assert len(table) == 25
+
+
+def test_the_command_line_exits_non_zero_when_rows_are_missing(tmp_path, monkeypatch, capsys, one_thread):
+    """Process 2 of 2 whose partner never ran: its own share alone is in the folder, so the command
+    must fail (a launcher reads the exit status) and say what is missing."""
+    from tutorial_lib.sweeps import launch, reruns
+    pair = tl.load_pair("toy-drafter", "toy-verifier")
+    monkeypatch.setattr(reruns, "t5_training_budget", lambda settings: None)
+    monkeypatch.setattr(reruns, "load_t5_pair", lambda settings, **placement: pair)
+    monkeypatch.setattr(reruns, "t5_tasks", lambda settings: [_toy_task()])
+    monkeypatch.setattr(reruns, "t5_configs", lambda settings: _incomplete_configs())
+    monkeypatch.setattr(pr, "current_processes", lambda: pr.Processes(1, 2, barrier=lambda: None))
+    with pytest.raises(SystemExit) as stopped:
+        launch.main(["--rerun", "t5", "--profile", "smoke", "--root", str(tmp_path), "--no-progress"])
+    assert stopped.value.code == 3
+    assert "process 2 of 2: 13 of the 25 rows this sweep plans are missing" in capsys.readouterr().err
+
+
 # ---- launched as processes ----------------------------------------------------------------------------
 
 def _assert_every_row_once(folder, expected):

@@ -71,6 +71,10 @@ _DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bf
 
 
 def _as_dtype(dtype) -> Optional[torch.dtype]:
+    if isinstance(dtype, torch.dtype) and not dtype.is_floating_point:
+        raise ValueError(f"dtype={dtype} is not a floating-point type, and a model's weights need one; use "
+                         "torch.float32, torch.bfloat16 or torch.float16 (or 'float32', 'bfloat16', "
+                         "'float16').")
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
     if dtype in _DTYPES:
@@ -465,6 +469,8 @@ def pretrained(cls, path, *, dtype, device, device_map=None, max_memory=None, **
     if max_memory is not None and device_map is None:
         raise ValueError(f"max_memory={max_memory!r} bounds what device_map='auto' puts on each device; pass "
                          "device_map='auto' too (or drop max_memory).")
+    if not (isinstance(dtype, str) and dtype == "auto"):
+        dtype = _as_dtype(dtype)  # (loaders called directly, not through load_model, get the same check)
     placement = {k: v for k, v in (("device_map", device_map), ("max_memory", max_memory)) if v is not None}
     if isinstance(max_memory, dict):
         placement["max_memory"] = dict(max_memory)  # transformers rewrites it in place (sizes to bytes)

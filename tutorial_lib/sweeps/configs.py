@@ -24,10 +24,35 @@ __all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "
 
 @dataclass
 class Example:
+    """One item of a task. `prompt` is text with something besides white space, or a non-empty list of
+    token ids; `references` a list of strings (a bare string would be read as its characters)."""
     id: str
     prompt: str
     references: List[str]
     info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        where = f"example {self.id!r}"
+        if isinstance(self.prompt, str):
+            if not self.prompt.strip():
+                raise ValueError(f"{where} has an empty prompt ({self.prompt!r}); give it some text, or "
+                                 "leave the example out (a model cannot answer nothing).")
+        elif isinstance(self.prompt, (bytes, dict, set)) or self.prompt is None \
+                or not isinstance(self.prompt, (list, tuple, np.ndarray)):
+            raise TypeError(f"{where} has prompt={self.prompt!r:.60}; pass text, or a list of token ids "
+                            "such as [3, 5, 7].")
+        else:
+            if len(self.prompt) == 0:
+                raise ValueError(f"{where} has an empty list of token ids as its prompt; give at least one "
+                                 "id, or a text prompt.")
+            for token in self.prompt:
+                try:
+                    check_whole_number(token, f"{where}: prompt token id", 0, "token ids start at 0")
+                except (TypeError, ValueError) as error:
+                    raise type(error)(f"{error} (a prompt given as ids holds whole numbers >= 0)") from None
+        if isinstance(self.references, (str, bytes)):
+            raise TypeError(f"{where} has references={self.references!r:.60}, a string, which would be read "
+                            f"as its characters; pass a list, e.g. references=[{self.references!r:.40}].")
 
     @classmethod
     def from_dict(cls, item: Union["Example", dict]) -> "Example":
@@ -38,7 +63,10 @@ class Example:
         if isinstance(item["id"], bool) or not isinstance(item["id"], (str, int, np.integer)):
             raise TypeError(f"example id={item['id']!r} is a {type(item['id']).__name__}; pass a string (or an int, "
                             "which is written as its decimal string).")
-        return cls(str(item["id"]), item["prompt"], list(item.get("references", [])), dict(item.get("info", {})))
+        references = item.get("references", [])
+        if not isinstance(references, (str, bytes)):  # (a string: refused by Example, not split into letters)
+            references = list(references)
+        return cls(str(item["id"]), item["prompt"], references, dict(item.get("info", {})))
 
 
 @dataclass
@@ -94,6 +122,12 @@ class Task:
         self.examples = [Example.from_dict(e) for e in self.examples]
         if not self.examples:
             raise ValueError(f"task {self.name!r} has no examples; give at least one.")
+        if self.chat:
+            ids = [e.id for e in self.examples if not isinstance(e.prompt, str)]
+            if ids:
+                raise TypeError(f"task {self.name!r} has chat=True but example {ids[0]!r} gives token ids; a "
+                                "chat prompt is the user's message as text (or pass chat=False to send the "
+                                "ids).")
         ids = [e.id for e in self.examples]
         if len(set(ids)) != len(ids):
             raise ValueError(f"task {self.name!r} has repeated example ids; make them unique.")
@@ -109,6 +143,8 @@ class Task:
 
     def head(self, n: Optional[int]) -> "Task":
         """The first `n` examples (all of them for `None`)."""
+        if n is not None:  # a negative n would silently drop the last examples (a slice)
+            n = check_whole_number(n, "n", 1, "a task keeps at least one example; None keeps all")
         return self if n is None else Task(self.name, self.metric, self.examples[:n], self.max_new_tokens,
                                            self.chat, self.postprocess, self.max_input_tokens)
 
@@ -169,6 +205,10 @@ GEMMA_CURVES = ["Drafter", "Verifier", "SpecDecode", "SpecDecode [Lossy]", "Spec
                 "SpecCascade [Token-V3]"]
 
 
+#: The gamma that lets the engine choose each block's size (`decoding.gamma_policy`).
+AUTO_GAMMA = "auto"
+
+
 def _alpha_text(alpha: float) -> str:
     short = f"{alpha:.6g}"
     return short if float(short) == alpha else repr(float(alpha))
@@ -199,7 +239,7 @@ class Config:
     rule: Optional[str] = None
     alpha: float = 0.0
     beta: Union[float, str] = 1.0
-    gamma: int = 5
+    gamma: Union[int, str] = 5   # or "auto": the engine picks each block's size (method="speculative")
     temperature: float = 0.0
     bonus: str = "verifier"   # after a fully accepted block; "none" at gamma = 1 is the authors' colab
 
@@ -215,15 +255,26 @@ class Config:
                                  "'normalize' (Lossy*).")
         else:
             object.__setattr__(self, "beta", check_real(self.beta, "beta", finite=True))
-        object.__setattr__(self, "gamma", check_gamma(self.gamma))
+        auto = isinstance(self.gamma, str) and self.gamma == AUTO_GAMMA
+        if not auto:
+            object.__setattr__(self, "gamma", check_gamma(self.gamma))
         object.__setattr__(self, "temperature", check_temperature(self.temperature))
         if self.bonus not in BONUS_OPTIONS:
             raise ValueError(f"Config bonus={self.bonus!r} is unknown; use one of {', '.join(BONUS_OPTIONS)}.")
+        if auto and self.method != "speculative":
+            raise ValueError(f"Config gamma='auto' with method={self.method!r}: 'auto' chooses the block "
+                             "size of method='speculative' only; pass a whole number gamma.")
+        if auto and self.bonus != "verifier":
+            raise ValueError(f"Config gamma='auto' with bonus={self.bonus!r}: 'auto' prices blocks that end "
+                             "with the verifier's bonus token; pass bonus='verifier' or a whole number "
+                             "gamma.")
         if self.method != "speculative" and self.rule is not None and not (
                 self.method in ("token_cascade", "seq_cascade") and self.rule == "chow"):
             raise ValueError(f"Config rule={self.rule!r} with method={self.method!r}: only method='speculative' runs "
                              "a rule here; pass rule=None.")
         options = {k: v for k, v in self.engine_options().items() if k != "beta"}  # beta: checked above
+        if auto:
+            options["gamma"] = 1  # the rest of the options are checked as for any block size
         check_generate_options(**options, max_new_tokens=1)  # method, rule and alpha, named there
         if self.method == "speculative" and self.rule == "lossy" and not isinstance(self.beta, str) \
                 and not (self.beta >= 1.0 - self.alpha - 1e-12 and self.beta > 0):
@@ -267,7 +318,13 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
     `alpha_grids.placed_alphas`), for every temperature (a list) or per temperature (`{0.0: [...],
     1.0: [...]}`; an empty list leaves the curve out at that temperature, where its runs would only
     repeat another curve's, e.g. Lossy at T = 0 is SpecDecode); `bonus` is the speculative methods' bonus token (`"none"`: one
-    token per step, for the batched runs)."""
+    token per step, for the batched runs).
+
+    A gamma of `"auto"` (as `Config` and `generate` take it) runs the speculative curves with the block size
+    the engine picks before each block (`gamma_policy`; needs the paper's bonus token, `bonus="verifier"`);
+    the curves it does not size (BiLD's fixed blocks; plain decoding and the cascades, which ignore gamma)
+    run at the whole-number gammas, or at `Config`'s default gamma (5) where `gammas` holds only "auto".
+    The speculative rows record `gamma="auto"`."""
     curves = sequence_argument(curves, "curves", "['Drafter', 'Verifier']")
     gammas = sequence_argument(gammas, "gammas", "[5]")
     temperatures = sequence_argument(temperatures, "temperatures", "[0.0, 1.0]")
@@ -285,7 +342,15 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
     unknown = [c for c in curves if c not in CURVES]
     if unknown:
         raise ValueError(f"unknown curves {unknown}; choose from {list(CURVES)}.")
-    gammas = [check_gamma(gamma) for gamma in gammas]
+    for values, name in ((curves, "curves"), (gammas, "gammas"), (temperatures, "temperatures")):
+        if not values:  # an empty list would give an empty sweep, which runs nothing and says nothing
+            raise ValueError(f"{name}=[]: pass at least one, e.g. {name}="
+                             f"{dict(curves=['Drafter'], gammas=[5], temperatures=[0.0])[name]}.")
+    gammas = [gamma if isinstance(gamma, str) and gamma == AUTO_GAMMA else check_gamma(gamma)
+              for gamma in gammas]
+    fixed = [gamma for gamma in gammas if gamma != AUTO_GAMMA]
+    # where gammas holds only "auto": Config's own default block for the curves "auto" does not size
+    fallback = fixed[0] if fixed else Config.__dataclass_fields__["gamma"].default
     configs = []
     for temperature in map(check_temperature, temperatures):
         for gamma in gammas:
@@ -307,9 +372,15 @@ def sweep_configs(curves: Sequence[str] = T5_CURVES, *, gammas: Sequence[int] = 
                 plain = spec["method"] in ("drafter", "verifier", "token_cascade", "seq_cascade")
                 if plain and gamma != gammas[0]:
                     continue
+                if gamma == AUTO_GAMMA and spec["method"] != "speculative" and not plain:
+                    if fixed:
+                        continue  # a fixed-block curve (BiLD) runs at the whole-number gammas
+                    block = fallback
+                else:
+                    block = fallback if plain else gamma   # (plain decoding ignores it)
                 for alpha in grid:
                     configs.append(Config(label, spec["method"], spec.get("rule"), float(alpha),
-                                          spec.get("beta", 1.0), gammas[0] if plain else gamma, float(temperature),
+                                          spec.get("beta", 1.0), block, float(temperature),
                                           bonus if spec["method"] == "speculative" else "verifier"))
     return configs
 

@@ -21,10 +21,13 @@ to install the models that would compute them.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -41,7 +44,8 @@ from .configs import (CURVES, GEMMA_CURVES, T5_CURVES, Config, Example, Task, bi
 
 __all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid", "sweep_of",
            "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
-           "prompt_ids", "batch_plan", "Processes", "MissingRowsError", "rerun_progress_text"]
+           "prompt_ids", "batch_plan", "Processes", "MissingRowsError", "IncompleteSweepError",
+           "rerun_progress_text"]
 
 
 # ---- the sweep --------------------------------------------------------------------------------------
@@ -259,12 +263,13 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     rows file (`rows.process-<k>.jsonl`), and once every process has finished each returns the whole
     table (the `processes` module); `max_rows` then counts this process's rows.
     """
-    from tqdm.auto import tqdm
     check_run_name(name)
     if isinstance(tasks, (str, bytes)) or not isinstance(tasks, (Task, dict, list, tuple)):
         raise TypeError(f"tasks={str(tasks)[:60]!r}: pass a Task or a list of Tasks.")
     tasks = [tasks] if isinstance(tasks, (Task, dict)) else list(tasks)
     tasks = [Task.from_dict(t) for t in tasks]
+    if not tasks:  # an empty table would come back as if the sweep had run
+        raise ValueError("tasks=[]: pass at least one Task, e.g. evaluation.Task('qa', 'qa_em', examples).")
     if len({t.name for t in tasks}) != len(tasks):
         raise ValueError(f"tasks share a name ({[t.name for t in tasks]}); rows are keyed by task name, so give each "
                          "task its own.")
@@ -285,6 +290,17 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
         raise TypeError(f"extra_config={extra_config!r}: pass a dict (recorded in the run's configuration) or None.")
     if not (isinstance(pair, (tuple, list)) or hasattr(pair, "__iter__")) or isinstance(pair, (str, bytes)):
         raise TypeError(f"pair={pair!r}: pass (drafter, verifier), e.g. tutorial_lib.load_pair(...).")
+    pair = tuple(pair)
+    if len(pair) != 2:
+        raise ValueError(f"pair holds {len(pair)} model{'' if len(pair) == 1 else 's'}; a sweep needs two, "
+                         "(drafter, verifier), e.g. tutorial_lib.load_pair('toy-drafter', 'toy-verifier') "
+                         "(for one model alone, pass it twice and run the 'Drafter' or 'Verifier' curve).")
+    for role, model in zip(("drafter", "verifier"), pair):
+        loaded = isinstance(model, ModelRecord) or hasattr(model, "encode")
+        if isinstance(model, (str, bytes)) or not loaded:
+            raise TypeError(f"the {role} is {model!r:.60}, not a loaded model; load the pair first, e.g. "
+                            "pair = tutorial_lib.load_pair('toy-drafter', 'toy-verifier'), or pass "
+                            "ModelRecords (evaluation.saved_models) to reload saved rows.")
     drafter, verifier = pair
     if eos_token_id is not None and eos_token_id is not False and not isinstance(verifier, ModelRecord):
         from ..decoding.options import stop_tokens
@@ -305,18 +321,41 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     if not isinstance(processes, Processes):
         raise TypeError(f"processes={processes!r}: pass a processes.Processes, or None (this process's place, from "
                         "the launcher).")
-    if processes.index == 0 and saved < total:
-        # a last line cut when a process died, in a file no process of this run appends to (an earlier run's
-        # other count of processes): moved aside here, as an append would
-        for path in sweep.rows_paths():
-            if path.name not in processes.rows_names and path.exists():
-                rows_file.set_aside_bad_lines(path)
-    label = name
-    if processes.count > 1:  # the rows of other processes' shares count as done here
-        processes.wait()  # every process has read the saved rows before any writes one: all see the same pending work
-        done = done | _left_to_others(tasks, configs, done, runner, batch_size, processes)
-        label = f"{name} [process {processes.index + 1}/{processes.count}]"
-    sweep.processes = processes  # where `append` writes; `_requested` waits for the other processes
+    # process 0 holds the folder for the whole launch, so that another launch on it waits rather than
+    # writing while this one's processes read the pending work (they would then deal out different lists)
+    with _holding_folder(sweep, wanted=processes.index == 0 and saved < total) as waited:
+        if processes.index == 0 and saved < total:
+            # a last line cut when a process died, in a file no process of this run appends to (an earlier
+            # run's other count of processes): moved aside here, as an append would
+            for path in sweep.rows_paths():
+                if path.name not in processes.rows_names and path.exists():
+                    rows_file.set_aside_bad_lines(path)
+        if waited and processes.count == 1:
+            done = sweep.done(**load_options)  # the other launch's rows: not computed again
+        label = name
+        if processes.count > 1:  # the rows of other processes' shares count as done here
+            processes.wait()  # process 0 holds the folder (bad lines set aside) before the others read it
+            done = sweep.done(**load_options)
+            processes.wait()  # every process has read the saved rows before any writes one: one pending list
+            done = done | _left_to_others(tasks, configs, done, runner, batch_size, processes)
+            label = f"{name} [process {processes.index + 1}/{processes.count}]"
+        sweep.processes = processes  # where `append` writes; `_requested` waits for the other processes
+        table, complete = _compute(sweep, (drafter, verifier), tasks, configs, done, load_options,
+                                   label=label, total=total, seed=seed, runner=runner, batch_size=batch_size,
+                                   max_rows=max_rows, progress=progress, eos_token_id=eos_token_id)
+    if complete:
+        _check_complete(table, sweep, tasks, configs, processes, waited)
+    return table
+
+
+def _compute(sweep: "Sweep", pair, tasks: Sequence[Task], configs: Sequence[Config], done: set,
+             load_options: dict, *, label: str, total: int, seed: int, runner: str, batch_size: int,
+             max_rows: Optional[int], progress: bool, eos_token_id) -> Tuple[pd.DataFrame, bool]:
+    """`run_sweep`'s rows not in `done`, computed and appended; the table once every process has finished,
+    and whether this process ran its whole share (False: it stopped at `max_rows`)."""
+    from tqdm.auto import tqdm
+    drafter, verifier = pair
+    todo = [(t, c) for t in tasks for c in configs]
     bar = tqdm(total=total, desc=label, disable=not progress, unit="example")
     bar.update(sum(1 for t, c in todo for e in t.examples if (t.name, c.key, e.id) in done))
     new_rows = 0
@@ -333,7 +372,7 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                     continue
                 if max_rows is not None and new_rows >= max_rows:
                     bar.close()
-                    return _requested(sweep, tasks, configs, load_options)
+                    return _requested(sweep, tasks, configs, load_options), False
                 generation = generate(drafter, verifier, prompt_ids(verifier, task, example),
                                       max_new_tokens=task.max_new_tokens, seed=seed + i,
                                       eos_token_id=eos_token_id, **config.engine_options())
@@ -357,7 +396,7 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
                 if max_rows is not None:
                     if new_rows >= max_rows:
                         bar.close()
-                        return _requested(sweep, tasks, configs, load_options)
+                        return _requested(sweep, tasks, configs, load_options), False
                     pending = pending[:-(-(max_rows - new_rows) // len(chunk))]
                 bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, "
                                     f"{len(pending)} configurations", refresh=False)
@@ -377,21 +416,89 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
             for config in missing:
                 if max_rows is not None and new_rows >= max_rows:
                     bar.close()
-                    return _requested(sweep, tasks, configs, load_options)
+                    return _requested(sweep, tasks, configs, load_options), False
                 bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, {config.label} "
                                     f"a={config.alpha:.3g}", refresh=False)
                 options = config.engine_options()
                 if options["method"] != "speculative":
                     options["bonus"] = "none" if options["gamma"] == 1 else "verifier"  # unused by plain decoding
-                generations = generate_batch(drafter, verifier, prompts, seeds=seeds, max_new_tokens=task.max_new_tokens,
-                                             eos_token_id=eos_token_id, **options)
+                generations = generate_batch(drafter, verifier, prompts, seeds=seeds,
+                                             max_new_tokens=task.max_new_tokens, eos_token_id=eos_token_id,
+                                             **options)
                 rows = [_row(task, e, config, g, s) for e, g, s in zip(chunk, generations, seeds)
                         if (task.name, config.key, e.id) not in done]
                 sweep.append(rows)
                 new_rows += len(rows)
                 bar.update(len(rows))
     bar.close()
-    return _requested(sweep, tasks, configs, load_options)
+    return _requested(sweep, tasks, configs, load_options), True
+
+
+class IncompleteSweepError(RuntimeError):
+    """A sweep's launch finished, but its folder lacks rows of the plan: the message says how many, which,
+    the likely reason and that the same call computes only those."""
+
+
+@contextlib.contextmanager
+def _holding_folder(sweep: "Sweep", *, wanted: bool):
+    """An exclusive lock on the run's folder while this launch computes rows (yields whether it had to
+    wait for another launch). Where the folder cannot be created or locked (a read-only copy, a file
+    system without `flock`), nothing is held: `_check_complete` still catches a partial table."""
+    if not wanted:
+        yield False
+        return
+    created = not sweep.path.exists()
+    try:
+        sweep.path.mkdir(parents=True, exist_ok=True)
+        handle = os.open(sweep.path, os.O_RDONLY)
+    except OSError:
+        yield False
+        return
+    waited = False
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waited = True
+            warnings.warn(f"another launch is computing rows of this sweep in {sweep.path}; waiting for it "
+                          "to finish (this one then computes only the rows still missing).", stacklevel=4)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield waited
+    finally:
+        os.close(handle)
+        if created:  # a run that wrote nothing (an error at its first row) leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                sweep.path.rmdir()
+
+
+def _check_complete(table: pd.DataFrame, sweep: "Sweep", tasks: Sequence[Task], configs: Sequence[Config],
+                    processes: Processes, waited: bool) -> None:
+    """Refuse to return a table that lacks rows of the plan (every configuration on every example)."""
+    have = set() if table.empty else set(zip(*(table[k] for k in ROW_KEY)))
+    planned = [(t.name, c, e.id) for t in tasks for c in configs for e in t.examples]
+    missing = [(task, c, item) for task, c, item in planned if (task, c.key, item) not in have]
+    if not missing:
+        return
+    by_config: Dict[Tuple[str, str], List[str]] = {}
+    for task, c, item in missing:
+        config = f"{c.label} a={c.alpha:.3g} g={c.gamma} T={c.temperature:g}"
+        by_config.setdefault((task, config), []).append(item)
+    listed = [f"{task}: {config} (items {', '.join(items[:4])}{', ...' if len(items) > 4 else ''})"
+              for (task, config), items in list(by_config.items())[:6]]
+    more = f"; and {len(by_config) - 6} more configurations" if len(by_config) > 6 else ""
+    reasons = []
+    if processes.count > 1:
+        reasons.append(f"a process of this launch of {processes.count} stopped before its share was done (an "
+                       "error, a kill, or max_rows given to it)")
+    reasons.append("another launch wrote to this folder meanwhile, so this launch's processes saw different "
+                   "pending work" + (" (one held it while this launch started)" if waited else "")
+                   if processes.count > 1 else "another writer changed this folder's rows files meanwhile")
+    raise IncompleteSweepError(
+        f"{len(missing)} of the {len(planned)} rows this sweep plans are missing from {sweep.path} after "
+        f"this launch finished: {'; '.join(listed)}{more}. Likely reason: {', or '.join(reasons)}. Run the "
+        "same call again once nothing else runs on this folder: it computes only the missing rows.")
 
 
 def _left_to_others(tasks: Sequence[Task], configs: Sequence[Config], done: set, runner: str, batch_size: int,
@@ -416,8 +523,8 @@ def batch_plan(configs: Sequence[Config], verifier) -> Tuple[list, list, list]:
     lockstep, blocks, singles = [], [], []
     for config in configs:
         plain = config.method in ("drafter", "verifier")
-        if config.method == "oracle":
-            singles.append(config)   # both models at every position: `engine.generate`
+        if config.method == "oracle" or config.gamma == "auto":
+            singles.append(config)   # both models at every position, or a block per row: `engine.generate`
         elif config.method in ("token_cascade", "seq_cascade", "bild"):
             blocks.append(config)
         elif not encoder_decoder and (plain or config.gamma == 1 and config.bonus == "none"):

@@ -13,10 +13,13 @@ Launched by `accelerate launch` (or torchrun) as N processes, each runs its shar
 (`--multi_gpu` is accelerate's torchrun launcher, which starts N processes without GPUs too; its
 `--cpu` flag starts a single one.) With `--device cuda`, each of several processes loads its pair on
 its own GPU; the run's folder records the device as given, so all processes write to one folder.
+A launch that ends with rows of its plan missing (a process stopped early, another writer on the
+folder) prints how many and which, and exits with status 3; the same command then computes only those.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Optional, Sequence
 
 from . import evaluation as ev
@@ -84,8 +87,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         tasks, configs = reruns.gemma_tasks(settings), reruns.gemma_configs(settings)
         options = {"runner": "batch", "batch_size": settings["batch_size"]}
     name = f"{args.rerun}-{settings['profile']}"
-    rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, extra_config=reruns.run_config(settings),
-                        progress=not args.no_progress, processes=processes, **options)
+    try:
+        rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root,
+                            extra_config=reruns.run_config(settings), progress=not args.no_progress,
+                            processes=processes, **options)
+    except ev.IncompleteSweepError as error:
+        # a launcher reads the exit status, not the table: a partial run must not look finished
+        print(f"process {processes.index + 1} of {processes.count}: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(3) from None
     if processes.index == 0:
         print(f"{len(rows)} rows of {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items in "
               f"{rows.attrs['path']} ({processes.count} process{'es' if processes.count > 1 else ''})", flush=True)

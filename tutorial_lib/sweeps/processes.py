@@ -4,8 +4,9 @@ r"""A sweep split over processes: which process runs which pending row, each int
 finds its place (`current_processes`: accelerate's `PartialState`, read only when the launcher's
 `WORLD_SIZE` says there are several) and `evaluation.run_sweep` then runs only its share:
 
-1. every process reads the rows already saved in the run's folder, and they wait for one another
-   (so all see the same pending work: none has written yet);
+1. process 0 takes the folder (an `flock`; another launch on it waits), they wait for one another,
+   every process reads the rows already saved in the run's folder, and they wait again (so all see
+   the same pending work: none has written yet);
 2. the pending work, in the sweep's own order, is dealt out like cards (`share`): process $k$ of
    $N$ takes units $k, k + N, k + 2N, \dots$ (a unit is one example of one configuration with
    `runner="single"`, one chunk of examples under every configuration it misses with `runner="batch"`);
@@ -18,6 +19,11 @@ $N$. A process that dies loses only the unit it was computing (its rows file is 
 or chunk by chunk); `torchrun` then stops the others, and the same command, with any $N$ (one process
 too), deals out what is still missing. A line cut by the kill is moved aside (`rows_file`) by the next
 append to its file, or, in a file no process of the new run appends to, by the new run's process 0.
+
+Two launches on one folder would each deal out the pending work as its processes saw it while the
+other wrote, leaving rows to each other that neither runs; so process 0 holds an `flock` on the folder
+while its launch computes rows (another launch waits), and `run_sweep` raises `IncompleteSweepError`
+rather than return a table that lacks rows of its plan.
 
 Why dealt out and not `PartialState.split_between_processes` (contiguous blocks): neighbouring units
 cost alike (one task, one configuration), so blocks would hand one process all the long answers of
