@@ -551,7 +551,7 @@ def _per_model(value, label: str, example: str) -> tuple:
 
 
 def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary: bool = False,
-              device_map=None, max_memory=None) -> ModelPair:
+              device_map=None, max_memory=None, kernel_paths=None, gamma: int = 5) -> ModelPair:
     """Load a drafter and a verifier that share a tokenizer (see `check_compatible`).
 
     `dtype` is one dtype for both, or a pair `(drafter_dtype, verifier_dtype)`: for example
@@ -562,13 +562,26 @@ def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary:
     `device_map` and `max_memory` (one for both, or a pair) go to transformers' `from_pretrained`
     (see the module): `load_pair(small, big, dtype="bfloat16", device="cuda:0", device_map=(None, "auto"),
     max_memory=(None, {0: "30GiB", 1: "80GiB"}))` keeps the drafter on GPU 0 and spreads the verifier.
+
+    `kernel_paths` (one for both, or a pair): which kernel computes each model's calls (`models.kernel_paths`:
+    "fp32", "fp32-gemv", "bf16", "int8-dynamic" for a drafter), or "auto" for the one a probe finds
+    cheapest for a block of `gamma + 1` rows here (kept and reused). `dtype="auto"` is
+    `kernel_paths="auto"` on float32 weights.
     """
+    if dtype == "auto":
+        dtype, kernel_paths = torch.float32, "auto" if kernel_paths is None else kernel_paths
     d_dtype, v_dtype = _per_model(dtype, "dtype", "('bfloat16', 'float32')")
     d_map, v_map = _per_model(device_map, "device_map", "(None, 'auto')")
     d_memory, v_memory = _per_model(max_memory, "max_memory", "(None, {0: '20GiB', 1: '80GiB'})")
-    return ModelPair(load_model(drafter, dtype=d_dtype, device=device, device_map=d_map, max_memory=d_memory),
+    pair = ModelPair(load_model(drafter, dtype=d_dtype, device=device, device_map=d_map, max_memory=d_memory),
                      load_model(verifier, dtype=v_dtype, device=device, device_map=v_map, max_memory=v_memory),
                      shared_vocabulary=shared_vocabulary)
+    if kernel_paths is not None:
+        from .kernel_paths import put_on_path
+        for lm, path in zip(pair, _per_model(kernel_paths, "kernel_paths", "('int8-dynamic', 'auto')")):
+            if path is not None:  # None: that model as loaded
+                put_on_path(lm, path, gamma=gamma)
+    return pair
 
 
 def next_token_distributions(pair: ModelPair, prompt: Prompt, temperature: float = 1.0):

@@ -1,0 +1,346 @@
+r"""Which kernel computes a model's calls on this machine, chosen by measurement, and the bound it is
+measured against.
+
+**The bound.** A decoder's call on $k \le 8$ new tokens reads every weight once and does $2Nk$ FLOPs for
+$N$ parameters. Reading is the cost: a CPU core streams a few GB/s and computes tens of GFLOP/s, so
+
+$$t_{\text{bound}} = \frac{\text{bytes of weights}}{\text{read bandwidth}}$$
+
+is the least a call can take whatever $k$ is, and scoring a block of $k$ drafted tokens should cost
+what scoring one costs: $t_p(k) / t_p(1) \approx 1$, the textbook's assumption. The roofline's ridge
+sits at (peak FLOP/s) / (bandwidth) FLOPs per byte; a block of $k$ rows does $2k / b$ FLOPs per byte
+read ($b$ bytes per weight), far below it at these $k$.
+
+**Paths.** Where a kernel falls short of the bound it is the kernel, not the physics:
+
+| path | what it computes | exact for |
+|---|---|---|
+| `fp32` | the model as loaded, `F.linear` | the fp32 model |
+| `fp32-gemv` | the same fp32 weights; each linear layer given at most `GEMV_MAX_ROWS` rows as `W @ x.T` (a matrix-vector kernel per row block) | the fp32 model (same weights, another summation order) |
+| `bf16` | weights in bfloat16: half the bytes; fast where the processor has bf16 units | the model loaded in bf16 |
+| `int8-dynamic` | linear layers quantised to int8 per output channel, activations quantised per call (`torch.ao.quantization.quantize_dynamic`): a quarter of the bytes | a drafter only (a verifier's law would change) |
+
+A path changes the model's law at most as its dtype does; speculative decoding then reproduces the
+verifier *as computed on its path* (at `T = 0` token for token, its greedy output). `probe_paths`
+times every candidate on copies of a sample of the model's own linear layers (two decoder layers'
+and the output head), block sizes interleaved, and `choose_path` takes the one whose block of
+`gamma + 1` rows costs least; `apply_path` puts the model on it.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import random
+import statistics
+import time
+import types
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["VERIFIER_PATHS", "DRAFTER_PATHS", "GEMV_MAX_ROWS", "PathProbe", "cpu_has_bf16_units", "apply_path",
+           "path_of", "probe_paths", "choose_path", "measure_read_bandwidth", "weight_bytes", "bound_seconds",
+           "put_on_path", "stored_probe", "store_probe", "machine_key"]
+
+VERIFIER_PATHS = ("fp32", "fp32-gemv", "bf16")
+DRAFTER_PATHS = (*VERIFIER_PATHS, "int8-dynamic")
+GEMV_MAX_ROWS = 8
+_PATH_ATTRIBUTE = "_tutorial_lib_kernel_path"
+
+
+def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
+    """Whether the processor multiplies bf16 natively (x86 `avx512_bf16` or `amx_bf16`, Arm `bf16`).
+    Without them a bf16 matrix product converts every weight first, and bf16 is rarely faster."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.lower().startswith(("flags", "features")):
+            flags.update(line.split(":", 1)[-1].split())
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
+def _gemv_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    rows = x.numel() // max(1, x.shape[-1])
+    if rows > GEMV_MAX_ROWS or x.dtype != self.weight.dtype:
+        return F.linear(x, self.weight, self.bias)
+    y = (self.weight @ x.reshape(rows, x.shape[-1]).T).T
+    if self.bias is not None:
+        y = y + self.bias
+    return y.reshape(*x.shape[:-1], self.out_features)
+
+
+def path_of(model: nn.Module) -> str:
+    """The path `apply_path` put `model` on ("fp32" or "bf16" by dtype for a model it never saw)."""
+    recorded = getattr(model, _PATH_ATTRIBUTE, None)
+    if recorded is not None:
+        return recorded
+    dtype = next(model.parameters()).dtype
+    return "bf16" if dtype == torch.bfloat16 else "fp32" if dtype == torch.float32 else str(dtype)
+
+
+def apply_path(model: nn.Module, path: str) -> nn.Module:
+    """Put `model` (a `torch.nn.Module`, e.g. `LanguageModel.model`) on `path` and return it (the same
+    object, except for `int8-dynamic`, which returns a quantised copy). From `bf16` or `int8-dynamic`
+    there is no way back to fp32's exact weights: load the model again."""
+    if path not in DRAFTER_PATHS:
+        raise ValueError(f"path={path!r}: choose one of {DRAFTER_PATHS}")
+    current = path_of(model)
+    if current == path:
+        return model
+    if current == "int8-dynamic" or (current == "bf16" and path != "bf16"):
+        raise ValueError(f"the model is on {current!r}, whose weights cannot give {path!r}'s exactly; load it again "
+                         f"with dtype=torch.float32 and apply {path!r} to that")
+    for module in model.modules():  # undo the fp32-gemv patch, if any
+        if isinstance(module, nn.Linear) and "forward" in module.__dict__:
+            del module.forward
+    if path == "bf16":
+        model.to(torch.bfloat16)
+    elif path == "fp32-gemv":
+        for module in model.modules():
+            if isinstance(module, nn.Linear):
+                module.forward = types.MethodType(_gemv_forward, module)
+    elif path == "int8-dynamic":
+        import warnings
+        from torch.ao.quantization import quantize_dynamic
+        with warnings.catch_warnings():  # torch marks its eager quantisation deprecated; 2.13 still ships it
+            warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
+            model = quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    setattr(model, _PATH_ATTRIBUTE, path)
+    return model
+
+
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of parameters and buffers as stored (tied tensors once): what one call reads at least. A
+    quantised model's packed weights are counted from their int8 size."""
+    seen, total = set(), 0
+    for tensor in [*model.parameters(), *model.buffers()]:
+        if tensor.data_ptr() in seen:
+            continue
+        seen.add(tensor.data_ptr())
+        total += tensor.numel() * tensor.element_size()
+    for module in model.modules():
+        packed = getattr(module, "_packed_params", None)
+        if packed is not None and hasattr(packed, "_weight_bias"):
+            weight, bias = packed._weight_bias()
+            total += weight.numel() * weight.element_size() + (0 if bias is None else bias.numel() * 4)
+    return total
+
+
+def measure_read_bandwidth(*, megabytes: int = 1024, threads: Optional[int] = None, repeats: int = 5) -> float:
+    """Bytes per second this machine reads: the best of `repeats` sums over a `megabytes` fp32 tensor (far
+    bigger than any cache), on `threads` threads (torch's count by default, as the models run)."""
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    try:
+        data = torch.ones(int(megabytes) * 2**20 // 4, dtype=torch.float32)
+        data.sum()
+        best = float("inf")
+        for _ in range(int(repeats)):
+            start = time.perf_counter()
+            data.sum()
+            best = min(best, time.perf_counter() - start)
+        return data.numel() * 4 / best
+    finally:
+        torch.set_num_threads(previous)
+
+
+def bound_seconds(model: nn.Module, bandwidth: float) -> float:
+    """The least time one call can take: its weights' bytes over the read bandwidth."""
+    return weight_bytes(model) / bandwidth
+
+
+@dataclass
+class PathProbe:
+    """What each path costs on a sample of a model's linear layers: `seconds[path][k]` (median over
+    rounds) for a call of k rows, the sample's bytes, and the path chosen."""
+
+    seconds: Dict[str, Dict[int, float]]
+    sample_bytes: Dict[str, int]
+    chosen: str = ""
+    gamma: int = 0
+    bf16_units: bool = False
+    note: str = ""
+    samples: Dict[str, Dict[int, List[float]]] = field(default_factory=dict)
+
+    def ratio(self, path: str, k: int) -> float:
+        """t(k) / t(1) on `path`: 1 where a block costs what a token costs."""
+        return self.seconds[path][k] / self.seconds[path][1]
+
+    def table(self) -> List[dict]:
+        return [{"path": path, **{f"t({k}) ms": round(1000 * t, 2) for k, t in costs.items()},
+                 **{f"t({k})/t(1)": round(costs[k] / costs[1], 2) for k in costs if k != 1}}
+                for path, costs in self.seconds.items()]
+
+    def describe(self) -> str:
+        block = self.gamma + 1
+        parts = [f"{path}: t(1) {1000 * costs[1]:.1f} ms, t({block}) {1000 * costs[block]:.1f} ms"
+                 for path, costs in self.seconds.items() if block in costs]
+        return (f"kernel path {self.chosen!r} (least cost of a block of {block} rows on a sample of the model's "
+                f"linear layers; bf16 units: {'yes' if self.bf16_units else 'no'}): " + "; ".join(parts))
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "seconds": {p: {str(k): v for k, v in c.items()} for p, c in self.seconds.items()},
+                "samples": {p: {str(k): v for k, v in c.items()} for p, c in self.samples.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PathProbe":
+        data = dict(data)
+        data["seconds"] = {p: {int(k): v for k, v in c.items()} for p, c in data["seconds"].items()}
+        data["samples"] = {p: {int(k): v for k, v in c.items()} for p, c in data.get("samples", {}).items()}
+        return cls(**data)
+
+
+def _sample_layers(model: nn.Module, decoder_layers: int = 2) -> nn.ModuleList:
+    """Copies of the linear layers of the model's first `decoder_layers` blocks and its output head."""
+    linears, blocks = [], None
+    for module in model.modules():
+        if isinstance(module, nn.ModuleList) and len(module) > 1:
+            blocks = module
+            break
+    sources = list(blocks[:decoder_layers]) if blocks is not None else [model]
+    for source in sources:
+        linears += [m for m in source.modules() if isinstance(m, nn.Linear)]
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if isinstance(head, nn.Linear):
+        linears.append(head)
+    if not linears:
+        raise ValueError("the model has no torch.nn.Linear layers to probe; pass path= explicitly")
+    return nn.ModuleList(copy.deepcopy(m).float() for m in linears)
+
+
+def probe_paths(model: nn.Module, *, candidates: Sequence[str] = VERIFIER_PATHS, ks: Sequence[int] = (1, 2, 4, 6, 8),
+                rounds: int = 5, seed: int = 0) -> PathProbe:
+    """Time each path in `candidates` on copies of a sample of `model`'s linear layers, for calls of k rows
+    (k in `ks`); one round runs every (path, k) once in a shuffled order, medians over `rounds` after a
+    warm-up round."""
+    for path in candidates:
+        if path not in DRAFTER_PATHS:
+            raise ValueError(f"candidate {path!r}: choose from {DRAFTER_PATHS}")
+    ks = sorted({int(k) for k in (1, *ks)})
+    sample = _sample_layers(model)
+    layers = {path: apply_path(copy.deepcopy(sample), path) for path in candidates}
+    width = {path: [m.in_features if isinstance(m, nn.Linear) else m.weight().shape[1] for m in layers[path]]
+             for path in candidates}
+    generator = torch.Generator().manual_seed(seed)
+    inputs = {k: [torch.randn(1, k, n, generator=generator) for n in width[candidates[0]]] for k in ks}
+    samples = {path: {k: [] for k in ks} for path in candidates}
+    order = [(path, k) for path in candidates for k in ks]
+    shuffle = random.Random(seed)
+    with torch.inference_mode():
+        for round_index in range(int(rounds) + 1):
+            shuffle.shuffle(order)
+            for path, k in order:
+                dtype = torch.bfloat16 if path == "bf16" else torch.float32
+                xs = [x.to(dtype) for x in inputs[k]]
+                start = time.perf_counter()
+                for layer, x in zip(layers[path], xs):
+                    layer(x)
+                if round_index:
+                    samples[path][k].append(time.perf_counter() - start)
+    seconds = {path: {k: statistics.median(v) for k, v in costs.items()} for path, costs in samples.items()}
+    return PathProbe(seconds=seconds, sample_bytes={p: weight_bytes(layers[p]) for p in candidates},
+                     bf16_units=cpu_has_bf16_units(), samples=samples)
+
+
+def choose_path(probe: PathProbe, gamma: int, *, allow_bf16: Optional[bool] = None) -> PathProbe:
+    """`probe` with `chosen` set: the path whose block of `gamma + 1` rows costs least (ties: the first
+    listed), bf16 left out where `allow_bf16` is False (default: only where the processor has bf16
+    units; without them bf16 converts every weight on every call)."""
+    allow_bf16 = probe.bf16_units if allow_bf16 is None else allow_bf16
+    block = int(gamma) + 1
+    options = [path for path in probe.seconds if (allow_bf16 or path != "bf16")]
+    if not options:
+        raise ValueError("no candidate path is left to choose from")
+
+    def cost(path):
+        costs = probe.seconds[path]
+        return costs.get(block, costs[max(k for k in costs if k <= block)])
+
+    probe.chosen, probe.gamma = min(options, key=cost), int(gamma)
+    probe.note = "" if allow_bf16 or "bf16" not in probe.seconds else "bf16 left out: no bf16 units"
+    return probe
+
+
+# --------------------------------------------------------------------------------------------------
+# Choosing at load time, and keeping the choice
+# --------------------------------------------------------------------------------------------------
+
+PROBES_FILE = "kernel_paths.json"
+
+
+def machine_key() -> str:
+    """What a stored choice depends on besides the model: the processor, its vector units, torch and the
+    thread count."""
+    import platform
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
+        units = sorted(flag for line in info.splitlines() if line.startswith("flags")
+                       for flag in line.split(":", 1)[1].split() if flag.startswith(("avx", "amx")))
+    except OSError:
+        name, units = platform.processor(), []
+    return f"{name}|{','.join(dict.fromkeys(units))}|torch {torch.__version__}|threads {torch.get_num_threads()}"
+
+
+def _probes_path() -> Path:
+    from .files import cache_dir
+    return cache_dir() / PROBES_FILE
+
+
+def stored_probe(model_name: str, gamma: int) -> Optional[PathProbe]:
+    """The probe kept for `model_name` at `gamma` on this machine (`machine_key`), if any."""
+    try:
+        kept = json.loads(_probes_path().read_text())
+    except (OSError, ValueError):
+        return None
+    entry = kept.get(f"{model_name}|gamma {int(gamma)}|{machine_key()}") if isinstance(kept, dict) else None
+    try:
+        return PathProbe.from_dict(entry) if isinstance(entry, dict) else None
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+def store_probe(model_name: str, probe: PathProbe) -> Path:
+    path = _probes_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    kept[f"{model_name}|gamma {probe.gamma}|{machine_key()}"] = probe.to_dict()
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(kept, indent=1))
+    temporary.replace(path)
+    return path
+
+
+def put_on_path(lm, path: str = "auto", *, gamma: int = 5, candidates: Sequence[str] = VERIFIER_PATHS,
+                allow_bf16: Optional[bool] = None, reprobe: bool = False, verbose: bool = True) -> Optional[PathProbe]:
+    """Put a loaded `LanguageModel` on `path`: a name from `DRAFTER_PATHS` (forced), or "auto": the path a
+    probe finds cheapest for a block of `gamma + 1` rows among `candidates` (kept in the cache per model,
+    gamma and machine, and reused unless `reprobe`). Prints the choice with its measured costs when
+    `verbose`. Returns the probe (None for a forced path)."""
+    if getattr(lm, "is_toy", False) or not isinstance(getattr(lm, "model", None), nn.Module):
+        raise ValueError(f"{getattr(lm, 'name', lm)!r} is not a torch model (a toy model has no kernels to choose); "
+                         "load a transformers model, or leave kernel_paths=None")
+    probe = None
+    if path == "auto":
+        probe = None if reprobe else stored_probe(lm.name, gamma)
+        if probe is None or set(probe.seconds) != set(candidates):
+            probe = choose_path(probe_paths(lm.model, candidates=candidates), gamma, allow_bf16=allow_bf16)
+            store_probe(lm.name, probe)
+        path = probe.chosen
+        if verbose:
+            print(f"{lm.name}: {probe.describe()}")
+    lm.model = apply_path(lm.model, path)
+    lm.kernel_path = path
+    return probe
