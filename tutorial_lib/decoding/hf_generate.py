@@ -56,7 +56,7 @@ REFUSED_PROCESSORS = {
     "TopPLogitsWarper": "top_p", "MinPLogitsWarper": "min_p", "TypicalLogitsWarper": "typical_p",
     "EpsilonLogitsWarper": "epsilon_cutoff", "EtaLogitsWarper": "eta_cutoff",
     "RepetitionPenaltyLogitsProcessor": "repetition_penalty",
-    "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size", "MinLengthLogitsProcessor": "min_length",
+    "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size", "MinLengthLogitsProcessor": "min_length (or min_new_tokens)",
     "MinNewTokensLengthLogitsProcessor": "min_new_tokens", "NoBadWordsLogitsProcessor": "bad_words_ids",
     "SuppressTokensLogitsProcessor": "suppress_tokens",
     "SuppressTokensAtBeginLogitsProcessor": "begin_suppress_tokens",
@@ -157,9 +157,11 @@ class SpeculativeCascade:
 
     The options are `tl.generate`'s (`rule`, `alpha`, `gamma` with `"auto"`, `method`, `beta`, `bonus`,
     `aggregate`, `bild_threshold`, `bild_fallback`); `drafter` replaces the call's `assistant_model` when
-    given; `seed` fixes the draws (a call's `seed=` overrides it; without either, one is drawn from torch's global generator, so
-    `torch.manual_seed` makes a call reproducible, as for transformers' sampling). Row i of a batch draws
-    from `seed + i`. `batch_size` caps the rows that share a forward pass.
+    given; `seed` fixes the draws (a call's `seed=` overrides it; without either, one is drawn from torch's
+    global generator, so `torch.manual_seed` makes a call reproducible, as for transformers' sampling; a
+    greedy call uses seed 0, since a mixture or lossy target draws even at `T = 0`). Row
+    i of a batch draws from `seed + i`. `batch_size` caps the rows that share a forward pass. A batch with
+    `gamma="auto"`, `method="oracle"` or `bonus="target"` runs row by row through `tl.generate`.
 
     From the call it honours `max_new_tokens` / `max_length`, `do_sample` (`False`: greedy, `T = 0`) and
     `temperature`, the EOS ids (a row stops after emitting one; finished rows are padded with `pad_token_id`),
@@ -231,8 +233,8 @@ class SpeculativeCascade:
         eos = config._eos_token_tensor
         eos = () if eos is None else tuple(int(t) for t in eos.reshape(-1).tolist())
         seed = seed if seed is not None else self.seed
-        if seed is None:
-            seed = int(torch.randint(0, 2**62, (1,)))        # torch.manual_seed(...) before the call fixes it
+        if seed is None:   # greedy calls stay deterministic (mixtures and lossy targets still draw at T = 0)
+            seed = 0 if temperature == 0.0 else int(torch.randint(0, 2**62, (1,)))
         if max_new_tokens < 1:
             outputs = [[] for _ in prompts]
         else:
