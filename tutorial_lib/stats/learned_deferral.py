@@ -542,4 +542,27 @@ def rules_in_engines_text(path: Path) -> str:
            "try more." if token_rules else
            f"{learned['train_items']} training answers are few, and the notebook's `held_out`, `hidden` and `split_seed` "
            "parameters are there to try more."))
-    return first + "\n\n" + second + "\n"
+    return first + "\n\n" + second + "\n" + (f"\n{_diversed_text(c)}\n" if "diversed" in c else "")
+
+
+def _diversed_text(c: dict) -> str:
+    """The README's paragraph on DIVERSED's dynamic weight, from notebook 10's saved comparison."""
+    d, learned = c["diversed"], c["learned"]
+    names = {"token_v2": "Token-V2", "learned": "the learned deferral rule", "mixture": "the constant weight"}
+    verdicts = []
+    for rule, row in d["versus"].items():
+        low, high = float(row["area"][1]), float(row["area"][2])
+        word = "beats" if high < 0 else "loses to" if low > 0 else "is not resolved against"
+        verdicts.append(f"it {word} {names.get(rule, rule)} ({_signed(row['area'])})")
+    return ("**DIVERSED's dynamic weight.** transformers' `assistant_ensemble_weight` is the static "
+            "ensemble of DIVERSED (Wang, Kasa et al., AISTATS 2026, arXiv 2604.07622), whose authors report, "
+            "on Gemma-3-4B -> 12B on CNN/DM, acceptance 40.39% -> 66.90% with ROUGE-2 9.06 -> 10.86 (their "
+            "figure, not ours). Its dynamic form verifies against `nu = w p + (1 - w) q` with a learned "
+            "per-token weight; Algorithm 4 is exact for that target. Ours "
+            "(`learned_deferral.train_dynamic_weight`, not the authors' training): a small perceptron of the "
+            f"same seven features, trained on the same {learned['train_items']} answers "
+            f"({d['train_positions']:,} positions) by minimising the expected 0-1 loss of `nu` plus lambda "
+            f"times its rejection, one perceptron per lambda ({len(d['lambdas'])} values). On the other "
+            f"{learned['held_out_items']} answers, its area above the envelope minus each curve's, with "
+            "paired 95% bootstrap intervals over answers (negative: the dynamic weight is better): "
+            + "; ".join(verdicts) + ".")
