@@ -24,7 +24,10 @@
 #    Token-V3 and Token-V2 with a one-hot drafter, each with a top-$K$ cap on its acceptance set;
 # 3. see which of the paper's rules beat a constant weight at the same rejection rate, on a real pair;
 # 4. train a deferral rule (the paper's future work) on exact per-position data, evaluate it on held-out
-#    answers against every rule and the oracle envelope, and run it in the engine as a rule.
+#    answers against every rule and the oracle envelope, and run it in the engine as a rule;
+# 5. compare DIVERSED's learned per-token weight (the dynamic form of transformers' ensemble) with Token-V2,
+#    the learned deferral rule and the constant weight at matched rejection rates;
+# 6. run any of the paper's rules inside transformers' own `model.generate(...)` through `custom_generate`.
 #
 # **The maths.** Algorithm 4 accepts a draft $x \sim q$ with probability $\min\{1, \pi(x)/q(x)\}$ and resamples a
 # rejected one from $\mathrm{norm}(\max\{0, \pi - q\})$; the emitted token follows $\pi$. transformers'
@@ -94,6 +97,7 @@ import torch
 import tutorial_lib as tl
 from tutorial_lib import models
 from tutorial_lib.lessons import engines
+from tutorial_lib.paths import CHECKOUT
 from tutorial_lib.maths import targets
 from tutorial_lib.stats import deferral_passes as dp
 from tutorial_lib.stats import learned_deferral as ld
@@ -113,6 +117,13 @@ metrics = {"profile": profile, "weight": weight, "n_samples": settings["n_sample
 
 # %% [markdown]
 # ## 1. transformers' `assistant_ensemble_weight` is the constant mixture
+#
+# The ensemble weight is the *static ensemble* of DIVERSED (Wang, Kasa et al., "DIVERSED: Relaxed Speculative
+# Decoding via Dynamic Ensemble Verification", AISTATS 2026, arXiv 2604.07622; it entered transformers through
+# issue #45865 and pull request #45979). DIVERSED's authors report, on Gemma-3-4B drafting for Gemma-3-12B on
+# CNN/DM, an acceptance rate rising from 40.39% to 66.90% with ROUGE-2 from 9.06 to 10.86: their reported
+# figure, not one measured here. Its *dynamic* form learns the weight per token; section 5 compares a
+# version of it with the paper's rules on notebook 08's exact data.
 #
 # For each context: the exact next-token laws $q$, $p$ of the pair; the acceptance Lemma 3 predicts,
 # $1 - w\,D_{TV}(p, q)$; then `n_samples` runs of `model.generate(..., assistant_model=drafter,
@@ -183,9 +194,53 @@ metrics["relaxed_checks"] = len(relaxed)
 
 # %% [markdown]
 # ## 3. The engines' knobs, the paper's rules, and what they cost
+#
+# Which rules an engine can express depends on what its verification sees. An engine that checks a greedy
+# draft against the verifier alone sees a one-hot $q$: only rules that read $p$ (Token-V2, Token-V3, capped
+# as in section 2) fit. An engine that keeps the drafter's law $q$ and tests $\min\{1, p(x)/q(x)\}$ runs
+# Algorithm 4 itself, so any target $\pi$ is one change away, including the rules that read $q$: Chow,
+# Diff, OPT, BiLD\* and Token-V1. TensorRT-LLM's pull request #15775 (merged) extends rejection sampling to its
+# one-model speculative decoding; its diff (`tensorrt_llm/_torch/speculative/interface.py`) reads
+# `use_rejection = getattr(spec_metadata, "use_rejection_sampling", False)` and
+# `advanced = use_rejection and not spec_metadata.is_all_greedy_sample`, the draft's proposal law kept in
+# `draft_probs`. SGLang's pull request #26312 adds the same test against $q$ (as the issue that asked for this
+# notebook's update reports it; its source was not read here). vLLM's relaxed-acceptance pull requests
+# (#21506, #22238, then #43184, a port to V1) closed unmerged; mlx-lm keeps exact token matching (SpecDecode
+# at $T = 0$).
 
 # %%
 display(pd.DataFrame(engines.ENGINE_RULES))
+
+# %% [markdown]
+# **The paper's rules inside transformers' `generate()`.** `tl.speculative_cascade(rule, alpha, gamma)` is a
+# `custom_generate` callable: transformers prepares the inputs and the generation config, then the package's
+# engine decodes (Algorithm 4 with the rule's target), so the tokens are `tl.generate`'s. The folder
+# `hub/speculative-cascades` holds the same method in the Hub's layout (`custom_generate/generate.py`), loaded
+# with `custom_generate="<folder>", trust_remote_code=True`. What it cannot honour (`top_p`, beam search, ...)
+# is refused by name.
+
+# %%
+chat = pair.verifier.chat_prompt("Name a prime number.")
+chat_ids = torch.tensor([chat])
+through_generate = pair.verifier.model.generate(
+    chat_ids, attention_mask=torch.ones_like(chat_ids), assistant_model=pair.drafter.model, max_new_tokens=6,
+    do_sample=False, custom_generate=tl.speculative_cascade(rule="token_v2", alpha=0.3, gamma=3))
+engine_run = tl.generate(pair.drafter, pair.verifier, chat, method="speculative", rule="token_v2", alpha=0.3,
+                         gamma=3, max_new_tokens=6)
+new_tokens = through_generate[0, len(chat):].tolist()
+print("model.generate(custom_generate=tl.speculative_cascade(...)):", repr(pair.verifier.decode(new_tokens)))
+print("the same tokens as tl.generate's:", new_tokens == engine_run.tokens)
+metrics["custom_generate_same_tokens"] = new_tokens == engine_run.tokens
+hub_folder = CHECKOUT / "hub" / "speculative-cascades"   # in a checkout of the project (not in a plain install)
+if hub_folder.is_dir():
+    through_folder = pair.verifier.model.generate(
+        chat_ids, attention_mask=torch.ones_like(chat_ids), assistant_model=pair.drafter.model, max_new_tokens=6,
+        do_sample=False, custom_generate=str(hub_folder), trust_remote_code=True, rule="token_v2", alpha=0.3,
+        gamma=3)
+    metrics["custom_generate_folder_same_tokens"] = through_folder[0, len(chat):].tolist() == new_tokens
+    print("the same tokens through the folder:", metrics["custom_generate_folder_same_tokens"])
+else:
+    print(f"{hub_folder} is not here (a plain install ships no hub/ folder): the folder route is not shown")
 
 # %% [markdown]
 # ## 4. Which rules beat a constant weight at the same rejection rate?
@@ -266,6 +321,36 @@ metrics["learned"] = {"train_items": len(train_ids), "held_out_items": len(test_
                                                   for k in ("mean", "low", "high")]))
                                 for c in summaries["all held-out"]["expected_01"]["curves"]}}
 
+# %% [markdown]
+# **DIVERSED's dynamic weight, beside the rules.** DIVERSED learns a per-token weight $w_t$ and verifies against
+# $\nu_t = w_t\,p_t + (1 - w_t)\,q_t$; Algorithm 4 is exact for that target (its rejection is $w_t D_{TV}$,
+# Lemma 3). Here $w_t$ is a small perceptron of the same seven features, trained on the same training answers
+# by minimising the token-level form of DIVERSED's objective, the expected 0-1 loss of $\nu_t$ plus $\lambda$
+# times its rejection probability, one perceptron per $\lambda$ (`ld.train_dynamic_weight`; the authors train
+# theirs with sequence-level reinforcement learning, which this is not). Its held-out curve sweeps $\lambda$;
+# each row below is its area above the envelope and its loss at the matched rejection rates minus the other
+# curve's, paired bootstrap intervals over held-out answers (negative: the dynamic weight is better).
+
+# %%
+dynamic = ld.train_dynamic_weight(analysis, features, train_ids, held_out_ids=test_ids, hidden=tuple(hidden),
+                                  seed=split_seed)
+with_dynamic = ld.dynamic_curves(analysis, features, rule, dynamic, test_ids)
+versus_dynamic = ld.paired_differences(with_dynamic, ["token_v2", "learned", "mixture"], reference="diversed",
+                                       rates=rates, n_resamples=settings["n_resamples"])
+display(pd.DataFrame([{"versus": row["rule"], **{k: f"{v[0]:+.5f} [{v[1]:+.5f}, {v[2]:+.5f}]"
+                                                 for k, v in row.items() if k != "rule"}}
+                      for row in versus_dynamic]).set_index("versus"))
+for row in versus_dynamic:
+    mean, low, high = row["area"]
+    verdict = ("beats" if high < 0 else "loses to" if low > 0 else "is not resolved against")
+    print(f"DIVERSED-style weight {verdict} {row['rule']}: area above the envelope differs by "
+          f"{mean:+.5f} [{low:+.5f}, {high:+.5f}]")
+held_weights = dynamic.weights(features.features[ld.feature_rows(analysis, features, test_ids)])
+metrics["diversed"] = {"lambdas": list(dynamic.lambdas), "train_positions": dynamic.n_train_positions,
+                       "mean_weight_per_lambda": [float(w) for w in held_weights.mean(0)],
+                       "versus": {row["rule"]: {k: list(v) for k, v in row.items() if k != "rule"}
+                                  for row in versus_dynamic}}
+
 # %%
 # What the README quotes from sections 4 and 5 at the default profile, saved where `make tutorial` keeps the
 # committed results (`tl.notebook.results_folder()`); the README renders its paragraphs from this file.
@@ -276,7 +361,7 @@ if profile == "default":
                   "features": {"answers": len(features.item_ids), "positions": int(features.features.shape[0]),
                                "folder": features.path.name if features.path else None,
                                "forward_s": sum(v for k, v in features.timing.items() if k.endswith("_s"))},
-                  "learned": metrics["learned"]}
+                  "learned": metrics["learned"], "diversed": metrics["diversed"]}
     print("saved", tl.notebook.save_metrics("rules-in-engines", comparison, tl.notebook.results_folder()))
 
 # %% [markdown]

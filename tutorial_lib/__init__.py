@@ -9,7 +9,7 @@ A wing imports only from the wings before it in this list (tests/test_structure.
 | `maths`     | Table 1's targets and rules, Algorithm 4's verification, Lemmas, the latency model, exact token statistics, alpha grids |
 | `toy`       | the toy world with exact ground truth, the lessons' examples, the synthetic translation task |
 | `models`    | drafter / verifier pairs behind one interface: `transformers`, toy, offline GGUF and synthetic T5 backends |
-| `decoding`  | the engine (`generate`, `gamma="auto"`), lockstep batches, config batches, calibration, speed runs |
+| `decoding`  | the engine (`generate`, `gamma="auto"`), lockstep batches, config batches, calibration, speed runs, transformers' `custom_generate` |
 | `tasks`     | task sets (offline and hub), prompts, metrics, the bubblewrap sandbox and its outside judge |
 | `lessons`   | the maths of notebooks 01-05 (rejection rates, Lemma 2, deferral risks, trade-offs) and exercise checks |
 | `sweeps`    | the harness: tasks x configurations, resumable rows, reruns' profiles, pricing from counted calls |
@@ -17,7 +17,7 @@ A wing imports only from the wings before it in this list (tests/test_structure.
 | `views`     | everything that draws: plotly / matplotlib panels and ipywidgets |
 
 `import tutorial_lib as tl` loads none of the wings: each name below loads its module on first use
-(`tl.generate`, `tl.load_pair`, `tl.targets`, `tl.views`, ...), so the import costs milliseconds and pulls in
+(`tl.generate`, `tl.load_pair`, `tl.speculative_cascade`, `tl.targets`, `tl.views`, ...), so the import costs milliseconds and pulls in
 neither matplotlib, pandas, scipy, transformers, plotly nor ipywidgets.
 
 The flat module paths of earlier versions (`tutorial_lib.engine`, `tutorial_lib.claims`, ...) keep working:
@@ -97,6 +97,7 @@ NAMES = {
     "generate": "decoding.engine", "generate_many": "decoding.engine", "Generation": "decoding.engine",
     "calibrate": "decoding.engine",
     "generate_batch": "decoding.batch", "prefill_batch": "decoding.batch",
+    "speculative_cascade": "decoding.hf_generate", "SpeculativeCascade": "decoding.hf_generate",
     "load_model": "models", "load_pair": "models",
     "savefig": "views.figures", "ToyWorld": "toy.toyworld",
     **{name: "maths.targets" for name in (

@@ -12,10 +12,11 @@ r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and w
 - `config_batch`  - `generate_configs`: many configurations of one chunk of prompts in one batch.
 - `speed_runs`    - measured speed-ups beside the block-cost model's (notebook 09, `benchmarks/engine_speed.py`).
 - `speed_text`    - those measurements in words: the README's speed tables, where speculation pays as the batch grows.
+- `hf_generate`   - `speculative_cascade`: the engine as transformers' `model.generate(..., custom_generate=...)`.
 """
 import importlib
 
-__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs', 'speed_text']
+__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs', 'speed_text', 'hf_generate']
 
 
 def __getattr__(name: str):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Union
 
 import torch
 
@@ -142,8 +142,10 @@ class Generation:
 class _Run:
     """The state of one `generate` call: both sessions, the sequence so far and the counters."""
 
-    def __init__(self, drafter, verifier, prompt_ids, *, temperature, max_new_tokens, seed, eos):
+    def __init__(self, drafter, verifier, prompt_ids, *, temperature, max_new_tokens, seed, eos,
+                 on_token=None):
         self.drafter, self.verifier = drafter, verifier
+        self.on_token = on_token
         self.prompt_ids = prompt_ids
         self.seq = verifier.decoder_prefix(prompt_ids)   # decoder tokens: prefix, then the output
         self.n_prefix = len(self.seq)
@@ -217,6 +219,8 @@ class _Run:
     def emit(self, step: TraceStep) -> None:
         self.seq.append(step.token)
         self.trace.append(step)
+        if self.on_token is not None:
+            self.on_token(step.token)
         if step.token in self.eos:
             self.done, self.stopped_at_eos = True, True
         elif self.remaining <= 0:
@@ -435,7 +439,7 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
              beta=1.0, gamma: Union[int, str] = 5, temperature: float = 0.0, max_new_tokens: int = 128, seed: int = 0,
              eos_token_id=None, aggregate: str = "sequence", bonus: str = "verifier",
              bild_threshold: Optional[float] = None, bild_fallback: float = 0.5,
-             shared_vocabulary: bool = False) -> Generation:
+             shared_vocabulary: bool = False, on_token: Optional[Callable[[int], None]] = None) -> Generation:
     r"""Generate a continuation of `prompt` with a drafter $q$ and a verifier $p$, by `method`.
 
     Methods (each emitted token's law in brackets):
@@ -481,7 +485,8 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
     ids; an encoder-decoder model reads it with its encoder, once per model. `alpha=None` is 0.
     `seed` is a whole number (None is refused: runs are reproducible). The two models must share
     their token ids (`models.check_compatible`); `shared_vocabulary=True` says so for models without
-    a tokenizer.
+    a tokenizer. `on_token(token_id)` is called with each token as it is emitted (a streamer's feed); the
+    sequence cascade may discard its drafter's answer, so `method="seq_cascade"` refuses it.
 
     Returns a `Generation`: the tokens and text, the calls of each model, drafted / accepted /
     rejected counts, `rejection_rate`, `deferral_rate`, `mean_accepted_per_call`, times, and a
@@ -495,9 +500,12 @@ def generate(drafter, verifier, prompt, *, method: str, rule: Optional[str] = No
     o = check_generate_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggregate, bonus,
                                bild_threshold, bild_fallback)
     seed = check_seed(seed)
+    if on_token is not None and (o.method == "seq_cascade" or not callable(on_token)):
+        raise ValueError("on_token must be a function of one token id, and method='seq_cascade' takes none "
+                         "(it may replace its drafter's whole answer): read Generation.tokens at the end.")
     prompt_ids = verifier.encode(prompt)
     run = _Run(drafter, verifier, prompt_ids, temperature=o.temperature, max_new_tokens=o.max_new_tokens,
-               seed=seed, eos=stop_tokens(eos_token_id, verifier))
+               seed=seed, eos=stop_tokens(eos_token_id, verifier), on_token=on_token)
     start = time.perf_counter()
     with targets.trusted_inputs():  # every law below comes from `probabilities`
         _run_method(run, o, beta, policy)

@@ -25,6 +25,15 @@ $\pi = q$) and otherwise the verifier's argmax (there $\pi = p$, one-hot), so
 The sets are computed from the temperature-1 laws, as the package's decisions always are
 (`capped_token_target`); `relaxed_tokens` writes the engines' rules out on their own, so the two can be
 compared token for token.
+
+**Engines that test a draft against the drafter's law $q$.** A verifier that keeps the drafter's
+probabilities can run Algorithm 4 with any target: $\min\{1, \pi(x)/q(x)\}$ needs $q(x)$, and the rules whose
+target depends on $q$ (Chow, Diff, OPT, BiLD\*, Token-V1, the mixtures) need all of $q$. TensorRT-LLM's pull
+request #15775 (merged) extends rejection sampling to its one-model speculative decoding (MTP, draft-target,
+PARD, DFlash) and keeps the draft's proposal law in `draft_probs`; SGLang's pull request #26312 does the same
+for SGLang (as reported; its source was not read here). Both verify against the verifier's $p$ (SpecDecode);
+the paper's rules are then one change of the target away. vLLM's relaxed greedy acceptance (#21506, #22238,
+#43184, #45229) closed unmerged; mlx-lm keeps exact token matching (SpecDecode at $T = 0$ only).
 """
 from __future__ import annotations
 
@@ -67,7 +76,8 @@ ENGINE_RULES = [
          cost="rejection w * D_TV(p, q) per draft (Lemma 3); output law w p + (1 - w) q"),
     dict(engine="transformers 5.23", knob="assistant_model=..., no ensemble weight",
          rule="SpecDecode (rule='spec')", lossless="yes", cost="rejection D_TV(p, q)"),
-    dict(engine="vLLM / SGLang (relaxed acceptance proposals)", knob="relax_ratio=rho, top-K cap",
+    dict(engine="vLLM / SGLang (relaxed acceptance proposals; vLLM's closed unmerged, the last #43184)",
+         knob="relax_ratio=rho, top-K cap",
          rule="Token-V3, alpha = 1 - rho, set capped to top-K of p", lossless="no (rho < 1)",
          cost="greedy path only; the draft is kept whenever it is in the capped set"),
     dict(engine="TensorRT-LLM (MTP)", knob="relaxed_delta=delta, relaxed_topk=K",
@@ -76,6 +86,17 @@ ENGINE_RULES = [
     dict(engine="vLLM rejection sampler (draft probabilities passed in)", knob="(patches outside the main project)",
          rule="any target: Chow, Diff, OPT, Token-V3 through Algorithm 4", lossless="only for rule='spec'",
          cost="the rule's rejection rate; exact for its own target"),
+    dict(engine="TensorRT-LLM (PR #15775, merged)", knob="rejection sampling with the draft's q (draft_probs)",
+         rule="SpecDecode; with q kept, any target is one change away: Chow, Diff, OPT, BiLD*, Token-V1..V3",
+         lossless="yes (as shipped)", cost="rejection D_TV(p, q); a rule's target: its own rate, exact"),
+    dict(engine="SGLang (PR #26312, as reported)", knob="rejection sampling with the draft's q",
+         rule="SpecDecode; with q kept, Chow, Diff, OPT, BiLD*, Token-V1..V3 expressible",
+         lossless="yes (as shipped)", cost="rejection D_TV(p, q)"),
+    dict(engine="mlx-lm", knob="draft_model=...", rule="SpecDecode at T = 0 (exact token matching)",
+         lossless="yes", cost="a draft is kept only when it equals the verifier's token"),
+    dict(engine="transformers 5.23 + this package", knob="generate(custom_generate=tl.speculative_cascade(rule, alpha))",
+         rule="every rule of Table 1 and Token-V1..V3, through Algorithm 4", lossless="only for rule='spec'",
+         cost="the engine's own (tl.generate's tokens); see benchmarks/hf_generate_overhead.py"),
 ]
 
 #: The relaxed-acceptance forms: engine -> (the package's token rule, alpha as a function of the knob).

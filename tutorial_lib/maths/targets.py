@@ -22,7 +22,8 @@ plus `drafter` ($\pi = q$) and `verifier` ($\pi = p$), the two ends of every cur
 `assistant_ensemble_weight=w` (assisted generation verifies against $w\,p + (1-w)\,q$, so $w = 1 - \alpha$).
 By Lemma 3 it rejects a draft with probability $(1-\alpha) D_{TV}(p, q)$; every deferral rule of the
 paper is measured against this straight line between the drafter and the verifier. Learned (or any
-other) prefix decisions join the table at run time with `register_deferral_rule`.
+other) prefix decisions join the table at run time with `register_deferral_rule`, and so do per-position
+weights $r_t \in [0, 1]$ (`weight=True`: DIVERSED's dynamic ensemble, whose static form is `mixture`).
 
 Algorithm 4 (GenSpecSample) drafts $x \sim q$, accepts it with probability
 $\min\{1, \pi(x)/q(x)\}$ and otherwise resamples from the residual
@@ -54,6 +55,7 @@ __all__ = [
     "deferral_weight", "lossy_beta", "acceptance_probability", "residual_distribution",
     "rejection_probability", "output_distribution", "check_alpha", "check_pair", "alpha_grid", "sample",
     "target_and_draft", "trusted_inputs", "check_rule", "register_deferral_rule", "unregister_deferral_rule",
+    "WEIGHT_RULES",
 ]
 
 #: Every rule `target_distribution` knows.
@@ -69,6 +71,9 @@ def check_rule(rule) -> str:
 PREFIX_RULES = ("bild", "chow", "diff", "opt")
 #: Rules that accept a set of drafter tokens and defer the rest of the mass to `p`.
 TOKEN_RULES = ("token_v1", "token_v2", "token_v3")
+#: Rules with a weight $r \in [0, 1]$ per position instead of a decision
+#: (`register_deferral_rule(..., weight=True)`).
+WEIGHT_RULES: tuple = ()
 
 #: Closed ranges of `alpha` for each rule (`lossy` excludes 1). At one end the rule is SpecDecode
 #: (target `p`), at the other the drafter alone. Rules absent here ignore `alpha`.
@@ -97,9 +102,13 @@ _REGISTERED: Dict[str, Decide] = {}
 _BUILT_IN = RULES
 
 
-def register_deferral_rule(name: str, decide: Decide, alpha_range=(-math.inf, math.inf)) -> str:
+def register_deferral_rule(name: str, decide: Decide, alpha_range=(-math.inf, math.inf), *,
+                           weight: bool = False) -> str:
     r"""Add a prefix rule whose decision is `decide`: its target is $(1-\delta)\,q + \delta\,p$ with
     $\delta$ = `decide(q, p, alpha, q_unscaled, p_unscaled)` (a boolean tensor of shape `(...)`).
+    `weight=True`: `decide` returns the weight $r \in [0, 1]$ on $p$ itself (a float tensor), and the target
+    is $(1 - r)\,q + r\,p$ (a dynamic ensemble such as DIVERSED's); the rule joins `WEIGHT_RULES`, not
+    `PREFIX_RULES` (the oracle cascade needs a decision).
 
     The rule then works wherever a rule name does (`target_distribution`, `deferral_weight`, the
     engine's `generate(..., method="speculative" or "oracle", rule=name)`), and Algorithm 4 is exact
@@ -107,7 +116,7 @@ def register_deferral_rule(name: str, decide: Decide, alpha_range=(-math.inf, ma
     `alpha_range` bounds the `alpha` it accepts. Registering a name again replaces its decision;
     the paper's rules cannot be replaced. Returns `name`.
     """
-    global RULES, PREFIX_RULES
+    global RULES, PREFIX_RULES, WEIGHT_RULES
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name={name!r}: a deferral rule needs a name made of letters, digits and '_'.")
     if name in _BUILT_IN:
@@ -120,19 +129,25 @@ def register_deferral_rule(name: str, decide: Decide, alpha_range=(-math.inf, ma
         raise ValueError(f"alpha_range={alpha_range!r} is empty; pass (low, high) with low < high.")
     _REGISTERED[name] = decide
     ALPHA_RANGES[name] = LIVE_ALPHA_RANGES[name] = (low, high)
+    PREFIX_RULES, WEIGHT_RULES = (tuple(r for r in kind if r != name)
+                                  for kind in (PREFIX_RULES, WEIGHT_RULES))
+    if weight:
+        WEIGHT_RULES += (name,)
+    else:
+        PREFIX_RULES += (name,)
     if name not in RULES:
-        RULES, PREFIX_RULES = RULES + (name,), PREFIX_RULES + (name,)
+        RULES = RULES + (name,)
     return name
 
 
 def unregister_deferral_rule(name: str) -> None:
     """Remove a rule added by `register_deferral_rule` (a name never registered is an error)."""
-    global RULES, PREFIX_RULES
+    global RULES, PREFIX_RULES, WEIGHT_RULES
     if name not in _REGISTERED:
         raise ValueError(f"name={name!r} was not registered; registered rules: {sorted(_REGISTERED) or 'none'}.")
     del _REGISTERED[name], ALPHA_RANGES[name], LIVE_ALPHA_RANGES[name]
-    RULES = tuple(r for r in RULES if r != name)
-    PREFIX_RULES = tuple(r for r in PREFIX_RULES if r != name)
+    RULES, PREFIX_RULES, WEIGHT_RULES = (tuple(r for r in kind if r != name)
+                                         for kind in (RULES, PREFIX_RULES, WEIGHT_RULES))
 
 
 
@@ -361,6 +376,7 @@ def deferral_weight(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscale
 
     For the prefix rules this is $\delta$ (0 or 1), for the token rules $1 - \sum_{u \in A} q(u)$,
     for `mixture` the constant $1 - \alpha$, for `spec`/`verifier` 1 and for `drafter` 0. The lossy target is not a mixture: NaN.
+    For the rules of `WEIGHT_RULES` it is their own weight, clipped to $[0, 1]$.
     Averaged over positions it is the *deferral rate*.
     """
     check_rule(rule)
@@ -374,6 +390,13 @@ def deferral_weight(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscale
         return torch.full_like(ones, float("nan"))
     if rule == "mixture":
         return ones * (1.0 - check_alpha(rule, alpha))
+    if rule in WEIGHT_RULES:
+        qu, pu = _unscaled(q, p, q_unscaled, p_unscaled)
+        r = torch.as_tensor(_REGISTERED[rule](q, p, check_alpha(rule, alpha), qu, pu))
+        if r.shape != q.shape[:-1]:
+            raise ValueError(f"the weight of rule {rule!r} has shape {tuple(r.shape)}; its function must "
+                             f"return one value per position, shape {tuple(q.shape[:-1])}.")
+        return r.to(q.dtype).clamp(0.0, 1.0)
     kw = dict(q_unscaled=q_unscaled, p_unscaled=p_unscaled)
     if rule in PREFIX_RULES:
         return deferral_decision(rule, q, p, alpha, distance=distance, **kw).to(q.dtype)
@@ -454,7 +477,7 @@ def target_distribution(rule: str, q, p, alpha: float = 0.0, *, q_unscaled=None,
         return _lossy_target(q, p, alpha, beta_value)
     w = deferral_weight(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled,
                         distance=distance).unsqueeze(-1)
-    if rule in PREFIX_RULES or rule == "mixture":
+    if rule in PREFIX_RULES or rule == "mixture" or rule in WEIGHT_RULES:
         return (1.0 - w) * q + w * p
     in_set = acceptance_set(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled)
     return q * in_set + w * p

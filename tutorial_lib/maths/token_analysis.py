@@ -67,8 +67,8 @@ STATS = ("rejection", "deferral", "expected_01", "greedy_01", "log_loss")
 LOSSES = ("expected_01", "greedy_01", "log_loss")
 _ONE_POINT = ("drafter", "verifier", "spec")
 #: Curves of mixtures built from the oracle's per-position columns, outside `position_statistics`
-#: (`stats.learned_deferral`): the constant weight, and the learned rule.
-MIXTURE_CURVES = ("mixture", "learned")
+#: (`stats.learned_deferral`): the constant weight, the learned rule, DIVERSED's dynamic weight.
+MIXTURE_CURVES = ("mixture", "learned", "diversed")
 
 
 def curve_rule(curve: str):

@@ -13,7 +13,8 @@ r"""What the rows say, with intervals.
 - `token_curves`    - the passes of a pair over answers, cached, curves, areas and matched-rejection losses (notebook 08).
 - `token_report`    - what notebook 08 reads off them: its profiles, rankings, points below the envelope, the toy check.
 - `deferral_passes` - decoding-time features of notebook 08's positions, one more pass of the pair, cached (10).
-- `learned_deferral` - a learned deferral rule: trained by item, curves, paired differences, the constant mixture (10).
+- `learned_deferral` - a learned deferral rule: trained by item, curves, paired differences, the constant mixture,
+  and DIVERSED's dynamic weight (a learned weight per position as a rule) (10).
 """
 import importlib
 
