@@ -347,3 +347,11 @@ class _SlowPlans(list):
 
     def __reduce__(self):
         return (set, ([k * (2 ** 61 - 1) for k in range(150_000)],))
+
+
+def test_a_large_honest_value_is_judged_within_the_budget():
+    """The budget is for hostile reports: 100,000 plain integers (a report of about 1.4 MB) still pass (at
+    150,000 the judge's 64 MiB no longer hold the parsed report, and the test fails saying so)."""
+    result = run_python("def f():\n    return list(range(100_000))\n", ["assert f() == list(range(100_000))"],
+                        entry_point="f", **{**LIMITS, "memory_mb": 512})
+    assert result.passed, result.reason

@@ -527,8 +527,9 @@ def parse_report(data: bytes):
     brackets = np.frombuffer(without_strings.translate(None, bytes(set(range(256)) - set(_OPENERS + _CLOSERS))),
                              dtype=np.uint8)
     if brackets.size:
-        steps = np.where((brackets == _OPENERS[0]) | (brackets == _OPENERS[1]), 1, -1)
-        depth = int(np.cumsum(steps).max())
+        # int32 steps: the judge's memory budget (`judge_worker`) holds even for a report of 4 MiB of brackets
+        steps = np.where((brackets == _OPENERS[0]) | (brackets == _OPENERS[1]), np.int32(1), np.int32(-1))
+        depth = int(np.cumsum(steps, dtype=np.int32).max())
         if depth > MAX_REPORT_DEPTH:
             raise MalformedReport(f"nested {depth} deep, over the limit of {MAX_REPORT_DEPTH}")
     try:
