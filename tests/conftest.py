@@ -30,3 +30,18 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+
+
+# Tiny random pairs (a verifier and a perturbed copy drafting for it), shared by the engine's route tests.
+@pytest.fixture(scope="module")
+def llama():
+    from tutorial_lib import models
+    verifier = models.tiny_random_llama(0)
+    return models.ModelPair(models.perturbed(verifier, 0.3, seed=1), verifier)
+
+
+@pytest.fixture(scope="module")
+def t5():
+    from tutorial_lib import models
+    verifier = models.tiny_random_t5(0)
+    return models.ModelPair(models.perturbed(verifier, 0.6, seed=2), verifier)

@@ -59,16 +59,6 @@ def assert_ragged(batch):
 
 # ---- tiny random pairs: every option ----------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def llama():
-    verifier = models.tiny_random_llama(0)
-    return models.ModelPair(models.perturbed(verifier, 0.3, seed=1), verifier)
-
-
-@pytest.fixture(scope="module")
-def t5():
-    verifier = models.tiny_random_t5(0)
-    return models.ModelPair(models.perturbed(verifier, 0.6, seed=2), verifier)
 
 
 @pytest.mark.parametrize("which", ["llama", "t5"])

@@ -28,16 +28,6 @@ EOS = 1
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.fixture(scope="module")
-def llama():
-    verifier = models.tiny_random_llama(0)
-    return models.ModelPair(models.perturbed(verifier, 0.3, seed=1), verifier)
-
-
-@pytest.fixture(scope="module")
-def t5():
-    verifier = models.tiny_random_t5(0)
-    return models.ModelPair(models.perturbed(verifier, 0.6, seed=2), verifier)
 
 
 def left_padded(prompts, pad=0):

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_tree import descendants as _descendants
 
 import tutorial_lib.tasks.sandbox as sandbox
 from tutorial_lib.tasks.metrics import METRICS
@@ -378,18 +379,6 @@ def test_a_sweep_over_hostile_solutions_finishes_and_scores_them_zero(tmp_path, 
     _assert_no_escape(folder, canary, listener)
 
 
-def _descendants(pid: int) -> set:
-    found, todo = set(), [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        for child in map(int, children):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 def test_killing_the_sweep_mid_run_leaves_no_sandbox_and_no_folder(tmp_path):

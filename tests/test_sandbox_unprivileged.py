@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_tree import descendants as _descendants
 
 import tutorial_lib.tasks.isolation as isolation
 import tutorial_lib.tasks.sandbox as sandbox
@@ -25,18 +26,6 @@ pytestmark = pytest.mark.skipif(
 LIMITS = dict(timeout_s=5.0, cpu_s=3.0, memory_mb=256, max_output_bytes=20_000)
 
 
-def _descendants(pid: int) -> set:
-    found, todo = set(), [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        for child in map(int, children):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 def _host_uids(pid: int) -> list[int] | None:
