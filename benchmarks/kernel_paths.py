@@ -16,6 +16,7 @@ acceptance to pay.
     python benchmarks/kernel_paths.py                      # Qwen pair (make models-qwen), 7 rounds
     python benchmarks/kernel_paths.py --pair smollm2 --rounds 2 --output /tmp/kp   # checks the script
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,11 @@ from tutorial_lib.models import kernel_paths as kp
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = {"qwen": ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"), "smollm2": ("smollm2-135m", "smollm2-135m")}
 KS = (1, 2, 3, 4, 6, 8)
-PROMPTS = ("Write a Python function that returns the n-th Fibonacci number.",
-           "Write a Python function that checks whether a string is a palindrome.",
-           "Write a Python function that merges two sorted lists into one sorted list.")
+PROMPTS = (
+    "Write a Python function that returns the n-th Fibonacci number.",
+    "Write a Python function that checks whether a string is a palindrome.",
+    "Write a Python function that merges two sorted lists into one sorted list.",
+)
 
 
 def _context(lm, n: int, seed: int) -> list:
@@ -107,17 +110,31 @@ def main() -> None:
         bound = kp.bound_seconds(lm.model, bandwidth)
         medians = {k: statistics.median(v) for k, v in by_k.items() if v}
         results[f"{key[0]} {key[1]}"] = {
-            "role": key[0], "path": key[1], "weight_bytes": kp.weight_bytes(lm.model), "bound_s": bound,
-            "t_s": medians, "t_quartiles_s": {k: _quartiles(v) for k, v in by_k.items() if v},
+            "role": key[0],
+            "path": key[1],
+            "weight_bytes": kp.weight_bytes(lm.model),
+            "bound_s": bound,
+            "t_s": medians,
+            "t_quartiles_s": {k: _quartiles(v) for k, v in by_k.items() if v},
             "t_over_t1": {k: medians[k] / medians[1] for k in medians},
-            "t1_over_bound": medians[1] / bound}
+            "t1_over_bound": medians[1] / bound,
+        }
         row = results[f"{key[0]} {key[1]}"]
         ratios = ", ".join(f"{k}: {row['t_over_t1'][k]:.2f}" for k in medians if k > 1)
-        print(f"{key[0]:8s} {key[1]:12s} t(1) {1000 * medians[1]:7.1f} ms = {row['t1_over_bound']:.2f} x bound "
-              f"({1000 * bound:.1f} ms); t(k)/t(1) {ratios}", flush=True)
+        print(
+            f"{key[0]:8s} {key[1]:12s} t(1) {1000 * medians[1]:7.1f} ms = {row['t1_over_bound']:.2f} x bound "
+            f"({1000 * bound:.1f} ms); t(k)/t(1) {ratios}",
+            flush=True,
+        )
 
-    probe = kp.choose_path(kp.probe_paths(base.verifier.model if kp.path_of(base.verifier.model) != "int8-dynamic"
-                                          else holders[("verifier", "fp32")].model), gamma=5)
+    probe = kp.choose_path(
+        kp.probe_paths(
+            base.verifier.model
+            if kp.path_of(base.verifier.model) != "int8-dynamic"
+            else holders[("verifier", "fp32")].model
+        ),
+        gamma=5,
+    )
     full_best = min(kp.VERIFIER_PATHS, key=lambda p: results[f"verifier {p}"]["t_s"][6])
     print(f"probe: {probe.describe()}; the full model's cheapest block of 6 rows: {full_best}", flush=True)
     verifier_path = probe.chosen
@@ -131,19 +148,43 @@ def main() -> None:
         accepted = rejected = 0
         for prompt in PROMPTS:
             ids = verifier.chat_prompt(prompt) if verifier.tokenizer is not None else list(prompt.encode())
-            g = generate(drafter, verifier, ids, method="speculative", rule="spec", gamma=5,
-                         max_new_tokens=args.tokens, eos_token_id=())
+            g = generate(
+                drafter,
+                verifier,
+                ids,
+                method="speculative",
+                rule="spec",
+                gamma=5,
+                max_new_tokens=args.tokens,
+                eos_token_id=(),
+            )
             accepted, rejected = accepted + g.n_accepted, rejected + g.n_rejected
         c = results[f"drafter {path}"]["t_s"][1] / results[f"verifier {verifier_path}"]["t_s"][1]
-        drafters[path] = {"acceptance": accepted / max(1, accepted + rejected), "drafted": accepted + rejected,
-                          "c": c}
-        print(f"drafter {path:12s}: acceptance {drafters[path]['acceptance']:.3f} of {accepted + rejected} drafts, "
-              f"c = {c:.3f} (against the verifier on {verifier_path})", flush=True)
-    summary = {"pair": [drafter_name, verifier_name], "rounds": args.rounds, "context_tokens": args.context,
-               "threads": torch.get_num_threads(), "machine": kp.machine_key(), "bf16_units": kp.cpu_has_bf16_units(),
-               "read_bandwidth_bytes_per_s": bandwidth, "load_average": os.getloadavg(), "paths": results,
-               "probe": probe.to_dict(), "full_model_cheapest_block_of_6": full_best, "drafters": drafters,
-               "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+        drafters[path] = {
+            "acceptance": accepted / max(1, accepted + rejected),
+            "drafted": accepted + rejected,
+            "c": c,
+        }
+        print(
+            f"drafter {path:12s}: acceptance {drafters[path]['acceptance']:.3f} of {accepted + rejected} drafts, "
+            f"c = {c:.3f} (against the verifier on {verifier_path})",
+            flush=True,
+        )
+    summary = {
+        "pair": [drafter_name, verifier_name],
+        "rounds": args.rounds,
+        "context_tokens": args.context,
+        "threads": torch.get_num_threads(),
+        "machine": kp.machine_key(),
+        "bf16_units": kp.cpu_has_bf16_units(),
+        "read_bandwidth_bytes_per_s": bandwidth,
+        "load_average": os.getloadavg(),
+        "paths": results,
+        "probe": probe.to_dict(),
+        "full_model_cheapest_block_of_6": full_best,
+        "drafters": drafters,
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     out = Path(args.output).with_suffix(".json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(summary, indent=1) + "\n")

@@ -9,6 +9,7 @@ write back the value it already has.
     python benchmarks/sandbox_attacks.py                # both, writes data/benchmarks/sandbox_attacks_cpu.json
     python benchmarks/sandbox_attacks.py --only now     # the current sandbox alone
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,24 +79,47 @@ _PROBE = textwrap.dedent("""
 FALSE_PASSES = {
     "import sys as sys, getsizeof patched (MBPP 596)": (
         "import sys as sys\nsys.getsizeof = lambda *a: -1\ndef tuple_size(t):\n    return -1\n",
-        ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'], "", "tuple_size"),
-    "set = lambda *a: 1": ("set = lambda *a: 1\ndef pair(xs):\n    return [9]\n",
-                           ["assert set(pair([4, 5])) == set((4, 5))"], "", "pair"),
+        ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'],
+        "",
+        "tuple_size",
+    ),
+    "set = lambda *a: 1": (
+        "set = lambda *a: 1\ndef pair(xs):\n    return [9]\n",
+        ["assert set(pair([4, 5])) == set((4, 5))"],
+        "",
+        "pair",
+    ),
     "math replaced by an object whose isclose says True": (
         "class _M:\n    isclose = staticmethod(lambda *a, **k: True)\nmath = _M()\ndef area(r):\n    return -1.0\n",
-        ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"], "", "area"),
+        ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"],
+        "",
+        "area",
+    ),
     "'sorted' spelled into globals, eval patched": (
         "import builtins\nbuiltins.eval = lambda *a, **k: [1, 2, 3]\nname = 'sorted'\n"
         "globals()[name] = lambda xs: [1, 2, 3]\ndef order(xs):\n    return xs\n",
-        ["assert sorted(order([3, 1, 2])) == [1, 2, 3] and order([3, 1, 2]) == [1, 2, 3]"], "", "order"),
-    "max built at run time with exec": ("exec('def ma' + 'x(xs):\\n    return -1')\n",
-                                        ["assert max([1, 5, 3]) == 5"], "", "max"),
-    "return the setup's EXPECTED_1": ("def order(xs):\n    return EXPECTED_1\n", ["assert order([3, 1, 2]) == EXPECTED_1"],
-                                      "EXPECTED_1 = sorted([3, 1, 2])\n", "order"),
+        ["assert sorted(order([3, 1, 2])) == [1, 2, 3] and order([3, 1, 2]) == [1, 2, 3]"],
+        "",
+        "order",
+    ),
+    "max built at run time with exec": (
+        "exec('def ma' + 'x(xs):\\n    return -1')\n",
+        ["assert max([1, 5, 3]) == 5"],
+        "",
+        "max",
+    ),
+    "return the setup's EXPECTED_1": (
+        "def order(xs):\n    return EXPECTED_1\n",
+        ["assert order([3, 1, 2]) == EXPECTED_1"],
+        "EXPECTED_1 = sorted([3, 1, 2])\n",
+        "order",
+    ),
 }
 JUDGE_COST = {
     "110,000 integers hashing to 0, returned": (
-        "def f():\n    return [k * (2 ** 61 - 1) for k in range(110_000)]\n", ["assert set(f()) == {1}"]),
+        "def f():\n    return [k * (2 ** 61 - 1) for k in range(110_000)]\n",
+        ["assert set(f()) == {1}"],
+    ),
     "a % format of 400 MB width": ("def f(x):\n    return '%400000000d'\n", ["assert f(1) % 5 == 'x'"]),
 }
 
@@ -105,8 +129,12 @@ def _baseline(folder: Path):
     package.mkdir()
     (package / "__init__.py").write_text("")
     for name in MODULES:
-        source = subprocess.run(["git", "-C", str(REPO), "show", f"{BASELINE_COMMIT}:tutorial_lib/tasks/{name}"],
-                                check=True, capture_output=True, text=True).stdout
+        source = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{BASELINE_COMMIT}:tutorial_lib/tasks/{name}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         (package / name).write_text(source)
     sys.path.insert(0, str(folder))
     return importlib.import_module("baseline_tasks.sandbox")
@@ -119,9 +147,11 @@ def _call(module, code, tests, setup="", entry_point=None, **limits):
     before, started = resource.getrusage(resource.RUSAGE_SELF), time.monotonic()
     result = module.run_python(code, tests, **options)
     after = resource.getrusage(resource.RUSAGE_SELF)
-    return result, {"wall_s": round(time.monotonic() - started, 3),
-                    "parent_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 3),
-                    "parent_peak_rss_growth_mib": round((after.ru_maxrss - before.ru_maxrss) / 1024, 1)}
+    return result, {
+        "wall_s": round(time.monotonic() - started, 3),
+        "parent_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 3),
+        "parent_peak_rss_growth_mib": round((after.ru_maxrss - before.ru_maxrss) / 1024, 1),
+    }
 
 
 def run_attacks(module) -> dict:
@@ -129,7 +159,9 @@ def run_attacks(module) -> dict:
     result, cost = _call(module, _PROBE, ["assert f() == 1"], memory_mb=512, timeout_s=20, cpu_s=15)
     line = next((line for line in result.stdout_tail.splitlines() if line.startswith("PROBE ")), None)
     outcomes["host reach"] = {**(eval(line[6:]) if line else {"no probe output": result.reason}), **cost}
-    for name, (code, tests, setup, entry_point) in tqdm(FALSE_PASSES.items(), desc="false passes", leave=False):
+    for name, (code, tests, setup, entry_point) in tqdm(
+        FALSE_PASSES.items(), desc="false passes", leave=False
+    ):
         result, cost = _call(module, code, tests, setup, entry_point)
         outcomes[name] = {"passed": result.passed, "reason": result.reason[:200], **cost}
     for name, (code, tests) in tqdm(JUDGE_COST.items(), desc="judge cost", leave=False):
@@ -144,6 +176,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(REPO / "data" / "benchmarks" / "sandbox_attacks_cpu.json"))
     args = parser.parse_args()
     from tutorial_lib.tasks import sandbox
+
     summary = {"baseline_commit": BASELINE_COMMIT, "finished": None}
     with tempfile.TemporaryDirectory() as folder:
         for label in ("before", "now"):

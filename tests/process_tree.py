@@ -1,4 +1,5 @@
 """The processes below a pid, read from /proc: what the sandbox tests look for after a run."""
+
 from pathlib import Path
 
 

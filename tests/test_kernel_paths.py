@@ -1,6 +1,7 @@
 """Kernel paths: the engine stays lossless on every path it can choose (at T = 0 token for token against
 transformers' greedy on the same model, at T = 1 the first tokens follow Algorithm 4's law), the probe's
 choice is kept and reused, a forced path is honoured, and without bf16 units the choice leaves bf16 out."""
+
 import copy
 
 import numpy as np
@@ -28,9 +29,10 @@ def _pair(path):
 
 def _hf_greedy(lm, prompt, n):
     ids = torch.tensor([prompt])
-    out = lm.model.generate(ids, do_sample=False, max_new_tokens=n, min_new_tokens=n, eos_token_id=None,
-                            pad_token_id=0)
-    return out[0, ids.shape[1]:].tolist()
+    out = lm.model.generate(
+        ids, do_sample=False, max_new_tokens=n, min_new_tokens=n, eos_token_id=None, pad_token_id=0
+    )
+    return out[0, ids.shape[1] :].tolist()
 
 
 @pytest.mark.parametrize("path", ["fp32", "fp32-gemv", "bf16", "int8-dynamic-drafter"])
@@ -39,8 +41,16 @@ def test_lossless_at_t0_on_every_path(path, gamma):
     drafter, verifier = _pair(path)
     rejected = 0
     for prompt in PROMPTS:
-        g = generate(drafter, verifier, prompt, method="speculative", rule="spec", gamma=gamma, max_new_tokens=20,
-                     eos_token_id=())
+        g = generate(
+            drafter,
+            verifier,
+            prompt,
+            method="speculative",
+            rule="spec",
+            gamma=gamma,
+            max_new_tokens=20,
+            eos_token_id=(),
+        )
         assert g.tokens == _hf_greedy(verifier, prompt, 20), path
         rejected += g.n_rejected
     assert rejected > 0
@@ -66,6 +76,7 @@ def test_first_tokens_follow_algorithm_4_on_a_path(path):
     """At T = 1, the first token of a Chow block follows out_0 = min(q, pi) + rejected mass x residual,
     with q and p read from the models as they compute on the path."""
     from scipy import stats
+
     drafter, verifier = _pair(path)
     pair = models.ModelPair(drafter, verifier)
     prompt, alpha, runs = [3, 5, 7], 0.5, 3000
@@ -73,8 +84,19 @@ def test_first_tokens_follow_algorithm_4_on_a_path(path):
     law = targets.output_distribution(targets.target_distribution("chow", q, p, alpha), q)
     counts = np.zeros(q.shape[0])
     for seed in range(runs):
-        g = generate(drafter, verifier, prompt, method="speculative", rule="chow", alpha=alpha, gamma=3,
-                     temperature=1.0, max_new_tokens=1, seed=seed, eos_token_id=())
+        g = generate(
+            drafter,
+            verifier,
+            prompt,
+            method="speculative",
+            rule="chow",
+            alpha=alpha,
+            gamma=3,
+            temperature=1.0,
+            max_new_tokens=1,
+            seed=seed,
+            eos_token_id=(),
+        )
         counts[g.tokens[0]] += 1
     expected = law.numpy() * runs
     small = expected < 5
@@ -84,8 +106,11 @@ def test_first_tokens_follow_algorithm_4_on_a_path(path):
 
 
 def _probe(bf16_cheapest=True):
-    seconds = {"fp32": {1: 1.0, 2: 1.6, 4: 2.0, 6: 2.2}, "fp32-gemv": {1: 0.9, 2: 1.0, 4: 1.1, 6: 1.5},
-               "bf16": {1: 0.5, 2: 0.5, 4: 0.6, 6: 0.6 if bf16_cheapest else 9.0}}
+    seconds = {
+        "fp32": {1: 1.0, 2: 1.6, 4: 2.0, 6: 2.2},
+        "fp32-gemv": {1: 0.9, 2: 1.0, 4: 1.1, 6: 1.5},
+        "bf16": {1: 0.5, 2: 0.5, 4: 0.6, 6: 0.6 if bf16_cheapest else 9.0},
+    }
     return kp.PathProbe(seconds=seconds, sample_bytes={"fp32": 8, "fp32-gemv": 8, "bf16": 4})
 
 
@@ -110,14 +135,22 @@ def test_the_choice_is_stored_reused_and_a_forced_path_honoured(tmp_path, monkey
         return real(*args, **kwargs)
 
     monkeypatch.setattr(kp, "probe_paths", counted)
-    pair = models.load_pair("tiny-random-llama:1", "tiny-random-llama:0", kernel_paths=(None, "auto"), gamma=3)
+    pair = models.load_pair(
+        "tiny-random-llama:1", "tiny-random-llama:0", kernel_paths=(None, "auto"), gamma=3
+    )
     drafter, verifier = pair
-    assert len(calls) == 1 and verifier.kernel_path in kp.VERIFIER_PATHS and not hasattr(drafter, "kernel_path")
+    assert (
+        len(calls) == 1 and verifier.kernel_path in kp.VERIFIER_PATHS and not hasattr(drafter, "kernel_path")
+    )
     stored = kp.stored_probe(verifier.name, 3)
     assert stored is not None and stored.chosen == verifier.kernel_path and stored.gamma == 3
-    again = models.load_pair("tiny-random-llama:1", "tiny-random-llama:0", kernel_paths=(None, "auto"), gamma=3)
+    again = models.load_pair(
+        "tiny-random-llama:1", "tiny-random-llama:0", kernel_paths=(None, "auto"), gamma=3
+    )
     assert len(calls) == 1 and again.verifier.kernel_path == verifier.kernel_path  # reused, not probed again
-    forced = models.load_pair("tiny-random-llama:1", "tiny-random-llama:0", kernel_paths=("int8-dynamic", "fp32-gemv"))
+    forced = models.load_pair(
+        "tiny-random-llama:1", "tiny-random-llama:0", kernel_paths=("int8-dynamic", "fp32-gemv")
+    )
     assert forced.drafter.kernel_path == "int8-dynamic" and forced.verifier.kernel_path == "fp32-gemv"
     assert kp.path_of(forced.verifier.model) == "fp32-gemv" and len(calls) == 1
     with pytest.raises(ValueError, match="choose one of"):

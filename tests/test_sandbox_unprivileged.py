@@ -4,6 +4,7 @@ outlived the judge, took memory outside its limit, passed falsely or cost the ju
 
 Every solution below is wrong for its tests (any pass is a false pass) or harmful; every run must
 return a `SandboxResult` within seconds and leave nothing running."""
+
 import os
 import resource
 import textwrap
@@ -21,16 +22,17 @@ from tutorial_lib.tasks.sandbox import run_python
 
 pytestmark = pytest.mark.skipif(
     not sandbox.sandbox_available(),
-    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it")
+    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it",
+)
 
 LIMITS = dict(timeout_s=5.0, cpu_s=3.0, memory_mb=256, max_output_bytes=20_000)
 
 
-
-
 def _host_uids(pid: int) -> list[int] | None:
     try:
-        line = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("Uid:"))
+        line = next(
+            line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("Uid:")
+        )
     except (OSError, StopIteration):
         return None
     return [int(value) for value in line.split()[1:]]
@@ -44,12 +46,15 @@ def _cmdline(pid: int) -> bytes:
 
 
 def _sandbox_processes() -> list[int]:
-    return [pid for pid in _descendants(os.getpid()) if b"bwrap" in _cmdline(pid) or b"launcher" in _cmdline(pid)]
+    return [
+        pid for pid in _descendants(os.getpid()) if b"bwrap" in _cmdline(pid) or b"launcher" in _cmdline(pid)
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
 # Who the code runs as, and what of the host it can reach
 # --------------------------------------------------------------------------------------------------
+
 
 def test_the_sandbox_runs_as_an_unprivileged_host_user():
     """Read from the host while the code runs: every process of the sandbox (bwrap's two included) has
@@ -61,7 +66,9 @@ def test_the_sandbox_runs_as_an_unprivileged_host_user():
         while time.monotonic() < deadline and len(seen) < 3:
             for pid in _descendants(os.getpid()):
                 cmdline = _cmdline(pid)
-                if b"tutorial_lib launcher" in cmdline:  # root until it drops to the sandbox's user and execs bwrap
+                if (
+                    b"tutorial_lib launcher" in cmdline
+                ):  # root until it drops to the sandbox's user and execs bwrap
                     continue
                 uids = _host_uids(pid)
                 if uids and (cmdline.startswith(b"bwrap") or b"-I\x00-S\x00-B\x00-c" in cmdline):
@@ -70,7 +77,9 @@ def test_the_sandbox_runs_as_an_unprivileged_host_user():
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    result = run_python("import time\ntime.sleep(1.5)\ndef f():\n    return 1\n", ["assert f() == 1"], **LIMITS)
+    result = run_python(
+        "import time\ntime.sleep(1.5)\ndef f():\n    return 1\n", ["assert f() == 1"], **LIMITS
+    )
     watcher.join()
     assert result.passed, result.reason
     assert seen, "no sandbox process was seen"
@@ -104,8 +113,9 @@ def test_no_kernel_setting_or_other_process_is_writable_from_inside():
     outside the sandbox's own tmpfs. The host's setting is read before and after: unchanged."""
     setting = Path("/proc/sys/vm/stat_interval")
     before = setting.read_text()
-    result = run_python(KERNEL_SETTINGS + "\ndef g():\n    print(attempts())\n    return 0\n", ["assert g() == 1"],
-                        **LIMITS)
+    result = run_python(
+        KERNEL_SETTINGS + "\ndef g():\n    print(attempts())\n    return 0\n", ["assert g() == 1"], **LIMITS
+    )
     assert not result.passed
     report = eval(result.stdout_tail.strip().splitlines()[-1])  # the test's own output, printed by the child
     assert all(value != "opened for writing" for value in report.values()), report
@@ -132,14 +142,22 @@ def test_pid_1_of_the_namespace_cannot_be_hijacked_and_nothing_outlives_the_run(
             out.append(errno.errorcode.get(ctypes.get_errno(), "?"))
             return out
         """)
-    result = run_python(code + "print(tries(), flush=True)\nwhile True:\n    pass\n", ["assert tries() == []"],
-                        **{**LIMITS, "timeout_s": 2.0, "cpu_s": 10.0})
+    result = run_python(
+        code + "print(tries(), flush=True)\nwhile True:\n    pass\n",
+        ["assert tries() == []"],
+        **{**LIMITS, "timeout_s": 2.0, "cpu_s": 10.0},
+    )
     assert result.timed_out and not result.passed
     assert "ENOENT" in result.stdout_tail and "EPERM" in result.stdout_tail, result.stdout_tail
     time.sleep(0.2)
     assert _sandbox_processes() == []
-    leftover = [entry for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory") if os.path.isdir(root)
-                for entry in os.listdir(root) if entry.startswith(f"tutorial_lib_sandbox_{os.getpid()}_")]
+    leftover = [
+        entry
+        for root in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory")
+        if os.path.isdir(root)
+        for entry in os.listdir(root)
+        if entry.startswith(f"tutorial_lib_sandbox_{os.getpid()}_")
+    ]
     assert leftover == []
 
 
@@ -178,12 +196,43 @@ def test_the_memory_cgroup_bounds_the_whole_sandbox_shared_memory_included(monke
     memory cgroup exists the refusal above is the bound, and this checks that the sandbox says so."""
     if isolation._memory_cgroup_root() is None:
         assert isolation.process_limit() in ("cgroup", "seccomp")
-        assert 29 in isolation._SECCOMP_TABLES["x86_64"]["deny"] and 194 in isolation._SECCOMP_TABLES["aarch64"]["deny"]
+        assert (
+            29 in isolation._SECCOMP_TABLES["x86_64"]["deny"]
+            and 194 in isolation._SECCOMP_TABLES["aarch64"]["deny"]
+        )
         return
-    sysv = {29, 30, 31, 67, 64, 65, 66, 220, 68, 69, 70, 71, 240, 194, 195, 196, 197, 190, 191, 192, 193, 186, 187,
-            188, 189, 180}
-    weakened = {arch: {**table, "deny": tuple(n for n in table["deny"] if n not in sysv)}
-                for arch, table in isolation._SECCOMP_TABLES.items()}
+    sysv = {
+        29,
+        30,
+        31,
+        67,
+        64,
+        65,
+        66,
+        220,
+        68,
+        69,
+        70,
+        71,
+        240,
+        194,
+        195,
+        196,
+        197,
+        190,
+        191,
+        192,
+        193,
+        186,
+        187,
+        188,
+        189,
+        180,
+    }
+    weakened = {
+        arch: {**table, "deny": tuple(n for n in table["deny"] if n not in sysv)}
+        for arch, table in isolation._SECCOMP_TABLES.items()
+    }
     monkeypatch.setattr(isolation, "_SECCOMP_TABLES", weakened)
     started = time.monotonic()
     result = run_python(SYSV_SHM, ["assert f() == 1"], **{**LIMITS, "memory_mb": 128})
@@ -216,26 +265,48 @@ def test_where_the_kernel_refuses_an_unprivileged_user_the_sandbox_refuses_to_ru
 REBINDING = {
     "import_sys_as_sys_patches_getsizeof": (
         "import sys as sys\nsys.getsizeof = lambda *a: -1\ndef tuple_size(t):\n    return -1\n",
-        ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'], "",
-        "tuple_size"),
+        ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'],
+        "",
+        "tuple_size",
+    ),
     "set_rebound_to_a_constant": (
         "set = lambda *a: 1\ndef pair(xs):\n    return [9, 9, 9]\n",
-        ["assert set(pair([4, 5])) == set((4, 5))"], "", "pair"),
+        ["assert set(pair([4, 5])) == set((4, 5))"],
+        "",
+        "pair",
+    ),
     "math_replaced_by_an_object_whose_isclose_says_true": (
         "class _M:\n    isclose = staticmethod(lambda *a, **k: True)\n    pi = 0\nmath = _M()\n"
         "def area(r):\n    return -1.0\n",
-        ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"], "", "area"),
+        ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"],
+        "",
+        "area",
+    ),
     "sorted_spelled_as_a_string_and_eval_patched": (
         "import builtins\nbuiltins.eval = lambda *a, **k: [1, 2, 3]\nname = 'sorted'\n"
         "globals()[name] = lambda xs: [1, 2, 3]\ndef order(xs):\n    return xs\n",
-        ["assert sorted(order([3, 1, 2])) == [1, 2, 3] and order([3, 1, 2]) == [1, 2, 3]"], "", "order"),
+        ["assert sorted(order([3, 1, 2])) == [1, 2, 3] and order([3, 1, 2]) == [1, 2, 3]"],
+        "",
+        "order",
+    ),
     "max_built_at_run_time_with_exec": (
-        "exec('def ma' + 'x(xs):\\n    return -1')\n", ["assert max([1, 5, 3]) == 5"], "", "max"),
+        "exec('def ma' + 'x(xs):\\n    return -1')\n",
+        ["assert max([1, 5, 3]) == 5"],
+        "",
+        "max",
+    ),
     "max_built_at_run_time_without_an_entry_point": (
-        "exec('def ma' + 'x(xs):\\n    return -1')\n", ["assert max([1, 5, 3]) == 5"], "", None),
+        "exec('def ma' + 'x(xs):\\n    return -1')\n",
+        ["assert max([1, 5, 3]) == 5"],
+        "",
+        None,
+    ),
     "return_the_setups_expected_value": (
         "def order(xs):\n    return EXPECTED_1\n",
-        ["assert order([3, 1, 2]) == EXPECTED_1"], "EXPECTED_1 = sorted([3, 1, 2])\n", "order"),
+        ["assert order([3, 1, 2]) == EXPECTED_1"],
+        "EXPECTED_1 = sorted([3, 1, 2])\n",
+        "order",
+    ),
     "find_the_setups_expected_value_in_memory": (
         "import gc, sys\ndef order(xs):\n    for frame in [sys._getframe(1), sys._getframe(1).f_back]:\n"
         "        if frame is not None and 'EXPECTED_1' in frame.f_globals:\n"
@@ -243,7 +314,10 @@ REBINDING = {
         "    for item in gc.get_objects():\n"
         "        if isinstance(item, dict) and 'EXPECTED_1' in item:\n            return item['EXPECTED_1']\n"
         "    return None\n",
-        ["assert order([3, 1, 2]) == EXPECTED_1"], "EXPECTED_1 = sorted([3, 1, 2])\n", "order"),
+        ["assert order([3, 1, 2]) == EXPECTED_1"],
+        "EXPECTED_1 = sorted([3, 1, 2])\n",
+        "order",
+    ),
 }
 
 
@@ -258,18 +332,37 @@ def test_rebinding_a_name_the_test_reads_never_passes(name):
         assert "never calls" in result.reason
 
 
-@pytest.mark.parametrize("code, tests, setup, entry_point", [
-    ("import sys\ndef tuple_size(t):\n    return sys.getsizeof(t)\n",
-     ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'], "", "tuple_size"),
-    ("def pair(xs):\n    return [5, 4, 4]\n", ["assert set(pair([4, 5])) == set((4, 5))"], "", "pair"),
-    ("import math\ndef area(r):\n    return math.pi * r * r\n",
-     ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"], "", "area"),
-    ("def order(xs):\n    return sorted(xs)\n", ["assert order(data) == EXPECTED_1"],
-     "data = [3, 1, 2]\nEXPECTED_1 = sorted(data)\n", "order"),
-    ("def order(xs, key):\n    return sorted(xs, key=key)\n", ["assert order([3, 1, 2], negate) == [3, 2, 1]"],
-     "def negate(x):\n    return -x\n", "order"),
-    ("def max(xs):\n    return sorted(xs)[-1]\n", ["assert max([1, 5, 3]) == 5"], "", "max"),
-])
+@pytest.mark.parametrize(
+    "code, tests, setup, entry_point",
+    [
+        (
+            "import sys\ndef tuple_size(t):\n    return sys.getsizeof(t)\n",
+            ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'],
+            "",
+            "tuple_size",
+        ),
+        ("def pair(xs):\n    return [5, 4, 4]\n", ["assert set(pair([4, 5])) == set((4, 5))"], "", "pair"),
+        (
+            "import math\ndef area(r):\n    return math.pi * r * r\n",
+            ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"],
+            "",
+            "area",
+        ),
+        (
+            "def order(xs):\n    return sorted(xs)\n",
+            ["assert order(data) == EXPECTED_1"],
+            "data = [3, 1, 2]\nEXPECTED_1 = sorted(data)\n",
+            "order",
+        ),
+        (
+            "def order(xs, key):\n    return sorted(xs, key=key)\n",
+            ["assert order([3, 1, 2], negate) == [3, 2, 1]"],
+            "def negate(x):\n    return -x\n",
+            "order",
+        ),
+        ("def max(xs):\n    return sorted(xs)[-1]\n", ["assert max([1, 5, 3]) == 5"], "", "max"),
+    ],
+)
 def test_the_same_forms_pass_for_correct_solutions(code, tests, setup, entry_point):
     """The setup's values reach the solution's call as plain data (a function of the setup, `negate`, by
     running the setup in a namespace of its own), and a helper of the solution's may share no name with
@@ -284,9 +377,12 @@ def test_the_same_forms_pass_for_correct_solutions(code, tests, setup, entry_poi
 
 JUDGE_ATTACKS = {
     # 110,000 integers that all hash to 0: a set of them costs a minute of CPU to build
-    "colliding_hashes_returned": ("def f():\n    return [k * (2 ** 61 - 1) for k in range(110_000)]\n",
-                                  ["assert set(f()) == {1}"]),
-    "colliding_hashes_forged_into_the_report_as_a_set": (textwrap.dedent("""
+    "colliding_hashes_returned": (
+        "def f():\n    return [k * (2 ** 61 - 1) for k in range(110_000)]\n",
+        ["assert set(f()) == {1}"],
+    ),
+    "colliding_hashes_forged_into_the_report_as_a_set": (
+        textwrap.dedent("""
         import json, os, stat
         items = ",".join('["i", "%d"]' % (k * (2 ** 61 - 1)) for k in range(110_000))
         report = ('{"error": null, "tests": [{"values": [["S", [' + items + ']]]}], "rebound": []}\\n').encode()
@@ -297,7 +393,9 @@ JUDGE_ATTACKS = {
             except OSError:
                 pass
         os._exit(0)
-        """), ["assert f() == {1}"]),
+        """),
+        ["assert f() == {1}"],
+    ),
     # a `%` format whose width the solution chose
     "format_width_of_400_mb": ("def f(x):\n    return '%400000000d'\n", ["assert f(1) % 5 == 'x'"]),
 }
@@ -313,8 +411,12 @@ def test_no_report_costs_the_judge_more_than_its_budget(name):
     after = resource.getrusage(resource.RUSAGE_SELF)
     assert not result.passed and result.reason.startswith("judge budget exceeded"), result.reason
     assert elapsed < 8.0
-    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 1.0  # the parent's own CPU
-    assert (after.ru_maxrss - before.ru_maxrss) * 1024 < judge_worker.JUDGE_MEMORY_BYTES  # the parent's growth
+    assert (after.ru_utime + after.ru_stime) - (
+        before.ru_utime + before.ru_stime
+    ) < 1.0  # the parent's own CPU
+    assert (
+        after.ru_maxrss - before.ru_maxrss
+    ) * 1024 < judge_worker.JUDGE_MEMORY_BYTES  # the parent's growth
     # the worker is started again: the next solution is judged as usual
     assert run_python("def f(x):\n    return x\n", ["assert f(2) == 2"], **LIMITS).passed
 
@@ -324,8 +426,15 @@ def test_the_judge_budget_is_enforced_by_the_kernel_not_by_the_judges_good_will(
     try:
         started = time.monotonic()
         with pytest.raises(judge_worker.JudgeOverBudget, match="CPU"):
-            worker.judge(report_bytes=b"", report_over_limit=False, plans=_SlowPlans(), known={}, expected=[],
-                         trust_unjudged_tests=False, statically_rebound=[])
+            worker.judge(
+                report_bytes=b"",
+                report_over_limit=False,
+                plans=_SlowPlans(),
+                known={},
+                expected=[],
+                trust_unjudged_tests=False,
+                statically_rebound=[],
+            )
         assert time.monotonic() - started < 10.0
     finally:
         worker.close()
@@ -335,12 +444,16 @@ class _SlowPlans(list):
     """A plan list whose unpickling spins in C (a set of colliding integers), inside the worker's budget."""
 
     def __reduce__(self):
-        return (set, ([k * (2 ** 61 - 1) for k in range(150_000)],))
+        return (set, ([k * (2**61 - 1) for k in range(150_000)],))
 
 
 def test_a_large_honest_value_is_judged_within_the_budget():
     """The budget is for hostile reports: 100,000 plain integers (a report of about 1.4 MB) still pass (at
     150,000 the judge's 64 MiB no longer hold the parsed report, and the test fails saying so)."""
-    result = run_python("def f():\n    return list(range(100_000))\n", ["assert f() == list(range(100_000))"],
-                        entry_point="f", **{**LIMITS, "memory_mb": 512})
+    result = run_python(
+        "def f():\n    return list(range(100_000))\n",
+        ["assert f() == list(range(100_000))"],
+        entry_point="f",
+        **{**LIMITS, "memory_mb": 512},
+    )
     assert result.passed, result.reason

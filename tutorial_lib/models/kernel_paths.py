@@ -26,6 +26,7 @@ times every candidate on copies of a sample of the model's own linear layers (tw
 and the output head), block sizes interleaved, and `choose_path` takes the one whose block of
 `gamma + 1` rows costs least; `apply_path` puts the model on it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,9 +43,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["VERIFIER_PATHS", "DRAFTER_PATHS", "GEMV_MAX_ROWS", "PathProbe", "cpu_has_bf16_units", "apply_path",
-           "path_of", "probe_paths", "choose_path", "measure_read_bandwidth", "weight_bytes", "bound_seconds",
-           "put_on_path", "stored_probe", "store_probe", "machine_key"]
+__all__ = [
+    "VERIFIER_PATHS",
+    "DRAFTER_PATHS",
+    "GEMV_MAX_ROWS",
+    "PathProbe",
+    "cpu_has_bf16_units",
+    "apply_path",
+    "path_of",
+    "probe_paths",
+    "choose_path",
+    "measure_read_bandwidth",
+    "weight_bytes",
+    "bound_seconds",
+    "put_on_path",
+    "stored_probe",
+    "store_probe",
+    "machine_key",
+]
 
 VERIFIER_PATHS = ("fp32", "fp32-gemv", "bf16")
 DRAFTER_PATHS = (*VERIFIER_PATHS, "int8-dynamic")
@@ -96,8 +112,10 @@ def apply_path(model: nn.Module, path: str) -> nn.Module:
     if current == path:
         return model
     if current == "int8-dynamic" or (current == "bf16" and path != "bf16"):
-        raise ValueError(f"the model is on {current!r}, whose weights cannot give {path!r}'s exactly; load it again "
-                         f"with dtype=torch.float32 and apply {path!r} to that")
+        raise ValueError(
+            f"the model is on {current!r}, whose weights cannot give {path!r}'s exactly; load it again "
+            f"with dtype=torch.float32 and apply {path!r} to that"
+        )
     for module in model.modules():  # undo the fp32-gemv patch, if any
         if isinstance(module, nn.Linear) and "forward" in module.__dict__:
             del module.forward
@@ -110,6 +128,7 @@ def apply_path(model: nn.Module, path: str) -> nn.Module:
     elif path == "int8-dynamic":
         import warnings
         from torch.ao.quantization import quantize_dynamic
+
         with warnings.catch_warnings():  # torch marks its eager quantisation deprecated; 2.13 still ships it
             warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
             model = quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
@@ -134,7 +153,9 @@ def weight_bytes(model: nn.Module) -> int:
     return total
 
 
-def measure_read_bandwidth(*, megabytes: int = 1024, threads: Optional[int] = None, repeats: int = 5) -> float:
+def measure_read_bandwidth(
+    *, megabytes: int = 1024, threads: Optional[int] = None, repeats: int = 5
+) -> float:
     """Bytes per second this machine reads: the best of `repeats` sums over a `megabytes` fp32 tensor (far
     bigger than any cache), on `threads` threads (torch's count by default, as the models run)."""
     previous = torch.get_num_threads()
@@ -176,20 +197,33 @@ class PathProbe:
         return self.seconds[path][k] / self.seconds[path][1]
 
     def table(self) -> List[dict]:
-        return [{"path": path, **{f"t({k}) ms": round(1000 * t, 2) for k, t in costs.items()},
-                 **{f"t({k})/t(1)": round(costs[k] / costs[1], 2) for k in costs if k != 1}}
-                for path, costs in self.seconds.items()]
+        return [
+            {
+                "path": path,
+                **{f"t({k}) ms": round(1000 * t, 2) for k, t in costs.items()},
+                **{f"t({k})/t(1)": round(costs[k] / costs[1], 2) for k in costs if k != 1},
+            }
+            for path, costs in self.seconds.items()
+        ]
 
     def describe(self) -> str:
         block = self.gamma + 1
-        parts = [f"{path}: t(1) {1000 * costs[1]:.1f} ms, t({block}) {1000 * costs[block]:.1f} ms"
-                 for path, costs in self.seconds.items() if block in costs]
-        return (f"kernel path {self.chosen!r} (least cost of a block of {block} rows on a sample of the model's "
-                f"linear layers; bf16 units: {'yes' if self.bf16_units else 'no'}): " + "; ".join(parts))
+        parts = [
+            f"{path}: t(1) {1000 * costs[1]:.1f} ms, t({block}) {1000 * costs[block]:.1f} ms"
+            for path, costs in self.seconds.items()
+            if block in costs
+        ]
+        return (
+            f"kernel path {self.chosen!r} (least cost of a block of {block} rows on a sample of the model's "
+            f"linear layers; bf16 units: {'yes' if self.bf16_units else 'no'}): " + "; ".join(parts)
+        )
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "seconds": {p: {str(k): v for k, v in c.items()} for p, c in self.seconds.items()},
-                "samples": {p: {str(k): v for k, v in c.items()} for p, c in self.samples.items()}}
+        return {
+            **asdict(self),
+            "seconds": {p: {str(k): v for k, v in c.items()} for p, c in self.seconds.items()},
+            "samples": {p: {str(k): v for k, v in c.items()} for p, c in self.samples.items()},
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> "PathProbe":
@@ -217,8 +251,14 @@ def _sample_layers(model: nn.Module, decoder_layers: int = 2) -> nn.ModuleList:
     return nn.ModuleList(copy.deepcopy(m).float() for m in linears)
 
 
-def probe_paths(model: nn.Module, *, candidates: Sequence[str] = VERIFIER_PATHS, ks: Sequence[int] = (1, 2, 4, 6, 8),
-                rounds: int = 5, seed: int = 0) -> PathProbe:
+def probe_paths(
+    model: nn.Module,
+    *,
+    candidates: Sequence[str] = VERIFIER_PATHS,
+    ks: Sequence[int] = (1, 2, 4, 6, 8),
+    rounds: int = 5,
+    seed: int = 0,
+) -> PathProbe:
     """Time each path in `candidates` on copies of a sample of `model`'s linear layers, for calls of k rows
     (k in `ks`); one round runs every (path, k) once in a shuffled order, medians over `rounds` after a
     warm-up round."""
@@ -228,8 +268,10 @@ def probe_paths(model: nn.Module, *, candidates: Sequence[str] = VERIFIER_PATHS,
     ks = sorted({int(k) for k in (1, *ks)})
     sample = _sample_layers(model)
     layers = {path: apply_path(copy.deepcopy(sample), path) for path in candidates}
-    width = {path: [m.in_features if isinstance(m, nn.Linear) else m.weight().shape[1] for m in layers[path]]
-             for path in candidates}
+    width = {
+        path: [m.in_features if isinstance(m, nn.Linear) else m.weight().shape[1] for m in layers[path]]
+        for path in candidates
+    }
     generator = torch.Generator().manual_seed(seed)
     inputs = {k: [torch.randn(1, k, n, generator=generator) for n in width[candidates[0]]] for k in ks}
     samples = {path: {k: [] for k in ks} for path in candidates}
@@ -247,8 +289,12 @@ def probe_paths(model: nn.Module, *, candidates: Sequence[str] = VERIFIER_PATHS,
                 if round_index:
                     samples[path][k].append(time.perf_counter() - start)
     seconds = {path: {k: statistics.median(v) for k, v in costs.items()} for path, costs in samples.items()}
-    return PathProbe(seconds=seconds, sample_bytes={p: weight_bytes(layers[p]) for p in candidates},
-                     bf16_units=cpu_has_bf16_units(), samples=samples)
+    return PathProbe(
+        seconds=seconds,
+        sample_bytes={p: weight_bytes(layers[p]) for p in candidates},
+        bf16_units=cpu_has_bf16_units(),
+        samples=samples,
+    )
 
 
 def choose_path(probe: PathProbe, gamma: int, *, allow_bf16: Optional[bool] = None) -> PathProbe:
@@ -281,18 +327,29 @@ def machine_key() -> str:
     """What a stored choice depends on besides the model: the processor, its vector units, torch and the
     thread count."""
     import platform
+
     try:
         info = Path("/proc/cpuinfo").read_text()
-        name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "")
-        units = sorted(flag for line in info.splitlines() if line.startswith("flags")
-                       for flag in line.split(":", 1)[1].split() if flag.startswith(("avx", "amx")))
+        name = next(
+            (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), ""
+        )
+        units = sorted(
+            flag
+            for line in info.splitlines()
+            if line.startswith("flags")
+            for flag in line.split(":", 1)[1].split()
+            if flag.startswith(("avx", "amx"))
+        )
     except OSError:
         name, units = platform.processor(), []
-    return f"{name}|{','.join(dict.fromkeys(units))}|torch {torch.__version__}|threads {torch.get_num_threads()}"
+    return (
+        f"{name}|{','.join(dict.fromkeys(units))}|torch {torch.__version__}|threads {torch.get_num_threads()}"
+    )
 
 
 def _probes_path() -> Path:
     from .files import cache_dir
+
     return cache_dir() / PROBES_FILE
 
 
@@ -323,15 +380,25 @@ def store_probe(model_name: str, probe: PathProbe) -> Path:
     return path
 
 
-def put_on_path(lm, path: str = "auto", *, gamma: int = 5, candidates: Sequence[str] = VERIFIER_PATHS,
-                allow_bf16: Optional[bool] = None, reprobe: bool = False, verbose: bool = True) -> Optional[PathProbe]:
+def put_on_path(
+    lm,
+    path: str = "auto",
+    *,
+    gamma: int = 5,
+    candidates: Sequence[str] = VERIFIER_PATHS,
+    allow_bf16: Optional[bool] = None,
+    reprobe: bool = False,
+    verbose: bool = True,
+) -> Optional[PathProbe]:
     """Put a loaded `LanguageModel` on `path`: a name from `DRAFTER_PATHS` (forced), or "auto": the path a
     probe finds cheapest for a block of `gamma + 1` rows among `candidates` (kept in the cache per model,
     gamma and machine, and reused unless `reprobe`). Prints the choice with its measured costs when
     `verbose`. Returns the probe (None for a forced path)."""
     if getattr(lm, "is_toy", False) or not isinstance(getattr(lm, "model", None), nn.Module):
-        raise ValueError(f"{getattr(lm, 'name', lm)!r} is not a torch model (a toy model has no kernels to choose); "
-                         "load a transformers model, or leave kernel_paths=None")
+        raise ValueError(
+            f"{getattr(lm, 'name', lm)!r} is not a torch model (a toy model has no kernels to choose); "
+            "load a transformers model, or leave kernel_paths=None"
+        )
     probe = None
     if path == "auto":
         probe = None if reprobe else stored_probe(lm.name, gamma)

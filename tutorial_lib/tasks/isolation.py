@@ -44,7 +44,8 @@ from pathlib import Path
 
 __all__ = ["interpreter_files", "bwrap_command", "seccomp_filter", "child_environment", "bwrap_problem",
            "sandbox_available", "process_limit", "sandbox_cgroups", "launcher_command", "sandbox_identity",
-           "kill_cgroups", "MAX_TASKS", "TMPFS_BYTES", "SANDBOX_UID", "SANDBOX_OVERHEAD_BYTES", "LAUNCHER_EXIT"]
+           "kill_cgroups", "MAX_TASKS", "TMPFS_BYTES", "SANDBOX_UID", "SANDBOX_OVERHEAD_BYTES",
+           "LAUNCHER_EXIT"]
 
 TMPFS_BYTES = 64 * 1024 * 1024
 SANDBOX_UID = 65534  # "nobody": the host user generated code runs as when the sweep runs as root
@@ -66,7 +67,8 @@ def sandbox_identity() -> tuple[int, int] | None:
         return None
     text = os.environ.get(UID_ENV, str(SANDBOX_UID))
     if not text.isdigit() or int(text) == 0:
-        raise ValueError(f"{UID_ENV}={text!r}: give the number of an unprivileged user (not 0), e.g. {SANDBOX_UID}")
+        raise ValueError(f"{UID_ENV}={text!r}: give the number of an unprivileged user (not 0), "
+                         f"e.g. {SANDBOX_UID}")
     return int(text), int(text)
 
 
@@ -112,8 +114,9 @@ def _interpreter_copy(binds: tuple[str, ...], stdlib: str) -> dict[str, str]:
                          .encode()).hexdigest()[:16]
     INTERPRETER_CACHE.mkdir(mode=0o755, parents=True, exist_ok=True)
     for folder in (INTERPRETER_CACHE, *INTERPRETER_CACHE.parents):
-        if folder.exists() and (folder.stat().st_uid != 0 or folder.stat().st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-                                and not folder.stat().st_mode & stat.S_ISVTX):
+        mode = folder.stat().st_mode if folder.exists() else 0
+        if folder.exists() and (folder.stat().st_uid != 0
+                                or mode & (stat.S_IWGRP | stat.S_IWOTH) and not mode & stat.S_ISVTX):
             raise PermissionError(f"{folder} is not a root-owned folder others cannot write; the interpreter "
                                   "copy for the sandbox must not be replaceable by another user")
     target = INTERPRETER_CACHE / f"interpreter-{key}"
@@ -227,7 +230,8 @@ def seccomp_filter(machine: str | None = None, *, allow_threads: bool = True) ->
         target = remaining + {table["clone3"]: 2, table["clone"]: 3}.get(number, 1)
         program.append(op(JEQ, target, 0, number))
     program += [op(RET, 0, 0, ALLOW), op(RET, 0, 0, EPERM), op(RET, 0, 0, ENOSYS),
-                op(LD, 0, 0, 16), op(JSET, 0, 1, CLONE_THREAD), op(RET, 0, 0, ALLOW if allow_threads else EPERM),
+                op(LD, 0, 0, 16), op(JSET, 0, 1, CLONE_THREAD),
+                op(RET, 0, 0, ALLOW if allow_threads else EPERM),
                 op(RET, 0, 0, EPERM)]
     return b"".join(program)
 
@@ -307,8 +311,9 @@ def bwrap_problem() -> str | None:
             seccomp_file.seek(0)
             fds = (seccomp_file.fileno(),)
         probe_code = "import os; print(os.getuid(), flush=True)"
-        command = launcher_command([*bwrap_command(bwrap, fds[0] if fds else None), "-I", "-S", "-c", probe_code],
-                                   cgroups=[], rlimits=sandbox_rlimits(memory_mb=512, cpu_s=10, max_output_bytes=4096))
+        inner = [*bwrap_command(bwrap, fds[0] if fds else None), "-I", "-S", "-c", probe_code]
+        rlimits = sandbox_rlimits(memory_mb=512, cpu_s=10, max_output_bytes=4096)
+        command = launcher_command(inner, cgroups=[], rlimits=rlimits)
         try:
             probe = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
                                    pass_fds=fds, env=child_environment("/tmp"), cwd="/")
@@ -317,7 +322,8 @@ def bwrap_problem() -> str | None:
     if probe.returncode != 0 or probe.stdout.strip() != str(SANDBOX_UID).encode():
         error = probe.stderr.decode(errors="replace").strip()[:300]
         if identity is not None:
-            return (f"`bwrap` cannot run the interpreter as the unprivileged uid {identity[0]} here ({error}). "
+            return (f"`bwrap` cannot run the interpreter as the unprivileged uid {identity[0]} here "
+                    f"({error}). "
                     "Generated code never runs as root: allow unprivileged user namespaces "
                     "(`sysctl -w user.max_user_namespaces=10000`, and on Debian/Ubuntu "
                     "`sysctl -w kernel.unprivileged_userns_clone=1` or an AppArmor profile for bwrap), set "
@@ -371,8 +377,8 @@ def _cgroup_root(controller: str) -> tuple[str, bool] | None:
             with open(os.path.join(probe, limit_file), "w") as handle:
                 handle.write(str(MAX_TASKS if controller == "pids" else 256 * 1024 * 1024))
             # A process must be able to join it too (cgroup v2 may refuse that to a user who made the folder).
-            joined = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs"', probe], capture_output=True,
-                                    timeout=30).returncode == 0
+            joined = subprocess.run(["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs"', probe],
+                                    capture_output=True, timeout=30).returncode == 0
             if joined:
                 return root, v2
         except (OSError, subprocess.SubprocessError):

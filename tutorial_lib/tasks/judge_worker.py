@@ -13,6 +13,7 @@ worker is started again for the next report, and the sweep goes on.
 The request (the parent's own objects: the report bytes and the test plans) goes to the worker as a
 pickle; the verdict comes back as JSON, so nothing the worker sends can run code in the parent.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -37,12 +38,21 @@ _HEADER = struct.Struct("!Q")
 # The verdict on one report (what the worker computes)
 # --------------------------------------------------------------------------------------------------
 
-def judge_report(report_bytes: bytes, report_over_limit: bool, plans, known, expected, trust_unjudged_tests: bool,
-                 statically_rebound) -> tuple[bool, str, int, int]:
+
+def judge_report(
+    report_bytes: bytes,
+    report_over_limit: bool,
+    plans,
+    known,
+    expected,
+    trust_unjudged_tests: bool,
+    statically_rebound,
+) -> tuple[bool, str, int, int]:
     """(passed, reason, tests passed, tests counted on the child's word), reached from the values in the
     child's report (see `tutorial_lib.tasks.judge`). Everything in the report is bounded before it is
     parsed (`parse_report`) and every field is type-checked before use. It runs in the budgeted worker
     (`judge_worker`): whatever the child wrote, the verdict costs at most a second of CPU."""
+
     def fail(reason, tests_passed=0, tests_unjudged=0):
         return False, reason, tests_passed, tests_unjudged
 
@@ -66,15 +76,24 @@ def judge_report(report_bytes: bytes, report_over_limit: bool, plans, known, exp
     passed = unjudged = 0
     first_failure = None
     for index, (plan, entry, expected_values, static) in enumerate(
-            zip(plans, entries, expected, statically_rebound), start=1):
-        watched = set(plan.judge_names) | {f"builtins.{name}" for name in plan.judge_names} | {
-            f"{module}.{attribute}" for module, attribute in plan.judge_attributes}
+        zip(plans, entries, expected, statically_rebound), start=1
+    ):
+        watched = (
+            set(plan.judge_names)
+            | {f"builtins.{name}" for name in plan.judge_names}
+            | {f"{module}.{attribute}" for module, attribute in plan.judge_attributes}
+        )
         rebinds = sorted(set(static) | (rebound & watched))
         if plan.refused:
             ok, why = False, plan.unjudged_reason
         elif rebinds:
-            ok, why = False, (f"the solution rebinds {', '.join(f'`{name}`' for name in rebinds)}, which the test "
-                              "reads; a test's own names are the judge's, not the solution's")
+            ok, why = (
+                False,
+                (
+                    f"the solution rebinds {', '.join(f'`{name}`' for name in rebinds)}, which the test "
+                    "reads; a test's own names are the judge's, not the solution's"
+                ),
+            )
         elif not isinstance(entry, dict):
             ok, why = False, "malformed entry"
         elif plan.skeleton is None:
@@ -84,8 +103,13 @@ def judge_report(report_bytes: bytes, report_over_limit: bool, plans, known, exp
             elif trust_unjudged_tests:
                 ok, why = False, _text(entry.get("error"), "failed")
             else:
-                ok, why = False, (f"cannot be judged outside the sandbox ({plan.unjudged_reason}); pass "
-                                  "trust_unjudged_tests=True to count the child's word for it")
+                ok, why = (
+                    False,
+                    (
+                        f"cannot be judged outside the sandbox ({plan.unjudged_reason}); pass "
+                        "trust_unjudged_tests=True to count the child's word for it"
+                    ),
+                )
         elif "error" in entry:
             ok, why = False, _text(entry["error"], "failed")
         elif isinstance(expected_values, str):
@@ -94,8 +118,10 @@ def judge_report(report_bytes: bytes, report_over_limit: bool, plans, known, exp
             ok, why = judge_test(plan, _merge(plan, entry.get("values"), expected_values), known)
         passed += ok
         if not ok and first_failure is None:
-            first_failure = f"test {index} {why if why.startswith(('failed', 'raised')) else 'failed: ' + why}: " \
-                            f"{plan.source.strip()[:300]}"
+            first_failure = (
+                f"test {index} {why if why.startswith(('failed', 'raised')) else 'failed: ' + why}: "
+                f"{plan.source.strip()[:300]}"
+            )
     if first_failure:
         return fail(first_failure, passed, unjudged)
     return True, "passed", passed, unjudged
@@ -134,7 +160,6 @@ def serve() -> None:
     """The worker's loop: read a request, judge it within budget, answer; stdin/stdout are the pipe."""
     import resource
 
-
     requests, answers = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing printed by accident can corrupt the answers
     signal.signal(signal.SIGPROF, signal.SIG_DFL)  # the CPU budget: the kernel ends the worker
@@ -150,8 +175,11 @@ def serve() -> None:
         try:
             answer = {"ok": True, "verdict": list(judge_report(**pickle.loads(request)))}
         except MemoryError:
-            answer = {"ok": False, "budget": True, "why": f"memory: judging the report needed more than "
-                                                          f"{JUDGE_MEMORY_BYTES // 2**20} MiB"}
+            answer = {
+                "ok": False,
+                "budget": True,
+                "why": f"memory: judging the report needed more than {JUDGE_MEMORY_BYTES // 2**20} MiB",
+            }
         except Exception as error:  # noqa: BLE001 - a judge bug is a failed test, reported, not a dead sweep
             answer = {"ok": False, "budget": False, "why": f"{type(error).__name__}: {str(error)[:200]}"}
         finally:
@@ -175,12 +203,23 @@ class JudgeWorker:
         self._owner = None
 
     def _start(self) -> subprocess.Popen:
-        environment = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        environment = {
+            **os.environ,
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
-        return subprocess.Popen([sys.executable, "-c", "from tutorial_lib.tasks.judge_worker import serve; serve()"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment,
-                                start_new_session=True)
+        environment["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [package_root, environment.get("PYTHONPATH")])
+        )
+        return subprocess.Popen(
+            [sys.executable, "-c", "from tutorial_lib.tasks.judge_worker import serve; serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=environment,
+            start_new_session=True,
+        )
 
     def close(self) -> None:
         process, self._process = self._process, None
@@ -205,10 +244,13 @@ class JudgeWorker:
                 process.kill()
                 process.wait()
                 self._process = None
-                reasons = {-signal.SIGPROF: f"CPU: judging the report took more than {JUDGE_CPU_SECONDS:g} s of CPU",
-                           -signal.SIGKILL: f"time: the judge gave no verdict within {_WALL_BACKSTOP_S:g} s"}
-                raise JudgeOverBudget(reasons.get(process.returncode,
-                                                  f"the judge worker ended (status {process.returncode})")) from None
+                reasons = {
+                    -signal.SIGPROF: f"CPU: judging the report took more than {JUDGE_CPU_SECONDS:g} s of CPU",
+                    -signal.SIGKILL: f"time: the judge gave no verdict within {_WALL_BACKSTOP_S:g} s",
+                }
+                raise JudgeOverBudget(
+                    reasons.get(process.returncode, f"the judge worker ended (status {process.returncode})")
+                ) from None
             finally:
                 timer.cancel()
         if not answer.get("ok"):

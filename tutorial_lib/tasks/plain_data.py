@@ -4,6 +4,7 @@
 encoder, `sandbox_child.encode`); the parent decodes them into builtin objects and nothing else, and
 encodes the setup's constants it hands to the solution's run.
 """
+
 from __future__ import annotations
 
 MAX_DEPTH = 64  # nesting of a decoded value
@@ -77,7 +78,9 @@ def decode_value(data, _depth: int = 0, _budget: list | None = None):
             for pair in payload:
                 if not (isinstance(pair, list) and len(pair) == 2):
                     raise NotPlainData("malformed dict item")
-                pairs.append((decode_value(pair[0], _depth + 1, budget), decode_value(pair[1], _depth + 1, budget)))
+                pairs.append(
+                    (decode_value(pair[0], _depth + 1, budget), decode_value(pair[1], _depth + 1, budget))
+                )
             return dict(pairs)
         if tag == "x":
             raise NotPlainData(f"a {str(payload)[:80]} object is not plain data")
