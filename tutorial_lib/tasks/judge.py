@@ -153,12 +153,11 @@ def setup_constants(setup: str) -> dict:
     return constants
 
 
-def bound_names(source: str, *, count_plain_stdlib_imports: bool = True, count_strings: bool = True) -> frozenset:
+def bound_names(source: str) -> frozenset:
     """Every name `source` binds anywhere (definitions, assignments, loop and `with` targets, imports,
-    `global` declarations), and every string constant that is a valid identifier (a name bound
-    through `globals()[...]` or `setattr`). Found without running it; {} for source that does not
-    parse (it fails in the sandbox anyway). `count_plain_stdlib_imports=False` leaves out `import sys`
-    style imports of a standard-library module under its own name, which bind the real module."""
+    `global` declarations), found without running it; {} for source that does not parse (it fails in
+    the sandbox anyway). An `import sys`-style import of a standard-library module under its own name
+    binds the real module and is left out."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -172,64 +171,60 @@ def bound_names(source: str, *, count_plain_stdlib_imports: bool = True, count_s
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 top = alias.name.split(".")[0]
-                plain = (isinstance(node, ast.Import) and alias.asname is None and top in _STDLIB_MODULES)
-                if count_plain_stdlib_imports or not plain:
+                if not (isinstance(node, ast.Import) and alias.asname is None and top in _STDLIB_MODULES):
                     names.add(alias.asname or top)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             names.update(node.names)
-        elif isinstance(node, ast.arg):
-            continue
-        elif count_strings and isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and node.value.isidentifier():
-            names.add(node.value)
         elif isinstance(node, ast.MatchAs) and node.name:
             names.add(node.name)
     return frozenset(names)
 
 
-def rebinding_names(source: str, plan: "TestPlan") -> list[str]:
-    """The names `plan`'s test reads (not the solution's) that `source` visibly rebinds at module level or
-    through `global`: an assignment, definition or import under that name (a plain `import sys` binds
-    the real module and is not counted), or an assignment to one of the test's module attributes
-    (`sys.getsizeof = ...`). What it rebinds at run time is reported by the child
-    (`sandbox_child._Watch`); either fails the test with this list."""
-    watched = set(plan.judge_names)
-    attributes = {f"{module}.{attribute}" for module, attribute in plan.judge_attributes}
-    if not watched and not attributes:
-        return []
+def rebinding_names(source: str, plans: list["TestPlan"]) -> list[list[str]]:
+    """For each plan, the names its test reads (not the solution's) that `source` visibly rebinds
+    (`visible_rebindings`). What it rebinds at run time is reported by the child (`sandbox_child._Watch`);
+    either fails the test with this list."""
+    rebound = visible_rebindings(source)
+    return [sorted(rebound & ({*plan.judge_names} | {f"{module}.{attribute}"
+                                                     for module, attribute in plan.judge_attributes}))
+            for plan in plans]
+
+
+def visible_rebindings(source: str) -> frozenset:
+    """What `source` rebinds at module level or through `global`: names (an assignment, definition or
+    import under that name; a plain `import sys` binds the real module and is not counted) and
+    `module.attribute`s (`sys.getsizeof = ...`, `setattr(sys, "getsizeof", ...)`). Found without running
+    it, parsed once for all of a problem's tests; {} for source that does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return []
+        return frozenset()
     declared_global = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) \
-                and isinstance(node.value, ast.Name) and f"{node.value.id}.{node.attr}" in attributes:
+                and isinstance(node.value, ast.Name):
             found.add(f"{node.value.id}.{node.attr}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
                 and len(node.args) >= 2 and isinstance(node.args[0], ast.Name) \
-                and isinstance(node.args[1], ast.Constant) and f"{node.args[0].id}.{node.args[1].value}" in attributes:
+                and isinstance(node.args[1], ast.Constant):
             found.add(f"{node.args[0].id}.{node.args[1].value}")
-    module_level = list(tree.body)
-    for node in module_level:
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in declared_global:
+            found.add(node.id)
+    for node in tree.body:
         for inner in _module_level_nodes(node):
-            if isinstance(inner, ast.Name) and isinstance(inner.ctx, (ast.Store, ast.Del)) and inner.id in watched:
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, (ast.Store, ast.Del)):
                 found.add(inner.id)
-            elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and inner.name in watched:
+            elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 found.add(inner.name)
             elif isinstance(inner, (ast.Import, ast.ImportFrom)):
                 for alias in inner.names:
                     top = alias.name.split(".")[0]
-                    bound = alias.asname or top
                     real = isinstance(inner, ast.Import) and alias.asname in (None, top) and "." not in alias.name \
                         and top in _STDLIB_MODULES
-                    if bound in watched and not real:
-                        found.add(bound)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in declared_global & watched:
-            found.add(node.id)
-    return sorted(found)
+                    if not real:
+                        found.add(alias.asname or top)
+    return frozenset(found)
 
 
 def _module_level_nodes(node: ast.AST):
@@ -366,8 +361,7 @@ def plan_tests(tests: list[str], setup: str = "", code: str = "",
     depends on what the solution binds (see `rebinding_names`)."""
     del code
     constants = setup_constants(setup)
-    setup_names = frozenset() if constants or not setup.strip() else bound_names(
-        setup, count_plain_stdlib_imports=False, count_strings=False)
+    setup_names = frozenset() if constants or not setup.strip() else bound_names(setup)
     if entry_point is not None and not (isinstance(entry_point, str) and entry_point.isidentifier()):
         raise ValueError(f"entry_point must be the name of the solution's function, got {entry_point!r}")
     names = Names(constants=constants, setup=setup_names, entry=frozenset({entry_point} if entry_point else ()))

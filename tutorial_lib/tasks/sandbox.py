@@ -68,7 +68,7 @@ from pathlib import Path
 from .isolation import (MAX_TASKS, SANDBOX_OVERHEAD_BYTES, SANDBOX_UID, TMPFS_BYTES,  # noqa: F401 (re-exported)
                         bwrap_command, bwrap_problem, child_environment, interpreter_files, kill_cgroups, launcher_command,
                         process_limit, sandbox_available, sandbox_cgroups, sandbox_rlimits, seccomp_filter)
-from .judge import (EXPECTED, SOLUTION, MalformedReport, NotPlainData, encode_value, judge_test, parse_report,
+from .judge import (EXPECTED, SOLUTION, MalformedReport, NotPlainData, encode_value, parse_report,
                     plan_tests, rebinding_names)
 from .judge_worker import JudgeOverBudget, judge_in_worker
 
@@ -316,12 +316,11 @@ def run_python(
         common = dict(stdout_tail=outcome["stdout_tail"], stderr_tail=outcome["stderr_tail"], tests_total=len(tests),
                       returncode=outcome["returncode"], duration_s=time.monotonic() - started,
                       timed_out=outcome["timed_out"], sandboxed=mode == "bwrap")
-        failure = _limit_failure(outcome["returncode"], outcome["timed_out"], outcome["output_over_limit"],
-                                 outcome["stderr_tail"], timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
-                                 max_output_bytes=max_output_bytes, out_of_memory=outcome["out_of_memory"])
+        failure = _limit_failure(outcome, timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
+                                 max_output_bytes=max_output_bytes)
         if failure:
             return SandboxResult(passed=False, reason=failure, **common)
-        statically_rebound = [rebinding_names(code, plan) for plan in plans]
+        statically_rebound = rebinding_names(code, plans)
         try:
             passed, reason, tests_passed, tests_unjudged = judge_in_worker(
                 report_bytes=outcome["report"], report_over_limit=outcome["report_over_limit"], plans=plans,
@@ -376,9 +375,8 @@ def _expected_values(mode, setup, plans, known, *, timeout_s, memory_mb, cpu_s, 
                                     "tests": entries, "memory_mb": memory_mb, "cpu_s": cpu_s,
                                     "max_output_bytes": max_output_bytes}, home,
                              timeout_s=timeout_s, max_output_bytes=max_output_bytes)
-    failure = _limit_failure(outcome["returncode"], outcome["timed_out"], outcome["output_over_limit"],
-                             outcome["stderr_tail"], timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
-                             max_output_bytes=max_output_bytes, out_of_memory=outcome["out_of_memory"])
+    failure = _limit_failure(outcome, timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb,
+                             max_output_bytes=max_output_bytes)
     report = None
     if failure is None and not outcome["report_over_limit"]:
         with contextlib.suppress(MalformedReport):
@@ -453,8 +451,10 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _limit_failure(returncode, timed_out, output_over_limit, stderr_tail, *, timeout_s, cpu_s, memory_mb,
-                   max_output_bytes, out_of_memory=False) -> str | None:
+def _limit_failure(outcome: dict, *, timeout_s, cpu_s, memory_mb, max_output_bytes) -> str | None:
+    """Which limit ended the child, read from `_run_child`'s outcome; None when none did."""
+    returncode, timed_out, stderr_tail = outcome["returncode"], outcome["timed_out"], outcome["stderr_tail"]
+    output_over_limit, out_of_memory = outcome["output_over_limit"], outcome["out_of_memory"]
     if output_over_limit:  # checked first: the parent killed the child for it
         return f"output limit: wrote more than {max_output_bytes} bytes"
     if out_of_memory:
