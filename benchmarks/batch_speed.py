@@ -9,6 +9,9 @@ the block-cost model's prediction (`latency.batch_tokens_per_second`) from the c
 The model prices the forward passes only; the rest (laws over the vocabulary, sampling, verification,
 cache realignment) is the gap between the two.
 
+The pair is loaded on `--kernel-paths` (default: the drafter int8-dynamic, the verifier on the path
+`models.kernel_paths` measures cheapest here).
+
     python benchmarks/batch_speed.py                          # Qwen2.5-Coder 0.5B -> 1.5B, fp32, CPU
     python benchmarks/batch_speed.py --profile default        # SmolLM2-135M and a perturbed copy (c ~ 1)
     python benchmarks/batch_speed.py --profile smoke --batch-sizes 1,2 --out /tmp/batch_speed
@@ -53,13 +56,20 @@ def main():
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=1, help="rounds of the whole grid, each shuffled")
     parser.add_argument("--calibration-repeats", type=int, default=3)
+    parser.add_argument("--kernel-paths", default="int8-dynamic,auto",
+                        help="drafter,verifier kernel paths (models.kernel_paths; 'none': the models as loaded)")
     parser.add_argument("--beside", default="nothing else", help="what else the machine ran meanwhile (recorded)")
     parser.add_argument("--out", default=None, help="default: data/benchmarks/batch_speed_<profile>_cpu")
     args = parser.parse_args()
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     gammas = [int(g) for g in args.gammas.split(",")]
-    settings = speed_runs.speed_profile(args.profile)
+    paths = None if args.kernel_paths == "none" else tuple(args.kernel_paths.split(","))
+    settings = speed_runs.speed_profile(args.profile, kernel_paths=paths if paths is None or len(paths) == 2
+                                        else paths * 2, gammas=gammas)
     pair = speed_runs.load_speed_pair(settings)
+    from tutorial_lib.models import kernel_paths
+    on_paths = {role: kernel_paths.path_of(lm.model) for role, lm in zip(("drafter", "verifier"), pair)
+                if not getattr(lm, "is_toy", False)}
     verifier = pair.verifier
     if verifier.tokenizer is None:       # tiny random models: prompts of token ids
         prompts = [[(7 * i + j) % verifier.vocab_size for j in range(4 + i % 5)] for i in range(max(sizes))]
@@ -76,7 +86,7 @@ def main():
     summary = dict(profile=args.profile, drafter=settings["drafter"], verifier=settings["verifier"],
                    dtype=settings["dtype"], device=settings["device"], torch_threads=torch.get_num_threads(),
                    max_new_tokens=args.max_new_tokens, repeats=args.repeats, batch_sizes=sizes, gammas=gammas,
-                   beside=args.beside,
+                   beside=args.beside, kernel_paths=on_paths,
                    costs=costs.drop(columns="samples").to_dict("records"),
                    cost_samples=costs.to_dict("records"), runs=table.to_dict("records"))
     out = Path(args.out or REPO / "data" / "benchmarks" / f"batch_speed_{args.profile}_cpu")
@@ -86,7 +96,7 @@ def main():
         tokens_per_s=("tokens_per_s", "median"), predicted=("predicted_tokens_per_s", "median"),
         acceptance=("acceptance", "median"), peak_rss_mib=("peak_rss_mib", "max")).reset_index()
     lines = [f"# Tokens per second against batch size ({settings['drafter']} -> {settings['verifier']}, "
-             f"{settings['dtype']}, {settings['device']}, {torch.get_num_threads()} threads)", "",
+             f"{settings['dtype']}, {settings['device']}, {torch.get_num_threads()} threads, kernel paths {on_paths})", "",
              f"{args.max_new_tokens} new tokens per row, T = 0, SpecDecode with a bonus token; gamma 0 is the verifier "
              f"alone. Median of {args.repeats} shuffled round(s); predicted: the block-cost model from calls timed on B "
              "rows, at the run's acceptance (forward passes only).", "",

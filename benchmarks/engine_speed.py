@@ -1,37 +1,37 @@
-r"""How fast is the engine? Fixed gamma, gamma="auto", the verifier alone, and transformers' own.
+r"""How fast is the engine? Fixed gamma, gamma="auto", the verifier alone, and transformers' own, on the
+kernel paths this machine measures fastest, against the bandwidth bound.
 
 Runs Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct (the offline pair; run
-`make models-qwen` once) on four chat prompts, greedy (T = 0), batch size 1, 64 new tokens:
+`make models-qwen` once) on three chat prompts, greedy (T = 0), batch size 1, 48 new tokens. The pair is
+loaded on `--kernel-paths` (default: the drafter int8-dynamic, the verifier on the path the probe of
+`tutorial_lib.models.kernel_paths` finds cheapest for a block here; bf16 only where the processor has
+bf16 units, so on a machine without them this run is that machine's path). Methods:
 
 - ours: the verifier alone, speculative decoding at each fixed gamma, and `gamma="auto"`;
-- transformers: greedy `generate`, and assisted generation with its default schedule (20 assistant
-  tokens, confidence threshold 0.4; the drafter's generation config is restored after every call).
+- transformers on the same weights and paths: greedy `generate`, and assisted generation with its default
+  schedule (20 assistant tokens, confidence threshold 0.4; the drafter's generation config is restored
+  after every call);
+- transformers' greedy on the verifier as `from_pretrained` loads it (fp32, `F.linear`): what a user runs first.
 
 First `gamma="auto"` meets the pair as a user's first call does: the stored quick calibration of this pair and
 machine is deleted (`--keep-calibration` keeps it), and the time of that first call to the end of its first
-block is measured (the quick calibration, `gamma_policy.calibration_for`, then the prefill and one block);
-`gamma="auto"` then runs as users run it (`gamma="auto"`: the stored calibration, refined as it decodes),
-and the block-cost model's predictions use the same calibration (`--calibration full` measures
-`tl.calibrate`'s longer one for the predictions instead). Then every method
-runs on every prompt in each round, in a shuffled order, after a warm-up; a method's time is divided by
-the time of our verifier-only run on the same prompt and round, and the tables report medians with
-quartiles over (prompt, round) pairs (these machines are shared and noisy: absolute seconds drift,
-ratios much less). For each fixed gamma the block-cost model (`tutorial_lib.maths.latency`) predicts the
-speed-up from the calibration and the measured acceptance $a$,
+block is measured. Then `tl.calibrate` measures $t_q$, $t_p(k)$ for k = 1..8 and the read bandwidth (the
+predictions and the aims use it). Every method runs on every prompt in each round, in a shuffled order,
+after a warm-up; the tables report medians with quartiles over (prompt, round) pairs of time ratios.
+For each fixed gamma the block-cost model (`tutorial_lib.maths.latency`) predicts the speed-up,
 
 $$\hat S(\gamma) = \frac{t_p(1)}{\bigl(\gamma t_q + t_p(\gamma+1)\bigr) (1 - a)/(1 - a^{\gamma+1})}
   \quad (\text{plus the prompt's prefill calls}),$$
 
-beside the textbook $(1 - a^{\gamma+1}) / ((1 - a)(\gamma c + 1))$, and "measured / expected" compares.
-The checks: measured / expected >= 0.9 for every fixed gamma; `gamma="auto"` within 5% of the best fixed
-gamma (pairwise time ratio); `gamma="auto"` at least as fast as transformers' default assisted schedule;
-the first `gamma="auto"` call's first block within 30 s. Lossless: at fp32 every speculative run must give
-our verifier's tokens. `--beside-heavy-job` runs the whole measurement while another process keeps one
-core busy with matrix products (a laptop that is doing something else).
+beside the textbook $(1 - a^{\gamma+1}) / ((1 - a)(\gamma c + 1))$. The aims (`decoding.speed_tables.AIMS`)
+are judged from the numbers in the JSON. Lossless: at T = 0 every speculative run must give our
+verifier's tokens. `--beside-heavy-job` runs the whole measurement while another process keeps one core
+busy with matrix products (a laptop that is doing something else).
 
-    python benchmarks/engine_speed.py                    # Qwen pair, fp32, 4 prompts x 2 rounds (longer than the 16.4 min that 3 prompts x 48 tokens took on 2 quiet cores)
+    python benchmarks/engine_speed.py                    # Qwen pair, 3 prompts x 3 rounds x 48 tokens
+    python benchmarks/engine_speed.py --kernel-paths none --output /tmp/as_loaded   # the models as loaded
     python benchmarks/engine_speed.py --quick            # SmolLM2 verifying a perturbed copy, 2 prompts x 2 rounds
-    python benchmarks/engine_speed.py --device cuda --dtypes bfloat16,float32   # on a GPU
+    python benchmarks/engine_speed.py --device cuda --dtypes bfloat16,float32 --kernel-paths none   # on a GPU
     python benchmarks/engine_speed.py --beside-heavy-job --output data/benchmarks/engine_speed_cpu_busy
 """
 from __future__ import annotations
@@ -45,12 +45,16 @@ from pathlib import Path
 
 import torch
 
-from tutorial_lib.decoding import gamma_policy, speed_runs, speed_text
+from tutorial_lib.decoding import gamma_policy, speed_runs, speed_tables
+from tutorial_lib.decoding.calibration import Calibration
 from tutorial_lib.decoding.engine import calibrate, generate
+from tutorial_lib.models import kernel_paths
+from tutorial_lib.models.adapter import load_model
 
 REPO = Path(__file__).resolve().parent.parent
 VERIFIER_ONLY, AUTO = "ours verifier-only", "ours gamma=auto"
-HF_GREEDY, HF_DEFAULT = "HF greedy", "HF assisted (default schedule)"
+HF_GREEDY, HF_DEFAULT = "HF greedy (same path)", "HF assisted (default schedule, same path)"
+HF_GREEDY_PLAIN = "HF greedy (fp32 as loaded)"
 
 
 def device_name(device: str) -> str:
@@ -114,19 +118,20 @@ def first_auto_block(pair, prompt, *, keep: bool) -> dict:
     return {"seconds": time.perf_counter() - start, "calibration_s": calibration_s, "first_gamma": g.gammas[:1]}
 
 
-def pairwise(rows, numerator: str, denominator: str):
-    """Median and quartiles over (round, prompt) of time(numerator) / time(denominator)."""
-    t = rows.set_index(["round", "prompt", "method"])["seconds"]
-    ratios = [t[(r, p, numerator)] / t[(r, p, denominator)] for r, p in sorted({k[:2] for k in t.index})]
-    q1, _, q3 = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else (ratios[0],) * 3
-    return {"median": statistics.median(ratios), "q25": q1, "q75": q3, "min": min(ratios), "max": max(ratios),
-            "n": len(ratios)}
+pairwise = speed_tables.pairwise_ratio
 
 
 def benchmark_dtype(args, dtype):
-    settings = speed_runs.speed_profile("default" if args.quick else "qwen", dtype=dtype, device=args.device)
+    paths = None if args.kernel_paths == "none" else tuple(args.kernel_paths.split(","))
+    if paths is not None and len(paths) == 1:
+        paths = paths * 2
+    settings = speed_runs.speed_profile("default" if args.quick else "qwen", dtype=dtype, device=args.device,
+                                        kernel_paths=paths, gammas=args.gammas)
     pair = speed_runs.load_speed_pair(settings)
     drafter, verifier = pair
+    on_paths = {role: getattr(lm, "kernel_path", None) or kernel_paths.path_of(lm.model)
+                for role, lm in (("drafter", drafter), ("verifier", verifier))}
+    print(f"[{dtype}] kernel paths: {on_paths}", flush=True)
     prompts = speed_runs.speed_prompts(verifier, args.prompts)
     context = int(statistics.median(len(p) for p in prompts.values())) + args.max_new_tokens // 2
     first_block = first_auto_block(pair, next(iter(prompts.values())), keep=args.keep_calibration)
@@ -137,13 +142,17 @@ def benchmark_dtype(args, dtype):
         calibration = calibrate(pair, max_k=args.max_k, repeats=args.calibration_repeats, context_tokens=context)
     else:
         calibration = gamma_policy.calibration_for(drafter, verifier)
-    policy = "auto"
     options = dict(eos_token_id=verifier.eos_token_id)
     methods = {VERIFIER_ONLY: speed_runs.engine_method(pair, 0, **options)}
     methods.update({f"ours spec gamma={g}": speed_runs.engine_method(pair, g, **options) for g in args.gammas})
-    methods[AUTO] = speed_runs.engine_method(pair, policy, **options)
+    methods[AUTO] = speed_runs.engine_method(pair, "auto", **options)
     methods[HF_GREEDY] = hf_method(drafter, verifier, assisted=False)
     methods[HF_DEFAULT] = hf_method(drafter, verifier, assisted=True)
+    plain = None
+    if on_paths["verifier"] != "fp32" and not args.no_plain_reference:
+        # what a user runs first: transformers' greedy on the verifier as `from_pretrained` loads it
+        plain = load_model(settings["verifier"], dtype=dtype, device=args.device)
+        methods[HF_GREEDY_PLAIN] = hf_method(drafter, plain, assisted=False)
     for g in args.hf_constant:
         methods[f"HF assisted (constant {g})"] = hf_method(drafter, verifier, assisted=True, constant=g)
     rows = speed_runs.measure_speed(methods, prompts, max_new_tokens=args.max_new_tokens, repeats=args.rounds,
@@ -154,7 +163,12 @@ def benchmark_dtype(args, dtype):
     fixed = [f"ours spec gamma={g}" for g in args.gammas]
     by_method = summary.set_index("method")
     best_fixed = max(fixed, key=lambda name: by_method.loc[name, "speedup"])
+    plain_name = HF_GREEDY_PLAIN if plain is not None else (HF_GREEDY if on_paths["verifier"] == "fp32" else None)
     checks = {
+        "kernel_paths": on_paths,
+        "bf16_units": kernel_paths.cpu_has_bf16_units() if args.device == "cpu" else None,
+        "methods": {"auto": AUTO, "verifier_only": VERIFIER_ONLY, "hf_greedy": HF_GREEDY,
+                    "hf_greedy_fp32": plain_name, "hf_assisted": HF_DEFAULT, "best_fixed": best_fixed},
         "best_fixed": best_fixed,
         "auto_time_over_best_fixed": pairwise(rows, AUTO, best_fixed),
         "hf_default_time_over_auto": pairwise(rows, HF_DEFAULT, AUTO),
@@ -167,32 +181,53 @@ def benchmark_dtype(args, dtype):
     checks["first_auto_block"] = first_block
     last_auto = rows.loc[rows["method"] == AUTO].iloc[-1]
     checks["auto_learned_costs"] = last_auto["auto_costs"]
-    checks["pass"] = {
-        "measured_over_expected_ge_0.9": checks["min_measured_over_expected"] >= 0.9,
-        "auto_within_5pct_of_best_fixed": checks["auto_time_over_best_fixed"]["median"] <= 1.05,
-        "auto_at_least_as_fast_as_hf_default": checks["hf_default_time_over_auto"]["median"] >= 1.0,
-        "first_auto_block_within_30s": first_block["seconds"] <= 30.0,
-    }
-    for name in [VERIFIER_ONLY] + fixed + [AUTO, HF_GREEDY, HF_DEFAULT]:
+    for name in [VERIFIER_ONLY] + fixed + [AUTO, HF_GREEDY, HF_DEFAULT] + ([HF_GREEDY_PLAIN] if plain else []):
         summary.loc[summary["method"] == name, "time_vs_hf_greedy"] = pairwise(rows, name, HF_GREEDY)["median"]
     return rows, summary, calibration, checks, str(verifier.device)
 
 
+def markdown(result: dict) -> str:
+    """The run's `.md`: what ran, the methods' table and the aims' table (verdicts from the numbers)."""
+    args, pair = result["args"], result["pair"]
+    lines = [f"# Engine speed: {pair[0]} drafting for {pair[1]}", "",
+             f"Device: {result['device']}; beside it: {result['beside']}. T = 0, {args['prompts']} prompts x "
+             f"{args['rounds']} rounds in a shuffled order, {args['max_new_tokens']} new tokens, torch "
+             f"{result['torch']}, {result['elapsed_s']:.0f} s in all. Kernel paths: "
+             + "; ".join(f"{d}: {c['kernel_paths']}" for d, c in result["checks"].items())
+             + ". Speed-ups: medians [quartiles] over (prompt, round) of our verifier-only time / the method's.", ""]
+    lines += [speed_tables.engine_speed_methods(result).to_markdown(index=False, floatfmt=".3g"), ""]
+    lines += [speed_tables.engine_speed_aims(result).to_markdown(index=False, floatfmt=".3g"), ""]
+    for dtype, c in result["checks"].items():
+        cal = Calibration.from_dict(result["calibration"][dtype])
+        lines.append(f"{dtype}: t_q = {cal.t_q() * 1e3:.1f} ms, t_p(1) = {cal.t_p(1) * 1e3:.1f} ms (c = "
+                     f"{cal.cost_ratio:.3f}); t_p(k)/t_p(1), k = 1..{cal.max_k}: "
+                     + ", ".join(f"{cal.t_p(k) / cal.t_p(1):.2f}" for k in range(1, cal.max_k + 1))
+                     + f"; read bandwidth {cal.read_bandwidth / 1e9:.1f} GB/s; auto chose "
+                     + ", ".join(f"gamma {g}: {n}" for g, n in sorted(c["auto_gammas"].items(), key=lambda kv: int(kv[0])))
+                     + ".")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=2, help="rounds over all prompts and methods (>= 2)")
-    parser.add_argument("--prompts", type=int, default=4, help="how many of the four chat prompts")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds over all prompts and methods (>= 2)")
+    parser.add_argument("--prompts", type=int, default=3, help="how many of the four chat prompts")
+    parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument("--kernel-paths", default="int8-dynamic,auto",
+                        help="drafter,verifier kernel paths (models.kernel_paths; 'auto': the probe's choice; "
+                             "'none': as loaded)")
+    parser.add_argument("--no-plain-reference", action="store_true",
+                        help="leave out transformers' greedy on the verifier as loaded (fp32, F.linear)")
     parser.add_argument("--dtypes", default="float32")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--gammas", default="1,3,5", help="fixed block sizes")
+    parser.add_argument("--gammas", default="3,5,7", help="fixed block sizes")
     parser.add_argument("--hf-constant", default="", help="also transformers with these constant assistant tokens")
     parser.add_argument("--max-k", type=int, default=8, help="calibrate t_p(k) for k = 1..max_k (auto: gamma < max_k)")
     parser.add_argument("--calibration-repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--quick", action="store_true", help="SmolLM2-135M verifying a perturbed copy, 2 prompts, 48 tokens")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--calibration", choices=("quick", "full"), default="quick",
+    parser.add_argument("--calibration", choices=("quick", "full"), default="full",
                         help="what the predictions use: gamma='auto''s stored quick calibration, or tl.calibrate's")
     parser.add_argument("--keep-calibration", action="store_true",
                         help="time the first auto call with the stored quick calibration (default: delete it first)")
@@ -236,8 +271,8 @@ def main():
               "calibration": {d: c.to_dict() for d, c in calibrations.items()},
               "table": summary.drop(columns=[], errors="ignore").to_dict(orient="records"),
               "runs": rows.to_dict(orient="records")}
-    result = json.loads(json.dumps(result, default=str))     # what the file holds, so the text reads as the README's
-    text = speed_text.engine_speed_text(result)
+    result = json.loads(json.dumps(result, default=str))     # what the file holds, so the text reads it
+    text = markdown(result)
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
     Path(stem + ".json").write_text(json.dumps(result, indent=1))
     Path(stem + ".md").write_text(text + "\n")

@@ -1,7 +1,7 @@
 r"""What each kernel path costs the Qwen pair's calls here, against the memory-bandwidth bound.
 
-For every path of `tutorial_lib.models.kernel_paths` (the verifier: fp32, fp32-gemv, bf16; the drafter
-also int8-dynamic) this times the whole model fed k tokens on top of a 64-token context (k rows kept,
+For every path of `tutorial_lib.models.kernel_paths` (the verifier: fp32, fp32-gemv, fp32-packed, and bf16
+where the processor has bf16 units or `--bf16` asks for it; the drafter also int8-dynamic) this times the whole model fed k tokens on top of a 64-token context (k rows kept,
 as the engine's verifier call; the cache cropped back after each call), k = 1, 2, 3, 4, 6, 8. One
 round runs every (model, path, k) once in a shuffled order; medians and quartiles over rounds after a
 warm-up round. Beside each: t(k) / t(1), and t(1) as a multiple of the bound (the path's bytes of weights
@@ -62,7 +62,17 @@ def main() -> None:
     parser.add_argument("--context", type=int, default=64)
     parser.add_argument("--output", default=str(REPO / "data" / "benchmarks" / "kernel_paths_cpu"))
     parser.add_argument("--tokens", type=int, default=48)
+    parser.add_argument(
+        "--bf16",
+        action="store_true",
+        help="time bf16 also without bf16 units (another copy of each model: 26 GB for the Qwen pair)",
+    )
     args = parser.parse_args()
+    run_bf16 = args.bf16 or kp.cpu_has_bf16_units()
+    verifier_paths = [p for p in kp.VERIFIER_PATHS if run_bf16 or p != "bf16"]
+    # The drafter's calls are of 1 or 2 rows, where fp32 is already at its bound; a packed copy would only
+    # take memory (the Qwen pair's copies fill 19 GB as it is).
+    drafter_paths = [p for p in kp.DRAFTER_PATHS if (run_bf16 or p != "bf16") and p != "fp32-packed"]
 
     drafter_name, verifier_name = PAIRS[args.pair]
     base = models.load_pair(drafter_name, verifier_name, dtype=torch.float32)
@@ -70,13 +80,14 @@ def main() -> None:
     print(f"read bandwidth: {bandwidth / 1e9:.1f} GB/s on {torch.get_num_threads()} threads", flush=True)
     holders = {}  # (role, path) -> LanguageModel
     for role, lm in (("drafter", base.drafter), ("verifier", base.verifier)):
-        paths = kp.DRAFTER_PATHS if role == "drafter" else kp.VERIFIER_PATHS
+        paths = drafter_paths if role == "drafter" else verifier_paths
         for path in paths:
             if path in ("fp32", "fp32-gemv"):
                 holders[(role, path)] = lm  # one set of fp32 weights, the patch toggled per call
-            else:
+            else:  # int8-dynamic quantises a copy; the others change the weights in place
                 copy_lm = copy.copy(lm)
-                copy_lm.model = kp.apply_path(copy.deepcopy(lm.model) if path == "bf16" else lm.model, path)
+                own = path in ("bf16", "fp32-packed")
+                copy_lm.model = kp.apply_path(copy.deepcopy(lm.model) if own else lm.model, path)
                 holders[(role, path)] = copy_lm
     context = _context(base.verifier, args.context, 0)
     extra = _context(base.verifier, max(KS), 1)
@@ -135,13 +146,13 @@ def main() -> None:
         ),
         gamma=5,
     )
-    full_best = min(kp.VERIFIER_PATHS, key=lambda p: results[f"verifier {p}"]["t_s"][6])
+    full_best = min(verifier_paths, key=lambda p: results[f"verifier {p}"]["t_s"][6])
     print(f"probe: {probe.describe()}; the full model's cheapest block of 6 rows: {full_best}", flush=True)
     verifier_path = probe.chosen
     verifier = holders[("verifier", verifier_path)]
     kp.apply_path(verifier.model, verifier_path) if verifier_path in ("fp32", "fp32-gemv") else None
     drafters = {}
-    for path in kp.DRAFTER_PATHS:
+    for path in drafter_paths:
         drafter = holders[("drafter", path)]
         if path in ("fp32", "fp32-gemv"):
             kp.apply_path(drafter.model, path)
@@ -180,6 +191,7 @@ def main() -> None:
         "read_bandwidth_bytes_per_s": bandwidth,
         "load_average": os.getloadavg(),
         "paths": results,
+        "bf16": "timed" if run_bf16 else "not run: no bf16 units here (--bf16 times it anyway)",
         "probe": probe.to_dict(),
         "full_model_cheapest_block_of_6": full_best,
         "drafters": drafters,

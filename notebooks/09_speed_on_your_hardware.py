@@ -21,13 +21,26 @@
 # > shows it with a one-line hint; run the cell again (*Run > Run All Cells*) to move them again.
 #
 # **Learning goals.** After this notebook you can
-# 1. measure what a drafter step ($t_q$) and a verifier call scoring $k$ tokens ($t_p(k)$) cost on the
-#    machine in front of you, and say whether it is in the "blocks are cheap" regime of an accelerator
-#    or the "blocks cost several steps" regime of a CPU;
-# 2. predict the speed-up of speculative decoding at any block size $\gamma$ from these costs and the
-#    acceptance rate $a$ (the block-cost model), and check the prediction against measured runs;
-# 3. explain why the textbook speed-up $\frac{1 - a^{\gamma+1}}{(1 - a)(\gamma c + 1)}$ (Leviathan et
-#    al.) can promise 1.5x where the clock shows a slow-down, and what `gamma="auto"` does about it.
+# 1. say what bounds a decoder's call on your machine: the bytes of weights it reads (over the memory's read
+#    bandwidth $B$) or the arithmetic it does (over the processor's peak FLOP/s), and where a block of $k$
+#    tokens crosses from one to the other (the roofline's ridge);
+# 2. tell a kernel that falls short of that bound from the physics, and choose the kernel path that reaches it
+#    (`tl.models.kernel_paths`);
+# 3. predict the speed-up of speculative decoding at any block size $\gamma$ from the measured costs and the
+#    acceptance rate $a$ (the block-cost model), check it against measured runs, and see what `gamma="auto"` does.
+#
+# **The physics.** A decoder with $N$ parameters stored in $b$ bytes each reads $W = N b$ bytes of weights on
+# every call and does $2 N k$ floating-point operations for $k$ new tokens (one multiply-add per parameter
+# and token). Reading takes at least $W / B$; the arithmetic at least $2 N k / F$ at peak $F$. A call costs
+# at least the larger:
+#
+# $$t_p(k) \ \ge\ \max\Bigl(\frac{W}{B},\ \frac{2 N k}{F}\Bigr), \qquad
+#   k^* = \frac{F\, b}{2 B} \text{ rows at the ridge.}$$
+#
+# A processor core streams a few GB/s and computes tens of GFLOP/s, so $k^*$ is around ten rows on a CPU as on
+# a GPU: **a block of a few drafted tokens is memory-bound and should cost what one token costs**, which is the
+# textbook's assumption, on a laptop too. Where a measured block costs more, it is the kernel: a matrix
+# product tuned for large batches, computing few rows with a schedule that reads the weights more than once.
 #
 # **The model.** A block drafts $\gamma$ tokens ($\gamma$ drafter steps) and scores them with one verifier
 # call over $\gamma + 1$ tokens. If each draft is kept with probability $a$, a block emits
@@ -36,20 +49,17 @@
 # $$\tau(\gamma) = \bigl(\gamma\, t_q + t_p(\gamma + 1)\bigr)\,\frac{1 - a}{1 - a^{\gamma + 1}},
 #   \qquad \tau(0) = t_p(1) \text{ (the verifier alone)},$$
 #
-# and the predicted speed-up is $S(\gamma) = t_p(1) / \tau(\gamma)$. The textbook formula is the special case
-# $t_p(k) = t_p(1)$: on an accelerator, scoring a few tokens costs about as much as scoring one (the time
-# goes into reading the weights); on a CPU the arithmetic grows with $k$. `tl.latency` implements it,
-# `tl.calibration` measures the costs.
+# and the predicted speed-up is $S(\gamma) = t_p(1) / \tau(\gamma)$. The textbook formula
+# $\frac{1 - a^{\gamma+1}}{(1 - a)(\gamma c + 1)}$ (Leviathan et al.) is the special case $t_p(k) = t_p(1)$:
+# the memory-bound block. `tl.maths.latency` implements it, `tl.decoding.calibration` measures the costs.
 #
-# **Profiles.** `default`: SmolLM2-135M verifying a perturbed copy of itself (noise on the weights): runs
-# anywhere in a few minutes; the drafter costs as much as the verifier ($c \approx 1$), so speculation can
-# only lose time here, and the sliders show what a cheaper drafter would change. `qwen`: Qwen2.5-Coder
-# 0.5B drafting for 1.5B (`make models-qwen` first; about 10 minutes on a CPU). `hub`: a hub pair on a
-# GPU. `smoke`: two tiny random models, for CI.
+# **Profiles.** `default`: SmolLM2-135M verifying a perturbed copy of itself (noise on the weights) as an int8
+# drafter: runs anywhere in about a minute. `qwen`: Qwen2.5-Coder 0.5B drafting for 1.5B (`make models-qwen`
+# first; about 10 minutes on a CPU). `hub`: a hub pair on a GPU. `smoke`: two tiny random models, for CI.
 #
 # **Threads.** A laptop is rarely idle. Beside another busy process, as many torch threads as there are
 # cores wait for one another and the timings come out slower and noisier than with fewer threads, so this
-# notebook times with the cores other processes leave free (`tl.speed_runs.use_free_cores`,
+# notebook times with the cores other processes leave free (`tl.decoding.speed_runs.use_free_cores`,
 # measured over half a second when it starts; `threads` overrides it) and prints how many it took. The
 # calibration is stored per thread count.
 
@@ -57,11 +67,13 @@
 profile = "default"        # "default" (SmolLM2), "qwen", "hub" (GPU) or "smoke" (CI)
 device = None              # None: a GPU if there is one, else the profile's device
 dtype = None               # None: the profile's dtype ("float32" on a CPU, "bfloat16" for "hub")
+verifier_path = "auto"     # the verifier's kernel path: "auto" (the probe's choice), "fp32", "fp32-packed", ...; None: as loaded
+drafter_path = "int8-dynamic"  # the drafter's kernel path (int8-dynamic: a quarter of the bytes); None: as loaded
 gammas = None              # block sizes to run, e.g. [1, 3, 5]; None: the profile's
 n_prompts = None           # how many of the four chat prompts; None: the profile's
 max_new_tokens = None      # tokens per run; None: the profile's
 repeats = None             # rounds over prompts and methods (interleaved); None: the profile's
-threads = None             # torch threads; None: the cores other processes leave free (tl.speed_runs.use_free_cores)
+threads = None             # torch threads; None: the cores other processes leave free (tl.decoding.speed_runs.use_free_cores)
 full_calibration = False   # True: the finer calibration of tl.calibrate (minutes) instead of the quick one of gamma "auto"
 output_dir = "."           # where the metrics JSON and the calibration are written
 
@@ -70,10 +82,12 @@ output_dir = "."           # where the metrics JSON and the calibration are writ
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "profile": "str",
     "device": "str|None",
     "dtype": "str|None",
+    "verifier_path": "str|None",
+    "drafter_path": "str|None",
     "gammas": "list[int]|None",
     "n_prompts": "int>=1|None",
     "max_new_tokens": "int>=1|None",
@@ -85,7 +99,6 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
 
 # %%
 import json
-from pathlib import Path
 
 import ipywidgets as widgets
 from IPython.display import display
@@ -93,19 +106,25 @@ import pandas as pd
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import speed_runs
+import tutorial_lib.paths
+from tutorial_lib.decoding import speed_runs, speed_tables
 from tutorial_lib.decoding.engine import calibrate
-from tutorial_lib.decoding.gamma_policy import AutoGamma
+from tutorial_lib.decoding.gamma_policy import AutoGamma, calibration_for
+from tutorial_lib.models import kernel_paths
 from tutorial_lib.views import speed as speed_view
+from tutorial_lib.views import widgets as view_widgets
 from tutorial_lib.views.widgets import live_view
 
 threads_used = speed_runs.use_free_cores(threads)   # beside a busy process, fewer threads run faster and steadier
 if device is None:
     device = "cuda" if torch.cuda.is_available() else None
 settings = speed_runs.speed_profile(profile, device=device, dtype=dtype, gammas=gammas, n_prompts=n_prompts,
-                                       max_new_tokens=max_new_tokens, repeats=repeats)
+                                    max_new_tokens=max_new_tokens, repeats=repeats)
 if settings["device"] == "cuda" and not torch.cuda.is_available():
     raise RuntimeError(f"profile {profile!r} runs on a GPU and none is visible; choose profile='default' or 'qwen'.")
+on_cpu = settings["device"] == "cpu"
+if on_cpu and (verifier_path, drafter_path) != (None, None):
+    settings["kernel_paths"] = (drafter_path, verifier_path)
 pair = speed_runs.load_speed_pair(settings)
 drafter, verifier = pair
 prompts = speed_runs.speed_prompts(verifier, settings["n_prompts"])
@@ -114,31 +133,73 @@ print(f"{drafter.name} drafting for {verifier.name} on {verifier.device} ({verif
       f"{threads_used} torch thread{'s' if threads_used != 1 else ''} ({'as asked' if threads else 'the cores other processes left free'}); {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
 
 # %% [markdown]
-# ## 1. What does each call cost here? The calibration `gamma="auto"` starts from
-# The first time `gamma="auto"` meets a pair it measures a **quick calibration** (one drafter step; one
-# verifier call scoring $k = 1..6$ tokens; a fresh prompt's prefill; each on top of the same cached
-# context, twice, in a shuffled order: seconds) and stores it in the cache, keyed by the two models, their
-# dtypes, the device and the thread count, so the next process starts from it at once
-# (`tl.gamma_policy.calibration_for`). It is only a starting point: while it decodes, `gamma="auto"`
-# times every block it runs and corrects these costs (section 4). The column `vs_t_p(1)` is each time
-# relative to scoring one token. (`full_calibration = True` measures the longer, finer calibration of
-# `tl.calibrate` instead: more rounds, larger $k$, the engine's own overheads.)
+# ## 1. Bytes against arithmetic: this machine's two floors
+# Two numbers decide the physics: how fast this machine reads memory (a sum over 512 MiB of fp32, far more
+# than any cache holds) and how fast it multiplies (a large fp32 matrix product, which uses each weight many
+# times). Then every kernel path this machine offers (`kernel_paths.VERIFIER_PATHS`) computes the same
+# copies of a sample of the verifier's linear layers (its first two decoder blocks and its output head) for
+# calls of $k$ rows, interleaved in a shuffled order: the probe `load_pair(..., kernel_paths="auto")` makes
+# before it chooses. **What to look at.** Left: the dashed floor is reading the weights, the dotted one their
+# arithmetic; below the ridge a path that follows the dashed floor is at the limit. Right: $t(k)/t(1)$; a
+# path whose line climbs well above 1 at small $k$ is a kernel artefact, not the physics.
+
+# %%
+if on_cpu:
+    bandwidth = kernel_paths.measure_read_bandwidth(megabytes=512)
+    peak = kernel_paths.measure_peak_flops()
+    probe = kernel_paths.choose_path(
+        kernel_paths.probe_paths(verifier.model, ks=(1, 2, 3, 4, 6, 8, 12, 16), rounds=3),
+        gamma=max(settings["gammas"]))
+    sample_bytes = probe.sample_bytes["fp32"]
+    roofline = kernel_paths.roofline_seconds(sample_bytes, sample_bytes / 4, bandwidth, peak, sorted(probe.seconds["fp32"]))
+    measured_paths = {path: costs for path, costs in probe.seconds.items()}
+    title = (f"{verifier.name}'s sampled layers ({sample_bytes / 1e6:.0f} MB fp32): read bandwidth "
+             f"{bandwidth / 1e9:.1f} GB/s, peak {peak / 1e9:.0f} GFLOP/s, bf16 units: {'yes' if probe.bf16_units else 'no'}")
+    display(speed_view.roofline_view(roofline, measured_paths, title, chosen=probe.chosen))
+    view_widgets.save(speed_view.roofline_figure(roofline, measured_paths, title, chosen=probe.chosen), "speed_roofline")
+    probe_table = pd.DataFrame(probe.table()).set_index("path")
+    probe_table["t(1) / bound"] = [probe.seconds[p][1] / (probe.sample_bytes[p] / bandwidth) for p in probe_table.index]
+    display(probe_table.round(2))
+    print(f"read bandwidth {bandwidth / 1e9:.1f} GB/s; peak {peak / 1e9:.0f} GFLOP/s; the ridge at "
+          f"k* = {roofline['ridge_k']:.1f} rows; {probe.describe()}")
+    metrics["physics"] = {"read_bandwidth": bandwidth, "peak_flops": peak, "ridge_k": roofline["ridge_k"],
+                          "probe": probe.to_dict()}
+else:
+    print("on a GPU the kernels are the vendor's: see the calibration's vs_bound column below")
+
+# %% [markdown]
+# ## 2. What does each call cost here, on the chosen paths? The calibration `gamma="auto"` starts from
+# The pair was loaded on the paths printed below: the verifier on the one the probe found cheapest for its
+# block (or the one you forced), the drafter as `drafter_path` says (`int8-dynamic` quantises its linear
+# layers to int8: a quarter of the bytes, so a quarter of the reading; the drafter only proposes, and the
+# verifier's law decides every token, so the output stays the verifier's). The first time `gamma="auto"`
+# meets a pair it measures a **quick calibration** (one drafter step; one verifier call scoring $k = 1..6$
+# tokens; a fresh prompt's prefill; each on top of the same cached context, twice, in a shuffled order:
+# seconds) and stores it in the cache, keyed by the two models, their paths, the device and the thread
+# count (`tl.decoding.gamma_policy.calibration_for`). It is only a starting point: while it decodes,
+# `gamma="auto"` times every block and corrects these costs (section 5). `vs_t_p(1)` is each time relative
+# to scoring one token; `vs_bound` relative to the call's floor, its model's bytes over the read bandwidth
+# (near 1: at the limit). (`full_calibration = True` measures the finer calibration of `tl.calibrate`.)
 
 # %%
 if full_calibration:
     calibration = calibrate(pair, max_k=settings["max_k"], repeats=settings["calibration_repeats"],
                             context_tokens=settings["context_tokens"])
 else:
-    calibration = tl.gamma_policy.calibration_for(drafter, verifier)
-calibration.save(tl.notebook.output_folder(output_dir) / "09_calibration.json")  # beside the metrics, never notebooks/
+    calibration = calibration_for(drafter, verifier)
+calibration.save(tl.lessons.notebook.output_folder(output_dir) / "09_calibration.json")  # beside the metrics, never notebooks/
 table = calibration.table()
+print(f"kernel paths: {calibration.kernel_paths}; t_p(1) = {calibration.t_p(1, with_overhead=False) * 1e3:.1f} ms "
+      f"= {calibration.call_over_bound('verifier'):.2f} x its bound; c = t_q / t_p(1) = {calibration.cost_ratio:.3f}")
 metrics["calibration"] = {"t_q": calibration.t_q(), "t_p": {k: calibration.t_p(k) for k in range(1, calibration.max_k + 1)},
                           "cost_ratio": calibration.cost_ratio, "overhead_s": calibration.overhead_s,
+                          "kernel_paths": calibration.kernel_paths,
+                          "verifier_over_bound": calibration.call_over_bound("verifier"),
                           "kind": "full" if full_calibration else "quick (gamma='auto')"}
 table
 
 # %% [markdown]
-# ## 2. Run the engine at a few $\gamma$, and with `gamma="auto"`
+# ## 3. Run the engine at a few $\gamma$, and with `gamma="auto"`
 # Every method runs on every prompt, in a shuffled order per prompt and round; each run's time is
 # divided by the verifier-only time of the same prompt and round (greedy, $T = 0$: speculative decoding
 # must give the verifier's own tokens, `same_tokens` counts the runs that did).
@@ -161,7 +222,7 @@ print(f"acceptance a = {acceptance:.3f} (accepted / judged drafts, every fixed g
 summary.round(3)
 
 # %% [markdown]
-# ## 3. Predicted against measured
+# ## 4. Predicted against measured
 # Left: the verifier's cost of scoring $k$ tokens, relative to one (the textbook assumes the dashed line).
 # Right: the speed-up the block-cost model predicts at the measured $a$ on this machine, the textbook curve
 # for the same $a$ and $c$, and the measured points (the median over prompts and rounds). **What to look
@@ -174,7 +235,7 @@ auto_point = (sum(auto_gammas) / max(len(auto_gammas), 1), float(auto_row["speed
 speed_view.block_cost_view(calibration, acceptance, measured=measured, auto=auto_point)
 
 # %%
-tl.views.widgets.save(speed_view.block_cost_figure(calibration, acceptance, measured=measured, auto=auto_point),
+view_widgets.save(speed_view.block_cost_figure(calibration, acceptance, measured=measured, auto=auto_point),
                       "speed_block_cost")
 metrics["acceptance"] = acceptance
 metrics["predicted_speedup"] = {g: calibration.speedup(g, acceptance) for g in range(calibration.max_k)}
@@ -183,7 +244,7 @@ metrics["measured"] = summary.to_dict(orient="records")
 metrics["n_runs"] = len(rows)
 
 # %% [markdown]
-# ## 4. What `gamma="auto"` decided, and what it measured while it decoded
+# ## 5. What `gamma="auto"` decided, and what it measured while it decoded
 # Before each block, `gamma="auto"` asks the block-cost model which $\gamma$ is fastest at an optimistic
 # reading of its estimate of $a$ (a prior of 0.7 worth 4 drafts, then the counts): 0 means one plain
 # verifier step. It does not trust the calibration blindly: the engine times every block, and the policy
@@ -213,7 +274,7 @@ metrics["auto"] = {"gammas": decisions.to_dict(), "speedup": float(auto_row["spe
                    "learned_costs": learned.reset_index().to_dict(orient="records")}
 
 # %% [markdown]
-# ## 5. Where does speculation start to pay?
+# ## 6. Where does speculation start to pay?
 # Keep this machine's verifier costs and move the acceptance $a$ and the drafter's cost $c = t_q / t_p(1)$.
 # Left: the predicted speed-up against $\gamma$, here and in the textbook. Right: the acceptance above which
 # some block size beats the verifier alone, against $c$: speculation pays above the line. **Try** $c$ near 0
@@ -228,42 +289,42 @@ live_view(speed_view.what_if_view, {"acceptance": acceptance_slider, "cost_ratio
           describe=speed_view.describe_what_if, calibration=calibration)
 
 # %%
-what_if = tl.speed_runs.what_if(0.8, 0.1, calibration)
-tl.views.widgets.save(speed_view.what_if_figure(0.8, 0.1, calibration), "speed_what_if")
+what_if = speed_runs.what_if(0.8, 0.1, calibration)
+view_widgets.save(speed_view.what_if_figure(0.8, 0.1, calibration), "speed_what_if")
 print(speed_view.describe_what_if(what_if))
 metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best_speedup_here", "best_gamma_textbook",
                                                        "best_speedup_textbook")}
 
 # %% [markdown]
-# ## 6. Batches: where speculation stops paying
-# Decoding $B$ prompts together (`tl.generate_batch`), each call of a model serves every row, so the costs
+# ## 7. Batches: where speculation stops paying
+# Decoding $B$ prompts together (`tl.decoding.batch.generate_batch`), each call of a model serves every row, so the costs
 # above become those of one call on $B$ rows, $t_q(B)$ and $t_p(k, B)$. Each row still keeps its own drafts
 # (a block emits $\mathbb{E}[N_\gamma]$ tokens per row), so the batch decodes
 #
 # $$R_B(\gamma) = \frac{B\,\mathbb{E}[N_\gamma]}{\gamma\, t_q(B) + t_p(\gamma + 1, B)}, \qquad
 #   R_B(0) = \frac{B}{t_p(1, B)}$$
 #
-# tokens per second (`tl.latency.batch_tokens_per_second`). Scoring $\gamma + 1$ tokens per row multiplies
+# tokens per second (`tl.maths.latency.batch_tokens_per_second`). Scoring $\gamma + 1$ tokens per row multiplies
 # the verifier's arithmetic by about $\gamma + 1$; a small batch leaves that arithmetic idle (the call reads
 # the weights either way), a large one does not, and speculation's advantage shrinks as $B$ grows.
 # `benchmarks/batch_speed.py` measures it, beside the model's prediction from calls timed on $B$ rows, and
 # commits its numbers in `data/benchmarks/batch_speed_<profile>_cpu.json`: below, the Qwen pair's where they
 # are there, else the `default` profile's (run the script to measure your machine), and at which batch sizes
 # each $\gamma$ still beats the verifier alone, measured and by the model
-# (`tl.decoding.speed_text.where_speculation_pays`).
+# (`speed_tables.where_speculation_pays`).
 
 # %%
-batch_files = [tl.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json" for name in ("qwen", "default")]
+batch_files = [tutorial_lib.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json" for name in ("qwen", "default")]
 batch_file = next((path for path in batch_files if path.exists()), batch_files[0])
 if batch_file.exists():
     batch_speed = json.loads(batch_file.read_text())
     batch_runs = pd.DataFrame(batch_speed["runs"])
-    tl.views.widgets.save(speed_view.batch_speed_figure(
+    view_widgets.save(speed_view.batch_speed_figure(
         batch_runs, f"{batch_speed['drafter']} -> {batch_speed['verifier']}: measured against the block-cost model"),
         "speed_batch_sizes")
-    batch_table = tl.decoding.speed_text.by_batch_and_gamma(batch_runs).round(3)
+    batch_table = speed_tables.by_batch_and_gamma(batch_runs).round(3)
     display(batch_table)
-    pays = tl.decoding.speed_text.where_speculation_pays(batch_runs)
+    pays = speed_tables.where_speculation_pays(batch_runs)
     for row in pays.itertuples():
         print(f"gamma = {row.gamma} beats the verifier alone at B = {row.measured or 'none'} (medians over rounds), "
               f"in every round at B = {row.every_round or 'none'}; the block-cost model says B = {row.predicted or 'none'}")
@@ -274,10 +335,59 @@ else:
     print(f"no {batch_file.name}: run benchmarks/batch_speed.py to measure it.")
 
 # %% [markdown]
+# ## 8. The Qwen pair on this project's machine: the committed benchmark
+# `benchmarks/engine_speed.py` runs the Qwen pair (0.5B drafting for 1.5B) on the paths this machine measures
+# fastest, interleaved and repeated, against transformers' greedy and assisted generation on the same weights
+# and paths, and against transformers' greedy on the verifier as `from_pretrained` loads it (what a user runs
+# first). Its JSON is committed in `data/benchmarks/`, quiet and beside a heavy job; the tables below are read
+# from it: the methods (speed-ups over our verifier alone, medians [quartiles] over prompt and round), and each
+# aim of `tl.decoding.speed_tables.AIMS` with its verdict computed here from the numbers.
+# `benchmarks/kernel_paths.py` times the whole verifier on every path against its bound.
+
+# %%
+benchmarks = tutorial_lib.paths.DATA_DIR / "benchmarks"
+for name in ("engine_speed_cpu", "engine_speed_cpu_busy"):
+    path = benchmarks / f"{name}.json"
+    if not path.exists():
+        print(f"no {path.name}: run `python benchmarks/engine_speed.py` to measure it")
+        continue
+    run = json.loads(path.read_text())
+    print(f"{path.name}: {run['device']}; beside it: {run['beside']}; "
+          f"{run['args']['prompts']} prompts x {run['args']['rounds']} rounds x {run['args']['max_new_tokens']} tokens")
+    display(speed_tables.engine_speed_methods(run).round(3))
+    aims = speed_tables.engine_speed_aims(run)
+    display(aims.round(3))
+    metrics.setdefault("committed_benchmark", {})[name] = aims.to_dict(orient="records")
+kernel_file = benchmarks / "kernel_paths_cpu.json"
+if kernel_file.exists():
+    kernel_run = json.loads(kernel_file.read_text())
+    whole_model = pd.DataFrame([
+        {"model path": name, "t(1) ms": 1e3 * r["t_s"]["1"], "t(1) / bound": r["t1_over_bound"],
+         **{f"t({k})/t(1)": v for k, v in r["t_over_t1"].items() if k != "1"}}
+        for name, r in kernel_run["paths"].items()]).set_index("model path")
+    print(f"{kernel_file.name}: read bandwidth {kernel_run['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s; "
+          f"{kernel_run['machine'].split('|')[0]}; bf16 units: {kernel_run['bf16_units']}")
+    display(whole_model.round(2))
+
+# %% [markdown]
+# ## 9. How to tell what decides on your machine
+# Read three numbers off sections 1 and 2, in this order.
+# 1. **The verifier's one-token call against its bound** (`vs_bound` of `verifier` at $k = 1$). Near 1, the
+#    call reads its weights at the memory's speed, and only fewer bytes make it faster (bf16 where the
+#    processor has bf16 units, int8 for a drafter). Well above 1, the kernel wastes time: try another path.
+# 2. **$t_p(k)/t_p(1)$ for $k$ up to $\gamma + 1$, below the ridge.** Near 1, a block costs what a token costs
+#    and the textbook's formula holds. Well above 1 while $k < k^*$, it is the kernel's schedule, not the
+#    physics: section 1 shows whether another path stays flat (`verifier_path="fp32-packed"`, say).
+# 3. **$c = t_q / t_p(1)$ and the acceptance $a$.** With a flat block, speculation pays when
+#    $a$ is high enough for the drafter's cost (section 6's right panel); a drafter in int8 lowers $c$ by
+#    reading a quarter of the bytes, at the acceptance it keeps (section 3's table).
+# On a GPU the same three numbers apply; its ridge sits at a similar $k^*$, and its bound is the HBM's bandwidth.
+
+# %% [markdown]
 # ## Record the numbers
 
 # %%
-tl.notebook.save_metrics("09_speed_on_your_hardware", metrics, output_dir)
+tl.lessons.notebook.save_metrics("09_speed_on_your_hardware", metrics, output_dir)
 
 # %% [markdown]
 # ## Exercises
@@ -294,9 +404,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check("09-1", answer_1, calibration=calibration, acceptance=acceptance)
-tl.notebook.check("09-2", answer_2, calibration=calibration)
-tl.notebook.check("09-3", answer_3, calibration=calibration)
+tl.lessons.notebook.check("09-1", answer_1, calibration=calibration, acceptance=acceptance)
+tl.lessons.notebook.check("09-2", answer_2, calibration=calibration)
+tl.lessons.notebook.check("09-3", answer_3, calibration=calibration)
 
 # %% [markdown]
-# **Read next:** that is the end of the path. The README's *For teachers* section lists the notebooks, their times and suggested paths; [05](05_lemma4_spec_cascades.ipynb) and [08](08_real_pair_token_analysis.ipynb) are the ones to revisit with this machine's costs in mind.
+# **Read next:** that is the end of the path. The book's *Teaching with it* chapter lists the notebooks, their times and suggested paths; [05](05_lemma4_spec_cascades.ipynb) and [08](08_real_pair_token_analysis.ipynb) are the ones to revisit with this machine's costs in mind.

@@ -56,7 +56,7 @@ def test_measured_and_predicted_rates_on_a_tiny_pair():
 
 def test_where_speculation_pays_compares_each_gamma_with_the_verifier_alone_at_the_same_batch_size():
     import pandas as pd
-    from tutorial_lib.decoding.speed_text import where_speculation_pays
+    from tutorial_lib.decoding.speed_tables import where_speculation_pays
     runs = pd.DataFrame([dict(batch_size=b, gamma=g, tokens_per_s=tps, predicted_tokens_per_s=pred)
                          for b, g, tps, pred in [(1, 0, 10, 10), (1, 0, 12, 10), (1, 3, 13, 12), (1, 3, 14, 12),
                                                  (8, 0, 50, 40), (8, 0, 52, 40), (8, 3, 51, 39), (8, 3, 49, 39)]])

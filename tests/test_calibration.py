@@ -1,4 +1,6 @@
 """Calibration: what it measures on a loaded pair, how it is stored, and the nonsense it refuses."""
+import math
+
 import pytest
 
 import tutorial_lib as tl
@@ -25,6 +27,14 @@ def test_calibrate_a_tiny_pair(tiny_pair, tmp_path):
     table = cal.table()
     assert list(table["kind"]).count("verifier") == 4 and sorted(table["k"].dropna()) == [1, 2, 3, 4]
     assert (table["median_s"] > 0).all() and (table["q25_s"] <= table["q75_s"]).all()
+    # the bound: the bandwidth measured here, each model's bytes and path kept beside its calls
+    assert cal.read_bandwidth > 1e8 and set(cal.weight_bytes) == {"drafter", "verifier"}
+    assert cal.kernel_paths == {"drafter": "fp32", "verifier": "fp32"}
+    bound = cal.weight_bytes["verifier"] / cal.read_bandwidth
+    assert cal.bound_s("verifier") == pytest.approx(bound)
+    assert cal.call_over_bound("verifier") == pytest.approx(cal.median("verifier_k1") / bound)
+    verifier_rows = table[table["kind"] == "verifier"]
+    assert (verifier_rows["vs_bound"] == verifier_rows["median_s"] / bound).all()
     # JSON round trip, and the numbers feed the block-cost model
     again = Calibration.load(cal.save(tmp_path / "calibration.json"))
     assert again == cal
@@ -34,8 +44,12 @@ def test_calibrate_a_tiny_pair(tiny_pair, tmp_path):
 
 def test_the_toy_pair_and_a_pair_given_as_two_models():
     drafter, verifier = models.toy_pair()
-    cal = calibrate(drafter, verifier, max_k=2, repeats=1, context_tokens=4, overhead_tokens=0, progress=False)
+    cal = calibrate(drafter, verifier, max_k=2, repeats=1, context_tokens=4, overhead_tokens=0, progress=False,
+                    bandwidth=0)
     assert "overhead" not in cal.samples and cal.overhead_s == 0.0
+    assert cal.weight_bytes == {} and math.isnan(cal.call_over_bound("verifier"))  # a toy has no weights to read
+    with pytest.raises(ValueError, match="choose 'drafter' or 'verifier'"):
+        cal.bound_s("head")
     assert cal.price("encoder_verifier") == 0.0   # decoder-only: no encoder pass
 
 

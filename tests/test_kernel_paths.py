@@ -35,7 +35,7 @@ def _hf_greedy(lm, prompt, n):
     return out[0, ids.shape[1] :].tolist()
 
 
-@pytest.mark.parametrize("path", ["fp32", "fp32-gemv", "bf16", "int8-dynamic-drafter"])
+@pytest.mark.parametrize("path", ["fp32", "fp32-gemv", "fp32-packed", "bf16", "int8-dynamic-drafter"])
 @pytest.mark.parametrize("gamma", [1, 4])
 def test_lossless_at_t0_on_every_path(path, gamma):
     drafter, verifier = _pair(path)
@@ -71,7 +71,30 @@ def test_the_gemv_path_computes_the_same_layer_in_another_order():
         kp.apply_path(kp.apply_path(copy.deepcopy(layer), "bf16"), "fp32")
 
 
-@pytest.mark.parametrize("path", ["fp32-gemv", "bf16", "int8-dynamic-drafter"])
+def test_the_packed_path_holds_each_weight_once_and_gives_it_back_bit_for_bit():
+    model = models.tiny_random_llama(0).model
+    plain = copy.deepcopy(model)
+    before = kp.weight_bytes(model)
+    ids = torch.tensor([[3, 5, 7, 2]])
+    with torch.inference_mode():
+        expected = plain(ids).logits
+        packed = kp.apply_path(model, "fp32-packed")
+        assert kp.path_of(packed) == "fp32-packed"
+        assert torch.allclose(packed(ids).logits, expected, atol=1e-4)
+    linears = [m for m in packed.modules() if isinstance(m, torch.nn.Linear)]
+    head = packed.get_output_embeddings()
+    assert all(m.weight.numel() == 0 for m in linears if m is not head)  # one copy: the packed one
+    assert kp.weight_bytes(packed) == before
+    back = kp.apply_path(packed, "fp32")
+    for (name, a), b in zip(back.named_parameters(), plain.parameters()):
+        assert torch.equal(a, b), name
+    with pytest.raises(ValueError, match="fp32-packed path computes float32"):
+        kp.apply_path(copy.deepcopy(plain), "fp32-packed").model.layers[0].mlp.down_proj(
+            torch.ones(1, 2, plain.config.intermediate_size, dtype=torch.float64)
+        )
+
+
+@pytest.mark.parametrize("path", ["fp32-gemv", "fp32-packed", "bf16", "int8-dynamic-drafter"])
 def test_first_tokens_follow_algorithm_4_on_a_path(path):
     """At T = 1, the first token of a Chow block follows out_0 = min(q, pi) + rejected mass x residual,
     with q and p read from the models as they compute on the path."""

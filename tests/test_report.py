@@ -9,7 +9,7 @@ import pytest
 
 from tutorial_lib import report
 from tutorial_lib.stats import analysis, learned_deferral
-from tutorial_lib.decoding import speed_text
+from tutorial_lib.decoding import speed_tables as speed_text
 from tutorial_lib.lessons import notebook
 from tutorial_lib.sweeps import evaluation
 

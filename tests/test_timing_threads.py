@@ -71,7 +71,7 @@ def test_the_heavy_job_computes_once_started_and_busy_cores_sees_it():
 
 
 def test_timing_threads_text_reads_its_numbers_from_the_file(tmp_path):
-    from tutorial_lib.decoding.speed_text import timing_threads_text
+    from tutorial_lib.decoding.speed_tables import timing_threads_text
     path = tmp_path / "timing_threads_cpu.json"
     assert "No committed run" in timing_threads_text(path)
     summary = {"1": {"seconds_median": 8.04, "seconds_min": 7.7, "seconds_max": 10.7, "vs_1_median": 1.0, "vs_1_min": 1.0,

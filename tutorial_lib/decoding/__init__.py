@@ -11,12 +11,12 @@ r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and w
 - `block_batch`   - the batch's blocks of any gamma (ragged acceptance, realigned caches), encoder-decoders, cascades.
 - `config_batch`  - `generate_configs`: many configurations of one chunk of prompts in one batch.
 - `speed_runs`    - measured speed-ups beside the block-cost model's (notebook 09, `benchmarks/engine_speed.py`).
-- `speed_text`    - those measurements in words: the README's speed tables, where speculation pays as the batch grows.
+- `speed_tables`  - those measurements as tables: the engine benchmark's methods and aims (verdicts from the numbers), batches.
 - `hf_generate`   - `speculative_cascade`: the engine as transformers' `model.generate(..., custom_generate=...)`.
 """
 import importlib
 
-__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs', 'speed_text', 'hf_generate']
+__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs', 'speed_tables', 'hf_generate']
 
 
 def __getattr__(name: str):

@@ -27,6 +27,12 @@ is cropped away again, so every repeat sees the same cache. One round runs every
 in a shuffled order (a machine that slows down mid-way slows every kind alike); after one warm-up
 round, `repeats` rounds are recorded and each kind's time is the median over rounds.
 
+**The bound.** `calibrate` also measures the machine's read bandwidth $B$ (on a CPU: a sum over 512 MiB
+of fp32 on torch's threads, `models.kernel_paths.measure_read_bandwidth`) and keeps each model's bytes of
+weights $W$ and kernel path, so every call reads against the least it can take, $W / B$
+(`bound_s`, `call_over_bound`, the table's `vs_bound` column): near 1 a call is memory-bound and a
+block of $k$ tokens should cost what one costs.
+
 `Calibration` holds the raw samples, reads as a table (`table()`), prices a call of any kind
 (`price`), feeds `tutorial_lib.maths.latency` (`t_q`, `t_p`, `speedup`, `best_gamma`) and is stored as JSON
 (`save` / `load`). `Calibration.synthetic` builds one from chosen numbers, for what-if questions and
@@ -85,6 +91,9 @@ class Calibration:
     machine: str = ""
     torch_version: str = ""
     note: str = ""
+    read_bandwidth: float = 0.0
+    weight_bytes: Dict[str, int] = field(default_factory=dict)
+    kernel_paths: Dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if "drafter_step" not in self.samples or _verifier_key(1) not in self.samples:
@@ -167,6 +176,19 @@ class Calibration:
             return None
         return self.median("drafter_k2") + (self.overhead_s if with_overhead else 0.0)
 
+    def bound_s(self, role: str) -> float:
+        """The least a call of `role` ("drafter" or "verifier") can take: its weights' bytes over the read
+        bandwidth (nan where either was not measured)."""
+        if role not in ("drafter", "verifier"):
+            raise ValueError(f"role={role!r}: choose 'drafter' or 'verifier'.")
+        size = self.weight_bytes.get(role, 0)
+        return size / self.read_bandwidth if size and self.read_bandwidth > 0 else math.nan
+
+    def call_over_bound(self, role: str) -> float:
+        """A one-token call of `role` (no engine overhead) as a multiple of its bound."""
+        seconds = self.median("drafter_step") if role == "drafter" else self.median(_verifier_key(1))
+        return seconds / self.bound_s(role)
+
     @property
     def cost_ratio(self) -> float:
         """$c = t_q / t_p(1)$, the textbook's drafter/verifier cost ratio."""
@@ -242,12 +264,15 @@ class Calibration:
         """One row per call kind: median, quartiles, rounds, and the time relative to $t_p(1)$."""
         import pandas as pd
         rows, reference = [], self.median(_verifier_key(1))
+        bounds = {"drafter_step": self.bound_s("drafter"), "drafter_k2": self.bound_s("drafter")}
         for kind, values in self.samples.items():
             k = int(kind[len("verifier_k"):]) if kind.startswith("verifier_k") else None
             q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else (values[0],) * 3
+            bound = self.bound_s("verifier") if k else bounds.get(kind, math.nan)
             rows.append({"kind": "verifier" if k else kind, "k": k, "median_s": statistics.median(values),
                          "q25_s": q1, "q75_s": q3, "n": len(values),
-                         "vs_t_p(1)": statistics.median(values) / reference if reference > 0 else math.nan})
+                         "vs_t_p(1)": statistics.median(values) / reference if reference > 0 else math.nan,
+                         "vs_bound": statistics.median(values) / bound if bound > 0 else math.nan})
         return pd.DataFrame(rows).astype({"k": "Int64"})
 
     def to_dict(self) -> dict:
@@ -364,7 +389,8 @@ def interleaved_rounds(measurements: Dict, repeats: int, *, seed: int = 0, progr
 
 def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_tokens: int = 64,
               overhead_tokens: int = 8, prefill_lengths: Sequence[int] = (), seed: int = 0,
-              progress: bool = True, decode: Optional[Callable] = None, min_seconds: float = 0.0) -> Calibration:
+              progress: bool = True, decode: Optional[Callable] = None, min_seconds: float = 0.0,
+              bandwidth: Optional[float] = None) -> Calibration:
     """Measure the call costs of a loaded pair on its device (see the module docstring).
 
     `pair` is a `ModelPair` (or pass drafter and verifier). `max_k`: measure $t_p(k)$ for k = 1..max_k
@@ -378,7 +404,8 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
     imported, because the engine itself calibrates through this module (`gamma="auto"`).
     `tl.calibrate(pair, ...)` (`engine.calibrate`) passes the engine's `generate`. `min_seconds`: go on
     with more rounds until the measurement has lasted that long (`interleaved_rounds`; a sweep's
-    calibration asks for a minute, `pricing.calibrate_for_sweep`).
+    calibration asks for a minute, `pricing.calibrate_for_sweep`). `bandwidth`: the read bandwidth in bytes
+    per second if already known (default: measured here on a CPU, in about a second; 0 skips it).
     """
     drafter, verifier = _pair(pair, verifier)
 
@@ -455,7 +482,17 @@ def calibrate(pair, verifier=None, *, max_k: int = 8, repeats: int = 5, context_
             measurements["overhead_block"] = block_overhead
 
     samples = interleaved_rounds(measurements, repeats, seed=seed, progress=progress, min_seconds=min_seconds)
-    return Calibration(samples, drafter=drafter.name, verifier=verifier.name, device=str(verifier.device),
+    from ..models import kernel_paths
+    if bandwidth is None:
+        on_cpu = verifier.device.type == "cpu" and drafter.device.type == "cpu"
+        bandwidth = kernel_paths.measure_read_bandwidth(megabytes=512) if on_cpu else 0.0
+    sizes, paths = {}, {}
+    for role, model in (("drafter", drafter), ("verifier", verifier)):
+        if not getattr(model, "is_toy", False) and isinstance(getattr(model, "model", None), torch.nn.Module):
+            sizes[role] = kernel_paths.weight_bytes(model.model)
+            paths[role] = kernel_paths.path_of(model.model)
+    return Calibration(samples, read_bandwidth=float(bandwidth), weight_bytes=sizes, kernel_paths=paths,
+                       drafter=drafter.name, verifier=verifier.name, device=str(verifier.device),
                        dtypes={"drafter": str(drafter.dtype).replace("torch.", ""),
                                "verifier": str(verifier.dtype).replace("torch.", "")},
                        threads=torch.get_num_threads(), context_tokens=context_tokens, repeats=repeats,

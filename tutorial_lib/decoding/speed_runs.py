@@ -80,6 +80,10 @@ SPEED_PROFILES = {
                   n_prompts=2, max_new_tokens=12, gammas=[1, 3], repeats=1, calibration_repeats=2,
                   max_k=4, context_tokens=16),
 }
+for _settings in SPEED_PROFILES.values():
+    # which kernel computes each model's calls (`models.kernel_paths`): None keeps them as loaded; "auto"
+    # or a path name (one for both, or a pair (drafter, verifier)) goes to `load_pair(kernel_paths=...)`
+    _settings.setdefault("kernel_paths", None)
 
 
 def _logical_cpus() -> int:
@@ -165,10 +169,19 @@ def load_speed_pair(settings: Mapping):
     """The profile's pair: named models, or a verifier with a perturbed copy of itself as drafter."""
     from ..models.adapter import ModelPair, load_model, load_pair, perturbed
     drafter, verifier = settings["drafter"], settings["verifier"]
+    paths, gamma = settings.get("kernel_paths"), max(settings.get("gammas") or [5])
     if drafter.startswith("perturbed:"):
         big = load_model(verifier, dtype=settings["dtype"], device=settings["device"])
-        return ModelPair(perturbed(big, float(drafter.split(":", 1)[1]), seed=1), big)
-    return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"])
+        pair = ModelPair(perturbed(big, float(drafter.split(":", 1)[1]), seed=1), big)
+        if paths is not None:
+            from ..models.kernel_paths import put_on_path
+            both = paths if isinstance(paths, (tuple, list)) else (paths, paths)
+            for lm, path, rows in zip(pair, both, (0, gamma)):
+                if path is not None:
+                    put_on_path(lm, path, gamma=rows)
+        return pair
+    return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"],
+                     kernel_paths=paths, gamma=gamma)
 
 
 def speed_prompts(verifier, n: int) -> Dict[str, List[int]]:

@@ -5,7 +5,7 @@
   (`register_loader`, `register_resolver`, `register_wrapper`).
 - `files`        - the offline GGUF models shipped in registry packages, converted once to safetensors and
   checked in the cache.
-- `kernel_paths` - which kernel computes a model's calls here (fp32, fp32-gemv, bf16, int8 for a drafter), chosen
+- `kernel_paths` - which kernel computes a model's calls here (fp32, fp32-gemv, fp32-packed, bf16, int8 for a drafter), chosen
   by a probe, and the bound it is measured against (bytes of weights over the read bandwidth).
 - `offline`      - those offline aliases (`smollm2-135m`, `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`) as engine models.
 - `toy`          - the toy world's next-token tables as engine models (`ToyModel`, `toy_pair`, `toy-*` aliases).

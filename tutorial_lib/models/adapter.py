@@ -563,10 +563,9 @@ def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary:
     (see the module): `load_pair(small, big, dtype="bfloat16", device="cuda:0", device_map=(None, "auto"),
     max_memory=(None, {0: "30GiB", 1: "80GiB"}))` keeps the drafter on GPU 0 and spreads the verifier.
 
-    `kernel_paths` (one for both, or a pair): which kernel computes each model's calls (`models.kernel_paths`:
-    "fp32", "fp32-gemv", "bf16", "int8-dynamic" for a drafter), or "auto" for the one a probe finds
-    cheapest for a block of `gamma + 1` rows here (kept and reused). `dtype="auto"` is
-    `kernel_paths="auto"` on float32 weights.
+    `kernel_paths` (one for both, or a pair): each model's kernel (`models.kernel_paths.DRAFTER_PATHS`;
+    "int8-dynamic" for a drafter only), or "auto": the cheapest a probe finds here for the verifier's block of
+    `gamma + 1` rows and the drafter's one row (kept, reused). `dtype="auto"` is that on float32 weights.
     """
     if dtype == "auto":
         dtype, kernel_paths = torch.float32, "auto" if kernel_paths is None else kernel_paths
@@ -578,9 +577,10 @@ def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary:
                      shared_vocabulary=shared_vocabulary)
     if kernel_paths is not None:
         from .kernel_paths import put_on_path
-        for lm, path in zip(pair, _per_model(kernel_paths, "kernel_paths", "('int8-dynamic', 'auto')")):
+        paths = _per_model(kernel_paths, "kernel_paths", "('int8-dynamic', 'auto')")
+        for lm, path, rows in zip(pair, paths, (0, gamma)):  # the drafter's calls are of one row
             if path is not None:  # None: that model as loaded
-                put_on_path(lm, path, gamma=gamma)
+                put_on_path(lm, path, gamma=rows)
     return pair
 
 

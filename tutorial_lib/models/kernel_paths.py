@@ -17,6 +17,7 @@ read ($b$ bytes per weight), far below it at these $k$.
 |---|---|---|
 | `fp32` | the model as loaded, `F.linear` | the fp32 model |
 | `fp32-gemv` | the same fp32 weights; each linear layer given at most `GEMV_MAX_ROWS` rows as `W @ x.T` (a matrix-vector kernel per row block) | the fp32 model (same weights, another summation order) |
+| `fp32-packed` | the same fp32 weights reordered once into oneDNN's blocked layout (`torch.ops.mkldnn`), whose small-batch kernel streams each weight once for all $k$ rows | the fp32 model (same weights, another summation order) |
 | `bf16` | weights in bfloat16: half the bytes; fast where the processor has bf16 units | the model loaded in bf16 |
 | `int8-dynamic` | linear layers quantised to int8 per output channel, activations quantised per call (`torch.ao.quantization.quantize_dynamic`): a quarter of the bytes | a drafter only (a verifier's law would change) |
 
@@ -49,6 +50,8 @@ __all__ = [
     "GEMV_MAX_ROWS",
     "PathProbe",
     "cpu_has_bf16_units",
+    "packed_path_available",
+    "available_paths",
     "apply_path",
     "path_of",
     "probe_paths",
@@ -56,16 +59,24 @@ __all__ = [
     "measure_read_bandwidth",
     "weight_bytes",
     "bound_seconds",
+    "measure_peak_flops",
+    "roofline_seconds",
     "put_on_path",
     "stored_probe",
     "store_probe",
     "machine_key",
 ]
 
-VERIFIER_PATHS = ("fp32", "fp32-gemv", "bf16")
+VERIFIER_PATHS = ("fp32", "fp32-gemv", "fp32-packed", "bf16")
 DRAFTER_PATHS = (*VERIFIER_PATHS, "int8-dynamic")
 GEMV_MAX_ROWS = 8
 _PATH_ATTRIBUTE = "_tutorial_lib_kernel_path"
+_PACKED_ATTRIBUTE = "_tutorial_lib_packed_weight"
+
+
+def packed_path_available() -> bool:
+    """Whether this torch build has oneDNN's CPU linear kernels (`fp32-packed`)."""
+    return bool(torch.backends.mkldnn.is_available()) and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
 def cpu_has_bf16_units(cpuinfo: str | None = None) -> bool:
@@ -93,6 +104,52 @@ def _gemv_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     return y.reshape(*x.shape[:-1], self.out_features)
 
 
+def _packed_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    packed = getattr(self, _PACKED_ATTRIBUTE)
+    if x.dtype != torch.float32 or x.device.type != "cpu":
+        raise ValueError(
+            f"the fp32-packed path computes float32 inputs on the CPU, not {x.dtype} on {x.device}; "
+            "put the model back on 'fp32' (apply_path(model, 'fp32')) before moving or casting it"
+        )
+    rows = x.reshape(-1, x.shape[-1])
+    if rows.shape[0] == 1:
+        # oneDNN's blocked kernel computes a single row at about half the speed of two (measured on the
+        # Qwen verifier, benchmarks/kernel_paths.py), so one row goes in twice and one result comes back.
+        y = torch.ops.mkldnn._linear_pointwise(rows.expand(2, -1).contiguous(), packed, self.bias, "none", [], "")[:1]
+    else:
+        y = torch.ops.mkldnn._linear_pointwise(rows.contiguous(), packed, self.bias, "none", [], "")
+    return y.reshape(*x.shape[:-1], y.shape[-1])
+
+
+def _pack(model: nn.Module) -> None:
+    """Reorder every fp32 linear weight into oneDNN's layout. A weight no other module shares (not a tied
+    output head) is then held only in that layout, so the model takes no extra memory."""
+    if not packed_path_available():
+        raise ValueError("this torch build has no oneDNN (mkldnn) CPU kernels; choose 'fp32' or 'fp32-gemv'")
+    uses: Dict[int, int] = {}
+    for _, parameter in model.named_parameters(remove_duplicate=False):
+        uses[parameter.data_ptr()] = uses.get(parameter.data_ptr(), 0) + 1
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    for module in model.modules():
+        if not isinstance(module, nn.Linear) or module.weight.dtype != torch.float32:
+            continue
+        if module.weight.device.type != "cpu":
+            raise ValueError("the fp32-packed path is for models on the CPU; on a GPU leave kernel_paths=None")
+        weight = module.weight.detach()
+        setattr(module, _PACKED_ATTRIBUTE, torch.ops.mkldnn._reorder_linear_weight(weight, None))
+        module.forward = types.MethodType(_packed_forward, module)
+        if module is not head and uses.get(weight.data_ptr(), 0) == 1:
+            module.weight.data = torch.empty(0, dtype=weight.dtype)
+
+
+def _unpack(model: nn.Module) -> None:
+    """Give every packed linear layer its plain weight back (bit for bit: the reorder is a permutation)."""
+    for module in model.modules():
+        packed = module.__dict__.pop(_PACKED_ATTRIBUTE, None)
+        if packed is not None and module.weight.numel() == 0:
+            module.weight.data = packed.to_dense()
+
+
 def path_of(model: nn.Module) -> str:
     """The path `apply_path` put `model` on ("fp32" or "bf16" by dtype for a model it never saw)."""
     recorded = getattr(model, _PATH_ATTRIBUTE, None)
@@ -116,15 +173,18 @@ def apply_path(model: nn.Module, path: str) -> nn.Module:
             f"the model is on {current!r}, whose weights cannot give {path!r}'s exactly; load it again "
             f"with dtype=torch.float32 and apply {path!r} to that"
         )
-    for module in model.modules():  # undo the fp32-gemv patch, if any
+    for module in model.modules():  # undo the fp32-gemv or fp32-packed patch, if any
         if isinstance(module, nn.Linear) and "forward" in module.__dict__:
             del module.forward
+    _unpack(model)
     if path == "bf16":
         model.to(torch.bfloat16)
     elif path == "fp32-gemv":
         for module in model.modules():
             if isinstance(module, nn.Linear):
                 module.forward = types.MethodType(_gemv_forward, module)
+    elif path == "fp32-packed":
+        _pack(model)
     elif path == "int8-dynamic":
         import warnings
         from torch.ao.quantization import quantize_dynamic
@@ -146,6 +206,9 @@ def weight_bytes(model: nn.Module) -> int:
         seen.add(tensor.data_ptr())
         total += tensor.numel() * tensor.element_size()
     for module in model.modules():
+        reordered = module.__dict__.get(_PACKED_ATTRIBUTE)
+        if reordered is not None and module.weight.numel() == 0:
+            total += reordered.numel() * reordered.element_size()
         packed = getattr(module, "_packed_params", None)
         if packed is not None and hasattr(packed, "_weight_bias"):
             weight, bias = packed._weight_bias()
@@ -177,6 +240,42 @@ def measure_read_bandwidth(
 def bound_seconds(model: nn.Module, bandwidth: float) -> float:
     """The least time one call can take: its weights' bytes over the read bandwidth."""
     return weight_bytes(model) / bandwidth
+
+
+def measure_peak_flops(*, size: int = 1536, threads: Optional[int] = None, repeats: int = 3) -> float:
+    """FLOP/s of this machine's best fp32 kernel: the best of `repeats` products of two `size` x `size`
+    matrices (compute-bound: each weight is used `size` times), on `threads` threads (torch's by default)."""
+    previous = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    try:
+        a, b = torch.randn(size, size), torch.randn(size, size)
+        a @ b
+        best = float("inf")
+        for _ in range(int(repeats)):
+            start = time.perf_counter()
+            a @ b
+            best = min(best, time.perf_counter() - start)
+        return 2.0 * size**3 / best
+    finally:
+        torch.set_num_threads(previous)
+
+
+def roofline_seconds(
+    n_bytes: float, n_parameters: float, bandwidth: float, peak_flops: float, ks: Sequence[int]
+) -> Dict[str, List[float]]:
+    r"""The two floors of a call of k rows: reading the weights, $W / B$ (flat in k), and their arithmetic,
+    $2 N k / F$ (each parameter is one multiply-add per row), and the roofline, their maximum. The
+    ridge, where they meet, is at $k^* = F W / (2 N B)$ rows: below it a block costs what a token costs."""
+    memory = n_bytes / bandwidth
+    compute = [2.0 * n_parameters * k / peak_flops for k in ks]
+    return {
+        "k": list(ks),
+        "memory_s": [memory] * len(ks),
+        "compute_s": compute,
+        "roofline_s": [max(memory, c) for c in compute],
+        "ridge_k": peak_flops * n_bytes / (2.0 * n_parameters * bandwidth),
+    }
 
 
 @dataclass
@@ -248,7 +347,24 @@ def _sample_layers(model: nn.Module, decoder_layers: int = 2) -> nn.ModuleList:
         linears.append(head)
     if not linears:
         raise ValueError("the model has no torch.nn.Linear layers to probe; pass path= explicitly")
-    return nn.ModuleList(copy.deepcopy(m).float() for m in linears)
+    return nn.ModuleList(_plain_copy(m) for m in linears)
+
+
+def _plain_copy(linear: nn.Linear) -> nn.Linear:
+    """An fp32 copy of `linear` with its plain weight, whatever path it is on."""
+    packed = linear.__dict__.get(_PACKED_ATTRIBUTE)
+    weight = packed.to_dense() if packed is not None and linear.weight.numel() == 0 else linear.weight
+    out = nn.Linear(linear.in_features, linear.out_features, bias=linear.bias is not None)
+    with torch.no_grad():
+        out.weight.copy_(weight.float())
+        if linear.bias is not None:
+            out.bias.copy_(linear.bias.float())
+    return out
+
+
+def available_paths(candidates: Sequence[str] = VERIFIER_PATHS) -> List[str]:
+    """The paths of `candidates` this machine can run (`fp32-packed` needs oneDNN's CPU kernels)."""
+    return [p for p in candidates if p != "fp32-packed" or packed_path_available()]
 
 
 def probe_paths(
@@ -266,6 +382,7 @@ def probe_paths(
         if path not in DRAFTER_PATHS:
             raise ValueError(f"candidate {path!r}: choose from {DRAFTER_PATHS}")
     ks = sorted({int(k) for k in (1, *ks)})
+    candidates = available_paths(candidates)
     sample = _sample_layers(model)
     layers = {path: apply_path(copy.deepcopy(sample), path) for path in candidates}
     width = {
@@ -401,6 +518,7 @@ def put_on_path(
         )
     probe = None
     if path == "auto":
+        candidates = available_paths(candidates)
         probe = None if reprobe else stored_probe(lm.name, gamma)
         if probe is None or set(probe.seconds) != set(candidates):
             probe = choose_path(probe_paths(lm.model, candidates=candidates), gamma, allow_bf16=allow_bf16)

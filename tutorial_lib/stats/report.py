@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from .. import paths
-from ..decoding.speed_text import batch_speed_table, batch_throughput_text, engine_speed_region, timing_threads_text
+from ..decoding.speed_tables import batch_speed_table, batch_throughput_text, engine_speed_region, timing_threads_text
 from ..lessons.notebook import notebook_times_table
 from ..sweeps.evaluation import rerun_progress_text
 from ..sweeps.result_files import (RESULTS_STAMP, ResultFilesChanged, check_result_files, results_stamp,

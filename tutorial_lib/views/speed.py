@@ -1,6 +1,8 @@
 """Notebook 09: what a block of k tokens costs here, the speed-up it allows, and where speculation pays.
 
-Every number comes from `decoding.speed_runs` (`block_costs`, `what_if`: the block-cost model of a
+`roofline_panels` draws a call of k rows against its two floors, reading the weights and doing their
+arithmetic (`models.kernel_paths.roofline_seconds`), with each kernel path's measured seconds. Every
+other number comes from `decoding.speed_runs` (`block_costs`, `what_if`: the block-cost model of a
 `calibration.Calibration`); this module only draws. `block_cost_panels` gives the two panels of the measured machine (t_p(k) / t_p(1) against
 k; predicted speed-up against gamma beside the textbook curve, with measured points), drawn
 `to_plotly` or `to_matplotlib`. `what_if_view(acceptance, cost_ratio, calibration=...)` is the widget
@@ -17,10 +19,47 @@ from ..decoding.calibration import Calibration
 from ..decoding.speed_runs import block_costs, what_if
 from .widgets import COLORS, Panel, Trace, number, to_matplotlib, to_plotly, wrap
 
-__all__ = ["block_cost_panels", "block_cost_figure", "block_cost_view", "what_if", "what_if_panels",
+__all__ = ["roofline_panels", "roofline_figure", "roofline_view", "block_cost_panels", "block_cost_figure", "block_cost_view", "what_if", "what_if_panels",
            "what_if_view", "what_if_figure", "describe_what_if", "batch_speed_panels", "batch_speed_figure"]
 
 HERE, TEXTBOOK, MEASURED, AUTO = "this machine (block-cost model)", "textbook (t_p(k) = t_p(1))", "measured", "gamma='auto'"
+
+
+def roofline_panels(roofline: Mapping, measured: Mapping[str, Mapping[int, float]], *,
+                    chosen: Optional[str] = None) -> List[Panel]:
+    """Two panels: a call of k rows against the two floors of `models.kernel_paths.roofline_seconds`
+    (reading the weights; their arithmetic) with each path's measured seconds, and each path's
+    t(k) / t(1) with the line 1 (a block that costs what a token costs). `measured` maps a path to
+    {k: seconds}, all on the same layers as `roofline`."""
+    ks = [int(k) for k in roofline["k"]]
+    floors = [Trace("reading the weights (bytes / bandwidth)", ks, roofline["memory_s"], dash=True, color=COLORS[2]),
+              Trace("their arithmetic (2 N k / peak FLOP/s)", ks, roofline["compute_s"], dash="dot", color=COLORS[5])]
+    paths, ratios = [], []
+    for i, (path, seconds) in enumerate(measured.items()):
+        name = f"{path} (chosen)" if path == chosen else path
+        points = sorted((int(k), float(v)) for k, v in seconds.items())
+        color = COLORS[i % len(COLORS)]
+        paths.append(Trace(name, [k for k, _ in points], [v * 1e3 for _, v in points], kind="curve", color=color))
+        ratios.append(Trace(name, [k for k, _ in points], [v / points[0][1] for _, v in points], kind="curve",
+                            color=color))
+    floors = [Trace(t.name, t.x, [v * 1e3 for v in t.y], dash=t.dash, color=t.color) for t in floors]
+    ridge = float(roofline["ridge_k"])
+    top = max(ks)
+    return [Panel(floors + paths, xlabel="k, rows in one call", ylabel="milliseconds per call",
+                  title=f"Bytes against arithmetic: the ridge at k* = {number(ridge)} rows",
+                  vlines=[(ridge, "ridge")] if ridge <= top else []),
+            Panel(ratios, xlabel="k, rows in one call", ylabel="t(k) / t(1)",
+                  title="A block should cost what a token costs below the ridge", hlines=[(1.0, "t(k) = t(1)")])]
+
+
+def roofline_figure(roofline: Mapping, measured: Mapping[str, Mapping[int, float]], title: str, **options):
+    """Static twin of `roofline_view` (matplotlib), for `tl.savefig`."""
+    return to_matplotlib(roofline_panels(roofline, measured, **options), wrap(title, 95))
+
+
+def roofline_view(roofline: Mapping, measured: Mapping[str, Mapping[int, float]], title: str, **options):
+    """The interactive figure of `roofline_panels` (plotly)."""
+    return to_plotly(roofline_panels(roofline, measured, **options), title)
 
 
 def block_cost_panels(calibration: Calibration, acceptance: float, *,
