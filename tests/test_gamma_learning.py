@@ -134,3 +134,14 @@ def test_the_quick_calibration_is_stored_and_reused(tmp_path, monkeypatch):
     gamma_policy._CALIBRATIONS.clear()
     assert gamma_policy.calibration_for(drafter, verifier).max_k == first.max_k
     assert gamma_policy.stored_calibration_path(*toy_pair()) is None   # toy worlds share names: never stored
+
+
+def test_a_model_on_another_kernel_path_has_its_own_stored_calibration(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(tmp_path))
+    plain = tl.load_pair("tiny-random-llama:0", "tiny-random-llama:0")
+    pathed = tl.load_pair("tiny-random-llama:0", "tiny-random-llama:0", kernel_paths=("int8-dynamic", "fp32-packed"))
+    for drafter, verifier in (plain, pathed):
+        drafter.name, verifier.name = "stored-drafter", "stored-verifier"
+    where = {gamma_policy.stored_calibration_path(*pair) for pair in (plain, pathed)}
+    assert len(where) == 2   # an int8 drafter's costs are not the fp32 drafter's
+    assert gamma_policy.calibration_for(*pathed).kernel_paths == {"drafter": "int8-dynamic", "verifier": "fp32-packed"}

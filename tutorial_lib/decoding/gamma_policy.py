@@ -275,6 +275,9 @@ def stored_calibration_path(drafter, verifier) -> Optional[Path]:
            "devices": [str(drafter.device), str(verifier.device)], "threads": torch.get_num_threads(),
            "torch": torch.__version__, "machine": f"{platform.machine()} {platform.processor()}".strip(),
            "options": QUICK_CALIBRATION}
+    paths = [getattr(drafter, "kernel_path", None), getattr(verifier, "kernel_path", None)]
+    if any(paths):  # a model on a kernel path (models.kernel_paths) costs what that path costs
+        key["kernel_paths"] = paths
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_dir() / "calibrations" / f"{digest}.json"
 
@@ -285,7 +288,8 @@ def calibration_for(drafter, verifier, *, store: bool = True) -> Calibration:
 
     Kept in memory for as long as both models live, per device and dtype: moving a model measures again.
     """
-    key = (id(drafter), id(verifier), str(drafter.device), str(verifier.device), drafter.dtype, verifier.dtype)
+    key = (id(drafter), id(verifier), str(drafter.device), str(verifier.device), drafter.dtype, verifier.dtype,
+           getattr(drafter, "kernel_path", None), getattr(verifier, "kernel_path", None))
     held = _CALIBRATIONS.get(key)
     if held is None or held[0]() is not drafter or held[1]() is not verifier:
         for stale in [k for k, (d, v, _) in _CALIBRATIONS.items() if d() is None or v() is None]:
