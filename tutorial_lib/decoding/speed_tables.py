@@ -6,7 +6,7 @@ r"""Speed measurements as tables: the committed runs of `benchmarks/engine_speed
 
 | aim | measured as | holds when |
 |---|---|---|
-| a block costs what a token costs | $\max_{2 \le k \le 6} t_p(k) / t_p(1)$ on the verifier's kernel path (per calibration round) | $\le 1.15$ |
+| a block costs what a token costs | $t_p(k) / t_p(1)$ on the verifier's kernel path (per calibration round), at the $k \le 6$ whose median is largest | $\le 1.15$ |
 | the verifier's call is memory-bound | $t_p(1) / (W_p / B)$: its call over its weights' bytes read at the measured bandwidth | $\le 2$ |
 | speculation pays on the same weights | time(transformers' greedy, same path) / time(`gamma="auto"`) | $\ge 2$ |
 | against what a user runs first | time(transformers' greedy, fp32 as loaded) / time(`gamma="auto"`) | $\ge 5$ |
@@ -88,9 +88,10 @@ def engine_speed_aims(result: dict) -> pd.DataFrame:
         cal = Calibration.from_dict(result["calibration"][dtype])
         measured: Dict[str, dict] = {}
         rounds = [dict(zip(cal.samples, values)) for values in zip(*cal.samples.values())]
-        ks = [k for k in range(2, min(6, cal.max_k) + 1)]
-        if ks:
-            measured["block"] = _spread([max(r[f"verifier_k{k}"] / r["verifier_k1"] for k in ks) for r in rounds])
+        per_k = {k: _spread([r[f"verifier_k{k}"] / r["verifier_k1"] for r in rounds])
+                 for k in range(2, min(6, cal.max_k) + 1)}
+        if per_k:  # the aim holds for every k: judged at the k whose median ratio is largest
+            measured["block"] = max(per_k.values(), key=lambda spread: spread["median"])
         if cal.read_bandwidth > 0 and cal.weight_bytes.get("verifier"):
             bound = cal.bound_s("verifier")
             measured["bound"] = _spread([s / bound for s in cal.samples["verifier_k1"]])
