@@ -123,8 +123,8 @@ settings = speed_runs.speed_profile(profile, device=device, dtype=dtype, gammas=
 if settings["device"] == "cuda" and not torch.cuda.is_available():
     raise RuntimeError(f"profile {profile!r} runs on a GPU and none is visible; choose profile='default' or 'qwen'.")
 on_cpu = settings["device"] == "cpu"
-if on_cpu and (verifier_path, drafter_path) != (None, None):
-    settings["kernel_paths"] = (drafter_path, verifier_path)
+if on_cpu and drafter_path is not None:
+    settings["kernel_paths"] = (drafter_path, None)   # the verifier's path is chosen in section 1
 pair = speed_runs.load_speed_pair(settings)
 drafter, verifier = pair
 prompts = speed_runs.speed_prompts(verifier, settings["n_prompts"])
@@ -139,7 +139,8 @@ print(f"{drafter.name} drafting for {verifier.name} on {verifier.device} ({verif
 # times). Then every kernel path this machine offers (`kernel_paths.VERIFIER_PATHS`) computes the same
 # copies of a sample of the verifier's linear layers (its first two decoder blocks and its output head) for
 # calls of $k$ rows, interleaved in a shuffled order: the probe `load_pair(..., kernel_paths="auto")` makes
-# before it chooses. **What to look at.** Left: the dashed floor is reading the weights, the dotted one their
+# before it chooses. The verifier is then put on the path this probe finds cheapest for the largest block
+# (`verifier_path="auto"`), or on the one you named. **What to look at.** Left: the dashed floor is reading the weights, the dotted one their
 # arithmetic; below the ridge a path that follows the dashed floor is at the limit. Right: $t(k)/t(1)$; a
 # path whose line climbs well above 1 at small $k$ is a kernel artefact, not the physics.
 
@@ -150,6 +151,8 @@ if on_cpu:
     probe = kernel_paths.choose_path(
         kernel_paths.probe_paths(verifier.model, ks=(1, 2, 3, 4, 6, 8, 12, 16), rounds=3),
         gamma=max(settings["gammas"]))
+    if verifier_path is not None:   # "auto": the path this probe found cheapest for the largest block
+        kernel_paths.put_on_path(verifier, probe.chosen if verifier_path == "auto" else verifier_path, verbose=False)
     sample_bytes = probe.sample_bytes["fp32"]
     roofline = kernel_paths.roofline_seconds(sample_bytes, sample_bytes / 4, bandwidth, peak, sorted(probe.seconds["fp32"]))
     measured_paths = {path: costs for path, costs in probe.seconds.items()}
@@ -169,8 +172,8 @@ else:
 
 # %% [markdown]
 # ## 2. What does each call cost here, on the chosen paths? The calibration `gamma="auto"` starts from
-# The pair was loaded on the paths printed below: the verifier on the one the probe found cheapest for its
-# block (or the one you forced), the drafter as `drafter_path` says (`int8-dynamic` quantises its linear
+# The pair runs on the paths printed below: the verifier on the one section 1's probe found cheapest for its
+# block (or the one you named), the drafter as `drafter_path` says (`int8-dynamic` quantises its linear
 # layers to int8: a quarter of the bytes, so a quarter of the reading; the drafter only proposes, and the
 # verifier's law decides every token, so the output stays the verifier's). The first time `gamma="auto"`
 # meets a pair it measures a **quick calibration** (one drafter step; one verifier call scoring $k = 1..6$
