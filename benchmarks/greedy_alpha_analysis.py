@@ -20,9 +20,9 @@ import time
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import alpha_grids
-from tutorial_lib import token_analysis as ta
-from tutorial_lib import token_curves as tc
+from tutorial_lib.maths import alpha_grids
+from tutorial_lib.maths import token_analysis as ta
+from tutorial_lib.stats import token_curves as tc
 
 TOKEN_CURVES = ("token_v1", "token_v2", "token_v3")
 

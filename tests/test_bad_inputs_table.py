@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import calibration, checks, evaluation as ev
+from tutorial_lib.decoding import calibration
+from tutorial_lib import checks
+from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.decoding.options import stop_tokens
 from tutorial_lib.tasks.sandbox import run_python
 

@@ -2,7 +2,8 @@
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import latency, models
+from tutorial_lib.maths import latency
+from tutorial_lib import models
 from tutorial_lib.decoding.calibration import CALL_KINDS, Calibration
 from tutorial_lib.decoding.engine import calibrate
 
@@ -85,7 +86,7 @@ def test_a_pair_of_different_vocabularies_is_refused():
 
 
 def test_calibration_is_exported():
-    assert tl.calibrate is calibrate and tl.calibration.Calibration is Calibration
+    assert tl.calibrate is calibrate and tl.decoding.calibration.Calibration is Calibration
 
 
 def test_interleaved_rounds_go_on_until_the_minimum_time_has_passed():

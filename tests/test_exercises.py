@@ -26,13 +26,13 @@ def _code_cells():
 
 def _standalone_solutions():
     """Expected values the test can compute at the notebooks' defaults without running them."""
-    examples = tl.examples.toy_examples(0)
+    examples = tl.toy.examples.toy_examples(0)
     world = tl.ToyWorld(n_words=14, seed=0)
     objects = {"examples": examples, "world": world}
     out = {}
     for spec in exercises.EXERCISES.values():
         if spec.id == "03-1":
-            out[spec.id] = spec.solve(world=world, context=tl.examples.default_context(world))
+            out[spec.id] = spec.solve(world=world, context=tl.toy.examples.default_context(world))
         elif set(spec.needs) <= set(objects) and spec.kind == "number":
             out[spec.id] = spec.solve(**{name: objects[name] for name in spec.needs})
     return out
@@ -51,7 +51,7 @@ def test_every_exercise_is_checked_in_its_notebook_and_every_check_is_an_exercis
 def test_check_cells_hold_no_computation_of_the_answer():
     for name, i, source in _code_cells():
         assert "check_answer" not in source, f"{name} cell {i} still compares with a value computed in the cell"
-        if "tl.notebook.check(" not in source:
+        if "tl.lessons.notebook.check(" not in source:
             continue
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
@@ -74,7 +74,7 @@ def test_no_notebook_holds_an_expected_value():
 
 @pytest.mark.parametrize("exercise_id,objects", [
     ("04-1", {}),
-    ("01-2", {"examples": tl.examples.toy_examples(0)}),
+    ("01-2", {"examples": tl.toy.examples.toy_examples(0)}),
     ("02-3", {}),
 ])
 def test_number_check_right_wrong_and_not_a_number(capsys, exercise_id, objects):

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tutorial_lib import evaluation as ev
-from tutorial_lib import models, pricing
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib import models
+from tutorial_lib.stats import pricing
 from tutorial_lib.decoding.batch import generate_batch
 from tutorial_lib.decoding.calibration import Calibration
 from tutorial_lib.decoding.engine import generate

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tutorial_lib import rows_file
+from tutorial_lib.sweeps import rows_file
 
 ROWS_FILE_SOURCE = Path(rows_file.__file__)
 APPENDS_PER_WRITER = 50_000
@@ -108,7 +108,7 @@ def test_a_folder_where_a_rows_file_belongs_is_named(tmp_path):
 SWEEP = """
 import sys
 import tutorial_lib as tl
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 examples = [{"id": f"e{i}", "prompt": "mi", "references": ["x"]} for i in range(32)]
 task = ev.Task("t", "qa_em", examples, max_new_tokens=3)
 configs = [ev.Config("Drafter", "drafter", gamma=1, temperature=1.0), ev.Config("Verifier", "verifier", gamma=1,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.sweeps.rows_file import RowsFileError
 
 pytestmark = pytest.mark.usefixtures("one_thread")

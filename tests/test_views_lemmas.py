@@ -6,8 +6,10 @@ import plotly.graph_objects as go
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import deferral_risks as dr
-from tutorial_lib import examples, lemmas, lossy, tradeoff
+from tutorial_lib.lessons import deferral_risks as dr
+from tutorial_lib.toy import examples
+from tutorial_lib.maths import lemmas
+from tutorial_lib.lessons import lossy, tradeoff
 from tutorial_lib.views import lemmas as vl
 from tutorial_lib.views import widgets as vw
 

@@ -1,8 +1,8 @@
 """The notebooks' exercises: each one's question, how its answer is computed, and a hint about the idea.
 
 A notebook's check cell passes the objects the exercise is about (the example pair, the curves, the
-calibration) to `tl.notebook.check("03-2", answer_2, ...)`; the expected value is computed here from
-them, so no notebook cell holds an answer. A teacher sees it with `tl.notebook.solution("03-2", ...)`
+calibration) to `tl.lessons.notebook.check("03-2", answer_2, ...)`; the expected value is computed here from
+them, so no notebook cell holds an answer. A teacher sees it with `tl.lessons.notebook.solution("03-2", ...)`
 (the same objects), which also prints how it is computed.
 
 Each `Exercise` names the objects it needs (`needs`), its kind (a number, a whole number, one of a

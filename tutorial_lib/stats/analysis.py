@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 
 from . import intervals
-from ..sweeps.evaluation import Task
+if TYPE_CHECKING:   # annotations only: a view of the rows loads no sweep harness
+    from ..sweeps.evaluation import Task
 
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
            "best_quality_within", "paper_table", "speculative_ranges", "qualities",

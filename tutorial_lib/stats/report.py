@@ -5,10 +5,10 @@ Notebooks 06 and 07 write their result files with the functions here (`write_t5_
 
 | file | what |
 |---|---|
-| `claims.csv` | the claims (`tl.claims`) |
+| `claims.csv` | the claims (`tl.stats.claims`) |
 | `signed_error.csv` | per method, the modelled latency's signed error against the wall time: median and quartiles (`pricing.signed_error`) |
 | `latency_by_task.csv` | (Gemma-style) batch-size-1 latency per task and pooled, total over total (`analysis.latency_view`) |
-| `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`tl.hardware`) |
+| `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`tl.stats.hardware`) |
 | `facts.json` | the other numbers the README quotes (cost ratio, SpecDecode's relative latency, ...) |
 | `answer_lengths.csv`, `paired_differences.csv`, `summary.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`, `analysis.summarize`); the README quotes them too |
 

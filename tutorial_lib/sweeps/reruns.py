@@ -26,7 +26,7 @@ if TYPE_CHECKING:   # annotations only: the wing loads pandas when a sweep does
     import pandas as pd
 
 __all__ = ["T5_PROFILES", "T5_OFFLINE_ALPHAS", "T5_OFFLINE_ALPHAS_T0", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
-           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
+           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair",
            "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
 
 # ---- T5 -------------------------------------------------------------------------------------------
@@ -431,38 +431,19 @@ def _postprocessor(task_name: str):
     return postprocess
 
 
-def layer_skip_drafter(lm, n_layers: int):
-    """A cheaper drafter made from a decoder-only model: its first `n_layers` blocks, then its own
-    final norm and head (self-speculation by layer skipping). Same tokenizer, so it pairs with `lm`."""
-    from ..models.adapter import LanguageModel
-    layers = getattr(getattr(lm.model, "model", None), "layers", None)
-    if layers is None or lm.is_encoder_decoder:
-        raise ValueError(f"{lm.name} is not a decoder-only transformers model with `model.layers`; "
-                         "layer skipping needs one.")
-    if not 1 <= n_layers < len(layers):
-        raise ValueError(f"n_layers={n_layers}: keep between 1 and {len(layers) - 1} of {lm.name}'s {len(layers)} layers.")
-    net = copy.deepcopy(lm.model)
-    net.model.layers = net.model.layers[:n_layers]
-    net.config.num_hidden_layers = n_layers
-    if getattr(net.config, "layer_types", None):
-        net.config.layer_types = net.config.layer_types[:n_layers]
-    # made from `lm`: the same token ids (`derived_from`), so the pair is accepted without a tokenizer too
-    return LanguageModel(net, lm.tokenizer, name=f"{lm.name}:layers={n_layers}", eos_token_id=lm.eos_token_id,
-                         vocabulary=lm.vocabulary, derived_from=lm)
-
-
 def load_gemma_pair(settings: dict, **placement):
     """The drafter and verifier of a Gemma profile. A drafter named `<verifier>:layers=N` is the
     verifier's first N layers (the smoke profile's cheaper drafter made from SmolLM2-135M).
     `placement` (`device_map`, `max_memory`: one for both, or a pair) goes to `load_pair`."""
     from ..models.adapter import ModelPair, load_model, load_pair
+    from ..models.layer_skip import layer_skip_drafter, split_layers
     drafter, verifier = settings["drafter"], settings["verifier"]
-    if ":layers=" in drafter:
-        base, _, n = drafter.partition(":layers=")
+    base, n = split_layers(drafter)
+    if n is not None:
         verifier_placement = {k: v[1] if isinstance(v, (tuple, list)) else v for k, v in placement.items()}
         big = load_model(verifier if base == verifier else base, dtype=settings["dtype"], device=settings["device"],
                          **verifier_placement)
-        return ModelPair(layer_skip_drafter(big, int(n)), big)
+        return ModelPair(layer_skip_drafter(big, n), big)
     try:
         return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"], **placement)
     except OSError as error:

@@ -21,11 +21,10 @@ import matplotlib
 
 if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
     matplotlib.use("Agg")
-import seaborn as sns  # noqa: E402
-import torch  # noqa: E402
+import numpy as np  # noqa: E402
 
 from .. import paths  # noqa: E402
-from .panels import FIGURE_SIZE, Panel, Trace, to_matplotlib  # noqa: E402
+from .panels import FIGURE_SIZE, Panel, Trace, palette, to_matplotlib  # noqa: E402
 
 __all__ = ["FIGURE_SIZE", "FIGURE_DPI", "checkout_of", "figures_dir", "savefig", "distributions_panels",
            "plot_distributions", "tradeoff_panels", "plot_tradeoff"]
@@ -64,15 +63,20 @@ def savefig(fig, name: str, directory: Optional[os.PathLike] = None, *,
     return path
 
 
-def distributions_panels(rows: Dict[str, torch.Tensor], labels: Sequence[str], title: str = "") -> List[Panel]:
+def _flat(probs) -> List[float]:
+    """A distribution as plain floats, whichever array it came in (a torch tensor on any device, numpy, a list)."""
+    return np.asarray(probs.tolist() if hasattr(probs, "tolist") else probs, dtype=np.float64).ravel().tolist()
+
+
+def distributions_panels(rows: Dict[str, Sequence[float]], labels: Sequence[str], title: str = "") -> List[Panel]:
     """One panel of grouped bars: several next-token distributions (for example q, p and pi) over `labels`."""
-    colors = sns.color_palette("colorblind", len(rows)).as_hex()
-    traces = [Trace(name, list(labels), torch.as_tensor(probs, dtype=torch.float64).flatten().tolist(), kind="bar",
+    colors = palette(len(rows))
+    traces = [Trace(name, list(labels), _flat(probs), kind="bar",
                     color=color) for color, (name, probs) in zip(colors, rows.items())]
     return [Panel(traces, "", "probability", title=title, xrotation=45)]
 
 
-def plot_distributions(rows: Dict[str, torch.Tensor], labels: Sequence[str], title: str = "", ax=None):
+def plot_distributions(rows: Dict[str, Sequence[float]], labels: Sequence[str], title: str = "", ax=None):
     """Grouped bars of several next-token distributions (for example q, p and pi) over `labels`
     (`distributions_panels`, static); drawn into `ax` if given. Returns the figure."""
     return to_matplotlib(distributions_panels(rows, labels, title), legend="each", ax=ax)
@@ -82,7 +86,7 @@ def tradeoff_panels(curves: Dict[str, Dict[str, Sequence[float]]], x: str, y: st
                     ylabel: str = "", title: str = "", reference: Optional[Dict[str, float]] = None) -> List[Panel]:
     """One panel, one curve per method through `curves[method][x]`, `curves[method][y]`; `reference` maps a
     label to a horizontal dashed line (for example the verifier's quality)."""
-    colors = sns.color_palette("colorblind", max(len(curves), 1)).as_hex()
+    colors = palette(len(curves))
     traces = [Trace(method, points[x], points[y], kind="curve", color=color, width=1.5)
               for color, (method, points) in zip(colors, curves.items())]
     return [Panel(traces, xlabel or x, ylabel or y, title=title,

@@ -11,13 +11,12 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 import plotly.graph_objects as go
-import seaborn as sns
 
 from ..lessons import deferral_risks as dr
 from ..lessons import lossy, tradeoff
 from ..toy.examples import context_name, default_world
 from ..toy.toyworld import ToyWorld
-from .widgets import Panel, Trace, number, to_matplotlib, to_plotly, wrap
+from .widgets import COLORS, Panel, Trace, number, to_matplotlib, to_plotly, wrap
 
 __all__ = [
     "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "total_risk_view", "total_risk_figure",
@@ -215,7 +214,7 @@ def beta_figure(sweep: dict, temperature: float = 1.0):
     right: the differences beta = 1 minus Lossy*, which show which of them beta moves at all
     (`lossy.beta_sweep`)."""
     one, star = [k for k in sweep if k != "alpha"][:2]
-    palette = sns.color_palette("colorblind").as_hex()
+    palette = COLORS
     names = {"acceptance_rate": "acceptance rate", "tv_to_p": "D_TV(emitted, p)", "kl_to_p": "KL(emitted || p)",
              "loss": "0-1 loss of generated text"}
     # Lossy*'s curves are thin black dashes on top of beta = 1's: where they vanish, beta changed nothing.

@@ -18,10 +18,9 @@ from typing import Callable, Dict, Optional
 
 import ipywidgets
 import matplotlib.pyplot as plt
-import seaborn as sns
 
 from .figures import savefig
-from .panels import TITLE_WIDTH, Heatmap, Panel, Trace, to_matplotlib, to_plotly, wrap
+from .panels import COLORBLIND, TITLE_WIDTH, Heatmap, Panel, Trace, to_matplotlib, to_plotly, wrap
 from .static import WIDGET_TEXT, plotly_to_png, static_bundle
 from ..lessons.rejection import alpha_at, alpha_span
 
@@ -30,7 +29,7 @@ __all__ = [
     "to_plotly", "to_matplotlib", "save", "readable", "LiveBox", "live_view", "interactive", "link_alpha_slider",
 ]
 
-COLORS = sns.color_palette("colorblind", 10).as_hex()
+COLORS = list(COLORBLIND)
 
 RULE_LABELS = {
     "drafter": "drafter q", "verifier": "verifier p", "spec": "SpecDecode", "lossy": "Lossy",
