@@ -1,12 +1,16 @@
 """Where `tl.savefig` writes: `$TUTORIAL_LIB_FIGURES`, else the git-ignored build/figures/ of the checkout the
-notebook runs in (never its committed figures/: `make tutorial` sets the variable to regenerate those), else
+notebook runs in (never its committed figures/: `make refresh-figures` sets the variable to regenerate those;
+`make tutorial` sets it to build/figures), else
 ./figures beside the notebook - never a folder of the checkout the package happens to be imported from."""
+import re
+import subprocess
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
 from tutorial_lib.views import figures
 
+REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = '[project]\nname = "tutorial_lib"\nversion = "0.1.0"\n'
 
 
@@ -51,3 +55,19 @@ def test_checkout_of_finds_the_nearest_project(tmp_path):
     inner = checkout(outer / "vendor" / "inner")
     assert figures.checkout_of(inner / "notebooks") == inner.resolve()
     assert figures.checkout_of(outer / "vendor") == outer.resolve()
+
+
+def _figure_folders(target: str) -> set:
+    """The `TUTORIAL_LIB_FIGURES` folders `make <target>` would run the notebooks with (`make -n`: nothing runs)."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", target], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout
+    return set(re.findall(r"TUTORIAL_LIB_FIGURES=(\S+)", out))
+
+
+def test_make_tutorial_leaves_the_committed_figures_alone():
+    # Some figures are timings of the machine that runs them (notebook 09's): a clean clone stays clean.
+    assert _figure_folders("tutorial") == {str(REPO / "build" / "figures")}
+
+
+def test_refreshing_the_committed_figures_is_its_own_target():
+    assert _figure_folders("refresh-figures") == {str(REPO / "figures")}

@@ -2,7 +2,8 @@
 
 Interactive plotly figures are for people; the PNGs written here are what a headless run leaves
 behind and what the README shows. Where they go (`figures_dir`): `$TUTORIAL_LIB_FIGURES` if set (`make
-tutorial` sets it to the committed `figures/`, the one run that regenerates them), else the git-ignored
+tutorial` sets it to the git-ignored `build/figures/`, `make refresh-figures` to the committed `figures/`, the
+one run that regenerates them: some are timings of the machine that runs them), else the git-ignored
 `build/figures/` of the checkout the current directory lies in (a notebook runs in its own folder, so
 that is the notebook's own repository, whichever checkout the package was imported from), else
 `./figures` beside the notebook.
@@ -40,8 +41,8 @@ def checkout_of(directory: os.PathLike) -> Optional[Path]:
 
 def figures_dir() -> Path:
     """Where figures go: `$TUTORIAL_LIB_FIGURES`; else, in a checkout (`checkout_of` the current directory),
-    its git-ignored `build/figures/`, never the committed `figures/` (`make tutorial` sets
-    `$TUTORIAL_LIB_FIGURES` to regenerate those); else `./figures` beside the notebook. The package's own
+    its git-ignored `build/figures/`, never the committed `figures/` (`make refresh-figures`
+    sets `$TUTORIAL_LIB_FIGURES` to regenerate those); else `./figures` beside the notebook. The package's own
     location plays no part, so a notebook never writes into the installed package."""
     if os.environ.get("TUTORIAL_LIB_FIGURES"):
         return Path(os.environ["TUTORIAL_LIB_FIGURES"])
