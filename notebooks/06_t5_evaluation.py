@@ -101,6 +101,7 @@ import time
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
+from IPython.display import display
 
 import tutorial_lib as tl
 from tutorial_lib.stats import analysis, claims, curve_bootstrap, hardware, paired, pricing, report

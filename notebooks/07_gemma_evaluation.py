@@ -121,6 +121,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
+from IPython.display import display
 
 import tutorial_lib as tl
 from tutorial_lib.stats import analysis, claims, curve_bootstrap, hardware, paired, pricing, report

@@ -93,6 +93,7 @@ import time
 import numpy as np
 import pandas as pd
 import torch
+from IPython.display import display
 
 import tutorial_lib as tl
 from tutorial_lib import models

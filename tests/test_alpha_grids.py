@@ -139,7 +139,7 @@ def test_the_offline_all_profile_alphas_are_placed_from_the_committed_token_anal
 
 
 def test_placed_alphas_per_temperature_and_curves_left_out_where_they_repeat_another():
-    # issue 26, item 6: T = 0 alphas come from a T = 0 analysis; Lossy is SpecDecode at T = 0, so not run there
+    # T = 0 alphas come from a T = 0 analysis; Lossy is SpecDecode at T = 0, so not run there
     alphas = {"SpecCascade [Chow]": {0.0: [0.0, 0.2, 1.0], 1.0: [0.0, 0.5, 1.0]}, "SpecDecode [Lossy]": {0.0: []},
               "SpecCascade [Diff]": [-1.0, 0.3]}
     configs = ev.sweep_configs(["SpecCascade [Chow]", "SpecDecode [Lossy]", "SpecCascade [Diff]"],

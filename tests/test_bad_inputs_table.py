@@ -1,4 +1,4 @@
-"""Issue 21, item 7: the bad inputs the issue found, each with the error it now gives, as one table.
+"""The bad inputs found by trying the public functions, each with the error it now gives, as one table.
 
 Each row: what the issue saw (`silent`, `late`: failed only after rows were computed, `crash`: deep or
 unclear, `mislead`: a wrong message), the call, and the message it must now raise early, naming the

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 from test_engine import tiny_pair  # noqa: E402,F401  (the engine tests' tiny llama / T5 pairs)
 
 
-def test_calibrate_a_tiny_pair(tiny_pair, tmp_path):
+def test_calibrate_a_tiny_pair(tiny_pair, tmp_path):  # noqa: F811  (the fixture imported above)
     cal = calibrate(tiny_pair, max_k=4, repeats=3, context_tokens=12, overhead_tokens=3, progress=False)
     expected = {"drafter_step", "drafter_k2", "verifier_k1", "verifier_k2", "verifier_k3", "verifier_k4", "prefill_drafter",
                 "prefill_verifier", "overhead", "overhead_block"}

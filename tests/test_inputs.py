@@ -1,4 +1,4 @@
-"""Issue 12, item 6: every public input that used to pass silently or crash with a raw traceback
+"""Every public input that used to pass silently or crash with a raw traceback
 now gives a ValueError / TypeError that says what to change (or, where the value is meaningful,
 works)."""
 import math

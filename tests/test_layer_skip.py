@@ -1,4 +1,5 @@
 """`<model>:layers=N`: a drafter made of a decoder-only model's first N layers, by hand or by name."""
+
 import pytest
 
 import tutorial_lib as tl
@@ -10,8 +11,17 @@ def test_layer_skip_drafter_pairs_with_its_model(one_thread):
     small = layer_skip.layer_skip_drafter(big, 1)
     assert len(small.model.model.layers) == 1 and len(big.model.model.layers) == 2
     pair = tl.models.ModelPair(small, big)
-    g = tl.generate(*pair, [1, 2, 3], method="speculative", rule="token_v2", alpha=0.1, gamma=3, max_new_tokens=8,
-                    temperature=1.0, eos_token_id=())
+    g = tl.generate(
+        *pair,
+        [1, 2, 3],
+        method="speculative",
+        rule="token_v2",
+        alpha=0.1,
+        gamma=3,
+        max_new_tokens=8,
+        temperature=1.0,
+        eos_token_id=(),
+    )
     assert len(g.tokens) == 8
     with pytest.raises(ValueError, match="keep between"):
         layer_skip.layer_skip_drafter(big, 2)

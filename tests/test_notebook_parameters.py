@@ -1,4 +1,4 @@
-"""Issue 21, item 7: notebook parameters are checked in the cell after the `parameters` cell, where a
+"""Notebook parameters are checked in the cell after the `parameters` cell, where a
 string from papermill's `-p` is parsed, or refused with a message that shows the `-y` form.
 
 Every notebook is checked from its paired `.py` file: the cell right after `parameters` calls

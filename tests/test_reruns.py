@@ -92,7 +92,7 @@ def test_the_committed_runs_reload_without_their_models():
 
 
 def test_the_committed_offline_all_run_is_complete_and_priced():
-    # issue 13: every item of the three offline sets, every configuration, and its latency runs and
+    # every item of the three offline sets, every configuration, and its latency runs and
     # calibration, so notebook 07 redraws at its default without the models
     from tutorial_lib.stats import pricing
     settings = reruns.gemma_profile("offline-all")
@@ -117,7 +117,7 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
 
 
 def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_default():
-    # issue 26, item 7: HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every
+    # HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every
     # configuration, its calibration and latency rows; the README quotes it and notebook 07 redraws it
     import re
     from tutorial_lib.stats import pricing, report
@@ -154,7 +154,7 @@ def test_describe_pair_and_task_table_with_loaded_models():
 
 
 def test_the_committed_t5_run_reloads_complete_under_exact_alpha_keys():
-    # issue 21: config keys now write alpha exactly where 6 digits are not exact (1/3, 2**(1/3), ...);
+    # config keys now write alpha exactly where 6 digits are not exact (1/3, 2**(1/3), ...);
     # the committed T5 rows were saved under 6-digit keys and must still be found, each exactly once
     settings = reruns.t5_profile("offline")
     pair = reruns.saved_pair("t5-offline", settings)

@@ -1,4 +1,4 @@
-"""Issue 21, item 4: two processes appending to one rows file lose no row, and a repair running
+"""Two processes appending to one rows file lose no row, and a repair running
 meanwhile deletes none.
 
 The writers load `rows_file` straight from its file (it needs nothing else of the package), so the
@@ -120,7 +120,7 @@ print("ROWS", len(table))
 
 
 def test_two_sweep_processes_on_one_run_leave_every_row_exactly_once(tmp_path):
-    """Issue 21: two `run_sweep` processes working on one sweep once returned 63 of 64 rows; now the
+    """Two `run_sweep` processes working on one sweep once returned 63 of 64 rows; now the
     folder reads as one run with each of the 64 rows once (a row both computed is read once: its
     copies agree)."""
     processes = [subprocess.Popen([sys.executable, "-c", SWEEP, str(tmp_path)], stdout=subprocess.PIPE, text=True)

@@ -1,4 +1,4 @@
-"""Issue 21, item 6: rows that are wrong are refused with the file and the line; configuration keys
+"""Rows that are wrong are refused with the file and the line; configuration keys
 tell every distinct alpha apart; a folder written by several processes reads as one run."""
 import json
 import math

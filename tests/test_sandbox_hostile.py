@@ -31,7 +31,7 @@ MARKER = "tutorial_lib_hostile_marker"
 WRONG = "def sum_of_squares(xs):\n    return -1\n"
 
 HOSTILE = {
-    # ---- the cases of issue 12 -------------------------------------------------------------------
+    # ---- the first cases found --------------------------------------------------------------------
     "exec_made_a_no_op": WRONG + "import builtins\nbuiltins.exec = lambda *a, **k: None\n"
                                  "builtins.eval = lambda *a, **k: True\nbuiltins.compile = lambda *a, **k: None\n",
     "frame_locals_rewrite_the_tests": WRONG + textwrap.dedent("""

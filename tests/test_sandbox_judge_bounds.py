@@ -1,4 +1,4 @@
-"""Issue 21, items 1-3: nothing a solution writes stops the judge, the expected side of a test never
+"""Nothing a solution writes stops the judge, the expected side of a test never
 runs with the solution, and the limits hold on the host (threads, disk, output).
 
 Every solution below is WRONG for its tests, so any pass is a false pass; every run must return a

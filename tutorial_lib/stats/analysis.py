@@ -137,7 +137,7 @@ def quality_by_group(rows: pd.DataFrame, task: Task, *, group: str = "context",
     part = rows[(rows["temperature"] == temperature) & rows["label"].isin(labels)].copy()
     part["group"] = part["example_id"].map(groups)
     means = part.groupby(["group", "label", "alpha"])["quality"].mean().groupby(["group", "label"]).max()
-    table = means.unstack("label").reindex(columns=[l for l in labels if l in set(part["label"])])
+    table = means.unstack("label").reindex(columns=[label for label in labels if label in set(part["label"])])
     table["n"] = part.groupby("group")["example_id"].nunique()
     return table
 

@@ -279,7 +279,7 @@ GEMMA_MIDDLE_ALPHAS: Dict[str, List[float]] = {
 #: The offline-large profile's alphas at T = 0, for the three Token rules only. At T = 0 a Token rule emits
 #: the drafter's top token when it lies in the rule's acceptance set (built from the temperature-1 laws)
 #: and the verifier's top token otherwise, so its rejection rate falls along a different curve than at
-#: T = 1, and the T = 1 placements bunch up (issue 26, item 6). Placed as at T = 1 but on a token-level
+#: T = 1, and the T = 1 placements bunch up. Placed as at T = 1 but on a token-level
 #: analysis at T = 0: `benchmarks/greedy_alpha_analysis.py` (`token_curves.analyse` at T = 0 along the
 #: gold answers of the first 16 items of code, arithmetic and facts, 101-point grids), committed in
 #: `data/results/token-analysis-467910ba0826` (tests/test_offline_large.py rechecks); one alpha per
@@ -326,7 +326,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
                         latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
                         max_new_tokens={"code": 256, "arithmetic": 320, "facts": 24},
                         shots={"code": 1, "arithmetic": 2, "facts": 4}),
-    # Enough items to decide (issue 26, item 7): HumanEval's 164 problems (zero-shot), 300 generated
+    # Enough items to decide: HumanEval's 164 problems (zero-shot), 300 generated
     # arithmetic problems (the first 60 those of `offline-all`), the 49 facts: 513 items.
     # Budget (at most about 6 h from empty on this machine, quiet). The committed offline-all rows give
     # each task's rate (rows per minute, batch shares of wall time): arithmetic 15.4, code 31.0, facts
