@@ -111,12 +111,7 @@ print(f"E_P[loss of q] = {view['loss_q']:.4f}, E_P[loss of p] = {view['loss_p']:
       f"optimal switch alpha* = {view['optimal_switch']:.4f}")
 print("plug-in switch points:", {k: round(v, 4) for k, v in view["plugin_switch"].items()})
 print("saved", views.widgets.save(views.lemmas.lemma1_figure(context, alpha, loss, world=world), "lemma1_context_risk"))
-low, high = tl.lessons.deferral_risks.LEMMA_ALPHA_RANGES[1][loss]
-views.widgets.interactive(
-    views.lemmas.lemma1_view,
-    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
-    alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha (cost of a deferral)"),
-    loss=widgets.fixed(loss), world=widgets.fixed(world))
+views.lemmas.context_risk_controls(1, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, everywhere

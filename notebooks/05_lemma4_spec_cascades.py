@@ -103,12 +103,7 @@ view1 = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_switch']:.4f}, Lemma 1 {view1['optimal_switch']:.4f}, "
       f"OPT plug-in {view4['plugin_switch']['OPT plug-in']:.4f}")
 print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world), "lemma4_context_risk"))
-low, high = tl.lessons.deferral_risks.LEMMA_ALPHA_RANGES[4][loss]
-views.widgets.interactive(
-    views.lemmas.lemma4_view,
-    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
-    alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha (cost of a rejection)"),
-    loss=widgets.fixed(loss), world=widgets.fixed(world))
+views.lemmas.context_risk_controls(4, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, and against OPT

@@ -253,15 +253,12 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 calibration = None
 cost, cost_accelerator = "wall_time_s", None
 if latency == "modelled":
-    try:
-        calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["gammas"])
-        rows = pricing.price_rows(rows, calibration)
+    rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["gammas"], required=runner == "batch")
+    if calibration is None:
+        print(f"Latency is NOT modelled for this run, the figures use measured wall time instead:\n  {why_not}")
+    else:
         clock_rows = rows if runner == "single" else pricing.price_rows(clock_rows, calibration)
         cost, cost_accelerator = pricing.LATENCY_COLUMN, pricing.ACCELERATOR_COLUMN
-    except (ValueError, FileNotFoundError) as why:
-        if runner == "batch":   # batched wall times are no latencies: nothing to fall back on
-            raise
-        print(f"Latency is NOT modelled for this run, the figures use measured wall time instead:\n  {why}")
 PRICING_NAMES = {pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration",
                  pricing.ACCELERATOR_COLUMN: "modelled latency, accelerator pricing (k tokens cost 1 step)",
                  "wall_time_s": "measured wall time (one run per row)"}

@@ -214,17 +214,9 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 # item alone, so this is a latency at batch size 1, not the batched run's time.
 
 # %%
-calibration = None
-if analysis.counts_calls(rows):
-    try:
-        calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
-        rows = pricing.price_rows(rows, calibration)
-    except (ValueError, FileNotFoundError) as why:
-        print(f"no modelled latency for these rows: {why}")
-else:
-    print("These rows were written before rows counted their calls by tokens fed, so their latency cannot be "
-          "priced by the cost model (tl.stats.pricing); the table below has no cost_per_answer. Rerun the sweep into "
-          "an empty results folder to get it.")
+rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["latency_gammas"])
+if calibration is None:
+    print(f"no modelled latency for these rows (the table below has no cost_per_answer): {why_not}")
 lengths = analysis.answer_lengths(rows, tasks, cost=pricing.LATENCY_COLUMN if calibration is not None else None)
 lengths.to_csv(f"{sweep_path}/answer_lengths.csv", index=False)
 lengths.round(3)
@@ -461,27 +453,22 @@ tl.lessons.notebook.save_metrics("07_gemma_evaluation", metrics, output_dir)
 # %% [markdown]
 # ## Exercises
 #
-# The first two are checked by the cell under them (right or wrong, with a hint; the answer is not
-# printed); the third is for discussion.
+# The first is checked by the cell under it (right or wrong, with a hint; the answer is not printed); the
+# second is for discussion. (Reading a claim's interval is notebook 06's exercise 2: the claims table here
+# reads the same way.)
 #
-# 1. **Reading a claim's interval.** The first row of the claims table measures a difference that is
-#    positive when the claim holds, with a 95% interval `[low, high]`. From `low` and `high` alone
-#    (not the `verdict` column), what does the interval say: `"holds"`, `"does not hold"` or
-#    `"not resolved"`? Store the words in `answer_1`.
-# 2. **Where a rule's curve crosses the verifier.** On the first task at the lowest temperature, pick a
+# 1. **Where a rule's curve crosses the verifier.** On the first task at the lowest temperature, pick a
 #    method of the table and find the rejection rate at which its curve first reaches the verifier's
 #    quality: read it off the figure, then exactly from `reduction_at_verifier_quality`. Store the pair
-#    `(method, rejection rate)` in `answer_2`, or `(method, "not reached")`.
-# 3. In the answer-length table, compare a Token rule's answers with the verifier's at $T = 0$. Why can
+#    `(method, rejection rate)` in `answer_1`, or `(method, "not reached")`.
+# 2. In the answer-length table, compare a Token rule's answers with the verifier's at $T = 0$. Why can
 #    a rule with a lower rejection rate still make more verifier calls per answer?
 
 # %%
-answer_1 = None  # "holds", "does not hold" or "not resolved"
-answer_2 = None  # e.g. ("SpecCascade [Token-V2]", your rejection rate)
+answer_1 = None  # e.g. ("SpecCascade [Token-V2]", your rejection rate)
 
 # %%
-tl.lessons.notebook.check("07-1", answer_1, claims_table=claims_table)
-tl.lessons.notebook.check("07-2", answer_2, table=table, task=tasks[0].name, temperature=table["temperature"].min())
+tl.lessons.notebook.check("07-1", answer_1, table=table, task=tasks[0].name, temperature=table["temperature"].min())
 
 # %% [markdown]
 # **Read next:** [08 the Qwen pair token by token](08_real_pair_token_analysis.ipynb): every rule against the best possible deferral, position by position.

@@ -199,11 +199,7 @@ _LIST = [
              "verifier's quality.", "1 - reduction_at_verifier_quality of that method's row.",
              kind="method_and_number"),
     # --- 07 Gemma --------------------------------------------------------------------------------
-    Exercise("07-1", "what the first claim's interval says", ("claims_table",), _claim_verdict,
-             "An interval of a difference that lies wholly above 0 supports the claim, one at or below 0 refutes "
-             "it; one that holds 0 leaves it open.", "low > 0: holds; high <= 0: does not hold; else not resolved.",
-             kind="choice", choices=VERDICTS),
-    Exercise("07-2", "where a method's curve crosses the verifier's quality (rejection rate)",
+    Exercise("07-1", "where a method's curve crosses the verifier's quality (rejection rate)",
              ("table", "task", "temperature"),
              lambda table, task, temperature, method: crossing_of(table, method, task=task, temperature=temperature),
              "reduction_at_verifier_quality is 1 - r*, where r* is the rejection rate at which the curve first "
