@@ -327,7 +327,7 @@ latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"gemma-{
 latency_seconds = time.perf_counter() - start
 latency_error = None
 latency_column = "wall_time_s"
-if calibration is not None and analysis.counts_calls(latency_rows):
+if calibration is not None and pricing.counts_calls(latency_rows):
     latency_rows = pricing.price_rows(latency_rows, calibration)
     latency_column = pricing.LATENCY_COLUMN
     latency_error = pricing.signed_error(latency_rows, by=["label", "gamma"])

@@ -10,6 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from tutorial_lib.stats import analysis as an  # noqa: E402
+from tutorial_lib.stats import pricing  # noqa: E402
 from tutorial_lib.sweeps import evaluation as ev  # noqa: E402
 from tutorial_lib.views import reruns as rerun_views  # noqa: E402
 
@@ -90,7 +91,7 @@ def test_answer_lengths_count_cuts_and_calls_per_answer():
 
 def test_counts_calls_tells_priceable_rows():
     counted = pd.DataFrame([dict(drafter_calls_by_k=[3], verifier_calls_by_k=[0, 2])])
-    assert an.counts_calls(counted)
-    assert not an.counts_calls(pd.DataFrame([dict(n_tokens=3)]))       # written before the counters
+    assert pricing.counts_calls(counted)
+    assert not pricing.counts_calls(pd.DataFrame([dict(n_tokens=3)]))       # written before the counters
     mixed = pd.concat([counted, pd.DataFrame([dict(n_tokens=3)])], ignore_index=True)
-    assert not an.counts_calls(mixed)
+    assert not pricing.counts_calls(mixed)

@@ -17,8 +17,8 @@ A wing imports only from the wings before it in this list (tests/test_structure.
 | `views`     | everything that draws: plotly / matplotlib panels and ipywidgets |
 
 `import tutorial_lib as tl` loads none of the wings: each name below loads its module on first use
-(`tl.generate`, `tl.load_pair`, `tl.speculative_cascade`, `tl.target_distribution`, `tl.views`, ...), so the import costs milliseconds and pulls in
-neither matplotlib, pandas, scipy, transformers, plotly nor ipywidgets.
+(`tl.generate`, `tl.load_pair`, `tl.speculative_cascade`, `tl.target_distribution`, `tl.views`, ...), so the
+import costs milliseconds and pulls in neither matplotlib, pandas, scipy, transformers, plotly nor ipywidgets.
 
 Every module is named by its wing: `tl.decoding.engine`, `tl.stats.claims`,
 `from tutorial_lib.sweeps import evaluation` (tests/test_structure.py imports each such path the notebooks,
@@ -33,7 +33,8 @@ __version__ = "0.1.0"
 #: The wings, in import order (a wing imports only from wings before it; `checks` is the floor).
 WINGS = ("maths", "toy", "models", "decoding", "tasks", "lessons", "sweeps", "stats", "views")
 
-#: `tl.<module>`: the wings and the floor, each loaded on first use (`tl.stats.intervals`, `tl.views.targets`).
+#: `tl.<module>`: the wings and the floor, each loaded on first use (`tl.stats.intervals`,
+#: `tl.views.targets`).
 MODULES = {name: name for name in ("checks", "paths", *WINGS)}
 
 #: `tl.<name>`: the functions, classes and constants the notebooks and the README use, by their module.

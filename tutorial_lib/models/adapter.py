@@ -429,8 +429,8 @@ def register_loader(alias: str, loader: Callable[[str, Optional[torch.dtype], st
     LOADERS[alias] = loader
 
 
-#: Functions that give a loader for a whole name (or None), asked in order before `LOADERS` and the hub: a family
-#: of names that grows at run time (`files.OFFLINE_MODELS`) or a suffix any model takes (`layer_skip`'s `:layers=N`).
+#: Functions giving a loader for a whole name (or None), asked in order before `LOADERS` and the hub: names
+#: that grow at run time (`files.OFFLINE_MODELS`), a suffix any model takes (`layer_skip`'s `:layers=N`).
 RESOLVERS: List[Callable[[str], Optional[Callable]]] = []
 
 #: (type, wrap): `load_model(obj)` of an instance of `type` returns `wrap(obj)` (the toy world's models).

@@ -50,14 +50,13 @@ import numpy as np
 import pandas as pd
 
 from . import intervals
-from .analysis import counts_calls
 from ..decoding.calibration import Calibration, rule_block_costs, sweep_rules, target_kind
 from ..decoding.engine import calibrate
 
 __all__ = ["add_rule_block_costs", "signed_error", "LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
            "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
            "overall_model_error", "calibrate_for_sweep", "load_sweep_calibration", "CALIBRATION_FILE",
-           "PricedSweep", "price_sweep"]
+           "counts_calls", "PricedSweep", "price_sweep"]
 
 LATENCY_COLUMN = "modelled_latency_s"
 ACCELERATOR_COLUMN = "modelled_latency_accelerator_s"
@@ -385,6 +384,13 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
     return calibration
 
 
+def counts_calls(rows: pd.DataFrame) -> bool:
+    """Whether every row counted its calls by tokens fed (`price_rows` can price them): rows
+    written before the counters existed cannot be priced."""
+    columns = ("drafter_calls_by_k", "verifier_calls_by_k")
+    return len(rows) > 0 and all(c in rows and rows[c].notna().all() for c in columns)
+
+
 class PricedSweep(NamedTuple):
     """A sweep's rows priced (`rows` with the pricing columns, and the `calibration` that priced them), or
     left as they were (`calibration` None) with the reason in `why_not`."""
@@ -400,8 +406,8 @@ def price_sweep(pair, rows: pd.DataFrame, gammas: Sequence = (1,), *, required: 
     rows as they are with the reason in `why_not`; `required=True` raises instead (batched wall times are no
     latencies, so a batched run has nothing to fall back on)."""
     if not counts_calls(rows):
-        why = ("these rows were written before rows counted their calls by tokens fed, so the cost model cannot "
-               "price them; rerun the sweep into an empty results folder to price it")
+        why = ("these rows were written before rows counted their calls by tokens fed, so the cost model "
+               "cannot price them; rerun the sweep into an empty results folder to price it")
         if required:
             raise ValueError(why)
         return PricedSweep(rows, None, why)

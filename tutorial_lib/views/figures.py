@@ -65,11 +65,14 @@ def savefig(fig, name: str, directory: Optional[os.PathLike] = None, *,
 
 
 def _flat(probs) -> List[float]:
-    """A distribution as plain floats, whichever array it came in (a torch tensor on any device, numpy, a list)."""
-    return np.asarray(probs.tolist() if hasattr(probs, "tolist") else probs, dtype=np.float64).ravel().tolist()
+    """A distribution as plain floats, whichever array it came in (a torch tensor on any device, numpy,
+    a list)."""
+    values = probs.tolist() if hasattr(probs, "tolist") else probs
+    return np.asarray(values, dtype=np.float64).ravel().tolist()
 
 
-def distributions_panels(rows: Dict[str, Sequence[float]], labels: Sequence[str], title: str = "") -> List[Panel]:
+def distributions_panels(rows: Dict[str, Sequence[float]], labels: Sequence[str],
+                         title: str = "") -> List[Panel]:
     """One panel of grouped bars: several next-token distributions (for example q, p and pi) over `labels`."""
     colors = palette(len(rows))
     traces = [Trace(name, list(labels), _flat(probs), kind="bar",

@@ -20,7 +20,8 @@ from ..toy.toyworld import ToyWorld
 from .widgets import COLORS, Panel, Trace, interactive, number, to_matplotlib, to_plotly, wrap
 
 __all__ = [
-    "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "context_risk_controls", "total_risk_view", "total_risk_figure",
+    "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "context_risk_controls", "total_risk_view",
+    "total_risk_figure",
     "miscalibration_figure", "figure1_view", "figure1_figure", "lemma2_view", "lemma2_figure", "beta_view",
     "beta_figure", "tradeoff_view", "tradeoff_live", "format_tradeoff_summary", "tradeoff_figure",
 ]
@@ -92,7 +93,8 @@ def context_risk_controls(lemma: int, context_index: int, alpha: float, loss: st
     low, high = dr.LEMMA_ALPHA_RANGES[lemma][loss]
     return interactive(
         view,
-        context_index=ipywidgets.Dropdown(options=context_options(world), value=context_index, description="context"),
+        context_index=ipywidgets.Dropdown(options=context_options(world), value=context_index,
+                                          description="context"),
         alpha=ipywidgets.FloatSlider(value=alpha, min=low, max=high, step=0.01,
                                      description=f"alpha (cost of a {_ALPHA_COSTS[lemma]})"),
         loss=ipywidgets.fixed(loss), world=ipywidgets.fixed(world))

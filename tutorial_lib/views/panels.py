@@ -21,7 +21,8 @@ from matplotlib.colors import to_hex, to_rgba
 from matplotlib.ticker import NullLocator
 from plotly.subplots import make_subplots
 
-__all__ = ["FIGURE_SIZE", "TITLE_WIDTH", "COLORBLIND", "palette", "wrap", "Trace", "Heatmap", "Panel", "to_plotly", "to_matplotlib"]
+__all__ = ["FIGURE_SIZE", "TITLE_WIDTH", "COLORBLIND", "palette", "wrap", "Trace", "Heatmap", "Panel", "to_plotly",
+           "to_matplotlib"]
 
 #: Inches of a static figure (`tl.savefig` saves every figure at this size unless told otherwise).
 FIGURE_SIZE = (8.0, 4.5)
@@ -119,7 +120,7 @@ COLORBLIND = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", 
 
 
 def palette(n: int) -> List[str]:
-    """`n` distinct colours: the colour-blind palette, or, beyond its 10 colours (which would repeat), husl's."""
+    """`n` distinct colours: the colour-blind palette, or beyond its 10 colours (which would repeat) husl's."""
     if n <= len(COLORBLIND):
         return list(COLORBLIND[:max(n, 1)])
     import seaborn as sns   # only for more traces than the colour-blind palette holds
