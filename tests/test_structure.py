@@ -211,9 +211,9 @@ def _docstrings(path: Path) -> str:
     return "\n".join(doc for n in nodes if (doc := ast.get_docstring(n)))
 
 
-#: Where a reader meets a dotted path to copy: the notebooks, the README, the benchmarks, the book, the docstrings.
-PROSE = sorted([REPO / "README.md", *(REPO / "notebooks").glob("*.py"), *(REPO / "benchmarks").glob("*.py"),
-                *(REPO / "book").rglob("*.md"), *MODULES.values()])
+#: Where a reader meets a dotted path to copy: the notebooks, the READMEs, the benchmarks, the book, the docstrings.
+PROSE = sorted([*REPO.glob("*.md"), *(REPO / "data").rglob("README.md"), *(REPO / "notebooks").glob("*.py"),
+                *(REPO / "benchmarks").glob("*.py"), *(REPO / "book").rglob("*.md"), *MODULES.values()])
 DOTTED = re.compile(r"(?<![\w.])(tl|tutorial_lib)((?:\.[A-Za-z_][A-Za-z_0-9]*)+)(?![\w{])")  # not an f-string's template
 
 

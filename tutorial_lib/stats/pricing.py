@@ -151,7 +151,7 @@ def price_rows(rows: Union[pd.DataFrame, Iterable[Mapping]], calibration: Calibr
     to, `modelled_latency_accelerator_s` (`accelerator_calibration`). Rows without per-call counts
     are refused with the reason (see `row_latency`)."""
     if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration must be a tutorial_lib.Calibration (calibrate_for_sweep or Calibration.load), "
+        raise TypeError(f"calibration must be a tutorial_lib.decoding.calibration.Calibration (calibrate_for_sweep or Calibration.load), "
                         f"not {type(calibration).__name__}.")
     table = _as_table(rows)
     if table.empty:
