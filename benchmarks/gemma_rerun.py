@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from tutorial_lib import evaluation as ev
-from tutorial_lib import reruns
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps import reruns
 
 
 def _now() -> str:
@@ -124,7 +124,7 @@ def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
     same process: the cost model's signed error against the clock compares two measurements of one sitting
     (a calibration from another day can differ by more than the model's error: the machine's speed moves).
     With every latency row saved already, neither is measured again."""
-    from tutorial_lib import pricing
+    from tutorial_lib.stats import pricing
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
     latency_configs = reruns.latency_configs(settings)
     latency = ev.sweep_of(pair, latency_tasks, f"{name}-latency", runner="single",

@@ -3,7 +3,7 @@ r"""A token-level analysis of the Qwen pair at T = 0, to place the Token rules' 
 At $T = 0$ a Token rule emits the drafter's top token when it lies in the acceptance set $A$ (built
 from the temperature-1 laws) and the verifier's otherwise, so its rejection rate as a function of
 alpha differs from the $T = 1$ curve that placed `reruns.GEMMA_OFFLINE_ALPHAS`; alphas placed at
-$T = 1$ bunch up at $T = 0$ (issue 26, item 6). This runs `token_curves.analyse` at $T = 0$ along the
+$T = 1$ bunch up at $T = 0$. This runs `token_curves.analyse` at $T = 0$ along the
 gold answers of the first `--items` items of each offline task (code, arithmetic, facts), with a fine
 grid on the three Token rules only, caches it under `data/results/token-analysis-<key>/`, and prints
 `alpha_grids.placed_alphas(result, k)`: `k` interior alphas per rule at evenly spaced rejection levels
@@ -20,9 +20,9 @@ import time
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import alpha_grids
-from tutorial_lib import token_analysis as ta
-from tutorial_lib import token_curves as tc
+from tutorial_lib.maths import alpha_grids
+from tutorial_lib.maths import token_analysis as ta
+from tutorial_lib.stats import token_curves as tc
 
 TOKEN_CURVES = ("token_v1", "token_v2", "token_v3")
 

@@ -24,7 +24,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from tutorial_lib import model_files
+from tutorial_lib.models import files as model_files
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -38,8 +38,8 @@ from pathlib import Path
 
 import torch
 
-from tutorial_lib import evaluation as ev
-from tutorial_lib import reruns
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps import reruns
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE_COMMIT = "d90a5d9"
@@ -47,7 +47,7 @@ BASELINE_BATCH = 16
 
 
 def baseline_batch(commit: str = BASELINE_COMMIT):
-    """`tutorial_lib/batch.py` at `commit`, loaded as `tutorial_lib._batch_<commit>`."""
+    """`tutorial_lib/batch.py` at `commit`, loaded as the package's module `_batch_<commit>`."""
     source = subprocess.check_output(["git", "-C", str(REPO), "show", f"{commit}:tutorial_lib/batch.py"], text=True)
     name = f"tutorial_lib._batch_{commit}"
     spec = importlib.util.spec_from_loader(name, loader=None)

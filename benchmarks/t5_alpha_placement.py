@@ -1,4 +1,4 @@
-r"""Where the offline T5 profile's alphas come from, at each temperature (issue 26, item 6).
+r"""Where the offline T5 profile's alphas come from, at each temperature.
 
 `reruns.T5_OFFLINE_ALPHAS` placed every rule's alphas on a token-level analysis at $T = 1$: at $T = 0$
 those alphas bunch up (Lossy's seven runs all equal SpecDecode, OPT's give 5 distinct runs of 7),
@@ -65,14 +65,14 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    settings = tl.reruns.t5_profile("offline")
-    tl.synthetic_t5.train_t5_pair(budget=tl.reruns.t5_training_budget(settings), progress=False)
-    pair = tl.reruns.load_t5_pair(settings)
+    settings = tl.sweeps.reruns.t5_profile("offline")
+    tl.models.synthetic_t5.train_t5_pair(budget=tl.sweeps.reruns.t5_training_budget(settings), progress=False)
+    pair = tl.sweeps.reruns.load_t5_pair(settings)
     examples = synthetic_mt.TranslationGrammar().examples(args.items, split="test")
     items = [tc.Item(ex["id"], "synthetic_mt", ex["prompt"], ex["references"][0]) for ex in examples]
     # the weights' hashes, as the sweeps key them: alphas placed on one pair are that pair's
     report = {"items": len(items), "k": args.k, "n_alpha": args.n_alpha, "pair": [pair.drafter.name, pair.verifier.name],
-              "weights": {role: tl.evaluation.model_identity(lm)["weights"]
+              "weights": {role: tl.sweeps.evaluation.model_identity(lm)["weights"]
                           for role, lm in (("drafter", pair.drafter), ("verifier", pair.verifier))}}
     for temperature in (0.0, 1.0):
         grid = ta.default_grid(args.n_alpha, temperature)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from tutorial_lib import evaluation as ev
-from tutorial_lib import reruns
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps import reruns
 from tutorial_lib.decoding.speed_runs import PeakMemory
 from tutorial_lib.models import synthetic_t5
 

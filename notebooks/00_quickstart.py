@@ -45,7 +45,7 @@ output_dir = "."       # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "seed": "int>=0",
     "n_words": "int>=1",
     "n_alpha": "int>=2",
@@ -54,8 +54,6 @@ checked_parameters = tl.notebook.check_parameters(globals(), {
 })
 
 # %%
-import torch
-
 import tutorial_lib as tl
 
 world = tl.ToyWorld(n_words=n_words, seed=seed)
@@ -97,10 +95,10 @@ rows = {
     f"Token-V3 pi (alpha={alpha})": tl.target_distribution("token_v3", q_c, p_c, alpha),
 }
 a, b = table.contexts[row]
-fig = tl.plotting.plot_distributions(rows, world.tokens, title=f"next token after '{world.tokens[a]} {world.tokens[b]}'")
+fig = tl.views.figures.plot_distributions(rows, world.tokens, title=f"next token after '{world.tokens[a]} {world.tokens[b]}'")
 tl.savefig(fig, "quickstart_distributions")
 print("D_TV(p, q) =", round(float(tl.tv_distance(p_c, q_c)), 4))
-print("Lemma 4's optimal rule (knows P) defers:", bool(tl.lemmas.optimal_speculative_deferral(P_c, q_c, p_c, alpha)))
+print("Lemma 4's optimal rule (knows P) defers:", bool(tl.maths.lemmas.optimal_speculative_deferral(P_c, q_c, p_c, alpha)))
 for rule in ("chow", "diff", "opt", "token_v3"):
     pi = tl.target_distribution(rule, q_c, p_c, alpha)
     print(f"{rule:>8}: weight on p {float(tl.deferral_weight(rule, q_c, p_c, alpha)):.3f}, "
@@ -124,7 +122,7 @@ for label, rule in methods.items():
     curves[label] = {"rejection": [m.rejection_rate for m in points],
                      "loss": [m.zero_one_loss for m in points]}
 spec, drafter = world.evaluate("spec"), world.evaluate("drafter")
-fig = tl.plotting.plot_tradeoff(curves, "rejection", "loss", xlabel="rejection rate",
+fig = tl.views.figures.plot_tradeoff(curves, "rejection", "loss", xlabel="rejection rate",
                                 ylabel="per-token 0-1 loss (lower is better)",
                                 title="Toy world: quality against rejection rate (exact)",
                                 reference={"verifier (SpecDecode)": spec.zero_one_loss,
@@ -149,7 +147,7 @@ for key in ("zero_one_loss", "rejection_rate", "deferral_rate"):
     print(f"{key:>15}: exact {e:.4f}  simulated {s:.4f} +- {se:.4f}  (z = {z_scores[key]:+.2f})")
 
 # %%
-tl.notebook.save_metrics("00_quickstart", {
+tl.lessons.notebook.save_metrics("00_quickstart", {
     "verifier_zero_one_loss": spec.zero_one_loss,
     "drafter_zero_one_loss": drafter.zero_one_loss,
     "best_zero_one_loss": best,
@@ -169,8 +167,8 @@ answer_1 = None  # your code here
 answer_2 = None  # your code here
 
 # %%
-tl.notebook.check("00-1", answer_1, q=q_c, p=p_c, alpha=alpha)
-tl.notebook.check("00-2", answer_2, curves=curves, n_alpha=n_alpha)
+tl.lessons.notebook.check("00-1", answer_1, q=q_c, p=p_c, alpha=alpha)
+tl.lessons.notebook.check("00-2", answer_2, curves=curves, n_alpha=n_alpha)
 
 # %% [markdown]
 # **Read next:** [01 target distributions](01_target_distributions.ipynb): what each rule's target $\pi$ looks like for one pair, and how `alpha` moves it.

@@ -53,7 +53,7 @@
 # The low end of each range is SpecDecode-like (always defer), the high end drafter-only.
 
 # %% tags=["parameters"]
-example = "verifier blind spot"  # one of tl.examples.toy_examples() (listed below)
+example = "verifier blind spot"  # one of tl.toy.examples.toy_examples() (listed below)
 rule = "token_v3"                # one of tl.RULES
 alpha = 0.9                      # inside the rule's range
 every_rule_example = "confident drafter, unsure verifier"  # the example of the every-rule view
@@ -74,7 +74,7 @@ output_dir = "."                 # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "example": "str",
     "rule": "str",
     "alpha": "float",
@@ -100,7 +100,7 @@ from IPython.display import display
 import tutorial_lib as tl
 from tutorial_lib import views  # plotly figures and ipywidgets wiring
 
-examples = tl.examples.toy_examples(seed)
+examples = tl.toy.examples.toy_examples(seed)
 for name, pair in examples.items():
     print(f"{name:>36}: {pair.description}")
 
@@ -119,7 +119,7 @@ if real_pair is not None:
 
     loaded = tl.models.load_pair(*real_pair, dtype=real_dtype)
     q_real, p_real = tl.models.next_token_distributions(loaded, real_prompt)
-    examples["real pair"] = tl.examples.example_from_distributions(
+    examples["real pair"] = tl.toy.examples.example_from_distributions(
         "real pair", q_real, p_real, labels=lambda i: repr(loaded.verifier.decode([i])),
         description=f"{real_pair[0]} drafting for {real_pair[1]}, next token after {real_prompt!r}")
     print(examples["real pair"].description)
@@ -171,7 +171,7 @@ display(views.widgets.live_view(
 # The same view for the parameters of this run, as a static figure:
 
 # %%
-readouts = tl.rejection.target_readouts(example, rule, alpha, temperature, gamma, examples=examples)
+readouts = tl.lessons.rejection.target_readouts(example, rule, alpha, temperature, gamma, examples=examples)
 print(views.targets.format_readouts(readouts))
 fig = views.targets.target_figure(example, rule, alpha, temperature, gamma, examples=examples)
 tl.savefig(fig, "targets_view")
@@ -209,10 +209,10 @@ tl.savefig(fig, "targets_every_rule")
 # largest gap between the rejection probability and $\delta\,D_{TV}(p, q)$.
 
 # %%
-rejection = pd.DataFrame(tl.rejection.rejection_table(examples, lenience, temperature)).T
+rejection = pd.DataFrame(tl.lessons.rejection.rejection_table(examples, lenience, temperature)).T
 tokens_per_call = rejection.apply(
-    lambda column: column.map(lambda rho: tl.latency.expected_tokens_per_call(1.0 - rho, gamma)))
-lemma3_gap = {name: tl.rejection.lemma3_gap(name, temperature, examples=examples) for name in examples}
+    lambda column: column.map(lambda rho: tl.maths.latency.expected_tokens_per_call(1.0 - rho, gamma)))
+lemma3_gap = {name: tl.lessons.rejection.lemma3_gap(name, temperature, examples=examples) for name in examples}
 rejection["max |ρ - δ D_TV|"] = pd.Series(lemma3_gap)
 with pd.option_context("display.float_format", "{:.3f}".format, "display.width", 250):
     print("rejection probability")
@@ -222,7 +222,7 @@ with pd.option_context("display.float_format", "{:.3f}".format, "display.width",
 
 # %%
 _, every_rule_numbers = views.targets.every_rule_view(every_rule_example, lenience, temperature, examples=examples)
-tl.notebook.save_metrics("01_target_distributions", {
+tl.lessons.notebook.save_metrics("01_target_distributions", {
     "parameters": {"example": example, "rule": rule, "alpha": alpha, "temperature": temperature, "gamma": gamma,
                    "every_rule_example": every_rule_example, "lenience": lenience, "real_pair": real_pair},
     "examples": {name: {"tv_distance": float(tl.tv_distance(e.p, e.q)), "max_q": float(e.q.max()),
@@ -250,9 +250,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check("01-1", answer_1, examples=examples)
-tl.notebook.check("01-2", answer_2, examples=examples)
-tl.notebook.check("01-3", answer_3)
+tl.lessons.notebook.check("01-1", answer_1, examples=examples)
+tl.lessons.notebook.check("01-2", answer_2, examples=examples)
+tl.lessons.notebook.check("01-3", answer_3)
 
 # %% [markdown]
 # ## A first clock: plain decoding against speculation
@@ -268,11 +268,10 @@ tl.notebook.check("01-3", answer_3)
 
 # %%
 from tutorial_lib.lessons import first_timing
-from tutorial_lib.stats.token_report import load_profile_pair
 
-threads_used = tl.speed_runs.use_free_cores()   # the cores other processes leave free (notebook 09 says why)
+threads_used = tl.decoding.speed_runs.use_free_cores()   # the cores other processes leave free (notebook 09 says why)
 clock_pair = tuple(timing_pair or first_timing.DEFAULT_PAIR)
-timing = load_profile_pair({"drafter": clock_pair[0], "verifier": clock_pair[1]})
+timing = tl.load_pair(*clock_pair, dtype="float32")   # "<model>:layers=N": that model's first N layers
 clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=2)
 display(clock.round(4))
 auto_reason = first_timing.auto_reason(timing, float(clock.loc["gamma=3", "acceptance"]))
@@ -285,7 +284,7 @@ print(f"gamma='auto' chose block sizes {chosen}: with t_q = {auto_reason.attrs['
       f"{clock.loc['gamma=3', 'speedup']:.2f}x, auto {clock.loc['gamma=auto', 'speedup']:.2f}x "
       f"(notebook 09 has the whole story; {threads_used} torch thread{'s' if threads_used != 1 else ''}, "
       "the cores other processes left free).")
-tl.notebook.save_metrics("01_target_distributions_timing", {
+tl.lessons.notebook.save_metrics("01_target_distributions_timing", {
     "pair": list(clock_pair), "threads": threads_used, "table": clock.reset_index().to_dict(orient="records"),
     "predicted": auto_reason["predicted_speedup"].to_dict(), "costs": dict(auto_reason.attrs)}, output_dir)
 

@@ -45,7 +45,7 @@
 # $z = (\hat\rho - \rho)/\mathrm{se}$ should mostly lie within $\pm 2$, and all but never beyond $\pm 4$.
 
 # %% tags=["parameters"]
-example = "verifier blind spot"   # the single pair of the second figure (see tl.examples.toy_examples())
+example = "verifier blind spot"   # the single pair of the second figure (see tl.toy.examples.toy_examples())
 temperature = 1.0                 # sampling temperature (0 means greedy)
 alpha = 0.3                       # the alpha marked on every curve, with its rejection rate
 n_alpha = 41                      # alpha values per curve
@@ -60,7 +60,7 @@ output_dir = "."                  # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "example": "str",
     "temperature": "float>=0",
     "alpha": "float",
@@ -80,8 +80,8 @@ from IPython.display import display
 import tutorial_lib as tl
 from tutorial_lib import views  # plotly figures and ipywidgets wiring
 
-examples = tl.examples.toy_examples(seed)
-toy_world = tl.examples.toy_world_inputs(seed)
+examples = tl.toy.examples.toy_examples(seed)
+toy_world = tl.toy.examples.toy_world_inputs(seed)
 print(toy_world.description)
 
 # %% [markdown]
@@ -137,7 +137,7 @@ print(f"largest gap between the two lossy curves: {lossy_beta_gap:.2e}")
 # over most of their range: the verifier is confident there, though wrong.
 
 # %%
-pair_curves = tl.rejection.rejection_curves(example, temperature, n_alpha, examples=examples)
+pair_curves = tl.lessons.rejection.rejection_curves(example, temperature, n_alpha, examples=examples)
 fig = views.targets.rejection_curves_figure(pair_curves)
 tl.savefig(fig, "rejection_vs_alpha_example")
 print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
@@ -145,7 +145,7 @@ print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
 # %% [markdown]
 # ## Lemma 3 by simulation
 # For every example and each $r$ in `r_values`, `n_draws` drafts $x \sim q$ go through
-# `tl.verification.verify_draft` (Algorithm 4's accept/reject step) with the target
+# `tl.maths.verification.verify_draft` (Algorithm 4's accept/reject step) with the target
 # $\pi = (1 - r)\,q + r\,p$, and the fraction rejected is compared with $r\,D_{TV}(p, q)$. What to look
 # at: on the left every point sits on the diagonal; on the right the differences are a few thousandths,
 # inside their error bars of $\pm 2$ standard errors. At $r = 0$ nothing is ever rejected ($\pi = q$),
@@ -153,7 +153,7 @@ print(f"D_TV(p, q) = {pair_curves['spec']:.4f} for {example!r}")
 # standard error is 0 and the check is exact.
 
 # %%
-lemma3_rows = tl.rejection.lemma3_check(examples, r_values, n_draws, temperature, seed)
+lemma3_rows = tl.lessons.rejection.lemma3_check(examples, r_values, n_draws, temperature, seed)
 lemma3 = pd.DataFrame(lemma3_rows)
 with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 200):
     display(lemma3)
@@ -169,14 +169,14 @@ print(f"largest |z| over {len(lemma3_rows)} checks: {lemma3['z'].abs().max():.2f
 # of its `alpha` range. Note again that the two lossy variants reject equally often.
 
 # %%
-rule_rows = tl.rejection.rule_rejection_check(examples, lenience, n_draws, temperature, seed + 1)
+rule_rows = tl.lessons.rejection.rule_rejection_check(examples, lenience, n_draws, temperature, seed + 1)
 rule_check = pd.DataFrame(rule_rows)
 with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 200):
     display(rule_check)
 print(f"largest |z| over {len(rule_rows)} checks: {rule_check['z'].abs().max():.2f}")
 
 # %%
-tl.notebook.save_metrics("02_rejection_rates", {
+tl.lessons.notebook.save_metrics("02_rejection_rates", {
     "parameters": {"example": example, "temperature": temperature, "n_alpha": n_alpha, "r_values": r_values,
                    "n_draws": n_draws, "lenience": lenience, "seed": seed, "alpha": alpha},
     "spec_rejection": curves["spec"],
@@ -208,9 +208,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check("02-1", answer_1, examples=examples)
-tl.notebook.check("02-2", answer_2, curves=curves)
-tl.notebook.check("02-3", answer_3)
+tl.lessons.notebook.check("02-1", answer_1, examples=examples)
+tl.lessons.notebook.check("02-2", answer_2, curves=curves)
+tl.lessons.notebook.check("02-3", answer_3)
 
 # %% [markdown]
 # **Read next:** [03 Lemma 1 and token cascades](03_lemma1_token_cascades.ipynb): which deferral is optimal when a deferral has a fixed cost.

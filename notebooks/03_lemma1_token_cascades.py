@@ -62,7 +62,7 @@ output_dir = "."            # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "seed": "int>=0",
     "n_words": "int>=1",
     "loss": "str",
@@ -86,9 +86,9 @@ from tutorial_lib import views  # plotly figures and ipywidgets wiring
 torch.set_num_threads(1)
 world = tl.ToyWorld(n_words=n_words, seed=seed)
 table = world.contexts()
-context = tl.examples.default_context(world)
+context = tl.toy.examples.default_context(world)
 print(f"{len(table.contexts)} contexts; the verifier is blind after {[world.tokens[b] for b in world.blind_spot_tokens]}")
-print("worked example: the context", tl.deferral_risks.context_risks(world, context)["name"])
+print("worked example: the context", tl.lessons.deferral_risks.context_risks(world, context)["name"])
 
 # %% [markdown]
 # ## One context: two straight lines
@@ -106,17 +106,12 @@ print("worked example: the context", tl.deferral_risks.context_risks(world, cont
 # switch points lie inside the plot.
 
 # %%
-view = tl.deferral_risks.context_risks(world, context, loss, lemma=1)
+view = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"E_P[loss of q] = {view['loss_q']:.4f}, E_P[loss of p] = {view['loss_p']:.4f}, "
       f"optimal switch alpha* = {view['optimal_switch']:.4f}")
 print("plug-in switch points:", {k: round(v, 4) for k, v in view["plugin_switch"].items()})
 print("saved", views.widgets.save(views.lemmas.lemma1_figure(context, alpha, loss, world=world), "lemma1_context_risk"))
-low, high = tl.deferral_risks.LEMMA_ALPHA_RANGES[1][loss]
-views.widgets.interactive(
-    views.lemmas.lemma1_view,
-    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
-    alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha (cost of a deferral)"),
-    loss=widgets.fixed(loss), world=widgets.fixed(world))
+views.lemmas.context_risk_controls(1, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, everywhere
@@ -125,8 +120,8 @@ views.widgets.interactive(
 # compares two numbers. They must agree on every context, every $\alpha$ of the grid and both losses.
 
 # %%
-grids = {name: tl.deferral_risks.lemma_alpha_grid(1, name, n_alpha) for name in tl.lemmas.LOSSES}
-brute = tl.deferral_risks.brute_force_check(world, 1, grids)
+grids = {name: tl.lessons.deferral_risks.lemma_alpha_grid(1, name, n_alpha) for name in tl.maths.lemmas.LOSSES}
+brute = tl.lessons.deferral_risks.brute_force_check(world, 1, grids)
 print(f"checked {brute['points_checked']} (context, alpha, loss) points: {brute['mismatches']} mismatches")
 
 # %% [markdown]
@@ -138,12 +133,12 @@ print(f"checked {brute['points_checked']} (context, alpha, loss) points: {brute[
 # always right, defers far too often for mid-range $\alpha$; Diff stays close but not on the optimum.
 
 # %%
-alphas = tl.deferral_risks.lemma_alpha_grid(1, loss, n_alpha)
-totals = tl.deferral_risks.total_risks(world, 1, loss, alphas)
+alphas = tl.lessons.deferral_risks.lemma_alpha_grid(1, loss, n_alpha)
+totals = tl.lessons.deferral_risks.total_risks(world, 1, loss, alphas)
 optimal_risk = totals["risk"]["optimal (Lemma 1)"]
 worst_gap = min(r - o for name, risks in totals["risk"].items() for r, o in zip(risks, optimal_risk))
 print(f"smallest (rule risk - optimal risk) over every rule and alpha: {worst_gap:.3g} (never negative)")
-at_alpha = {name: risks[0] for name, risks in tl.deferral_risks.total_risks(world, 1, loss, [alpha])["risk"].items()}
+at_alpha = {name: risks[0] for name, risks in tl.lessons.deferral_risks.total_risks(world, 1, loss, [alpha])["risk"].items()}
 print(f"per-token risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
 print("saved", views.widgets.save(views.lemmas.total_risk_figure(1, loss, world=world, n_alpha=n_alpha), "lemma1_total_risk"))
 views.lemmas.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
@@ -164,7 +159,7 @@ views.lemmas.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
 # Move the sliders below to see the whole risk curves (dashed: the plug-ins of the models as built).
 
 # %%
-sweep = tl.deferral_risks.miscalibration_sweep(world, sharpness_values, loss, n_alpha)
+sweep = tl.lessons.deferral_risks.miscalibration_sweep(world, sharpness_values, loss, n_alpha)
 for model, rows in sweep.items():
     for s, row in rows.items():
         print(f"{model} sharpness {s:>5}: mean excess risk Chow {row['Chow plug-in']:.4f}, Diff {row['Diff plug-in']:.4f}; "
@@ -198,8 +193,8 @@ views.widgets.interactive(
 # quality" and "fewer calls" is what speculative cascades close (notebook 05).
 
 # %%
-figure1 = tl.tradeoff.figure1_curves(world, n_alpha, temperature, gamma, prefixes)
-teacher = tl.tradeoff.figure1_curves(world, n_alpha, temperature, gamma, "truth")
+figure1 = tl.lessons.tradeoff.figure1_curves(world, n_alpha, temperature, gamma, prefixes)
+teacher = tl.lessons.tradeoff.figure1_curves(world, n_alpha, temperature, gamma, "truth")
 rule_names = ("Chow (TokenCascade)", "Diff (oracle)")
 spec_name = f"SpecDecode (gamma = {gamma})"
 print(f"verifier alone {figure1['verifier']:.4f}, drafter alone {figure1['drafter']:.4f}; "
@@ -218,7 +213,7 @@ views.widgets.interactive(
     world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha))
 
 # %%
-tl.notebook.save_metrics("03_lemma1_token_cascades", {
+tl.lessons.notebook.save_metrics("03_lemma1_token_cascades", {
     "context": {k: view[k] for k in ("name", "loss_q", "loss_p", "optimal_switch", "plugin_switch")},
     "brute_force": {"points_checked": brute["points_checked"], "mismatches": brute["mismatches"]},
     "min_excess_over_optimal": worst_gap,
@@ -248,9 +243,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check("03-1", answer_1, world=world, context=context)
-tl.notebook.check("03-2", answer_2, world=world, loss=loss, alpha=alpha)
-tl.notebook.check("03-3", answer_3, sweep=sweep)
+tl.lessons.notebook.check("03-1", answer_1, world=world, context=context)
+tl.lessons.notebook.check("03-2", answer_2, world=world, loss=loss, alpha=alpha)
+tl.lessons.notebook.check("03-3", answer_3, sweep=sweep)
 
 # %% [markdown]
 # **Read next:** [04 Lemma 2 and lossy speculative sampling](04_lemma2_lossy.ipynb): lossy speculative sampling is Algorithm 4 with one particular target.

@@ -56,7 +56,7 @@ output_dir = "."                     # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "seed": "int>=0",
     "n_words": "int>=1",
     "alpha": "float",
@@ -78,8 +78,8 @@ from tutorial_lib import views  # plotly figures and ipywidgets wiring
 # The tables are tiny (16 x 16 contexts): one thread avoids waiting on a second, busy core.
 torch.set_num_threads(1)
 world = tl.ToyWorld(n_words=n_words, seed=seed)
-context = tl.examples.context_options(world)[context_rank][1]
-print("worked example:", tl.examples.context_options(world)[context_rank][0])
+context = tl.toy.examples.context_options(world)[context_rank][1]
+print("worked example:", tl.toy.examples.context_options(world)[context_rank][0])
 
 # %% [markdown]
 # ## Lossy speculative sampling, from its own definition
@@ -87,8 +87,8 @@ print("worked example:", tl.examples.context_options(world)[context_rank][0])
 # target at all; that is the point of the comparison.
 
 # %%
-print(inspect.getsource(tl.lossy.tran_thien_acceptance))
-print(inspect.getsource(tl.lossy.tran_thien_residual))
+print(inspect.getsource(tl.lessons.lossy.tran_thien_acceptance))
+print(inspect.getsource(tl.lessons.lossy.tran_thien_residual))
 
 # %% [markdown]
 # ## One context, token by token
@@ -103,7 +103,7 @@ print(inspect.getsource(tl.lossy.tran_thien_residual))
 print("saved", views.widgets.save(views.lemmas.lemma2_figure(context, alpha, "normalize", world=world), "lemma2_token_by_token"))
 views.widgets.interactive(
     views.lemmas.lemma2_view,
-    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
+    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
     alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
     beta=widgets.Dropdown(options=[("1", 1.0), ("2", 2.0), ("normalising (Lossy*)", "normalize")], value="normalize",
                           description="beta"),
@@ -121,7 +121,7 @@ views.widgets.interactive(
 # $\beta = 1$ and the normalising $\beta$ never meet it.
 
 # %%
-lemma2 = tl.lossy.lemma2_check(world, tl.alpha_grid("lossy", n_alpha), betas=(1.0, 2.0, "normalize"),
+lemma2 = tl.lessons.lossy.lemma2_check(world, tl.alpha_grid("lossy", n_alpha), betas=(1.0, 2.0, "normalize"),
                          temperatures=check_temperatures)
 for key, value in lemma2.items():
     print(f"{key:>26}: {value:.3g}" if isinstance(value, float) else f"{key:>26}: {value}")
@@ -146,24 +146,24 @@ for key, value in lemma2.items():
 # leaves $p$ even at $\alpha = 0$ (printed below for $\beta = 2$).
 
 # %%
-sweep = tl.lossy.beta_sweep(world, tl.alpha_grid("lossy", n_alpha))
+sweep = tl.lessons.lossy.beta_sweep(world, tl.alpha_grid("lossy", n_alpha))
 one, star = "beta = 1", "Lossy* (normalising beta)"
 gaps = {metric: max(abs(a - b) for a, b in zip(sweep[one][metric], sweep[star][metric]))
         for metric in ("acceptance_rate", "tv_to_p", "kl_to_p", "loss")}
 print("largest |beta = 1 - Lossy*| over alpha:", {k: f"{v:.2g}" for k, v in gaps.items()})
 print(f"mean target mass with beta = 1 at alpha = 0.99: {sweep[one]['target_mass'][-1]:.3f} (Lossy*: "
       f"{sweep[star]['target_mass'][-1]:.3f})")
-beta_two = tl.lossy.beta_sweep(world, [0.0], betas=(2.0,))["beta = 2"]
+beta_two = tl.lessons.lossy.beta_sweep(world, [0.0], betas=(2.0,))["beta = 2"]
 print(f"a fixed beta = 2 at alpha = 0: D_TV(emitted, p) = {beta_two['tv_to_p'][0]:.3f}, target mass {beta_two['target_mass'][0]:.3f}")
 print("saved", views.widgets.save(views.lemmas.beta_figure(sweep), "lemma2_beta"))
 views.widgets.interactive(
     views.lemmas.beta_view, alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
-    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
+    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
     temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature T"),
     world=widgets.fixed(world))
 
 # %%
-tl.notebook.save_metrics("04_lemma2_lossy", {
+tl.lessons.notebook.save_metrics("04_lemma2_lossy", {
     "lemma2": lemma2,
     "beta_gaps": gaps,
     "fixed_beta_2_at_alpha_0": beta_two,
@@ -185,9 +185,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check("04-1", answer_1)
-tl.notebook.check("04-2", answer_2)
-tl.notebook.check("04-3", answer_3)
+tl.lessons.notebook.check("04-1", answer_1)
+tl.lessons.notebook.check("04-2", answer_2)
+tl.lessons.notebook.check("04-3", answer_3)
 
 # %% [markdown]
 # **Read next:** [05 Lemma 4 and speculative cascades](05_lemma4_spec_cascades.ipynb): the optimal deferral when a deferral costs only where the models disagree, and the exact cost-quality trade-off.

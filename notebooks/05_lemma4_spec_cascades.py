@@ -58,7 +58,7 @@ output_dir = "."                  # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "seed": "int>=0",
     "n_words": "int>=1",
     "loss": "str",
@@ -84,9 +84,9 @@ from tutorial_lib import views  # plotly figures and ipywidgets wiring
 # The tables are tiny (16 x 16 contexts): one thread avoids waiting on a second, busy core.
 torch.set_num_threads(1)
 world = tl.ToyWorld(n_words=n_words, seed=seed)
-context = tl.examples.default_context(world)
+context = tl.toy.examples.default_context(world)
 metrics = {}  # one key per section; the last cell writes them all
-print("worked example: the context", tl.deferral_risks.context_risks(world, context)["name"])
+print("worked example: the context", tl.lessons.deferral_risks.context_risks(world, context)["name"])
 
 # %% [markdown]
 # ## One context: the deferral line now rises with slope $D_{TV}$
@@ -98,17 +98,12 @@ print("worked example: the context", tl.deferral_risks.context_risks(world, cont
 # nothing, and the optimal rule defers up to large $\alpha$.
 
 # %%
-view4 = tl.deferral_risks.context_risks(world, context, loss, lemma=4)
-view1 = tl.deferral_risks.context_risks(world, context, loss, lemma=1)
+view4 = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=4)
+view1 = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_switch']:.4f}, Lemma 1 {view1['optimal_switch']:.4f}, "
       f"OPT plug-in {view4['plugin_switch']['OPT plug-in']:.4f}")
 print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world), "lemma4_context_risk"))
-low, high = tl.deferral_risks.LEMMA_ALPHA_RANGES[4][loss]
-views.widgets.interactive(
-    views.lemmas.lemma4_view,
-    context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
-    alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha (cost of a rejection)"),
-    loss=widgets.fixed(loss), world=widgets.fixed(world))
+views.lemmas.context_risk_controls(4, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, and against OPT
@@ -118,9 +113,9 @@ views.widgets.interactive(
 # over $\alpha$).
 
 # %%
-grids = {name: tl.deferral_risks.lemma_alpha_grid(4, name, n_alpha_lemma) for name in tl.lemmas.LOSSES}
-brute = tl.deferral_risks.brute_force_check(world, 4, grids, temperatures=lemma_temperatures)
-agreement = tl.deferral_risks.plugin_agreement(world, 4, loss, grids[loss])
+grids = {name: tl.lessons.deferral_risks.lemma_alpha_grid(4, name, n_alpha_lemma) for name in tl.maths.lemmas.LOSSES}
+brute = tl.lessons.deferral_risks.brute_force_check(world, 4, grids, temperatures=lemma_temperatures)
+agreement = tl.lessons.deferral_risks.plugin_agreement(world, 4, loss, grids[loss])
 print(f"checked {brute['points_checked']} (context, alpha, loss, T) points: {brute['mismatches']} mismatches")
 print("share of decisions equal to Lemma 4's:", {k: round(v, 4) for k, v in agreement.items()})
 metrics["lemma4"] = {"points_checked": brute["points_checked"], "mismatches": brute["mismatches"],
@@ -135,10 +130,10 @@ metrics["lemma4"] = {"points_checked": brute["points_checked"], "mismatches": br
 # decide most; at large $\alpha$ every rule keeps $q$ and they meet.
 
 # %%
-totals = tl.deferral_risks.total_risks(world, 4, loss, tl.deferral_risks.lemma_alpha_grid(4, loss, n_alpha_lemma))
+totals = tl.lessons.deferral_risks.total_risks(world, 4, loss, tl.lessons.deferral_risks.lemma_alpha_grid(4, loss, n_alpha_lemma))
 optimal_risk = totals["risk"]["optimal (Lemma 4)"]
 worst_gap = min(r - o for risks in totals["risk"].values() for r, o in zip(risks, optimal_risk))
-at_alpha = {name: risks[0] for name, risks in tl.deferral_risks.total_risks(world, 4, loss, [alpha])["risk"].items()}
+at_alpha = {name: risks[0] for name, risks in tl.lessons.deferral_risks.total_risks(world, 4, loss, [alpha])["risk"].items()}
 print(f"smallest (rule risk - optimal risk): {worst_gap:.3g} (never negative)")
 print(f"per-token speculative risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
 metrics["lemma4"].update(min_excess_over_optimal=worst_gap, risk_at_alpha=dict(at_alpha, alpha=alpha))
@@ -167,8 +162,8 @@ views.lemmas.total_risk_view(4, loss, world=world, n_alpha=n_alpha_lemma)
 # longer than 2 are slower than the verifier alone.
 
 # %%
-tradeoff = tl.tradeoff.tradeoff_curves(world, gamma, temperature, n_alpha, cost_ratio=cost_ratio)
-summary = tl.tradeoff.tradeoff_summary(tradeoff)
+tradeoff = tl.lessons.tradeoff.tradeoff_curves(world, gamma, temperature, n_alpha, cost_ratio=cost_ratio)
+summary = tl.lessons.tradeoff.tradeoff_summary(tradeoff)
 print(f"verifier alone: loss {tradeoff['verifier']['loss']:.4f} at latency 1; "
       f"drafter alone: loss {tradeoff['drafter']['loss']:.4f} at latency {tradeoff['drafter']['latency']:g}")
 print(f"summary at this run's parameters (gamma = {gamma}, c = {cost_ratio}, T = {temperature}); the summary under "
@@ -185,8 +180,8 @@ views.widgets.live_view(
                                         description="drafter step cost c (verifier calls)"),
          temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
                                          description="temperature T"),
-         methods=widgets.SelectMultiple(options=list(tl.tradeoff.TRADEOFF_METHODS),
-                                        value=list(tl.tradeoff.TRADEOFF_METHODS), rows=9, description="methods")),
+         methods=widgets.SelectMultiple(options=list(tl.lessons.tradeoff.TRADEOFF_METHODS),
+                                        value=list(tl.lessons.tradeoff.TRADEOFF_METHODS), rows=9, description="methods")),
     describe=views.lemmas.format_tradeoff_summary, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
@@ -205,7 +200,7 @@ views.widgets.live_view(
 # %%
 checked_alpha = {label: curve["alpha"][round(0.65 * (len(curve["alpha"]) - 1))]
                  for label, curve in tradeoff["curves"].items()}
-check = tl.toycheck.engine_check(world, tl.tradeoff.TRADEOFF_METHODS, checked_alpha, gamma=gamma, temperature=temperature,
+check = tl.lessons.toycheck.engine_check(world, tl.lessons.tradeoff.TRADEOFF_METHODS, checked_alpha, gamma=gamma, temperature=temperature,
                                  n=n_engine, seed=seed)
 print(pd.DataFrame({label: {f"z {k}": v for k, v in r["z"].items()} for label, r in check.items()}).T.round(2).to_string())
 print("saved", views.widgets.save(tl.views.toy.engine_check_figure(check, tradeoff["curves"]), "lemma4_engine_check"))
@@ -218,11 +213,11 @@ print(f"largest |z| over every method and metric: {metrics['engine_check']['max_
 # Every number shown above is in `metrics`, one key per section; this cell writes them for the tests.
 
 # %%
-tl.notebook.save_metrics("05_lemma4_spec_cascades", metrics, output_dir)
+tl.lessons.notebook.save_metrics("05_lemma4_spec_cascades", metrics, output_dir)
 
 # %% [markdown]
 # ## Exercises
-# 1. For the most visited context (`tl.examples.context_options(world)[0][1]`), compute Lemma 4's switch point
+# 1. For the most visited context (`tl.toy.examples.context_options(world)[0][1]`), compute Lemma 4's switch point
 #    $(\mathbb{E}_P[\ell(x, q_t)] - \mathbb{E}_P[\ell(x, p_t)]) / D_{TV}(p_t, q_t)$ for the 0-1 loss from `world.contexts()`
 #    and store it in `answer_1`. Is it larger or smaller than Lemma 1's, and why?
 # 2. SpecDecode emits `tradeoff["curves"]["SpecDecode"]["tokens_per_call"][0]` tokens per verifier call.
@@ -236,9 +231,9 @@ answer_2 = None  # your code here
 answer_3 = None  # your code here
 
 # %%
-tl.notebook.check("05-1", answer_1, world=world)
-tl.notebook.check("05-2", answer_2, tradeoff=tradeoff, gamma=gamma, cost_ratio=cost_ratio)
-tl.notebook.check("05-3", answer_3, summary=summary)
+tl.lessons.notebook.check("05-1", answer_1, world=world)
+tl.lessons.notebook.check("05-2", answer_2, tradeoff=tradeoff, gamma=gamma, cost_ratio=cost_ratio)
+tl.lessons.notebook.check("05-3", answer_3, summary=summary)
 
 # %% [markdown]
 # **Read next:** [09 speed on your hardware](09_speed_on_your_hardware.ipynb) for what a verifier call costs on this machine (minutes, no download), or [06 the T5 rerun](06_t5_evaluation.ipynb) for the paper's translation experiment on a small trained pair.

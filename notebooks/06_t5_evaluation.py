@@ -36,7 +36,7 @@
 # $\beta$ (Lossy\*), BiLD and BiLD\*, and the speculative cascades (Algorithm 5) with the Chow, Diff,
 # OPT and token-specific rules.
 #
-# **Profiles** (the `profile` parameter; `tl.reruns.T5_PROFILES` holds the settings):
+# **Profiles** (the `profile` parameter; `tl.sweeps.reruns.T5_PROFILES` holds the settings):
 # - `hub`: `google-t5/t5-small` drafting for `google-t5/t5-large` on the validation splits of WMT14
 #   EN$\to$DE (`wmt/wmt14`), CNN/DailyMail (`abisee/cnn_dailymail`) and XSum (`EdinburghNLP/xsum`, its
 #   Parquet conversion) through `datasets.load_dataset`, with the task prefixes T5 was trained with and
@@ -51,8 +51,8 @@
 #   200 held-out sentences, $\gamma = 5$, $T \in \{0, 1\}$; every speculative rule gets up to 5
 #   interior $\alpha$ values plus its two ends, placed per temperature from token-level analyses of the
 #   pair: at $T = 1$ so that their rejection rates spread evenly along the curve
-#   (`tl.reruns.T5_OFFLINE_ALPHAS`), at $T = 0$, where the curve is a staircase, one per step
-#   (`tl.reruns.T5_OFFLINE_ALPHAS_T0`; Lossy and Lossy* are SpecDecode at $T = 0$ and are not run there).
+#   (`tl.sweeps.reruns.T5_OFFLINE_ALPHAS`), at $T = 0$, where the curve is a staircase, one per step
+#   (`tl.sweeps.reruns.T5_OFFLINE_ALPHAS_T0`; Lossy and Lossy* are SpecDecode at $T = 0$ and are not run there).
 # - `full`: the offline pair with more sentences and the whole $\gamma \times T$ grid.
 # - `smoke`: a few sentences and a tiny training budget, for `make test`.
 #
@@ -79,7 +79,7 @@ output_dir = "."          # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "profile": "str",
     "n_examples": "int>=1<=20000|None",
     "gammas": "list[int]|None",
@@ -101,14 +101,15 @@ import time
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
+from IPython.display import display
 
 import tutorial_lib as tl
-from tutorial_lib import analysis, claims, curve_bootstrap, hardware, paired, pricing, report, rerun_figures
+from tutorial_lib.stats import analysis, claims, curve_bootstrap, hardware, paired, pricing, report
 from tutorial_lib.views import verdicts
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 
 pd.set_option("display.width", 200)
-settings = tl.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas, temperatures=temperatures,
+settings = tl.sweeps.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas, temperatures=temperatures,
                                 n_alpha=n_alpha)
 if latency not in ("modelled", "wall_time_s"):
     raise ValueError(f"latency={latency!r}: use 'modelled' (the cost model) or 'wall_time_s' (the clock).")
@@ -117,14 +118,14 @@ if runner not in ("single", "batch"):
 if runner == "batch" and latency != "modelled":
     raise ValueError("runner='batch' splits a batch's time among its rows, which is not a latency: use "
                      "latency='modelled' (priced from the counted calls, the same as at batch size 1) or runner='single'.")
-pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
+pd.Series(tl.sweeps.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
 # ## The models
 #
 # In the offline profile both models are `T5ForConditionalGeneration` networks trained on the
-# synthetic task by `tl.synthetic_t5.train_t5_pair`, called below. It puts the pair into
-# `tl.model_files.cache_dir()` once, so later runs only load it; loading never trains. The drafter is
+# synthetic task by `tl.models.synthetic_t5.train_t5_pair`, called below. It puts the pair into
+# `tl.models.files.cache_dir()` once, so later runs only load it; loading never trains. The drafter is
 # the small one.
 #
 # **Shipped or trained here.** Training is seeded and runs on one thread, so one machine trains the
@@ -141,16 +142,16 @@ pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 # %%
 start = time.perf_counter()
 if redraw_only:
-    pair = tl.reruns.saved_pair(f"t5-{settings['profile']}", settings, results_dir=results_dir)
+    pair = tl.sweeps.reruns.saved_pair(f"t5-{settings['profile']}", settings, results_dir=results_dir)
 else:
-    budget = tl.reruns.t5_training_budget(settings)   # None for the hub's pretrained T5s
+    budget = tl.sweeps.reruns.t5_training_budget(settings)   # None for the hub's pretrained T5s
     if budget is not None:
-        folders = tl.synthetic_t5.train_t5_pair(budget=budget, shipped=not train_here)
-        print(tl.synthetic_t5.describe_training(folders))
-    pair = tl.reruns.load_t5_pair(settings)
+        folders = tl.models.synthetic_t5.train_t5_pair(budget=budget, shipped=not train_here)
+        print(tl.models.synthetic_t5.describe_training(folders))
+    pair = tl.sweeps.reruns.load_t5_pair(settings)
 load_seconds = time.perf_counter() - start
 print(f"put in the cache where missing and loaded in {load_seconds:.0f} s")
-tl.reruns.describe_pair(pair)
+tl.sweeps.reruns.describe_pair(pair)
 
 # %% [markdown]
 # ## The task
@@ -163,7 +164,7 @@ tl.reruns.describe_pair(pair)
 # are scored by ROUGE-2 (rouge-score), the mean over examples.
 
 # %%
-tasks = tl.reruns.t5_tasks(settings)
+tasks = tl.sweeps.reruns.t5_tasks(settings)
 for task in tasks:
     print(f"{task.name}: {len(task.examples)} examples, metric {task.metric_name}, "
           f"at most {task.max_new_tokens} new tokens")
@@ -206,17 +207,17 @@ for task in tasks:
 # on `clock_examples` sentences per task decoded alone (their own sweep, `-clock` in its name).
 
 # %%
-configs = tl.reruns.t5_configs(settings)
+configs = tl.sweeps.reruns.t5_configs(settings)
 print(f"{len(configs)} configurations x {sum(len(t.examples) for t in tasks)} examples, runner={runner!r}")
 torch.set_num_threads(1)  # tiny models: one thread is faster and times are steadier
 start = time.perf_counter()
 rows = ev.run_sweep(pair, tasks, configs, name=f"t5-{settings['profile']}", root=results_dir,
-                    extra_config=tl.reruns.run_config(settings), runner=runner, batch_size=32)
+                    extra_config=tl.sweeps.reruns.run_config(settings), runner=runner, batch_size=32)
 clock_rows = rows   # rows whose wall times are latencies (batch size 1)
 if runner == "batch":
     clock_rows = ev.run_sweep(pair, [task.head(clock_examples) for task in tasks], configs,
                               name=f"t5-{settings['profile']}-clock", root=results_dir,
-                              extra_config=tl.reruns.run_config(settings))
+                              extra_config=tl.sweeps.reruns.run_config(settings))
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
@@ -226,7 +227,7 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 #
 # One wall-clock reading per row measures the machine as much as the method: configurations that
 # make exactly the same calls come out at different latencies, depending on what else ran at the
-# time. So latency is **priced from the calls each row counted** (`tl.pricing`). A calibration times
+# time. So latency is **priced from the calls each row counted** (`tl.stats.pricing`). A calibration times
 # each kind of call of this pair on this machine, interleaved in a shuffled order, at least 5 times
 # each, and keeps the median: a drafter step $t_q$, the verifier scoring $k$ tokens $t_p(k)$ for
 # every $k = 1..\gamma+1$, the encoder pass of each model, and the engine's overhead per call $o$ and
@@ -237,7 +238,7 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 #
 # with $c_m(k)$ the row's calls of model $m$ that fed $k$ tokens, and $o_{\rm block}$ priced with the
 # row's own rule and $\gamma$ (computing OPT's or a Token rule's target costs more than SpecDecode's:
-# `tl.calibration.rule_block_costs`). Configurations with the same calls
+# `tl.decoding.calibration.rule_block_costs`). Configurations with the same calls
 # get the same latency, and a configuration's latency has an interval from its sentences. The
 # calibration is stored with the rows (`calibration.json`), so a redraw reuses it.
 #
@@ -252,15 +253,12 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 calibration = None
 cost, cost_accelerator = "wall_time_s", None
 if latency == "modelled":
-    try:
-        calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["gammas"])
-        rows = pricing.price_rows(rows, calibration)
+    rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["gammas"], required=runner == "batch")
+    if calibration is None:
+        print(f"Latency is NOT modelled for this run, the figures use measured wall time instead:\n  {why_not}")
+    else:
         clock_rows = rows if runner == "single" else pricing.price_rows(clock_rows, calibration)
         cost, cost_accelerator = pricing.LATENCY_COLUMN, pricing.ACCELERATOR_COLUMN
-    except (ValueError, FileNotFoundError) as why:
-        if runner == "batch":   # batched wall times are no latencies: nothing to fall back on
-            raise
-        print(f"Latency is NOT modelled for this run, the figures use measured wall time instead:\n  {why}")
 PRICING_NAMES = {pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration",
                  pricing.ACCELERATOR_COLUMN: "modelled latency, accelerator pricing (k tokens cost 1 step)",
                  "wall_time_s": "measured wall time (one run per row)"}
@@ -291,7 +289,7 @@ if calibration is not None:
 # ## Where each model wins
 #
 # A cascade can only beat its verifier if the drafter is better *somewhere*, and a good deferral
-# rule finds those places. The offline task has one built in (see `tl.synthetic_mt`): per group of
+# rule finds those places. The offline task has one built in (see `tl.toy.synthetic_mt`): per group of
 # sentences, the drafter's and the verifier's greedy BLEU (mean per sentence).
 
 # %%
@@ -301,7 +299,7 @@ if settings["profile"] != "hub":
     # the README's table of contexts (quality_by_group reads the lowest temperature)
     wins.assign(temperature=float(rows["temperature"].min())).to_csv(f"{sweep_path}/quality_by_context.csv")
     display(wins)
-    fig = rerun_figures.where_each_wins_figure(wins)
+    fig = tl.views.reruns.where_each_wins_figure(wins)
     tl.savefig(fig, "t5_where_each_wins")
     plt.show()
 
@@ -331,10 +329,10 @@ figures = []
 for task in tasks:
     for temperature in settings["temperatures"]:
         for column, part in summaries.items():
-            fig = rerun_figures.family_figure(
+            fig = tl.views.reruns.family_figure(
                 part, task=task.name, temperature=temperature, gamma=main_gamma, x="latency",
                 x_label=f"latency, verifier = 1 ({PRICING_SHORT[column]})",
-                quality_label=(f"corpus {task.metric_name.upper()}" if task.metric_name in tl.metrics.CORPUS_METRICS
+                quality_label=(f"corpus {task.metric_name.upper()}" if task.metric_name in tl.tasks.metrics.CORPUS_METRICS
                                else f"{task.metric_name} (mean per example)"),
                 title=f"{task.name}, T = {temperature:g}, gamma = {main_gamma}; {PRICING_NAMES[column]}")
             name = f"t5_{task.name}_T{temperature:g}".replace(".", "p")
@@ -350,7 +348,7 @@ for task in tasks:
 # the question "is it better than the verifier?" is about the *difference on the same sentences*,
 # whose interval is much narrower than the two curves' intervals side by side. Per configuration: its
 # corpus BLEU minus the verifier's, and minus SpecDecode's (same $\gamma$), with a 95% paired
-# bootstrap interval (`tl.paired.paired_differences`: the same resample of sentences for both
+# bootstrap interval (`tl.stats.paired.paired_differences`: the same resample of sentences for both
 # configurations, `n_resamples` resamples). Below: the configurations whose interval excludes 0.
 
 # %%
@@ -366,7 +364,7 @@ separated[["temperature", "label", "alpha", "gamma", "versus", "quality", "versu
 # ## The paper's table, with intervals
 #
 # Per method, from its curve with points sorted by latency and joined by straight lines
-# (`tl.curve_bootstrap.curve_table`): (i) `reduction_at_verifier_quality` $= 1 - L^*$, where $L^*$ is
+# (`tl.stats.curve_bootstrap.curve_table`): (i) `reduction_at_verifier_quality` $= 1 - L^*$, where $L^*$ is
 # the smallest latency at which the curve first reaches the verifier's quality ("not reached" if the
 # curve on all sentences never does; a negative value means it gets there only by being slower);
 # (ii) `best_quality_within_verifier_cost`, the best quality at latency $\le 1$, and its difference
@@ -404,7 +402,7 @@ analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 # ## Did the paper's claims hold?
 #
 # The paper's T5 claims, each measured as a difference that is positive when the claim holds, on the
-# latency of the first figure, with a 95% bootstrap interval over sentences (`tl.claims.t5_claims`).
+# latency of the first figure, with a 95% bootstrap interval over sentences (`tl.stats.claims.t5_claims`).
 # The verdict is **holds** when the interval lies above 0, **does not hold** when it lies at or
 # below 0, and otherwise **not resolved at this sample size**, with `n_needed`: the number of
 # sentences at which a difference of the measured size would be detected (5% test, 80% power; empty
@@ -416,7 +414,7 @@ analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 # the best of several curves, its interval holds for all of them at once, so the selection is inside
 # it; beside it, the **noise floor**: SpecDecode minus the verifier on the same sentences and seeds
 # (two runs with one output law, in BLEU). `report.write_t5_results` writes the claims and the
-# other result files the README quotes (`tutorial_lib.report`; `claims.csv`, `signed_error.csv`, `facts.json`, and the
+# other result files the README quotes (`tutorial_lib.stats.report`; `claims.csv`, `signed_error.csv`, `facts.json`, and the
 # re-pricing over the drafter's cost below).
 
 # %%
@@ -435,7 +433,7 @@ claims_table[["claim", "temperature", "gamma", "estimate", "low", "high", "verdi
 # ## The hardware decides the latency verdicts
 #
 # Every row counted its calls, so the claims can be re-priced for another machine at no cost
-# (`tutorial_lib.hardware`): the drafter's cost relative to a verifier step, $c = t_q / t_p(1)$, from 0.02 to
+# (`tutorial_lib.stats.hardware`): the drafter's cost relative to a verifier step, $c = t_q / t_p(1)$, from 0.02 to
 # 1, and the verifier's block-scoring cost as measured here or one step per block (as on an
 # accelerator). The dotted line is this machine's $c$; the dash-dotted one the paper's T5-small
 # drafting for T5-large, an **estimate** from the ratio of their parameters (about 60M / 770M). Each
@@ -482,9 +480,9 @@ answer_3 = None  # e.g. ("SpecCascade [OPT]", your latency)
 
 # %%
 coldest = min(settings["temperatures"])
-tl.notebook.check("06-1", answer_1, table=table, temperature=coldest, gamma=main_gamma)
-tl.notebook.check("06-2", answer_2, claims_table=claims_table)
-tl.notebook.check("06-3", answer_3, table=table, temperature=coldest, gamma=main_gamma)
+tl.lessons.notebook.check("06-1", answer_1, table=table, temperature=coldest, gamma=main_gamma)
+tl.lessons.notebook.check("06-2", answer_2, claims_table=claims_table)
+tl.lessons.notebook.check("06-3", answer_3, table=table, temperature=coldest, gamma=main_gamma)
 
 # %%
 metrics = {
@@ -501,7 +499,7 @@ metrics = {
     "paired_differences": differences.to_dict(orient="records"),
     "claims": claims_table.to_dict(orient="records"),
 }
-tl.notebook.save_metrics("06_t5_evaluation", metrics, output_dir)
+tl.lessons.notebook.save_metrics("06_t5_evaluation", metrics, output_dir)
 
 # %% [markdown]
 # **Read next:** [07 the Gemma-style rerun](07_gemma_evaluation.ipynb): the same rules on real language-model answers, with rejection rate as the cost.

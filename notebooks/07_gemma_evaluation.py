@@ -20,7 +20,7 @@
 # 1. run the paper's decoder-only experiments (the later version's Gemma 2 plots) with any
 #    drafter/verifier pair: few-shot prompts, $\gamma = 1$, quality against rejection rate;
 # 2. run many prompts under many configurations in lockstep at $\gamma = 1$
-#    (`tl.config_batch.generate_configs`: rows with one history share their forward passes) and
+#    (`tl.decoding.config_batch.generate_configs`: rows with one history share their forward passes) and
 #    know what that does and does not say about speed;
 # 3. check the paper's claims on real models with paired statistics: the token-specific rules give
 #    the best trade-off, and OPT helps less here than with T5; and say which claims this sample
@@ -35,7 +35,7 @@
 # (TriviaQA the exception); OPT helps less than with T5, because the large model's probabilities are
 # the better confidence signal there.
 #
-# **Profiles** (`tl.reruns.GEMMA_PROFILES`):
+# **Profiles** (`tl.sweeps.reruns.GEMMA_PROFILES`):
 # - `hub`: `google/gemma-2-2b-it` drafting for `google/gemma-2-9b-it` on the eight benchmarks through
 #   `datasets.load_dataset`. It needs a network and a GPU. The paper's main verifier is Gemma 2 27B
 #   (9B appears in its appendix and in the authors' colab); 9B fits one accelerator. The Gemma models
@@ -54,7 +54,7 @@
 # - `offline-all`: the same pair on every item of three smaller task sets this project wrote and ships
 #   in `data/tasks/`: 53 programming problems in MBPP's format, 60 arithmetic word problems and 49
 #   facts. Every rule gets 3 interior $\alpha$ values, placed at evenly spaced rejection rates along
-#   its curve in the token-level analysis of this pair (notebook 08, `tl.alpha_grids.placed_alphas`),
+#   its curve in the token-level analysis of this pair (notebook 08, `tl.maths.alpha_grids.placed_alphas`),
 #   and the answers get room: at most 256, 320 and 24 new tokens, set from a pilot of the verifier's
 #   answers so that few are cut (the cut rate per method is measured below). Its rows are committed
 #   too: the run `offline-large` replaced, whose claims are set beside the new ones below.
@@ -75,7 +75,7 @@
 # prefilled once per model after the task's shared few-shot prefix. All configurations of a chunk of
 # items decode in **one** batch, and rows whose tokens so far are equal (same item, configurations
 # that agreed on every token until now) share one forward pass: $q_t$ and $p_t$ depend on the tokens,
-# not on the rule that chose them (`tl.config_batch`; a history that splits copies its caches). The
+# not on the rule that chose them (`tl.decoding.config_batch`; a history that splits copies its caches). The
 # models compute far fewer rows than the sweep decodes. A batched $\gamma = 1$ step calls both
 # models and emits one token per row, so it always costs more than a batched verifier-only step (here,
 # fp32 at batch 16: 1.79 s against 1.35 s): *batched speculation does not beat batched verifier
@@ -100,7 +100,7 @@ output_dir = "."          # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "profile": "str",
     "n_items": "int>=1<=20000|None",
     "temperatures": "list[float]|None",
@@ -121,16 +121,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
+from IPython.display import display
 
 import tutorial_lib as tl
-from tutorial_lib import analysis, claims, curve_bootstrap, hardware, paired, pricing, report, rerun_figures
+from tutorial_lib.stats import analysis, claims, curve_bootstrap, hardware, paired, pricing, report
 from tutorial_lib.views import verdicts
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 
 pd.set_option("display.width", 200)
-settings = tl.reruns.gemma_profile(profile, n_items=n_items, temperatures=temperatures, n_alpha=n_alpha,
+settings = tl.sweeps.reruns.gemma_profile(profile, n_items=n_items, temperatures=temperatures, n_alpha=n_alpha,
                                    batch_size=batch_size, latency_items=latency_items)
-pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
+pd.Series(tl.sweeps.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
 # ## The models and the tasks
@@ -145,15 +146,15 @@ pd.Series(tl.reruns.run_config(settings)["profile"], name="setting").to_frame()
 torch.set_num_threads(1 if settings["profile"] == "smoke" else max(1, torch.get_num_threads()))
 start = time.perf_counter()
 if redraw_only:
-    pair = tl.reruns.saved_pair(f"gemma-{settings['profile']}", settings, results_dir=results_dir)
+    pair = tl.sweeps.reruns.saved_pair(f"gemma-{settings['profile']}", settings, results_dir=results_dir)
 else:
-    pair = tl.reruns.load_gemma_pair(settings)
+    pair = tl.sweeps.reruns.load_gemma_pair(settings)
 load_seconds = time.perf_counter() - start
 drafter, verifier = pair
 print(f"loaded in {load_seconds:.0f} s")
-display(tl.reruns.describe_pair(pair))
-tasks = tl.reruns.gemma_tasks(settings)
-tl.reruns.task_table(tasks, verifier)
+display(tl.sweeps.reruns.describe_pair(pair))
+tasks = tl.sweeps.reruns.gemma_tasks(settings)
+tl.sweeps.reruns.task_table(tasks, verifier)
 
 # %% [markdown]
 # One few-shot prompt as the models see it (one user message in the chat template):
@@ -162,10 +163,10 @@ tl.reruns.task_table(tasks, verifier)
 print(tasks[0].examples[0].prompt[-1200:])
 
 # %% [markdown]
-# **Generated code runs in a sandbox** (`tl.sandbox.run_python`): under bubblewrap, in new user,
+# **Generated code runs in a sandbox** (`tl.tasks.sandbox.run_python`): under bubblewrap, in new user,
 # PID, network, IPC and UTS namespaces, with read-only binds of just what the interpreter needs,
 # an empty temporary folder and no view of the project, with time, memory, process and output
-# limits. The verdict is reached here, outside the sandbox (`tl.judge`): the child only evaluates
+# limits. The verdict is reached here, outside the sandbox (`tl.tasks.judge`): the child only evaluates
 # the calls of each `assert` and sends back plain values, which this process compares with the
 # expected ones, so nothing the code prints, writes or raises can turn a failure into a pass. A
 # crash, a hang or a huge output fails the problem and never stops the sweep:
@@ -174,7 +175,7 @@ print(tasks[0].examples[0].prompt[-1200:])
 for name, code in {"correct": "def add(a, b):\n    return a + b",
                    "loops forever": "def add(a, b):\n    while True:\n        pass",
                    "opens a socket": "import socket\nsocket.create_connection(('example.com', 80))\ndef add(a, b):\n    return a + b"}.items():
-    result = tl.sandbox.run_python(code, ["assert add(1, 2) == 3"], timeout_s=2)
+    result = tl.tasks.sandbox.run_python(code, ["assert add(1, 2) == 3"], timeout_s=2)
     print(f"{name:15s} passed={result.passed}  {result.reason}")
 
 # %% [markdown]
@@ -185,12 +186,12 @@ for name, code in {"correct": "def add(a, b):\n    return a + b",
 # same seed under every method.
 
 # %%
-configs = tl.reruns.gemma_configs(settings)
+configs = tl.sweeps.reruns.gemma_configs(settings)
 n_examples = sum(len(t.examples) for t in tasks)
 print(f"{len(configs)} configurations x {n_examples} items, batches of {settings['batch_size']}")
 start = time.perf_counter()
 rows = ev.run_sweep(pair, tasks, configs, name=f"gemma-{settings['profile']}", root=results_dir, runner="batch",
-                    batch_size=settings["batch_size"], extra_config=tl.reruns.run_config(settings))
+                    batch_size=settings["batch_size"], extra_config=tl.sweeps.reruns.run_config(settings))
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
@@ -208,22 +209,14 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 #
 # Where the rows count their calls by tokens fed, the table also gives the **modelled latency per
 # answer** (`cost_per_answer`, seconds): the calls each answer made, priced at batch size 1 with a
-# calibration of this pair on this machine (see notebook 06 and `tl.pricing`; measured CPU
+# calibration of this pair on this machine (see notebook 06 and `tl.stats.pricing`; measured CPU
 # calibration). The batched runner records for each row the calls `generate` would make for that
 # item alone, so this is a latency at batch size 1, not the batched run's time.
 
 # %%
-calibration = None
-if analysis.counts_calls(rows):
-    try:
-        calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
-        rows = pricing.price_rows(rows, calibration)
-    except (ValueError, FileNotFoundError) as why:
-        print(f"no modelled latency for these rows: {why}")
-else:
-    print("These rows were written before rows counted their calls by tokens fed, so their latency cannot be "
-          "priced by the cost model (tl.pricing); the table below has no cost_per_answer. Rerun the sweep into "
-          "an empty results folder to get it.")
+rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["latency_gammas"])
+if calibration is None:
+    print(f"no modelled latency for these rows (the table below has no cost_per_answer): {why_not}")
 lengths = analysis.answer_lengths(rows, tasks, cost=pricing.LATENCY_COLUMN if calibration is not None else None)
 lengths.to_csv(f"{sweep_path}/answer_lengths.csv", index=False)
 lengths.round(3)
@@ -257,7 +250,7 @@ summary = analysis.with_rule_ends(analysis.summarize(rows))
 figures = []
 for temperature in settings["temperatures"]:
     for task in tasks:
-        fig = rerun_figures.family_figure(summary, task=task.name, temperature=temperature, x="rejection_rate",
+        fig = tl.views.reruns.family_figure(summary, task=task.name, temperature=temperature, x="rejection_rate",
                                           x_label="rejection rate (drafter = 0, verifier = 1)",
                                           quality_label=task.metric_name,
                                           title=f"{task.name}, T = {temperature:g}, gamma = 1: quality against "
@@ -278,7 +271,7 @@ analysis.interval_points(summary)
 #
 # Every configuration ran on the same items with the same seeds as the verifier, so the right
 # comparison is the difference on the same items, with a paired bootstrap interval
-# (`tl.paired.paired_differences`, `n_resamples` resamples of the items): per configuration, its
+# (`tl.stats.paired.paired_differences`, `n_resamples` resamples of the items): per configuration, its
 # quality minus the verifier's and minus SpecDecode's. The comparison with SpecDecode is the tighter
 # one: both share the drafter's draws, so most items give the same answer. Below, the configurations
 # whose interval excludes 0, then the median interval width per reference.
@@ -295,7 +288,7 @@ differences.assign(width=differences["high"] - differences["low"]).groupby("vers
 # %% [markdown]
 # ## The table, with intervals
 #
-# As in the T5 notebook, with the rejection rate as the cost (`tl.curve_bootstrap.curve_table`): (i)
+# As in the T5 notebook, with the rejection rate as the cost (`tl.stats.curve_bootstrap.curve_table`): (i)
 # `reduction_at_verifier_quality` $= 1 - r^*$, where $r^*$ is the lowest rejection rate at which the
 # interpolated curve first reaches the verifier's quality ("not reached" where the curve on all
 # items never does), and (ii) the best quality reached at any rejection rate (every point has
@@ -326,22 +319,22 @@ table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_v
 
 # %%
 latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
-latency_configs = tl.reruns.latency_configs(settings)
+latency_configs = tl.sweeps.reruns.latency_configs(settings)
 print(", ".join(f"{c.label} (alpha={c.alpha:.2g}, gamma={c.gamma})" for c in latency_configs))
 start = time.perf_counter()
 latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"gemma-{settings['profile']}-latency",
-                            root=results_dir, runner="single", extra_config=tl.reruns.run_config(settings))
+                            root=results_dir, runner="single", extra_config=tl.sweeps.reruns.run_config(settings))
 latency_seconds = time.perf_counter() - start
 latency_error = None
 latency_column = "wall_time_s"
-if calibration is not None and analysis.counts_calls(latency_rows):
+if calibration is not None and pricing.counts_calls(latency_rows):
     latency_rows = pricing.price_rows(latency_rows, calibration)
     latency_column = pricing.LATENCY_COLUMN
     latency_error = pricing.signed_error(latency_rows, by=["label", "gamma"])
 print("latency axis:", {"wall_time_s": "measured wall time (rows without call counts)",
                         pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column])
 latency_view = analysis.latency_view(latency_rows, latency=latency_column, tasks=tasks, n_resamples=n_resamples)
-fig = rerun_figures.latency_figure(latency_view)
+fig = tl.views.reruns.latency_figure(latency_view)
 tl.savefig(fig, f"gemma_{settings['profile']}_latency", size=fig.get_size_inches())
 figures.append(f"gemma_{settings['profile']}_latency")
 plt.show()
@@ -354,7 +347,7 @@ latency_error.round(4) if latency_error is not None else None
 # ## Did the paper's claims hold?
 #
 # The paper's Gemma claims, each measured as a difference that is positive when the claim holds,
-# with a 95% bootstrap interval over items (`tl.claims.gemma_claims`, on the rejection-rate axis):
+# with a 95% bootstrap interval over items (`tl.stats.claims.gemma_claims`, on the rejection-rate axis):
 # **holds** when the interval lies above 0, **does not hold** when it lies at or below 0, otherwise
 # **not resolved at this sample size**, with `n_needed`, the number of items per task at which a
 # difference of the measured size would be detected (5% test, 80% power; empty where the measured
@@ -391,7 +384,7 @@ claims_table[["claim", "task", "temperature", "estimate", "low", "high", "n", "v
 # %% [markdown]
 # **More items, the same verdicts?** `offline-large` replaced `offline-all`, whose code and arithmetic
 # sets grew into HumanEval and arithmetic-300 (the facts stayed). Each claim of the earlier run beside
-# this run's (`tl.claims.compare_claims`; `n_before` and `n_after` are the items per task): an interval
+# this run's (`tl.stats.claims.compare_claims`; `n_before` and `n_after` are the items per task): an interval
 # that narrows around the same estimate is what more items should give. A verdict that moves says the
 # earlier sample could not decide, or that the claim now rests on other configurations: this run
 # measures each rule at one $\alpha$ per temperature, where the earlier one had three.
@@ -411,7 +404,7 @@ else:
 # ## The hardware decides the latency verdicts
 #
 # "Speculation pays at batch size 1" is a claim about this pair on this machine. Every latency row
-# counted its calls, so it can be re-priced for another machine at no cost (`tutorial_lib.hardware`):
+# counted its calls, so it can be re-priced for another machine at no cost (`tutorial_lib.stats.hardware`):
 # the drafter's cost relative to a verifier step, $c = t_q / t_p(1)$, from 0.02 to 1, and the
 # verifier's block-scoring cost as measured here or one step per block (as on an accelerator). The
 # dotted line is this machine's $c$; the dash-dotted one the paper's T5-small drafting for T5-large,
@@ -455,32 +448,27 @@ metrics = {
     "verifier_quality": analysis.qualities(summary, "verifier"),
     "drafter_quality": analysis.qualities(summary, "drafter"),
 }
-tl.notebook.save_metrics("07_gemma_evaluation", metrics, output_dir)
+tl.lessons.notebook.save_metrics("07_gemma_evaluation", metrics, output_dir)
 
 # %% [markdown]
 # ## Exercises
 #
-# The first two are checked by the cell under them (right or wrong, with a hint; the answer is not
-# printed); the third is for discussion.
+# The first is checked by the cell under it (right or wrong, with a hint; the answer is not printed); the
+# second is for discussion. (Reading a claim's interval is notebook 06's exercise 2: the claims table here
+# reads the same way.)
 #
-# 1. **Reading a claim's interval.** The first row of the claims table measures a difference that is
-#    positive when the claim holds, with a 95% interval `[low, high]`. From `low` and `high` alone
-#    (not the `verdict` column), what does the interval say: `"holds"`, `"does not hold"` or
-#    `"not resolved"`? Store the words in `answer_1`.
-# 2. **Where a rule's curve crosses the verifier.** On the first task at the lowest temperature, pick a
+# 1. **Where a rule's curve crosses the verifier.** On the first task at the lowest temperature, pick a
 #    method of the table and find the rejection rate at which its curve first reaches the verifier's
 #    quality: read it off the figure, then exactly from `reduction_at_verifier_quality`. Store the pair
-#    `(method, rejection rate)` in `answer_2`, or `(method, "not reached")`.
-# 3. In the answer-length table, compare a Token rule's answers with the verifier's at $T = 0$. Why can
+#    `(method, rejection rate)` in `answer_1`, or `(method, "not reached")`.
+# 2. In the answer-length table, compare a Token rule's answers with the verifier's at $T = 0$. Why can
 #    a rule with a lower rejection rate still make more verifier calls per answer?
 
 # %%
-answer_1 = None  # "holds", "does not hold" or "not resolved"
-answer_2 = None  # e.g. ("SpecCascade [Token-V2]", your rejection rate)
+answer_1 = None  # e.g. ("SpecCascade [Token-V2]", your rejection rate)
 
 # %%
-tl.notebook.check("07-1", answer_1, claims_table=claims_table)
-tl.notebook.check("07-2", answer_2, table=table, task=tasks[0].name, temperature=table["temperature"].min())
+tl.lessons.notebook.check("07-1", answer_1, table=table, task=tasks[0].name, temperature=table["temperature"].min())
 
 # %% [markdown]
 # **Read next:** [08 the Qwen pair token by token](08_real_pair_token_analysis.ipynb): every rule against the best possible deferral, position by position.

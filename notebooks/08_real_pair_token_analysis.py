@@ -48,7 +48,7 @@
 # Lossy are not mixtures of $q_t$ and $p_t$, so the envelope is not a theorem for them: we measure.
 #
 # **Everything over the full vocabulary** (151,936 ids for Qwen2.5), computed as the logits arrive,
-# in chunks of positions: `tl.token_analysis` sorts the ratios $q(v)/p(v)$ once per position, after
+# in chunks of positions: `tl.maths.token_analysis` sorts the ratios $q(v)/p(v)$ once per position, after
 # which every sum the rules need is a prefix sum (see its docstring); the shared few-shot prefix of a
 # task's items runs once per model and its KV cache is cropped back after each answer.
 #
@@ -76,7 +76,7 @@ output_dir = "."          # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "profile": "str",
     "n_items": "int>=1<=20000|None",
     "n_alpha": "int>=2",
@@ -96,8 +96,8 @@ import torch
 from IPython.display import HTML, display
 
 import tutorial_lib as tl
-from tutorial_lib import token_analysis as ta
-from tutorial_lib import token_curves as tc
+from tutorial_lib.maths import token_analysis as ta
+from tutorial_lib.stats import token_curves as tc
 from tutorial_lib.stats import token_report as report
 from tutorial_lib.views import token_analysis as view
 
@@ -121,7 +121,7 @@ print(f"pair: {pair.drafter.name} -> {pair.verifier.name}, vocabulary {pair.veri
 # %%
 items = tc.offline_items(n=settings["n_items"])
 grid = ta.default_grid(n_alpha, temperature)
-cache = tl.notebook.results_folder(results_dir)  # yours; the shipped results are read, never written
+cache = tl.lessons.notebook.results_folder(results_dir)  # yours; the shipped results are read, never written
 result = tc.analyse(pair, items, grid=grid, temperature=temperature, cache=cache)
 timing = result.timing
 print(f"{len(items)} answers, {timing['positions']} tokens, {len(grid.points)} (rule, alpha) points; "
@@ -266,7 +266,7 @@ display(toy_table.sort_values("z", key=np.abs, ascending=False).head(8))
 
 # %%
 pooled = summaries["all"]
-tl.notebook.save_metrics("08_real_pair_token_analysis", {
+tl.lessons.notebook.save_metrics("08_real_pair_token_analysis", {
     "profile": profile, "drafter": pair.drafter.name, "verifier": pair.verifier.name,
     "items": len(items), "positions": timing["positions"], "points": len(grid.points),
     "timing": timing, "per_point_ms_from_sums": per_point_ms,
@@ -301,8 +301,8 @@ answer_1 = None  # your code here
 answer_2 = None  # your code here
 
 # %%
-tl.notebook.check("08-1", answer_1, result=result)
-tl.notebook.check("08-2", answer_2, summaries=summaries)
+tl.lessons.notebook.check("08-1", answer_1, result=result)
+tl.lessons.notebook.check("08-2", answer_2, summaries=summaries)
 
 # %% [markdown]
 # **Read next:** [09 speed on your hardware](09_speed_on_your_hardware.ipynb): whether the rejection rates you saw here turn into a speed-up on this machine.

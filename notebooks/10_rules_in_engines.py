@@ -72,7 +72,7 @@ output_dir = "."          # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
     "profile": "str",
     "weight": "float>=0",
     "n_samples": "int>=1|None",
@@ -93,6 +93,7 @@ import time
 import numpy as np
 import pandas as pd
 import torch
+from IPython.display import display
 
 import tutorial_lib as tl
 from tutorial_lib import models
@@ -169,7 +170,7 @@ metrics["ensemble"] = ensemble.to_dict(orient="records")
 # drafts at random and at the verifier's second choice, and on the real pair's laws along a text.
 
 # %%
-toy_p = torch.as_tensor(tl.examples.toy_world_inputs().p, dtype=torch.float64)
+toy_p = torch.as_tensor(tl.toy.examples.toy_world_inputs().p, dtype=torch.float64)
 text_ids = pair.verifier.encode(" ".join(engines.CONTEXTS) + " and the answer is 42, computed in Python.")
 with torch.no_grad():
     real_p = targets.probabilities(pair.verifier.start(text_ids).feed(text_ids).double(), 1.0)
@@ -356,7 +357,7 @@ metrics["diversed"] = {"lambdas": list(dynamic.lambdas), "train_positions": dyna
 
 # %%
 # What the README quotes from sections 4 and 5 at the default profile, saved where `make tutorial` keeps the
-# committed results (`tl.notebook.results_folder()`); the README renders its paragraphs from this file.
+# committed results (`tl.lessons.notebook.results_folder()`); the README renders its paragraphs from this file.
 if profile == "default":
     comparison = {"analysis": ld.QWEN_ANALYSIS, "answers": len(analysis.item_ids), "spec_rejection": r_spec,
                   "rates": rates, "n_resamples": settings["n_resamples"],
@@ -365,7 +366,7 @@ if profile == "default":
                                "folder": features.path.name if features.path else None,
                                "forward_s": sum(v for k, v in features.timing.items() if k.endswith("_s"))},
                   "learned": metrics["learned"], "diversed": metrics["diversed"]}
-    print("saved", tl.notebook.save_metrics("rules-in-engines", comparison, tl.notebook.results_folder()))
+    print("saved", tl.lessons.notebook.save_metrics("rules-in-engines", comparison, tl.lessons.notebook.results_folder()))
 
 # %% [markdown]
 # **The learned rule in the engine.** Registered as `rule="learned"`, it runs wherever a rule name does. At
@@ -391,7 +392,7 @@ metrics["learned_engine"] = exact.to_dict(orient="records")
 
 # %% [markdown]
 # ## Exercises
-# (Checked without showing the answer; a teacher sees it with `tl.notebook.solution("10-1")`.)
+# (Checked without showing the answer; a teacher sees it with `tl.lessons.notebook.solution("10-1")`.)
 # 1. A vLLM deployment sets `relax_ratio = 0.6`. Which Token-V3 `alpha` is it? Store it in `answer_1`.
 # 2. transformers with `assistant_ensemble_weight = 0.3` on a context where $D_{TV}(p, q) = 0.4$: what fraction
 #    of drafts does it reject? Store it in `answer_2`.
@@ -401,10 +402,10 @@ answer_1 = None  # your code here
 answer_2 = None  # your code here
 
 # %%
-tl.notebook.check("10-1", answer_1)
-tl.notebook.check("10-2", answer_2)
+tl.lessons.notebook.check("10-1", answer_1)
+tl.lessons.notebook.check("10-2", answer_2)
 
 # %%
 metrics["seconds"] = time.perf_counter() - started
-tl.notebook.save_metrics("10_rules_in_engines", metrics, output_dir)
+tl.lessons.notebook.save_metrics("10_rules_in_engines", metrics, output_dir)
 print(f"notebook ran in {metrics['seconds']:.0f} s")

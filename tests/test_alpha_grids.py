@@ -7,9 +7,10 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import alpha_grids as ag
-from tutorial_lib import evaluation as ev
-from tutorial_lib import models, targets
+from tutorial_lib.maths import alpha_grids as ag
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib import models
+from tutorial_lib.maths import targets
 from tutorial_lib.decoding.engine import generate
 
 ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "results" / "token-analysis-4368c63a9810"
@@ -94,8 +95,8 @@ def test_alphas_at_levels_inverts_a_known_curve():
 
 
 def test_placed_alphas_spread_rejection_on_the_committed_token_analysis():
-    result = tl.token_curves.TokenAnalysis.load(ANALYSIS)
-    summary = tl.token_curves.summarise(result, n_resamples=20)
+    result = tl.stats.token_curves.TokenAnalysis.load(ANALYSIS)
+    summary = tl.stats.token_curves.summarise(result, n_resamples=20)
     for curve in ("chow", "diff", "opt", "token_v1", "token_v2", "token_v3", "lossy"):
         alphas, rejection = ag.token_rejection_curve(result, curve)
         block = summary["mean"][result.grid.slice(curve), 0]  # summarise's mean rejection per grid alpha
@@ -125,7 +126,8 @@ def test_alphas_from_a_pilot_summary():
 
 def test_the_offline_all_profile_alphas_are_placed_from_the_committed_token_analysis():
     from pathlib import Path
-    from tutorial_lib import reruns, token_curves
+    from tutorial_lib.sweeps import reruns
+    from tutorial_lib.stats import token_curves
     result = token_curves.TokenAnalysis.load(Path(__file__).resolve().parents[1] / "data" / "results"
                                              / "token-analysis-4368c63a9810")
     assert len(result.item_ids) == 162
@@ -137,7 +139,7 @@ def test_the_offline_all_profile_alphas_are_placed_from_the_committed_token_anal
 
 
 def test_placed_alphas_per_temperature_and_curves_left_out_where_they_repeat_another():
-    # issue 26, item 6: T = 0 alphas come from a T = 0 analysis; Lossy is SpecDecode at T = 0, so not run there
+    # T = 0 alphas come from a T = 0 analysis; Lossy is SpecDecode at T = 0, so not run there
     alphas = {"SpecCascade [Chow]": {0.0: [0.0, 0.2, 1.0], 1.0: [0.0, 0.5, 1.0]}, "SpecDecode [Lossy]": {0.0: []},
               "SpecCascade [Diff]": [-1.0, 0.3]}
     configs = ev.sweep_configs(["SpecCascade [Chow]", "SpecDecode [Lossy]", "SpecCascade [Diff]"],

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tutorial_lib import analysis as an
-from tutorial_lib import rerun_figures
+from tutorial_lib.stats import analysis as an
+from tutorial_lib.views import reruns as rerun_views
 
 NR = an.NOT_REACHED
 
@@ -64,10 +64,10 @@ def test_qualities_are_keyed_by_task_and_temperature():
 def test_latency_and_where_each_wins_figures():
     import matplotlib.pyplot as plt
     view = an.latency_view(_latency_rows(), n_resamples=200)
-    fig = rerun_figures.latency_figure(view)
+    fig = rerun_views.latency_figure(view)
     assert len(fig.get_axes()) == 3    # two tasks and the pooled panel
     wins = pd.DataFrame({"Drafter": [1.0, 2.0], "Verifier": [2.0, 1.0]}, index=["a", "b"])
-    fig = rerun_figures.where_each_wins_figure(wins)
+    fig = rerun_views.where_each_wins_figure(wins)
     assert len(fig.get_axes()[0].patches) == 4
     plt.close("all")
 

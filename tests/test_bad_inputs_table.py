@@ -1,4 +1,4 @@
-"""Issue 21, item 7: the bad inputs the issue found, each with the error it now gives, as one table.
+"""The bad inputs found by trying the public functions, each with the error it now gives, as one table.
 
 Each row: what the issue saw (`silent`, `late`: failed only after rows were computed, `crash`: deep or
 unclear, `mislead`: a wrong message), the call, and the message it must now raise early, naming the
@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import calibration, checks, evaluation as ev
+from tutorial_lib.decoding import calibration
+from tutorial_lib import checks
+from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.decoding.options import stop_tokens
 from tutorial_lib.tasks.sandbox import run_python
 

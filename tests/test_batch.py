@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import models, targets
+from tutorial_lib import models
+from tutorial_lib.maths import targets
 from tutorial_lib.decoding.batch import generate_batch, prefill_batch
 from tutorial_lib.decoding.engine import generate
 

@@ -250,7 +250,7 @@ def test_synthetic_t5_cascade_rows_equal_their_single_runs(synthetic_t5, t5_sour
 def test_the_batched_sweep_writes_the_single_sweeps_rows(synthetic_t5, tmp_path):
     """`run_sweep(runner="batch")` on T5 configurations (gamma 3 with bonus tokens, plain decoding, the
     cascades, the original BiLD): the same texts and counters as `runner="single"`."""
-    from tutorial_lib import evaluation as ev, reruns
+    from tutorial_lib.sweeps import evaluation as ev, reruns
     settings = reruns.t5_profile("smoke", n_examples=5, temperatures=[0.0, 1.0])
     tasks = reruns.t5_tasks(settings)
     configs = reruns.t5_configs(settings)

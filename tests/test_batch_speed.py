@@ -1,4 +1,4 @@
-"""Item 3 of issue 24: the block-cost model with a batch size, its calibration and the measured rates."""
+"""The block-cost model with a batch size, its calibration and the measured rates."""
 import math
 
 import pytest

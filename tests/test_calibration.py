@@ -4,7 +4,8 @@ import math
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import latency, models
+from tutorial_lib.maths import latency
+from tutorial_lib import models
 from tutorial_lib.decoding.calibration import CALL_KINDS, Calibration
 from tutorial_lib.decoding.engine import calibrate
 
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 from test_engine import tiny_pair  # noqa: E402,F401  (the engine tests' tiny llama / T5 pairs)
 
 
-def test_calibrate_a_tiny_pair(tiny_pair, tmp_path):
+def test_calibrate_a_tiny_pair(tiny_pair, tmp_path):  # noqa: F811  (the fixture imported above)
     cal = calibrate(tiny_pair, max_k=4, repeats=3, context_tokens=12, overhead_tokens=3, progress=False)
     expected = {"drafter_step", "drafter_k2", "verifier_k1", "verifier_k2", "verifier_k3", "verifier_k4", "prefill_drafter",
                 "prefill_verifier", "overhead", "overhead_block"}
@@ -99,7 +100,7 @@ def test_a_pair_of_different_vocabularies_is_refused():
 
 
 def test_calibration_is_exported():
-    assert tl.calibrate is calibrate and tl.calibration.Calibration is Calibration
+    assert tl.calibrate is calibrate and tl.decoding.calibration.Calibration is Calibration
 
 
 def test_interleaved_rounds_go_on_until_the_minimum_time_has_passed():

@@ -5,7 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tutorial_lib import claims, rows_file
+from tutorial_lib.stats import claims
+
+from tutorial_lib.sweeps import rows_file
 from tutorial_lib.stats.analysis import NOT_REACHED
 from tutorial_lib.stats.curve_bootstrap import CurveBootstrap, curve_table
 from tutorial_lib.stats.paired import item_scores
@@ -140,7 +142,7 @@ def test_the_selection_aware_interval_covers_zero_when_every_configuration_has_o
     minus the verifier's, with the interval `_beats_verifier` uses, covers the true 0 in about 95%
     of repetitions (at least 95% within binomial noise; not the trivial 100%)."""
     from scipy import stats
-    from tutorial_lib import intervals
+    from tutorial_lib.stats import intervals
     rng = np.random.default_rng(7)
     n_items, n_configs, repetitions = 60, 7, 200
     covered = 0

@@ -28,11 +28,11 @@ def world():
 
 
 def test_static_png_of_curves_bars_lines_and_a_heatmap(world):
-    examples = tl.examples.toy_examples(0)
+    examples = tl.toy.examples.toy_examples(0)
     figures = {
         "bars": views.targets.target_view("verifier blind spot", "token_v3", 0.9, 1.0, 5, examples=examples)[0],
         "heatmap": views.targets.every_rule_view("agree", 0.5, 1.0, examples=examples)[0],
-        "lines and reference lines": views.lemmas.lemma1_view(tl.examples.default_context(world), 0.1, world=world),
+        "lines and reference lines": views.lemmas.lemma1_view(tl.toy.examples.default_context(world), 0.1, world=world),
     }
     for name, fig in figures.items():
         png = static.plotly_to_png(fig)
@@ -42,7 +42,7 @@ def test_static_png_of_curves_bars_lines_and_a_heatmap(world):
 def test_live_view_leaves_a_static_copy_of_its_current_setting(world):
     alpha = ipywidgets.FloatSlider(value=0.1, min=0.0, max=1.0, step=0.05)
     box = widgets.interactive(views.lemmas.lemma1_view, alpha=alpha,
-                              context_index=ipywidgets.fixed(tl.examples.default_context(world)),
+                              context_index=ipywidgets.fixed(tl.toy.examples.default_context(world)),
                               world=ipywidgets.fixed(world))
     assert isinstance(box, widgets.LiveBox)
     plain = box._repr_mimebundle_()["text/plain"]

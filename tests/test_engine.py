@@ -5,7 +5,8 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import models, targets
+from tutorial_lib import models
+from tutorial_lib.maths import targets
 from tutorial_lib.decoding.engine import generate, generate_many
 
 PROMPTS = ([3, 5, 7, 2, 1], [4, 4, 9, 1], [12, 3, 8, 15, 6, 1])
@@ -191,10 +192,10 @@ def test_eos_inside_a_block_ends_the_output(toy):
     for seed in range(20):
         g = generate(*toy, [0], method="speculative", rule="opt", alpha=0.3, gamma=5, temperature=1.0,
                      seed=seed, max_new_tokens=40)
-        assert tl.toyworld.EOS not in g.tokens[:-1]
+        assert tl.toy.toyworld.EOS not in g.tokens[:-1]
         if g.stopped_at_eos:
             ended += 1
-            assert g.tokens[-1] == tl.toyworld.EOS and g.text.split()[-1] == "<eos>"
+            assert g.tokens[-1] == tl.toy.toyworld.EOS and g.text.split()[-1] == "<eos>"
     assert ended > 10
 
 

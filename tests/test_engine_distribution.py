@@ -15,7 +15,8 @@ import torch
 from scipy import stats
 
 import tutorial_lib as tl
-from tutorial_lib import models, targets
+from tutorial_lib import models
+from tutorial_lib.maths import targets
 from tutorial_lib.decoding.engine import generate
 
 N_RUNS = 5000
@@ -118,7 +119,7 @@ def test_tiny_transformer_pair_follows_algorithm_4():
                                               ("lossy", 0.4, 1)])
 def test_engine_on_the_toy_world_matches_the_exact_curves(rule, alpha, gamma):
     """Whole sequences: the engine's per-token metrics agree with ToyWorld.evaluate's dynamic programme."""
-    from tutorial_lib import toycheck
+    from tutorial_lib.lessons import toycheck
     world = tl.ToyWorld()
     estimate = toycheck.engine_metrics(world, rule, alpha, gamma=gamma, n=800, seed=11)
     z = toycheck.z_scores(world.evaluate(rule, alpha, gamma=gamma), estimate)

@@ -1,13 +1,12 @@
 """The engine's outputs, pinned token for token: a refactoring of the engine must not change them.
 
 The expected values were recorded by running the engine as it stood before the verification step
-was shared between `generate` and `generate_batch` (issue 11). Each case is `(pair, prompt, seed,
+was shared between `generate` and `generate_batch`. Each case is `(pair, prompt, seed,
 options)`; the record is the tokens and the `(n_accepted, n_rejected, n_verifier_calls,
 n_drafter_calls)` counters. Temperatures other than 0 and 1 exercise the split between sampled
 (temperature-scaled) and decided (temperature-1) laws.
 """
 import pytest
-import torch
 
 import tutorial_lib as tl
 from tutorial_lib import models

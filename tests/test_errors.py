@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import lemmas
+from tutorial_lib.maths import lemmas
 
 q = torch.tensor([0.6, 0.3, 0.1])
 p = torch.tensor([0.2, 0.5, 0.3])

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import analysis as an
-from tutorial_lib import evaluation as ev
+from tutorial_lib.stats import analysis as an
+from tutorial_lib.sweeps import evaluation as ev
 
 
 # ---- the table on synthetic curves ------------------------------------------------------------------
@@ -180,7 +180,7 @@ def test_a_malformed_row_stops_the_sweep_with_the_line_to_repair(tmp_path, one_t
     rows_file.write_text("\n".join([lines[0], "42", *lines[1:]]) + "\n")
     with pytest.raises(ValueError, match=r"rows.jsonl, line 2 is JSON but not an object.*delete or fix line 2"):
         ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)
-    assert tl.rows_file.set_aside_bad_lines(rows_file) == 1
+    assert tl.sweeps.rows_file.set_aside_bad_lines(rows_file) == 1
     assert len(ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)) == 3
 
 

@@ -14,7 +14,7 @@ from tutorial_lib.lessons import exercises, notebook
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SCRIPTS = sorted(NOTEBOOK_DIR.glob("[0-9]*.py"))
-CHECK_CALL = re.compile(r"""tl\.notebook\.check\(\s*["'](\d\d-\d)["']""")
+CHECK_CALL = re.compile(r"""tl\.lessons\.notebook\.check\(\s*["'](\d\d-\d)["']""")
 
 
 def _code_cells():
@@ -26,13 +26,13 @@ def _code_cells():
 
 def _standalone_solutions():
     """Expected values the test can compute at the notebooks' defaults without running them."""
-    examples = tl.examples.toy_examples(0)
+    examples = tl.toy.examples.toy_examples(0)
     world = tl.ToyWorld(n_words=14, seed=0)
     objects = {"examples": examples, "world": world}
     out = {}
     for spec in exercises.EXERCISES.values():
         if spec.id == "03-1":
-            out[spec.id] = spec.solve(world=world, context=tl.examples.default_context(world))
+            out[spec.id] = spec.solve(world=world, context=tl.toy.examples.default_context(world))
         elif set(spec.needs) <= set(objects) and spec.kind == "number":
             out[spec.id] = spec.solve(**{name: objects[name] for name in spec.needs})
     return out
@@ -51,7 +51,7 @@ def test_every_exercise_is_checked_in_its_notebook_and_every_check_is_an_exercis
 def test_check_cells_hold_no_computation_of_the_answer():
     for name, i, source in _code_cells():
         assert "check_answer" not in source, f"{name} cell {i} still compares with a value computed in the cell"
-        if "tl.notebook.check(" not in source:
+        if "tl.lessons.notebook.check(" not in source:
             continue
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
@@ -74,7 +74,7 @@ def test_no_notebook_holds_an_expected_value():
 
 @pytest.mark.parametrize("exercise_id,objects", [
     ("04-1", {}),
-    ("01-2", {"examples": tl.examples.toy_examples(0)}),
+    ("01-2", {"examples": tl.toy.examples.toy_examples(0)}),
     ("02-3", {}),
 ])
 def test_number_check_right_wrong_and_not_a_number(capsys, exercise_id, objects):
@@ -109,10 +109,10 @@ def test_integer_check():
 
 def test_choice_and_method_checks(capsys):
     claims = pd.DataFrame({"low": [-0.1, 0.02], "high": [0.3, 0.2]})
-    assert notebook.check("07-1", "not resolved", claims_table=claims) is True
-    assert notebook.check("07-1", "holds", claims_table=claims) is False
-    assert notebook.check("07-1", "perhaps", claims_table=claims) is None
-    assert notebook.check("07-1", 0.5, claims_table=claims) is None
+    assert notebook.check("06-2", "not resolved", claims_table=claims) is True
+    assert notebook.check("06-2", "holds", claims_table=claims) is False
+    assert notebook.check("06-2", "perhaps", claims_table=claims) is None
+    assert notebook.check("06-2", 0.5, claims_table=claims) is None
     assert exercises.verdict_of_interval(0.02, 0.2) == "holds"
     assert exercises.verdict_of_interval(-0.3, 0.0) == "does not hold"
     table = pd.DataFrame({"task": ["code", "code"], "temperature": [0.0, 0.0], "gamma": [1, 1],
@@ -120,13 +120,13 @@ def test_choice_and_method_checks(capsys):
                           "reduction_at_verifier_quality": [0.75, "not reached"]})
     where = dict(table=table, task="code", temperature=0.0)
     capsys.readouterr()
-    assert notebook.check("07-2", ("SpecCascade [OPT]", 0.25), **where) is True
-    assert notebook.check("07-2", ("SpecCascade [OPT]", 0.75), **where) is False
-    assert notebook.check("07-2", ("Drafter", "not reached"), **where) is True
-    assert notebook.check("07-2", ("Drafter", 0.1), **where) is False
-    assert notebook.check("07-2", ("Nobody", 0.1), **where) is None     # names the methods there are
+    assert notebook.check("07-1", ("SpecCascade [OPT]", 0.25), **where) is True
+    assert notebook.check("07-1", ("SpecCascade [OPT]", 0.75), **where) is False
+    assert notebook.check("07-1", ("Drafter", "not reached"), **where) is True
+    assert notebook.check("07-1", ("Drafter", 0.1), **where) is False
+    assert notebook.check("07-1", ("Nobody", 0.1), **where) is None     # names the methods there are
     assert "pick one of Drafter, SpecCascade [OPT]" in capsys.readouterr().out
-    assert notebook.check("07-2", 0.25, **where) is None
+    assert notebook.check("07-1", 0.25, **where) is None
     assert notebook.check("06-1", "SpecCascade [OPT]", table=table, temperature=0.0, gamma=1) is True
 
 
@@ -136,7 +136,7 @@ def test_bad_calls_name_what_to_pass():
     with pytest.raises(ValueError, match=r"needs examples=examples.*missing: examples"):
         notebook.check("01-1", 0.5)
     with pytest.raises(ValueError, match="needs method="):
-        notebook.solution("07-2", table=pd.DataFrame(), task="code", temperature=0.0)
+        notebook.solution("07-1", table=pd.DataFrame(), task="code", temperature=0.0)
 
 
 def test_solution_says_how(capsys):

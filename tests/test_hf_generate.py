@@ -12,7 +12,8 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import models, targets
+from tutorial_lib import models
+from tutorial_lib.maths import targets
 from tutorial_lib.decoding.engine import generate
 
 from test_engine_distribution import chi_square_p_value

@@ -3,8 +3,9 @@ import re
 
 import pytest
 
-from tutorial_lib import evaluation as ev
-from tutorial_lib import hub_tasks, reruns
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.tasks import hub_tasks
+from tutorial_lib.sweeps import reruns
 
 NAMESPACE_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

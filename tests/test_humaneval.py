@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from tutorial_lib import humaneval, metrics, task_prompts, tasksets
+from tutorial_lib.tasks import humaneval, metrics, task_prompts, tasksets
 
 PROBLEMS = humaneval.read_problems()
 TASK = tasksets.offline_task("humaneval")

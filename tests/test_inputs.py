@@ -1,4 +1,4 @@
-"""Issue 12, item 6: every public input that used to pass silently or crash with a raw traceback
+"""Every public input that used to pass silently or crash with a raw traceback
 now gives a ValueError / TypeError that says what to change (or, where the value is meaningful,
 works)."""
 import math
@@ -58,7 +58,7 @@ def test_toy_worlds_with_other_words_are_refused():
     other = tl.ToyWorld(n_words=14, seed=0)
     other.tokens = other.tokens[:2] + [w + "x" for w in other.tokens[2:]]
     d = models.toy_pair().drafter
-    v = tl.toy_model.ToyModel(other.verifier, name="other", world=other)
+    v = tl.models.toy.ToyModel(other.verifier, name="other", world=other)
     with pytest.raises(ValueError, match="mean different things"):
         models.ModelPair(d, v)
 
@@ -168,7 +168,7 @@ def test_shared_checks_accept_and_refuse_alike():
     with pytest.raises(ValueError, match="loss='hinge' is unknown"):
         checks.check_loss("hinge")
     with pytest.raises(ValueError, match="rule='nope' is unknown"):
-        tl.targets.check_rule("nope")
+        tl.maths.targets.check_rule("nope")
 
 
 def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
@@ -201,13 +201,13 @@ def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
 # ---- sweeps, tasks and model loading: named when given, not at the first row -----------------------
 
 def _one_example_task(**example):
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     examples = [{"id": "a", "prompt": "mi", "references": ["x"], **example}]
     return ev.Task("t", "qa_em", examples, max_new_tokens=2)
 
 
 def test_a_sweep_pair_of_one_model_or_of_names_says_what_to_pass(toy, tmp_path):
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     task, configs = _one_example_task(), ev.sweep_configs(["Drafter"])
     with pytest.raises(ValueError, match=r"pair holds 1 model; a sweep needs two, \(drafter, verifier\)"):
         ev.run_sweep((toy.drafter,), task, configs, name="one", root=tmp_path, progress=False)
@@ -253,7 +253,7 @@ def test_references_given_as_one_string_are_refused_not_split_into_letters():
 
 
 def test_a_chat_task_needs_text_prompts():
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     with pytest.raises(TypeError, match="chat=True but example 'a' gives token ids"):
         ev.Task("t", "qa_em", [{"id": "a", "prompt": [1, 2], "references": ["x"]}], chat=True)
 
@@ -267,7 +267,7 @@ def test_task_head_refuses_what_would_drop_examples_silently(n):
 
 
 def test_sweep_configs_takes_gamma_auto_as_config_does():
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     assert ev.Config("SpecDecode", "speculative", "spec", gamma="auto").key.endswith("|gauto|T0")
     configs = ev.sweep_configs(gammas=("auto",))                     # every curve of the T5 sweep
     gammas = {c.label: c.gamma for c in configs}
@@ -288,7 +288,7 @@ def test_sweep_configs_takes_gamma_auto_as_config_does():
      r"gamma='auto' with bonus='none'.*pass bonus='verifier'"),
 ])
 def test_gamma_auto_where_the_engine_cannot_size_blocks_is_named(options, message):
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     with pytest.raises(ValueError, match=message):
         ev.Config(**options, gamma="auto")
     with pytest.raises(ValueError, match="'auto' prices blocks"):
@@ -297,6 +297,6 @@ def test_gamma_auto_where_the_engine_cannot_size_blocks_is_named(options, messag
 
 @pytest.mark.parametrize("argument", ["curves", "gammas", "temperatures"])
 def test_an_empty_list_of_curves_gammas_or_temperatures_is_refused(argument):
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     with pytest.raises(ValueError, match=rf"{argument}=\[\]: pass at least one"):   # was an empty sweep
         ev.sweep_configs(**{"curves": ["Drafter"], argument: []})

@@ -3,7 +3,7 @@ tiny and constant samples, and bounds that hold for several configurations at on
 import numpy as np
 import pytest
 
-from tutorial_lib import intervals
+from tutorial_lib.stats import intervals
 
 
 def test_resampling_items_recomputes_the_whole_statistic_on_each_resample():

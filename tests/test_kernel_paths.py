@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from tutorial_lib import models, targets
+from tutorial_lib import models
+
+from tutorial_lib.maths import targets
 from tutorial_lib.decoding.engine import generate
 from tutorial_lib.models import kernel_paths as kp
 

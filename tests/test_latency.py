@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from tutorial_lib import latency
+from tutorial_lib.maths import latency
 
 
 def test_tokens_per_call_by_hand():

@@ -6,8 +6,10 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import deferral_risks as dr
-from tutorial_lib import examples, latency, lemmas, lossy, tradeoff
+from tutorial_lib.lessons import deferral_risks as dr
+from tutorial_lib.toy import examples
+from tutorial_lib.maths import latency, lemmas
+from tutorial_lib.lessons import lossy, tradeoff
 
 
 @pytest.mark.parametrize("lemma,optimal", [(1, lemmas.optimal_deferral), (4, lemmas.optimal_speculative_deferral)])
@@ -101,7 +103,7 @@ def test_lemma2_check_agrees_and_would_notice_a_difference(world, monkeypatch):
     assert out["tokens_compared"] > 0 and out["positions_compared"] > 0
     assert out["residual_undefined"]["beta = 1"] == 0 and out["residual_undefined"]["Lossy* (normalising beta)"] == 0
     # A residual that ignored beta would be caught.
-    monkeypatch.setattr(lossy, "tran_thien_residual", lambda q, p, beta: tl.targets.residual_distribution(p, q))
+    monkeypatch.setattr(lossy, "tran_thien_residual", lambda q, p, beta: tl.maths.targets.residual_distribution(p, q))
     assert lossy.lemma2_check(world, [0.5], betas=("normalize",))["residual_max_abs_diff"] > 1e-3
 
 

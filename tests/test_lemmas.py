@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from tutorial_lib import lemmas, targets
+from tutorial_lib.maths import lemmas, targets
 
 ALPHAS = torch.linspace(-0.5, 1.0, 16).tolist()
 

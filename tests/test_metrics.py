@@ -1,7 +1,7 @@
 """The quality metrics of tutorial_lib.tasks.metrics on hand-made cases."""
 import pytest
 
-from tutorial_lib import metrics as m
+from tutorial_lib.tasks import metrics as m
 
 # --------------------------------------------------------------------------------------------------
 # BLEU and ROUGE-2
@@ -144,7 +144,7 @@ def test_extract_code():
 
 
 def _needs_bwrap():
-    from tutorial_lib import sandbox
+    from tutorial_lib.tasks import sandbox
     if not sandbox.sandbox_available():
         pytest.skip(f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT} (CI installs it)")
 

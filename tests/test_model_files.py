@@ -163,7 +163,7 @@ def test_a_finished_directory_is_reused_without_reconverting(smollm2_dir, monkey
 
 
 # --------------------------------------------------------------------------------------------------
-# The converted cache is verified on load (issue 12)
+# The converted cache is verified on load
 # --------------------------------------------------------------------------------------------------
 
 def _fake_conversion(calls):

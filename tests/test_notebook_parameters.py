@@ -1,8 +1,8 @@
-"""Issue 21, item 7: notebook parameters are checked in the cell after the `parameters` cell, where a
+"""Notebook parameters are checked in the cell after the `parameters` cell, where a
 string from papermill's `-p` is parsed, or refused with a message that shows the `-y` form.
 
 Every notebook is checked from its paired `.py` file: the cell right after `parameters` calls
-`tl.notebook.check_parameters` with every parameter the `parameters` cell sets, and running those two
+`tl.lessons.notebook.check_parameters` with every parameter the `parameters` cell sets, and running those two
 cells with a wrong-kind value for any checked parameter raises (it never passes silently)."""
 import ast
 import re

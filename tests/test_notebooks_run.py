@@ -183,7 +183,7 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
     use_shared_model_cache()
     results = tmp_path / "results"
     metrics = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results))
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     assert set(metrics["labels"]) == set(ev.CURVES)          # every method of the paper on the curves
     assert metrics["n_rows"] == metrics["n_configs"] * 3      # every configuration on every sentence
     for figure in metrics["figures"] + ["t5_where_each_wins"]:
@@ -233,7 +233,7 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     use_shared_model_cache()
     results = tmp_path / "results"
     metrics = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results))
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
     assert set(metrics["labels"]) == set(ev.GEMMA_CURVES)
     assert set(metrics["tasks"]) == {"code", "arithmetic", "facts"}
     assert metrics["n_rows"] == metrics["n_configs"] * 2 * 3
@@ -283,7 +283,7 @@ def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
     assert (tmp_path / "09_calibration.json").exists()
     calibration = metrics["calibration"]
     # the quick calibration gamma="auto" starts from times blocks of 1..QUICK_CALIBRATION["max_k"] tokens
-    max_k = tl.gamma_policy.QUICK_CALIBRATION["max_k"]
+    max_k = tl.decoding.gamma_policy.QUICK_CALIBRATION["max_k"]
     assert calibration["kind"].startswith("quick")
     assert calibration["t_q"] > 0 and set(calibration["t_p"]) == {str(k) for k in range(1, max_k + 1)}
     assert metrics["predicted_speedup"]["0"] == 1.0 and 0 <= metrics["acceptance"] <= 1

@@ -4,8 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from tutorial_lib import alpha_grids, reruns, token_curves
-from tutorial_lib import evaluation as ev
+from tutorial_lib.maths import alpha_grids
+
+from tutorial_lib.sweeps import reruns
+
+from tutorial_lib.stats import token_curves
+from tutorial_lib.sweeps import evaluation as ev
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
 GREEDY_ANALYSIS = RESULTS / "token-analysis-467910ba0826"

@@ -4,8 +4,9 @@ import pandas as pd
 import pytest
 import sacrebleu
 
-from tutorial_lib import evaluation as ev
-from tutorial_lib import metrics, paired
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.tasks import metrics
+from tutorial_lib.stats import paired
 
 HYPOTHESES = ["the cat sat on the mat", "a dog runs in the park today", "hello there my friend",
               "it is raining again in the city", "we ate bread and cheese for lunch"]
@@ -119,7 +120,7 @@ def test_pairing_needs_common_seeds_and_enough_resamples():
 
 
 def test_summary_bleu_is_corpus_bleu_given_the_tasks():
-    from tutorial_lib import analysis
+    from tutorial_lib.stats import analysis
     n = 10
     examples = [{"id": f"x{i}", "prompt": "p", "references": list(np.atleast_1d(REFERENCES[i % 5]))} for i in range(n)]
     hypotheses = [HYPOTHESES[(i + 1) % 5] if i % 3 == 0 else HYPOTHESES[i % 5] for i in range(n)]

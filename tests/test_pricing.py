@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tutorial_lib import evaluation as ev
-from tutorial_lib import models, pricing
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib import models
+from tutorial_lib.stats import pricing
 from tutorial_lib.decoding.batch import generate_batch
 from tutorial_lib.decoding.calibration import Calibration
 from tutorial_lib.decoding.engine import generate
@@ -341,3 +342,25 @@ def test_a_sweeps_calibration_lasts_a_share_of_its_rows_time(greedy_sweep, tmp_p
     monkeypatch.setattr(pricing, "SWEEP_CALIBRATION_SECONDS", 0.1)   # the cap
     pricing.calibrate_for_sweep(pair, folder, gammas=[3], progress=False, recalibrate=True)
     assert asked[-1] == pytest.approx(0.1)
+
+
+def test_a_sweep_is_priced_in_one_call_or_says_why_not(greedy_sweep, tmp_path):
+    pair, rows = greedy_sweep
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text("".join(json.dumps({**r, "prompt_tokens": 6}) + "\n"
+                                               for r in rows.to_dict("records")))
+    copied = rows.copy()
+    copied.attrs["path"] = str(folder)
+    records = (ev.ModelRecord(pair.drafter.name), ev.ModelRecord(pair.verifier.name))
+    unpriced = pricing.price_sweep(records, copied, [3])            # no calibration stored, no models to measure
+    assert unpriced.calibration is None and unpriced.rows is copied and "not loaded" in unpriced.why_not
+    with pytest.raises(FileNotFoundError, match="not loaded"):
+        pricing.price_sweep(records, copied, [3], required=True)
+    old = copied.drop(columns=["drafter_calls_by_k", "verifier_calls_by_k"])
+    assert "counted their calls" in pricing.price_sweep(pair, old, [3]).why_not
+    with pytest.raises(ValueError, match="counted their calls"):
+        pricing.price_sweep(pair, old, [3], required=True)
+    priced, calibration, why_not = pricing.price_sweep(pair, copied, [3])
+    assert why_not is None and calibration == pricing.load_sweep_calibration(folder)
+    assert priced[pricing.LATENCY_COLUMN].equals(pricing.price_rows(copied, calibration)[pricing.LATENCY_COLUMN])

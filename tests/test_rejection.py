@@ -6,7 +6,9 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import examples, latency, rejection
+from tutorial_lib.toy import examples
+from tutorial_lib.maths import latency
+from tutorial_lib.lessons import rejection
 
 EXAMPLES = list(examples.toy_examples())
 MIXTURE_RULES = ("drafter", "verifier", "spec") + tl.PREFIX_RULES

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tutorial_lib import report
+from tutorial_lib.stats import report
 from tutorial_lib.stats import analysis, learned_deferral
 from tutorial_lib.decoding import speed_tables as speed_text
 from tutorial_lib.lessons import notebook

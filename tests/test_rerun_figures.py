@@ -9,9 +9,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from tutorial_lib import analysis as an  # noqa: E402
-from tutorial_lib import evaluation as ev  # noqa: E402
-from tutorial_lib import rerun_figures  # noqa: E402
+from tutorial_lib.stats import analysis as an  # noqa: E402
+from tutorial_lib.stats import pricing  # noqa: E402
+from tutorial_lib.sweeps import evaluation as ev  # noqa: E402
+from tutorial_lib.views import reruns as rerun_views  # noqa: E402
 
 
 def _summary(labels=("Drafter", "SpecDecode", "SpecCascade [Chow]", "SpecCascade [OPT]", "SpecCascade [Token-V2]",
@@ -30,10 +31,10 @@ def _summary(labels=("Drafter", "SpecDecode", "SpecCascade [Chow]", "SpecCascade
 
 
 def test_family_figure_has_one_panel_per_family_with_bands_and_the_verifier_band():
-    fig = rerun_figures.family_figure(_summary(), task="t", temperature=1.0, x="rejection_rate",
+    fig = rerun_views.family_figure(_summary(), task="t", temperature=1.0, x="rejection_rate",
                                       quality_label="exact match", title="t, T = 1")
     axes = [ax for ax in fig.get_axes() if ax.axison]
-    assert [ax.get_title() for ax in axes] == list(rerun_figures.FAMILIES)
+    assert [ax.get_title() for ax in axes] == list(rerun_views.FAMILIES)
     legends = {ax.get_title(): [t.get_text() for t in ax.get_legend().get_texts()] for ax in axes}
     assert legends["baselines and sequential cascades"] == ["verifier (95% band)", "Drafter", "SpecDecode"]
     assert legends["deferral rules"] == ["verifier (95% band)", "SpecCascade [Chow]", "SpecCascade [OPT]"]
@@ -47,22 +48,22 @@ def test_family_figure_has_one_panel_per_family_with_bands_and_the_verifier_band
     lows = bands[0].get_paths()[0].vertices[:, 1].min()
     assert lows == pytest.approx(7.0 - 0.5)   # Chow's lowest point (quality 7) minus its half-width
     assert all(ax.get_xlabel() == "rejection rate" for ax in axes[2:])
-    assert fig.get_size_inches() == pytest.approx(rerun_figures.FAMILY_FIGURE_SIZE)
+    assert fig.get_size_inches() == pytest.approx(rerun_views.FAMILY_FIGURE_SIZE)
     plt.close(fig)
 
 
 def test_family_figure_leaves_out_empty_families_and_refuses_nothing_to_draw():
-    fig = rerun_figures.family_figure(_summary(("Drafter", "SpecDecode", "SpecCascade [Token-V2]")), x="latency",
+    fig = rerun_views.family_figure(_summary(("Drafter", "SpecDecode", "SpecCascade [Token-V2]")), x="latency",
                                       x_label="latency (modelled)", families=None)
     axes = [ax for ax in fig.get_axes() if ax.axison]
     assert [ax.get_title() for ax in axes] == ["baselines and sequential cascades", "token-specific rules"]
     assert {ax.get_xlabel() for ax in axes} == {"latency (modelled)"}
-    assert fig.get_size_inches()[1] == pytest.approx(rerun_figures.FAMILY_FIGURE_SIZE[1] / 2)  # one row
+    assert fig.get_size_inches()[1] == pytest.approx(rerun_views.FAMILY_FIGURE_SIZE[1] / 2)  # one row
     plt.close(fig)
     with pytest.raises(ValueError, match="nothing to plot"):
-        rerun_figures.family_figure(_summary(), task="nope")
+        rerun_views.family_figure(_summary(), task="nope")
     with pytest.raises(ValueError, match="none of the families"):
-        rerun_figures.family_figure(_summary(), families={"other": ["Lossy*"]})
+        rerun_views.family_figure(_summary(), families={"other": ["Lossy*"]})
 
 
 def test_answer_lengths_count_cuts_and_calls_per_answer():
@@ -90,7 +91,7 @@ def test_answer_lengths_count_cuts_and_calls_per_answer():
 
 def test_counts_calls_tells_priceable_rows():
     counted = pd.DataFrame([dict(drafter_calls_by_k=[3], verifier_calls_by_k=[0, 2])])
-    assert an.counts_calls(counted)
-    assert not an.counts_calls(pd.DataFrame([dict(n_tokens=3)]))       # written before the counters
+    assert pricing.counts_calls(counted)
+    assert not pricing.counts_calls(pd.DataFrame([dict(n_tokens=3)]))       # written before the counters
     mixed = pd.concat([counted, pd.DataFrame([dict(n_tokens=3)])], ignore_index=True)
-    assert not an.counts_calls(mixed)
+    assert not pricing.counts_calls(mixed)

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import evaluation as ev
-from tutorial_lib import reruns
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps import reruns
 
 
 @pytest.mark.parametrize("profile", list(reruns.T5_PROFILES))
@@ -64,20 +64,6 @@ def test_hub_task_without_a_network_says_what_to_do(monkeypatch):
         reruns.t5_hub_task("wmt_en_de", 2)
 
 
-def test_layer_skip_drafter_pairs_with_its_model(one_thread):
-    big = tl.models.tiny_random_llama(0, n_layers=2)
-    small = reruns.layer_skip_drafter(big, 1)
-    assert len(small.model.model.layers) == 1 and len(big.model.model.layers) == 2
-    pair = tl.models.ModelPair(small, big)
-    g = tl.generate(*pair, [1, 2, 3], method="speculative", rule="token_v2", alpha=0.1, gamma=3, max_new_tokens=8,
-                    temperature=1.0, eos_token_id=())
-    assert len(g.tokens) == 8
-    with pytest.raises(ValueError, match="keep between"):
-        reruns.layer_skip_drafter(big, 2)
-    with pytest.raises(ValueError, match="decoder-only"):
-        reruns.layer_skip_drafter(tl.models.tiny_random_t5(0), 1)
-
-
 def test_t5_training_budget_follows_the_model_names():
     assert reruns.t5_training_budget(reruns.t5_profile("offline")) == "default"
     assert reruns.t5_training_budget(reruns.t5_profile("smoke")) == "tiny"
@@ -106,9 +92,9 @@ def test_the_committed_runs_reload_without_their_models():
 
 
 def test_the_committed_offline_all_run_is_complete_and_priced():
-    # issue 13: every item of the three offline sets, every configuration, and its latency runs and
+    # every item of the three offline sets, every configuration, and its latency runs and
     # calibration, so notebook 07 redraws at its default without the models
-    from tutorial_lib import pricing
+    from tutorial_lib.stats import pricing
     settings = reruns.gemma_profile("offline-all")
     pair = reruns.saved_pair("gemma-offline-all", settings)
     tasks = reruns.gemma_tasks(settings)
@@ -131,10 +117,10 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
 
 
 def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_default():
-    # issue 26, item 7: HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every
+    # HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every
     # configuration, its calibration and latency rows; the README quotes it and notebook 07 redraws it
     import re
-    from tutorial_lib import pricing, report
+    from tutorial_lib.stats import pricing, report
     settings = reruns.gemma_profile("offline-large")
     pair = reruns.saved_pair("gemma-offline-large", settings)
     tasks = reruns.gemma_tasks(settings)
@@ -168,7 +154,7 @@ def test_describe_pair_and_task_table_with_loaded_models():
 
 
 def test_the_committed_t5_run_reloads_complete_under_exact_alpha_keys():
-    # issue 21: config keys now write alpha exactly where 6 digits are not exact (1/3, 2**(1/3), ...);
+    # config keys now write alpha exactly where 6 digits are not exact (1/3, 2**(1/3), ...);
     # the committed T5 rows were saved under 6-digit keys and must still be found, each exactly once
     settings = reruns.t5_profile("offline")
     pair = reruns.saved_pair("t5-offline", settings)

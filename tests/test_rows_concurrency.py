@@ -1,4 +1,4 @@
-"""Issue 21, item 4: two processes appending to one rows file lose no row, and a repair running
+"""Two processes appending to one rows file lose no row, and a repair running
 meanwhile deletes none.
 
 The writers load `rows_file` straight from its file (it needs nothing else of the package), so the
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tutorial_lib import rows_file
+from tutorial_lib.sweeps import rows_file
 
 ROWS_FILE_SOURCE = Path(rows_file.__file__)
 APPENDS_PER_WRITER = 50_000
@@ -108,7 +108,7 @@ def test_a_folder_where_a_rows_file_belongs_is_named(tmp_path):
 SWEEP = """
 import sys
 import tutorial_lib as tl
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 examples = [{"id": f"e{i}", "prompt": "mi", "references": ["x"]} for i in range(32)]
 task = ev.Task("t", "qa_em", examples, max_new_tokens=3)
 configs = [ev.Config("Drafter", "drafter", gamma=1, temperature=1.0), ev.Config("Verifier", "verifier", gamma=1,
@@ -120,7 +120,7 @@ print("ROWS", len(table))
 
 
 def test_two_sweep_processes_on_one_run_leave_every_row_exactly_once(tmp_path):
-    """Issue 21: two `run_sweep` processes working on one sweep once returned 63 of 64 rows; now the
+    """Two `run_sweep` processes working on one sweep once returned 63 of 64 rows; now the
     folder reads as one run with each of the 64 rows once (a row both computed is read once: its
     copies agree)."""
     processes = [subprocess.Popen([sys.executable, "-c", SWEEP, str(tmp_path)], stdout=subprocess.PIPE, text=True)

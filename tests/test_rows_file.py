@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from tutorial_lib import rows_file
+from tutorial_lib.sweeps import rows_file
 from tutorial_lib.sweeps.rows_file import RowsFileError, append_rows, corrupt_path, read_rows, set_aside_bad_lines
 
 

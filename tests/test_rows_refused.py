@@ -1,4 +1,4 @@
-"""Issue 21, item 6: rows that are wrong are refused with the file and the line; configuration keys
+"""Rows that are wrong are refused with the file and the line; configuration keys
 tell every distinct alpha apart; a folder written by several processes reads as one run."""
 import json
 import math
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.sweeps.rows_file import RowsFileError
 
 pytestmark = pytest.mark.usefixtures("one_thread")

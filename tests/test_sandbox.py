@@ -238,7 +238,7 @@ def test_bad_arguments_raise():
         run_python("x = 1", ["assert True"], timeout_s=0)
     with pytest.raises(ValueError, match="timeout_s"):
         run_python("x = 1", ["assert True"], timeout_s=float("nan"))
-    with pytest.raises(ValueError, match=r"tests=\[\]: with no test nothing is judged"):  # issue 21: was a pass
+    with pytest.raises(ValueError, match=r"tests=\[\]: with no test nothing is judged"):  # was a pass
         run_python("x = 1", [])
 
 

@@ -31,7 +31,7 @@ MARKER = "tutorial_lib_hostile_marker"
 WRONG = "def sum_of_squares(xs):\n    return -1\n"
 
 HOSTILE = {
-    # ---- the cases of issue 12 -------------------------------------------------------------------
+    # ---- the first cases found --------------------------------------------------------------------
     "exec_made_a_no_op": WRONG + "import builtins\nbuiltins.exec = lambda *a, **k: None\n"
                                  "builtins.eval = lambda *a, **k: True\nbuiltins.compile = lambda *a, **k: None\n",
     "frame_locals_rewrite_the_tests": WRONG + textwrap.dedent("""
@@ -344,7 +344,7 @@ SWEEP_CASES = ["exec_made_a_no_op", "frame_locals_rewrite_the_tests", "forged_re
 SWEEP_SCRIPT = """
 import json, os, sys
 import tutorial_lib as tl
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 cases, tests, root = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
 info = {"tests": tests, "setup": "", "entry_point": "sum_of_squares"}
 example = {"id": "p", "prompt": "mi", "references": [""], "info": info}

@@ -1,4 +1,4 @@
-"""Issue 21, items 1-3: nothing a solution writes stops the judge, the expected side of a test never
+"""Nothing a solution writes stops the judge, the expected side of a test never
 runs with the solution, and the limits hold on the host (threads, disk, output).
 
 Every solution below is WRONG for its tests, so any pass is a false pass; every run must return a
@@ -239,7 +239,7 @@ def test_a_sweep_records_every_hostile_row_and_resumes_without_dying(tmp_path):
     """The row of a solution that broke the judge before is recorded as a failure, and a resumed sweep
     (which once died again on the same row) finds every row saved and computes none."""
     import tutorial_lib as tl
-    from tutorial_lib import evaluation as ev
+    from tutorial_lib.sweeps import evaluation as ev
 
     def task(name):
         code, tests, setup = HOSTILE[name]

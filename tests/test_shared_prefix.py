@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tutorial_lib import models
-from tutorial_lib import token_curves as tc
+from tutorial_lib.stats import token_curves as tc
 from tutorial_lib.decoding.batch import generate_batch, prefill_batch
 from tutorial_lib.decoding.engine import generate
 from tutorial_lib.decoding.shared_prefix import SharedPrefix, common_prefix_length

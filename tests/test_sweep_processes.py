@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import evaluation as ev
+from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.sweeps import processes as pr
 from tutorial_lib.sweeps import rows_file
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import synthetic_mt as mt
+from tutorial_lib.toy import synthetic_mt as mt
 from tutorial_lib.models import synthetic_t5
 from tutorial_lib.paths import RESULTS_DIR
 from tutorial_lib.toy.synthetic_mt import CONTEXTS, FLAWED_CONTEXT, TranslationGrammar
@@ -279,8 +279,8 @@ def test_the_t5_profiles_alphas_were_placed_on_the_shipped_pair():
     placement = json.loads((RESULTS_DIR.parent / "benchmarks" / "t5_alpha_placement.json").read_text())
     configs = [json.loads(f.read_text()) for f in sorted(RESULTS_DIR.glob("t5-offline-*/config.json"))]
     assert placement["weights"] == {role: configs[0][role]["weights"] for role in mt.ROLES}
-    assert {label: v["alphas"] for label, v in placement["T=0"].items()} == tl.reruns.T5_OFFLINE_ALPHAS_T0
-    assert {label: v["alphas"] for label, v in placement["T=1"].items()} == tl.reruns.T5_OFFLINE_ALPHAS
+    assert {label: v["alphas"] for label, v in placement["T=0"].items()} == tl.sweeps.reruns.T5_OFFLINE_ALPHAS_T0
+    assert {label: v["alphas"] for label, v in placement["T=1"].items()} == tl.sweeps.reruns.T5_OFFLINE_ALPHAS
 
 
 # ---- the shipped pair and its cache copy are checked against their recorded hashes -------------------

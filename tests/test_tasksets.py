@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tutorial_lib import arithmetic_problems, hub_tasks, metrics, task_prompts, tasksets
+from tutorial_lib.tasks import arithmetic_problems, hub_tasks, metrics, task_prompts, tasksets
 from tutorial_lib.tasks.sandbox import run_python
 
 # --------------------------------------------------------------------------------------------------

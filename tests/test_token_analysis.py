@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import token_analysis as ta
-from tutorial_lib import token_curves as tc
+from tutorial_lib.maths import token_analysis as ta
+from tutorial_lib.stats import token_curves as tc
 from tutorial_lib.stats import token_report as report
 from tutorial_lib.models import ModelPair, tiny_random_llama
 

@@ -6,8 +6,10 @@ import plotly.graph_objects as go
 import pytest
 
 import tutorial_lib as tl
-from tutorial_lib import deferral_risks as dr
-from tutorial_lib import examples, lemmas, lossy, tradeoff
+from tutorial_lib.lessons import deferral_risks as dr
+from tutorial_lib.toy import examples
+from tutorial_lib.maths import lemmas
+from tutorial_lib.lessons import lossy, tradeoff
 from tutorial_lib.views import lemmas as vl
 from tutorial_lib.views import widgets as vw
 
@@ -128,3 +130,16 @@ def test_interactive_draws_redraws_and_reports_errors(world):
                             world=widgets.fixed(world), methods=widgets.fixed(()))
     error = broken.children[-1].outputs[0]
     assert error["output_type"] == "stream" and "methods=[]: choose one or more of SpecDecode" in error["text"]
+
+
+@pytest.mark.parametrize("lemma,cost", [(1, "deferral"), (4, "rejection")])
+def test_context_risk_controls_wire_the_menu_and_the_lemmas_alpha_range(world, lemma, cost):
+    box = vl.context_risk_controls(lemma, examples.default_context(world), 0.1, "log", world=world)
+    menu, slider = box.children[0], box.children[1]
+    assert (slider.min, slider.max) == dr.LEMMA_ALPHA_RANGES[lemma]["log"] and cost in slider.description
+    assert [row for _, row in menu.options] == [row for _, row in examples.context_options(world)]
+    out = box.children[-1]
+    slider.value = 0.7
+    assert "alpha = 0.70" in out.outputs[0]["data"]["text/plain"]
+    with pytest.raises(ValueError, match="outside"):
+        vl.context_risk_controls(lemma, 0, 9.0, "zero_one", world=world)

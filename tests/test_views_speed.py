@@ -3,7 +3,7 @@ import plotly.graph_objects as go
 import pytest
 import tutorial_lib as tl
 
-from tutorial_lib import latency
+from tutorial_lib.maths import latency
 from tutorial_lib.decoding.calibration import Calibration
 from tutorial_lib.views import speed
 
@@ -28,7 +28,7 @@ def test_block_cost_panels_show_the_model_and_the_textbook():
 def test_what_if_callback():
     fig, numbers = speed.what_if_view(0.8, 0.1, calibration=CPU_LIKE)
     assert isinstance(fig, go.Figure)
-    hypothetical = tl.speed_runs.scaled_calibration(CPU_LIKE, 0.1)
+    hypothetical = tl.decoding.speed_runs.scaled_calibration(CPU_LIKE, 0.1)
     assert numbers["best_gamma_here"] == hypothetical.best_gamma(0.8)
     assert numbers["best_gamma_textbook"] == hypothetical.textbook().best_gamma(0.8)
     assert numbers["speedup_textbook"][3] == pytest.approx(latency.textbook_speedup(0.8, 3, 0.1))

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 import tutorial_lib as tl
-from tutorial_lib import examples, latency, rejection
+from tutorial_lib.toy import examples
+from tutorial_lib.maths import latency
+from tutorial_lib.lessons import rejection
 from tutorial_lib.views import targets as vt
 from tutorial_lib.views import widgets as vw
 

@@ -1,8 +1,8 @@
 """The notebooks' exercises: each one's question, how its answer is computed, and a hint about the idea.
 
 A notebook's check cell passes the objects the exercise is about (the example pair, the curves, the
-calibration) to `tl.notebook.check("03-2", answer_2, ...)`; the expected value is computed here from
-them, so no notebook cell holds an answer. A teacher sees it with `tl.notebook.solution("03-2", ...)`
+calibration) to `tl.lessons.notebook.check("03-2", answer_2, ...)`; the expected value is computed here from
+them, so no notebook cell holds an answer. A teacher sees it with `tl.lessons.notebook.solution("03-2", ...)`
 (the same objects), which also prints how it is computed.
 
 Each `Exercise` names the objects it needs (`needs`), its kind (a number, a whole number, one of a
@@ -199,11 +199,7 @@ _LIST = [
              "verifier's quality.", "1 - reduction_at_verifier_quality of that method's row.",
              kind="method_and_number"),
     # --- 07 Gemma --------------------------------------------------------------------------------
-    Exercise("07-1", "what the first claim's interval says", ("claims_table",), _claim_verdict,
-             "An interval of a difference that lies wholly above 0 supports the claim, one at or below 0 refutes "
-             "it; one that holds 0 leaves it open.", "low > 0: holds; high <= 0: does not hold; else not resolved.",
-             kind="choice", choices=VERDICTS),
-    Exercise("07-2", "where a method's curve crosses the verifier's quality (rejection rate)",
+    Exercise("07-1", "where a method's curve crosses the verifier's quality (rejection rate)",
              ("table", "task", "temperature"),
              lambda table, task, temperature, method: crossing_of(table, method, task=task, temperature=temperature),
              "reduction_at_verifier_quality is 1 - r*, where r* is the rejection rate at which the curve first "

@@ -7,6 +7,8 @@
   checked in the cache.
 - `kernel_paths` - which kernel computes a model's calls here (fp32, fp32-gemv, fp32-packed, bf16, int8 for a drafter), chosen
   by a probe, and the bound it is measured against (bytes of weights over the read bandwidth).
+- `layer_skip`   - `<model>:layers=N`: a drafter made of a decoder-only model's first N layers
+  (self-speculation).
 - `offline`      - those offline aliases (`smollm2-135m`, `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`) as engine models.
 - `toy`          - the toy world's next-token tables as engine models (`ToyModel`, `toy_pair`, `toy-*` aliases).
 - `synthetic_t5` - the small T5 pair trained offline on the synthetic translation task (`synthetic-t5-*`).
@@ -15,9 +17,10 @@ Importing this package registers every backend, so `load_model("toy-drafter")` w
 `load_model` is reached from. The public names of `adapter` (and `toy_pair`) are re-exported here:
 `tl.models.load_pair(...)`.
 """
-from . import adapter, files, kernel_paths, offline, synthetic_t5, toy
+from . import adapter, files, kernel_paths, layer_skip, offline, synthetic_t5, toy
 from .adapter import *  # noqa: F401,F403  (the interface, re-exported)
 from .adapter import __all__ as _adapter_names
 from .toy import ToyModel, toy_pair
 
-__all__ = [*_adapter_names, "ToyModel", "toy_pair", "adapter", "files", "kernel_paths", "offline", "synthetic_t5", "toy"]
+__all__ = [*_adapter_names, "ToyModel", "toy_pair", "adapter", "files", "kernel_paths", "layer_skip", "offline",
+           "synthetic_t5", "toy"]

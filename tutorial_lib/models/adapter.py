@@ -429,8 +429,8 @@ def register_loader(alias: str, loader: Callable[[str, Optional[torch.dtype], st
     LOADERS[alias] = loader
 
 
-#: Functions that give a loader for a name no alias of `LOADERS` claims (or None), asked in order before the
-#: hub: a family of names that grows at run time (the offline GGUF aliases of `files.OFFLINE_MODELS`).
+#: Functions giving a loader for a whole name (or None), asked in order before `LOADERS` and the hub: names
+#: that grow at run time (`files.OFFLINE_MODELS`), a suffix any model takes (`layer_skip`'s `:layers=N`).
 RESOLVERS: List[Callable[[str], Optional[Callable]]] = []
 
 #: (type, wrap): `load_model(obj)` of an instance of `type` returns `wrap(obj)` (the toy world's models).
@@ -438,7 +438,7 @@ WRAPPERS: List[Tuple[type, Callable[[object], "LanguageModel"]]] = []
 
 
 def register_resolver(resolver: Callable[[str], Optional[Callable]]) -> None:
-    """Ask `resolver(name)` for a loader when `load_model(name)` meets a name no alias claims."""
+    """Ask `resolver(name)` (the whole name, suffix included) for a loader before the aliases of `LOADERS`."""
     RESOLVERS.append(resolver)
 
 
@@ -531,12 +531,12 @@ def load_model(name, *, dtype=None, device="cpu", device_map=None, max_memory=No
         raise TypeError(f"cannot load {name!r}; pass a model name or a transformers model.")
     device = check_device(device)
     base, _, suffix = name.partition(":")
-    if base in LOADERS:
-        return _placed(LOADERS[base], name, placement)(suffix, dtype, device)
-    for resolver in RESOLVERS:
-        loader = resolver(base)
+    for resolver in RESOLVERS:   # asked first: a resolver may claim a suffix of any alias (`x:layers=N`)
+        loader = resolver(name)
         if loader is not None:
             return _placed(loader, name, placement)(suffix, dtype, device)
+    if base in LOADERS:
+        return _placed(LOADERS[base], name, placement)(suffix, dtype, device)
     return _from_hub(name, dtype, device, **placement)
 
 

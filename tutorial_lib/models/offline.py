@@ -28,7 +28,9 @@ def load_offline(alias: str, dtype: Optional[torch.dtype] = None, device: str = 
 
 
 def offline_loader(name: str) -> Optional[Callable]:
-    """A `load_model` loader for an alias of `files.OFFLINE_MODELS`, or None for any other name."""
+    """A `load_model` loader for an alias of `files.OFFLINE_MODELS` (`name` with or without a suffix), or None
+    for any other name."""
+    name = name.partition(":")[0]
     if name not in files.OFFLINE_MODELS:
         return None
 

@@ -29,17 +29,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 
 from . import intervals
-from ..sweeps.evaluation import Task
+if TYPE_CHECKING:   # annotations only: a view of the rows loads no sweep harness
+    from ..sweeps.evaluation import Task
 
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
            "best_quality_within", "paper_table", "speculative_ranges", "qualities",
-           "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "counts_calls", "saved_t5_run",
+           "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "saved_t5_run",
            "GAMMA_FREE", "select", "quality_bounds", "reference_quality", "t5_findings_text", "same_calls", "distinct_runs", "same_texts_as"]
 
 NOT_REACHED = "not reached"
@@ -136,7 +137,7 @@ def quality_by_group(rows: pd.DataFrame, task: Task, *, group: str = "context",
     part = rows[(rows["temperature"] == temperature) & rows["label"].isin(labels)].copy()
     part["group"] = part["example_id"].map(groups)
     means = part.groupby(["group", "label", "alpha"])["quality"].mean().groupby(["group", "label"]).max()
-    table = means.unstack("label").reindex(columns=[l for l in labels if l in set(part["label"])])
+    table = means.unstack("label").reindex(columns=[label for label in labels if label in set(part["label"])])
     table["n"] = part.groupby("group")["example_id"].nunique()
     return table
 
@@ -385,13 +386,6 @@ def answer_lengths(rows: pd.DataFrame, tasks: Sequence[Task], *, cost: Optional[
     out = rows.groupby(["task", "temperature", "gamma", "label", "alpha"], sort=False).agg(**spec).reset_index()
     out.insert(2, "max_new_tokens", out["task"].map(limits))
     return out
-
-
-def counts_calls(rows: pd.DataFrame) -> bool:
-    """Whether every row counted its calls by tokens fed (`pricing.price_rows` can price them): rows
-    written before the counters existed cannot be priced."""
-    columns = ("drafter_calls_by_k", "verifier_calls_by_k")
-    return len(rows) > 0 and all(c in rows and rows[c].notna().all() for c in columns)
 
 
 def saved_t5_run(profile: str = "offline", *, results_dir=None) -> Tuple[pd.DataFrame, list, str]:

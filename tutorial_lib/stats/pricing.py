@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -55,7 +55,8 @@ from ..decoding.engine import calibrate
 
 __all__ = ["add_rule_block_costs", "signed_error", "LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
            "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
-           "overall_model_error", "calibrate_for_sweep", "load_sweep_calibration", "CALIBRATION_FILE"]
+           "overall_model_error", "calibrate_for_sweep", "load_sweep_calibration", "CALIBRATION_FILE",
+           "counts_calls", "PricedSweep", "price_sweep"]
 
 LATENCY_COLUMN = "modelled_latency_s"
 ACCELERATOR_COLUMN = "modelled_latency_accelerator_s"
@@ -150,7 +151,7 @@ def price_rows(rows: Union[pd.DataFrame, Iterable[Mapping]], calibration: Calibr
     to, `modelled_latency_accelerator_s` (`accelerator_calibration`). Rows without per-call counts
     are refused with the reason (see `row_latency`)."""
     if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration must be a tutorial_lib.Calibration (calibrate_for_sweep or Calibration.load), "
+        raise TypeError(f"calibration must be a tutorial_lib.decoding.calibration.Calibration (calibrate_for_sweep or Calibration.load), "
                         f"not {type(calibration).__name__}.")
     table = _as_table(rows)
     if table.empty:
@@ -381,6 +382,42 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
                         f"{rounds} rounds over at least {min_seconds:.3g} s")
     calibration.save(path)
     return calibration
+
+
+def counts_calls(rows: pd.DataFrame) -> bool:
+    """Whether every row counted its calls by tokens fed (`price_rows` can price them): rows
+    written before the counters existed cannot be priced."""
+    columns = ("drafter_calls_by_k", "verifier_calls_by_k")
+    return len(rows) > 0 and all(c in rows and rows[c].notna().all() for c in columns)
+
+
+class PricedSweep(NamedTuple):
+    """A sweep's rows priced (`rows` with the pricing columns, and the `calibration` that priced them), or
+    left as they were (`calibration` None) with the reason in `why_not`."""
+    rows: pd.DataFrame
+    calibration: Optional[Calibration]
+    why_not: Optional[str]
+
+
+def price_sweep(pair, rows: pd.DataFrame, gammas: Sequence = (1,), *, required: bool = False) -> PricedSweep:
+    """A sweep's rows priced from the calls they counted with the calibration stored beside them (measured
+    once, `calibrate_for_sweep`): the pipeline of notebooks 06 and 07. Rows written before rows counted their
+    calls, or a calibration that cannot be had (models not loaded, a stored one that does not fit), leave the
+    rows as they are with the reason in `why_not`; `required=True` raises instead (batched wall times are no
+    latencies, so a batched run has nothing to fall back on)."""
+    if not counts_calls(rows):
+        why = ("these rows were written before rows counted their calls by tokens fed, so the cost model "
+               "cannot price them; rerun the sweep into an empty results folder to price it")
+        if required:
+            raise ValueError(why)
+        return PricedSweep(rows, None, why)
+    try:
+        calibration = calibrate_for_sweep(pair, rows, gammas=gammas)
+    except (ValueError, FileNotFoundError) as error:
+        if required:
+            raise
+        return PricedSweep(rows, None, str(error))
+    return PricedSweep(price_rows(rows, calibration), calibration, None)
 
 
 def add_rule_block_costs(sweep, vocab_size: int, *, also=None, repeats: int = 30, progress: bool = True) -> Calibration:

@@ -5,10 +5,10 @@ Notebooks 06 and 07 write their result files with the functions here (`write_t5_
 
 | file | what |
 |---|---|
-| `claims.csv` | the claims (`tl.claims`) |
+| `claims.csv` | the claims (`tl.stats.claims`) |
 | `signed_error.csv` | per method, the modelled latency's signed error against the wall time: median and quartiles (`pricing.signed_error`) |
 | `latency_by_task.csv` | (Gemma-style) batch-size-1 latency per task and pooled, total over total (`analysis.latency_view`) |
-| `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`tl.hardware`) |
+| `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`tl.stats.hardware`) |
 | `facts.json` | the other numbers the README quotes (cost ratio, SpecDecode's relative latency, ...) |
 | `answer_lengths.csv`, `paired_differences.csv`, `summary.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`, `analysis.summarize`); the README quotes them too |
 
@@ -54,8 +54,8 @@ __all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_LARGE_RUN", "GEMMA
 ROOT = paths.CHECKOUT
 #: the committed runs the README quotes (folder names under data/results/)
 T5_RUN = "t5-offline-b9b8c2dcad8e"
-#: the Gemma-style run the README quotes, notebook 07's default: the enlarged rerun (issue 26, item 7:
-#: HumanEval 164, arithmetic-300, facts 49), filled over several sessions
+#: the Gemma-style run the README quotes, notebook 07's default: the enlarged rerun (enough items to
+#: decide: HumanEval 164, arithmetic-300, facts 49), filled over several sessions
 GEMMA_RUN = "gemma-offline-large-7d3b2f2acc96"
 GEMMA_LATENCY_RUN = "gemma-offline-large-latency-5805bce581e2"
 GEMMA_LARGE_RUN = GEMMA_RUN   # its progress region
@@ -63,11 +63,11 @@ GEMMA_LARGE_RUN = GEMMA_RUN   # its progress region
 #: sets beside the new ones; its tasks under the names of the tasks that replaced them
 GEMMA_EARLIER_RUN = "gemma-offline-all-9a41956cad40"
 GEMMA_RENAMED_TASKS = {"code": "humaneval", "arithmetic": "arithmetic-300"}
-#: issue 26's aim for the enlarged rerun: at most this many hours of compute from empty on this machine
+#: the aim for the enlarged rerun: at most this many hours of compute from empty on this machine
 GEMMA_LARGE_AIM_HOURS = 6.0
 REGION = re.compile(r"(<!-- results:(?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
 GRID_RESAMPLES = 400
-#: The cost model's aim: |median signed error| per method at most this (issue 26).
+#: The cost model's aim: |median signed error| per method at most this.
 AIM = 0.05
 
 

@@ -327,8 +327,8 @@ _ORACLE_COLUMNS = {"expected_01": (1, 2), "greedy_01": (3, 4), "log_loss": (5, 6
 def _curve_on(rejection: np.ndarray, loss: np.ndarray, at: np.ndarray) -> np.ndarray:
     """A curve's loss at rejection rates `at` (linear between its points sorted by rejection; NaN beyond)."""
     order = np.argsort(rejection, kind="stable")
-    r, l = rejection[order], loss[order]
-    values = np.interp(at, r, l)
+    r, losses = rejection[order], loss[order]
+    values = np.interp(at, r, losses)
     return np.where((at >= r[0] - 1e-12) & (at <= r[-1] + 1e-12), values, np.nan)
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..maths import token_analysis as ta
 from ..models.adapter import ModelPair, load_model, load_pair
-from ..sweeps.reruns import layer_skip_drafter
+from ..models.layer_skip import layer_skip_drafter, split_layers
 from . import token_curves as tc
 
 __all__ = ["TOKEN_PROFILES", "GREEDY_LIMITS", "token_profile", "load_profile_pair", "ranking", "below_envelope",
@@ -42,9 +42,10 @@ def token_profile(profile: str, n_items=None) -> dict:
 def load_profile_pair(settings: dict) -> ModelPair:
     """The profile's pair in float32; a drafter named `<verifier>:layers=N` is the verifier's first N layers."""
     drafter = settings["drafter"]
-    if ":layers=" in drafter:
+    base, n_layers = split_layers(drafter)
+    if n_layers is not None and base == settings["verifier"]:   # the verifier's weights, loaded once
         verifier = load_model(settings["verifier"], dtype="float32")
-        return ModelPair(layer_skip_drafter(verifier, int(drafter.rpartition("=")[2])), verifier)
+        return ModelPair(layer_skip_drafter(verifier, n_layers), verifier)
     return load_pair(drafter, settings["verifier"], dtype="float32")
 
 

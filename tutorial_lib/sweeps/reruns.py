@@ -26,7 +26,7 @@ if TYPE_CHECKING:   # annotations only: the wing loads pandas when a sweep does
     import pandas as pd
 
 __all__ = ["T5_PROFILES", "T5_OFFLINE_ALPHAS", "T5_OFFLINE_ALPHAS_T0", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
-           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "layer_skip_drafter",
+           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair",
            "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
 
 # ---- T5 -------------------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ GEMMA_MIDDLE_ALPHAS: Dict[str, List[float]] = {
 #: The offline-large profile's alphas at T = 0, for the three Token rules only. At T = 0 a Token rule emits
 #: the drafter's top token when it lies in the rule's acceptance set (built from the temperature-1 laws)
 #: and the verifier's top token otherwise, so its rejection rate falls along a different curve than at
-#: T = 1, and the T = 1 placements bunch up (issue 26, item 6). Placed as at T = 1 but on a token-level
+#: T = 1, and the T = 1 placements bunch up. Placed as at T = 1 but on a token-level
 #: analysis at T = 0: `benchmarks/greedy_alpha_analysis.py` (`token_curves.analyse` at T = 0 along the
 #: gold answers of the first 16 items of code, arithmetic and facts, 101-point grids), committed in
 #: `data/results/token-analysis-467910ba0826` (tests/test_offline_large.py rechecks); one alpha per
@@ -326,7 +326,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
                         latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
                         max_new_tokens={"code": 256, "arithmetic": 320, "facts": 24},
                         shots={"code": 1, "arithmetic": 2, "facts": 4}),
-    # Enough items to decide (issue 26, item 7): HumanEval's 164 problems (zero-shot), 300 generated
+    # Enough items to decide: HumanEval's 164 problems (zero-shot), 300 generated
     # arithmetic problems (the first 60 those of `offline-all`), the 49 facts: 513 items.
     # Budget (at most about 6 h from empty on this machine, quiet). The committed offline-all rows give
     # each task's rate (rows per minute, batch shares of wall time): arithmetic 15.4, code 31.0, facts
@@ -431,38 +431,19 @@ def _postprocessor(task_name: str):
     return postprocess
 
 
-def layer_skip_drafter(lm, n_layers: int):
-    """A cheaper drafter made from a decoder-only model: its first `n_layers` blocks, then its own
-    final norm and head (self-speculation by layer skipping). Same tokenizer, so it pairs with `lm`."""
-    from ..models.adapter import LanguageModel
-    layers = getattr(getattr(lm.model, "model", None), "layers", None)
-    if layers is None or lm.is_encoder_decoder:
-        raise ValueError(f"{lm.name} is not a decoder-only transformers model with `model.layers`; "
-                         "layer skipping needs one.")
-    if not 1 <= n_layers < len(layers):
-        raise ValueError(f"n_layers={n_layers}: keep between 1 and {len(layers) - 1} of {lm.name}'s {len(layers)} layers.")
-    net = copy.deepcopy(lm.model)
-    net.model.layers = net.model.layers[:n_layers]
-    net.config.num_hidden_layers = n_layers
-    if getattr(net.config, "layer_types", None):
-        net.config.layer_types = net.config.layer_types[:n_layers]
-    # made from `lm`: the same token ids (`derived_from`), so the pair is accepted without a tokenizer too
-    return LanguageModel(net, lm.tokenizer, name=f"{lm.name}:layers={n_layers}", eos_token_id=lm.eos_token_id,
-                         vocabulary=lm.vocabulary, derived_from=lm)
-
-
 def load_gemma_pair(settings: dict, **placement):
     """The drafter and verifier of a Gemma profile. A drafter named `<verifier>:layers=N` is the
     verifier's first N layers (the smoke profile's cheaper drafter made from SmolLM2-135M).
     `placement` (`device_map`, `max_memory`: one for both, or a pair) goes to `load_pair`."""
     from ..models.adapter import ModelPair, load_model, load_pair
+    from ..models.layer_skip import layer_skip_drafter, split_layers
     drafter, verifier = settings["drafter"], settings["verifier"]
-    if ":layers=" in drafter:
-        base, _, n = drafter.partition(":layers=")
+    base, n = split_layers(drafter)
+    if n is not None:
         verifier_placement = {k: v[1] if isinstance(v, (tuple, list)) else v for k, v in placement.items()}
         big = load_model(verifier if base == verifier else base, dtype=settings["dtype"], device=settings["device"],
                          **verifier_placement)
-        return ModelPair(layer_skip_drafter(big, int(n)), big)
+        return ModelPair(layer_skip_drafter(big, n), big)
     try:
         return load_pair(drafter, verifier, dtype=settings["dtype"], device=settings["device"], **placement)
     except OSError as error:

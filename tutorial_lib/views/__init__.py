@@ -2,8 +2,9 @@
 
 The only wing that imports matplotlib, seaborn, plotly or ipywidgets (tests/test_structure.py checks it).
 Views only draw and wire widgets; every number they show comes from another wing (`lessons`, `maths`,
-`decoding.speed_runs`, `stats`) or the example data (`toy.examples`). Importing this package imports
-plotly and ipywidgets; `import tutorial_lib` does not (it loads `tl.views` on first use).
+`decoding.speed_runs`, `stats`) or the example data (`toy.examples`). Importing this package imports none
+of its modules: each loads on first use (`tl.views.targets`), so a lesson's view never loads the reruns'
+(`reruns`, `verdicts`, `token_analysis` draw the lab's results; tests/test_structure.py checks it).
 
 One idiom draws every figure: a `*_panels(...)` function returns a list of `panels.Panel`s (a figure as
 data), which `panels.to_matplotlib` draws as the static `*_figure` (for `tl.savefig`) and
@@ -29,11 +30,17 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
 - `speed`   - notebook 09: t_p(k) / t_p(1), predicted speed-up against gamma beside the textbook with
   measured points, and the a / c sliders (where speculation starts to pay).
 - `verdicts` - notebooks 06-07: batch-size-1 latency per task and pooled, and each latency claim's
-  verdict against the drafter's relative cost c (`tutorial_lib.hardware`).
+  verdict against the drafter's relative cost c (`tutorial_lib.stats.hardware`).
 - `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
   and one answer token by token shaded by a rule's deferral or rejection probability.
 """
-from . import figures, lemmas, panels, reruns, speed, static, targets, token_analysis, toy, verdicts, widgets
+import importlib
 
 __all__ = ["figures", "lemmas", "panels", "reruns", "speed", "static", "targets", "token_analysis", "toy", "verdicts",
            "widgets"]
+
+
+def __getattr__(name: str):
+    if name in __all__:  # a module of this wing, loaded on first use: a lesson's view loads no rerun's view
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}; its modules: {', '.join(__all__)}")

@@ -2,7 +2,8 @@
 
 Interactive plotly figures are for people; the PNGs written here are what a headless run leaves
 behind and what the README shows. Where they go (`figures_dir`): `$TUTORIAL_LIB_FIGURES` if set (`make
-tutorial` sets it to the committed `figures/`, the one run that regenerates them), else the git-ignored
+tutorial` sets it to the git-ignored `build/figures/`, `make refresh-figures` to the committed `figures/`, the
+one run that regenerates them: some are timings of the machine that runs them), else the git-ignored
 `build/figures/` of the checkout the current directory lies in (a notebook runs in its own folder, so
 that is the notebook's own repository, whichever checkout the package was imported from), else
 `./figures` beside the notebook.
@@ -21,11 +22,10 @@ import matplotlib
 
 if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
     matplotlib.use("Agg")
-import seaborn as sns  # noqa: E402
-import torch  # noqa: E402
+import numpy as np  # noqa: E402
 
 from .. import paths  # noqa: E402
-from .panels import FIGURE_SIZE, Panel, Trace, to_matplotlib  # noqa: E402
+from .panels import FIGURE_SIZE, Panel, Trace, palette, to_matplotlib  # noqa: E402
 
 __all__ = ["FIGURE_SIZE", "FIGURE_DPI", "checkout_of", "figures_dir", "savefig", "distributions_panels",
            "plot_distributions", "tradeoff_panels", "plot_tradeoff"]
@@ -41,8 +41,8 @@ def checkout_of(directory: os.PathLike) -> Optional[Path]:
 
 def figures_dir() -> Path:
     """Where figures go: `$TUTORIAL_LIB_FIGURES`; else, in a checkout (`checkout_of` the current directory),
-    its git-ignored `build/figures/`, never the committed `figures/` (`make tutorial` sets
-    `$TUTORIAL_LIB_FIGURES` to regenerate those); else `./figures` beside the notebook. The package's own
+    its git-ignored `build/figures/`, never the committed `figures/` (`make refresh-figures`
+    sets `$TUTORIAL_LIB_FIGURES` to regenerate those); else `./figures` beside the notebook. The package's own
     location plays no part, so a notebook never writes into the installed package."""
     if os.environ.get("TUTORIAL_LIB_FIGURES"):
         return Path(os.environ["TUTORIAL_LIB_FIGURES"])
@@ -64,15 +64,23 @@ def savefig(fig, name: str, directory: Optional[os.PathLike] = None, *,
     return path
 
 
-def distributions_panels(rows: Dict[str, torch.Tensor], labels: Sequence[str], title: str = "") -> List[Panel]:
+def _flat(probs) -> List[float]:
+    """A distribution as plain floats, whichever array it came in (a torch tensor on any device, numpy,
+    a list)."""
+    values = probs.tolist() if hasattr(probs, "tolist") else probs
+    return np.asarray(values, dtype=np.float64).ravel().tolist()
+
+
+def distributions_panels(rows: Dict[str, Sequence[float]], labels: Sequence[str],
+                         title: str = "") -> List[Panel]:
     """One panel of grouped bars: several next-token distributions (for example q, p and pi) over `labels`."""
-    colors = sns.color_palette("colorblind", len(rows)).as_hex()
-    traces = [Trace(name, list(labels), torch.as_tensor(probs, dtype=torch.float64).flatten().tolist(), kind="bar",
+    colors = palette(len(rows))
+    traces = [Trace(name, list(labels), _flat(probs), kind="bar",
                     color=color) for color, (name, probs) in zip(colors, rows.items())]
     return [Panel(traces, "", "probability", title=title, xrotation=45)]
 
 
-def plot_distributions(rows: Dict[str, torch.Tensor], labels: Sequence[str], title: str = "", ax=None):
+def plot_distributions(rows: Dict[str, Sequence[float]], labels: Sequence[str], title: str = "", ax=None):
     """Grouped bars of several next-token distributions (for example q, p and pi) over `labels`
     (`distributions_panels`, static); drawn into `ax` if given. Returns the figure."""
     return to_matplotlib(distributions_panels(rows, labels, title), legend="each", ax=ax)
@@ -82,7 +90,7 @@ def tradeoff_panels(curves: Dict[str, Dict[str, Sequence[float]]], x: str, y: st
                     ylabel: str = "", title: str = "", reference: Optional[Dict[str, float]] = None) -> List[Panel]:
     """One panel, one curve per method through `curves[method][x]`, `curves[method][y]`; `reference` maps a
     label to a horizontal dashed line (for example the verifier's quality)."""
-    colors = sns.color_palette("colorblind", max(len(curves), 1)).as_hex()
+    colors = palette(len(curves))
     traces = [Trace(method, points[x], points[y], kind="curve", color=color, width=1.5)
               for color, (method, points) in zip(colors, curves.items())]
     return [Panel(traces, xlabel or x, ylabel or y, title=title,

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
+import ipywidgets
 import plotly.graph_objects as go
-import seaborn as sns
 
 from ..lessons import deferral_risks as dr
 from ..lessons import lossy, tradeoff
-from ..toy.examples import context_name, default_world
+from ..toy.examples import context_name, context_options, default_world
 from ..toy.toyworld import ToyWorld
-from .widgets import Panel, Trace, number, to_matplotlib, to_plotly, wrap
+from .widgets import COLORS, Panel, Trace, interactive, number, to_matplotlib, to_plotly, wrap
 
 __all__ = [
-    "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "total_risk_view", "total_risk_figure",
+    "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "context_risk_controls", "total_risk_view",
+    "total_risk_figure",
     "miscalibration_figure", "figure1_view", "figure1_figure", "lemma2_view", "lemma2_figure", "beta_view",
     "beta_figure", "tradeoff_view", "tradeoff_live", "format_tradeoff_summary", "tradeoff_figure",
 ]
@@ -75,6 +76,28 @@ def lemma4_view(context_index: int, alpha: float, loss: str = "zero_one", *,
 def lemma4_figure(context_index: int, alpha: float, loss: str = "zero_one", *, world: Optional[ToyWorld] = None):
     panels, title = _context_panels(world, 4, context_index, alpha, loss)
     return to_matplotlib(panels, wrap(title))
+
+
+#: What `alpha` costs in each lemma's risk: a deferral (equation 3) or a rejection (equation 8).
+_ALPHA_COSTS = {1: "deferral", 4: "rejection"}
+
+
+def context_risk_controls(lemma: int, context_index: int, alpha: float, loss: str = "zero_one", *,
+                          world: Optional[ToyWorld] = None):
+    """One context's risks with a menu of contexts and an `alpha` slider over the lemma's range for `loss`
+    (notebooks 03 and 05), wired to `lemma1_view` or `lemma4_view`, which stay plain functions of the
+    controls' values. Returns the box to display."""
+    view = {1: lemma1_view, 4: lemma4_view}[dr.check_lemma(lemma)]
+    world = world or default_world()
+    dr.check_lemma_alpha(lemma, loss, alpha)
+    low, high = dr.LEMMA_ALPHA_RANGES[lemma][loss]
+    return interactive(
+        view,
+        context_index=ipywidgets.Dropdown(options=context_options(world), value=context_index,
+                                          description="context"),
+        alpha=ipywidgets.FloatSlider(value=alpha, min=low, max=high, step=0.01,
+                                     description=f"alpha (cost of a {_ALPHA_COSTS[lemma]})"),
+        loss=ipywidgets.fixed(loss), world=ipywidgets.fixed(world))
 
 
 def _total_panels(lemma, loss, drafter_sharpness, verifier_sharpness, world, n_alpha):
@@ -215,7 +238,7 @@ def beta_figure(sweep: dict, temperature: float = 1.0):
     right: the differences beta = 1 minus Lossy*, which show which of them beta moves at all
     (`lossy.beta_sweep`)."""
     one, star = [k for k in sweep if k != "alpha"][:2]
-    palette = sns.color_palette("colorblind").as_hex()
+    palette = COLORS
     names = {"acceptance_rate": "acceptance rate", "tv_to_p": "D_TV(emitted, p)", "kl_to_p": "KL(emitted || p)",
              "loss": "0-1 loss of generated text"}
     # Lossy*'s curves are thin black dashes on top of beta = 1's: where they vanish, beta changed nothing.

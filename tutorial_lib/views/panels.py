@@ -17,12 +17,12 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import matplotlib.pyplot as plt
 import numpy as np
 import plotly.graph_objects as go
-import seaborn as sns
 from matplotlib.colors import to_hex, to_rgba
 from matplotlib.ticker import NullLocator
 from plotly.subplots import make_subplots
 
-__all__ = ["FIGURE_SIZE", "TITLE_WIDTH", "wrap", "Trace", "Heatmap", "Panel", "to_plotly", "to_matplotlib"]
+__all__ = ["FIGURE_SIZE", "TITLE_WIDTH", "COLORBLIND", "palette", "wrap", "Trace", "Heatmap", "Panel", "to_plotly",
+           "to_matplotlib"]
 
 #: Inches of a static figure (`tl.savefig` saves every figure at this size unless told otherwise).
 FIGURE_SIZE = (8.0, 4.5)
@@ -113,6 +113,20 @@ _PLOTLY_MARKER = {"dot": "circle", "ring": "circle-open", "dash": "line-ew-open"
                   "open square": "square-open", "triangle": "triangle-up", "diamond": "diamond"}
 
 
+#: seaborn's "colorblind" palette, spelled out so that drawing a lesson's figure does not import seaborn
+#: (and scipy and pandas with it).
+COLORBLIND = ("#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133",
+              "#56b4e9")
+
+
+def palette(n: int) -> List[str]:
+    """`n` distinct colours: the colour-blind palette, or beyond its 10 colours (which would repeat) husl's."""
+    if n <= len(COLORBLIND):
+        return list(COLORBLIND[:max(n, 1)])
+    import seaborn as sns   # only for more traces than the colour-blind palette holds
+    return sns.color_palette("husl", n).as_hex()
+
+
 def _dash(trace: Trace) -> str:
     if isinstance(trace.dash, str):
         return trace.dash
@@ -122,9 +136,7 @@ def _dash(trace: Trace) -> str:
 def _colors(panels: Sequence[Panel]) -> Dict[str, str]:
     """One colour per trace name across all panels, so a shared legend is right for every panel."""
     names = list(dict.fromkeys(t.name for panel in panels for t in panel.traces if t.color is None))
-    # The colour-blind palette has 10 colours and would repeat them beyond that.
-    palette = sns.color_palette("colorblind" if len(names) <= 10 else "husl", max(len(names), 1)).as_hex()
-    return dict(zip(names, palette))
+    return dict(zip(names, palette(len(names))))
 
 
 def _floats(values) -> list:
@@ -268,6 +280,7 @@ def to_plotly(panels: Sequence[Panel], title: str = "", *, cols: Optional[int] =
 def _draw_heatmap(ax, h: Heatmap) -> None:
     values = [list(line) for line in h.z]
     annotations = [[f"{v:.2f}" if v >= 0.005 else "" for v in line] for line in values]
+    import seaborn as sns   # only the rules-at-once heatmap uses it
     sns.heatmap(values, ax=ax, cmap="Blues", vmin=h.zmin, vmax=h.zmax, annot=annotations, fmt="",
                 annot_kws={"size": 6}, xticklabels=list(h.xlabels), yticklabels=list(h.ylabels),
                 cbar_kws={"label": h.colorbar})

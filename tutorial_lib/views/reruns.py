@@ -75,7 +75,8 @@ def family_panels(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
     """The panels of `family_figure`, one per family of methods with a curve in the summary."""
     part = analysis.select(summary, task, temperature, gamma)
     present = set(part["label"])
-    chosen = [(name, [l for l in labels if l in present]) for name, labels in (families or FAMILIES).items()]
+    chosen = [(name, [label for label in labels if label in present])
+              for name, labels in (families or FAMILIES).items()]
     chosen = [(name, labels) for name, labels in chosen if labels]
     if not chosen:
         raise ValueError(f"none of the families' curves is in the summary (it has {sorted(present)}).")

@@ -18,19 +18,17 @@ from typing import Callable, Dict, Optional
 
 import ipywidgets
 import matplotlib.pyplot as plt
-import seaborn as sns
 
 from .figures import savefig
-from .panels import TITLE_WIDTH, Heatmap, Panel, Trace, to_matplotlib, to_plotly, wrap
+from .panels import COLORBLIND, TITLE_WIDTH, Heatmap, Panel, Trace, to_matplotlib, to_plotly, wrap
 from .static import WIDGET_TEXT, plotly_to_png, static_bundle
-from ..lessons.rejection import alpha_at, alpha_span
 
 __all__ = [
     "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "TITLE_WIDTH", "number", "wrap", "Trace", "Heatmap", "Panel",
     "to_plotly", "to_matplotlib", "save", "readable", "LiveBox", "live_view", "interactive", "link_alpha_slider",
 ]
 
-COLORS = sns.color_palette("colorblind", 10).as_hex()
+COLORS = list(COLORBLIND)
 
 RULE_LABELS = {
     "drafter": "drafter q", "verifier": "verifier p", "spec": "SpecDecode", "lossy": "Lossy",
@@ -189,6 +187,8 @@ def link_alpha_slider(rule_widget, alpha_widget) -> Callable:
     Register it *before* `live_view` observes the same widgets, so the slider has moved into the new
     range when the callback runs. Returns the observer.
     """
+    from ..lessons.rejection import alpha_at, alpha_span   # torch, only for a view that has this slider
+
     def follow(change=None):
         rule = rule_widget.value
         span = alpha_span(rule)
