@@ -502,7 +502,7 @@ if results is not None:
 # small are mostly fixed costs), so on the latency axis no speculative method is faster than the verifier,
 # whatever its rule: SpecDecode costs {glue:text}`t5_spec_latency_cold:.2f` times the verifier at the coldest
 # temperature ({glue:text}`t5_spec_latency_warm:.2f` at the warmest; total modelled latency over the
-# verifier's). Every speculative method that reaches the verifier's quality at the coldest temperature does
+# verifier's). Every speculative method that reaches the verifier's quality at $T = 0$ does
 # so only at {glue:text}`t5_extra_low:.0%`-{glue:text}`t5_extra_high:.0%` *more* latency. Configurations that
 # make the same calls on every sentence get the same modelled latency: at $T = 0$,
 # {glue:text}`t5_same_configs` configurations in {glue:text}`t5_same_groups` groups, the largest of
