@@ -12,7 +12,7 @@ EXECUTED := build/notebooks
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 # The lessons (00-05, 09 "speed on your hardware" and 10 "rules in engines") and the paper's reruns (06 T5; 07 Gemma-style, from
 # its committed rows plus the Qwen pair's one-time install; 08 the Qwen pair's token-level analysis, from its shipped results).
-# The README's time table gives each one's measured time (data/benchmarks/notebook_times.jsonl).
+# The course book's time table (book/teaching/index.md) gives each one's measured time (data/benchmarks/notebook_times.jsonl).
 LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
@@ -24,7 +24,7 @@ install: $(STAMP)
 	@command -v bwrap >/dev/null || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap || \
 		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap; }
-	@command -v bwrap >/dev/null || echo "warning: bwrap is missing, so generated code will not run; install the bubblewrap package (see README)"
+	@command -v bwrap >/dev/null || echo "warning: bwrap is missing, so generated code will not run; install the bubblewrap package (see book/manual/sandbox.md)"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,7 +61,7 @@ lint: install
 	$(BIN)/ruff format --check $(FORMATTED)
 
 # The engine (fixed gamma, gamma="auto", verifier alone) against transformers' greedy and assisted generation,
-# Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: the README's engine-speed region gives a run's size).
+# Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: data/benchmarks/engine_speed_cpu.md gives a run's size).
 benchmark: models-qwen
 	$(BIN)/python benchmarks/engine_speed.py
 
@@ -90,8 +90,8 @@ reruns: check-notebooks models-qwen
 # purpose. A notebook run anywhere else writes to build/ (in a checkout) or beside the notebook, never there.
 CELL_TIMEOUT ?= 600
 FIGURES ?= $(CURDIR)/build/figures
-# Each notebook's time is appended to $(EXECUTED)/notebook_times.jsonl; copy it to data/benchmarks/ to
-# update the README's table (`python -m tutorial_lib.stats.report --write`). BESIDE says what else ran.
+# Each notebook's time is appended to $(EXECUTED)/notebook_times.jsonl; copy it to data/benchmarks/ and the
+# time table of book/teaching/index.md (tests/test_results_pages.py checks them against each other). BESIDE says what else ran.
 BESIDE ?=
 run-notebooks:
 	mkdir -p $(EXECUTED) $(FIGURES)

@@ -50,7 +50,7 @@
 #   $\alpha$ (the middle one of its `offline-all` placement); at $T = 0$ the verifier, SpecDecode and
 #   the three Token rules, each at an $\alpha$ placed on a $T = 0$ token-level analysis: 15
 #   configurations. Its rows, calibration and latency rows are committed, so the notebook redraws them
-#   in minutes; computing them took several sessions, which the README's progress line sums up.
+#   in minutes; computing them took several sessions, which the table of sessions below sums up.
 # - `offline-all`: the same pair on every item of three smaller task sets this project wrote and ships
 #   in `data/tasks/`: 53 programming problems in MBPP's format, 60 arithmetic word problems and 49
 #   facts. Every rule gets 3 interior $\alpha$ values, placed at evenly spaced rejection rates along
@@ -115,6 +115,7 @@ checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
 })
 
 # %%
+import json
 import time
 from pathlib import Path
 
@@ -195,6 +196,27 @@ rows = ev.run_sweep(pair, tasks, configs, name=f"gemma-{settings['profile']}", r
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
+
+# %% [markdown]
+# **How the saved run was computed.** A long run is computed by `benchmarks/gemma_rerun.py` (for this
+# profile's committed rows: `--profile offline-large --latency`), resuming where a session stopped; each session
+# is logged in `sessions.jsonl` beside the rows. The committed run saved {glue:text}`gemma_rows_saved:,d` of
+# {glue:text}`gemma_rows_planned:,d` rows in {glue:text}`gemma_sessions` sessions of
+# {glue:text}`gemma_wall_hours:.2f` h wall time in all ({glue:text}`gemma_cpu_hours:.2f` h of CPU time over all
+# threads); per session, the rows it made, its hours and its CPU time over wall time (how much of the machine
+# it got: a session beside other work gets less):
+
+# %%
+sessions_path = Path(sweep_path) / "sessions.jsonl"
+if sessions_path.exists():
+    sessions = pd.read_json(sessions_path, lines=True)
+    planned = int(sessions["configurations"].iloc[-1] * sum(sessions["items"].iloc[-1].values()))
+    tl.lessons.notebook.glue_values(
+        gemma_rows_saved=len(rows), gemma_rows_planned=planned, gemma_sessions=len(sessions),
+        gemma_wall_hours=sessions["seconds"].sum() / 3600, gemma_cpu_hours=sessions["cpu_seconds"].sum() / 3600)
+    display(pd.DataFrame({"start": sessions["start"], "rows made": sessions["rows_after"] - sessions["rows_before"],
+                          "hours": sessions["seconds"] / 3600, "CPU over wall": sessions["cpu_seconds"] / sessions["seconds"],
+                          "threads": sessions["threads"]}).round(2))
 
 # %% [markdown]
 # ## What the rules do to the answers: length, verifier calls, cut rate
@@ -341,7 +363,16 @@ plt.show()
 latency_view.round(3)
 
 # %%
+if latency_error is not None:
+    tl.lessons.notebook.glue_values(
+        gemma_aim=report.AIM, gemma_aim_methods=len(latency_error),
+        gemma_aim_met=int((latency_error["median"].abs() <= report.AIM).sum()))
 latency_error.round(4) if latency_error is not None else None
+
+# %% [markdown]
+# The cost model against the wall clock on these rows, per method (signed error $(L - W)/W$, median and
+# quartiles): {glue:text}`gemma_aim_met` of the {glue:text}`gemma_aim_methods` methods meet the aim
+# $|\text{median}| \le$ {glue:text}`gemma_aim:.0%`.
 
 # %% [markdown]
 # ## Did the paper's claims hold?
@@ -360,7 +391,7 @@ latency_error.round(4) if latency_error is not None else None
 # relative to SpecDecode's own rate. "OPT helps less with Gemma than with T5" compares OPT's
 # rejection-rate advantage over Chow and Diff here with the same, on the same axis, in the saved T5
 # run of notebook 06 (`t5_profile`), when that run is saved. `report.write_gemma_results` writes the
-# claims, the latency table and the other result files the README quotes.
+# claims, the latency table and the run's other result files beside its rows.
 
 # %%
 t5_rows = t5_tasks = None
@@ -396,6 +427,10 @@ if settings["profile"] == "offline-large" and earlier_claims.exists():
     compared = claims.compare_claims(pd.read_csv(earlier_claims), claims_table, report.GEMMA_RENAMED_TASKS)
     print(f"{int(compared['changed'].sum())} of {len(compared)} verdicts changed")
     display(compared.round(3))
+    tl.lessons.notebook.glue_values(gemma_verdicts_changed=int(compared["changed"].sum()),
+                                    gemma_verdicts_compared=len(compared))
+    display(pd.DataFrame({"earlier run": compared["verdict_before"].value_counts(),
+                          "this run": compared["verdict_after"].value_counts()}).fillna(0).astype(int))
 else:
     print(f"nothing to compare with: this is the {settings['profile']} profile"
           + ("" if settings["profile"] != "offline-large" else f", and {earlier_claims} is not saved"))
@@ -422,16 +457,96 @@ if results is not None:
     display(results["flip_points"])
 
 # %% [markdown]
-# **What the committed run says** is rendered from these result files into the README
-# (`python -m tutorial_lib.stats.report --write`); the cell below prints the same text here.
+# **Read a moved verdict with the design in mind** (`offline-large` against `offline-all`). The enlarged
+# run measures each rule at one $\alpha$ at $T = 1$ (the middle of its `offline-all` placement, about halfway in
+# rejection rate from SpecDecode to the drafter) and each Token rule at one $\alpha$ at $T = 0$ (placed on a
+# $T = 0$ analysis), where `offline-all` had three per rule. A verdict of this run is about those $\alpha$s,
+# not about a rule's whole curve: "does not hold" says that the best measured configuration of the Token rules
+# falls short of the verifier's quality by more than its interval allows, and a rule run closer to its
+# SpecDecode end could still tie it. A claim that becomes "not measurable here" lost the configurations it
+# needed (with one $\alpha$ per rule, no compared curve reaches the verifier's quality on its own runs).
+# Of the claims compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared`
+# verdicts changed.
 #
-# The answer-length table holds the finding a cost per token hides: at $T = 0$ on arithmetic a
-# lenient rule can answer in more tokens than the verifier, because the drafter's longer style leaks
-# in, so it makes more verifier calls per answer even though its rejection rate is lower.
+# On the re-pricing over $c$: this machine's $c$ is {glue:text}`gemma_machine_c:.2f`; the paper's T5-small
+# $\to$ T5-large pair is at about {glue:text}`gemma_paper_c:.3f` ({glue:text}`gemma_paper_c_source`). The
+# verdicts on the grid use {glue:text}`gemma_grid_resamples` resamples of the items.
+#
+# ## What the run says
+#
+# **Per task**: the drafter's and the verifier's quality, SpecDecode's rejection rate and the verifier's cut
+# rate, the share of its answers that reached `max_new_tokens`, at each temperature (not run: a
+# configuration this profile does not run at that temperature). Of the other methods (mean over a method's
+# alphas) the highest cut rate is {glue:text}`gemma_top_cut:.1%`, {glue:text}`gemma_top_cut_label` on
+# {glue:text}`gemma_top_cut_task` at $T$ = {glue:text}`gemma_top_cut_temperature`.
 
 # %%
-if results is not None and Path(sweep_path).name == report.GEMMA_RUN and results_dir is None:
-    print(report.regions()["gemma-flips"]())   # the README's region, rendered alone
+own_points = summary[summary["end"].isna()] if "end" in summary else summary
+wide = own_points[own_points["label"].isin(["Drafter", "Verifier", "SpecDecode"])].pivot_table(
+    index="task", columns=["label", "temperature"], values=["quality", "rejection_rate"], aggfunc="first")
+verifier_cut = lengths[lengths["label"] == "Verifier"].pivot_table(index="task", columns="temperature",
+                                                                    values="cut_rate")
+per_task = pd.concat({"drafter quality": wide["quality"].get("Drafter"),
+                      "verifier quality": wide["quality"].get("Verifier"),
+                      "SpecDecode rejection rate": wide["rejection_rate"].get("SpecDecode"),
+                      "verifier's cut rate": verifier_cut}, axis=1)
+display(per_task.round(3).astype(object).where(per_task.notna(), "not run"))
+other_cuts = lengths[~lengths["label"].isin(["Verifier", "Drafter"])]
+top_cut = other_cuts.groupby(["task", "temperature", "label"])["cut_rate"].mean()
+tl.lessons.notebook.glue_values(
+    gemma_top_cut=top_cut.max(), gemma_top_cut_task=top_cut.idxmax()[0],
+    gemma_top_cut_temperature=f"{top_cut.idxmax()[1]:g}", gemma_top_cut_label=top_cut.idxmax()[2])
+if results is not None:
+    gemma_facts = json.loads((Path(sweep_path) / "facts.json").read_text())
+    tl.lessons.notebook.glue_values(
+        gemma_machine_c=gemma_facts["c"], gemma_paper_c=gemma_facts["paper_c"],
+        gemma_paper_c_source=gemma_facts["paper_c_source"], gemma_grid_resamples=gemma_facts["grid_resamples"])
+
+# %% [markdown]
+# **What a cost per token hides: longer answers.** On {glue:text}`gemma_arithmetic` at $T = 0$ the verifier
+# answers in {glue:text}`gemma_verifier_tokens:.1f` tokens on average. Token-V2 (alpha
+# {glue:text}`gemma_v2_alpha:.3g`) answers in {glue:text}`gemma_v2_tokens:.1f` tokens, so it makes
+# {glue:text}`gemma_v2_more_calls:+.0%` verifier calls per answer against the verifier alone, while its rejection
+# rate ({glue:text}`gemma_v2_rejection:.3f`) is below SpecDecode's ({glue:text}`gemma_spec_rejection:.3f`):
+# the drafter's longer style leaks in. At batch size 1, with the measured CPU calibration, its modelled
+# latency per answer is {glue:text}`gemma_v2_seconds:.1f` s, against {glue:text}`gemma_spec_seconds:.1f` s for
+# SpecDecode and {glue:text}`gemma_verifier_seconds:.1f` s for the verifier. On {glue:text}`gemma_code` at
+# $T = 1$ Token-V1 answers in {glue:text}`gemma_v1_tokens:.1f` tokens against the verifier's
+# {glue:text}`gemma_verifier_warm_tokens:.1f`.
+#
+# **Paired differences**: {glue:text}`gemma_separated` of {glue:text}`gemma_pairs` (configuration, reference)
+# pairs differ at 95% ({glue:text}`gemma_above` above, {glue:text}`gemma_below` below). The median width of a
+# difference's interval is {glue:text}`gemma_width_verifier:.2f` against the verifier and
+# {glue:text}`gemma_width_spec:.2f` against SpecDecode.
+
+# %%
+arithmetic = next((t.name for t in tasks if t.name.startswith("arithmetic")), tasks[0].name)
+code = next((t.name for t in tasks if t.name.startswith(("humaneval", "code"))), tasks[0].name)
+cold_lengths = lengths[(lengths["task"] == arithmetic) & (lengths["temperature"] == min(settings["temperatures"]))]
+length_of = cold_lengths.set_index("label")
+token_v2 = cold_lengths[cold_lengths["label"] == "SpecCascade [Token-V2]"].sort_values("alpha")
+cold_rates = own_points[(own_points["task"] == arithmetic) & (own_points["temperature"] == min(settings["temperatures"]))]
+rate_of = cold_rates.drop_duplicates("label").set_index("label")["rejection_rate"]
+warm_lengths = lengths[(lengths["task"] == code) & (lengths["temperature"] == max(settings["temperatures"]))]
+warm_of = warm_lengths.drop_duplicates("label").set_index("label")
+if len(token_v2) and "Verifier" in length_of.index and "SpecCascade [Token-V1]" in warm_of.index:
+    v2 = token_v2.iloc[0]
+    tl.lessons.notebook.glue_values(
+        gemma_arithmetic=arithmetic, gemma_code=code, gemma_verifier_tokens=length_of.loc["Verifier", "answer_tokens"],
+        gemma_v2_alpha=v2["alpha"], gemma_v2_tokens=v2["answer_tokens"],
+        gemma_v2_more_calls=v2["verifier_calls_per_answer"] / length_of.loc["Verifier", "verifier_calls_per_answer"] - 1,
+        gemma_v2_rejection=rate_of.get("SpecCascade [Token-V2]", float("nan")),
+        gemma_spec_rejection=rate_of.get("SpecDecode", float("nan")),
+        gemma_v2_seconds=v2.get("cost_per_answer", float("nan")),
+        gemma_spec_seconds=length_of["cost_per_answer"].get("SpecDecode", float("nan")) if "cost_per_answer" in length_of else float("nan"),
+        gemma_verifier_seconds=length_of["cost_per_answer"].get("Verifier", float("nan")) if "cost_per_answer" in length_of else float("nan"),
+        gemma_v1_tokens=warm_of.loc["SpecCascade [Token-V1]", "answer_tokens"],
+        gemma_verifier_warm_tokens=warm_of.loc["Verifier", "answer_tokens"])
+widths = differences.assign(width=differences["high"] - differences["low"]).groupby("versus")["width"].median()
+tl.lessons.notebook.glue_values(
+    gemma_pairs=len(differences), gemma_separated=len(separated), gemma_above=int((separated["low"] > 0).sum()),
+    gemma_below=int((separated["high"] < 0).sum()), gemma_width_verifier=widths.get("Verifier", float("nan")),
+    gemma_width_spec=widths.get("SpecDecode", float("nan")))
 
 # %%
 metrics = {

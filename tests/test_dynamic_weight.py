@@ -141,24 +141,3 @@ def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
     assert all(np.isfinite(r["area"][0]) for r in rows)
     with pytest.raises(ValueError, match="used to train"):
         ld.dynamic_curves(analysis, features, rule, dynamic, toy["train"][:2])
-
-
-def test_the_readme_paragraph_follows_the_saved_comparison(tmp_path):
-    import json
-    from pathlib import Path
-    committed = Path(__file__).resolve().parents[1] / "data" / "results" / "rules-in-engines.metrics.json"
-    comparison = json.loads(committed.read_text())
-    comparison["diversed"] = {"lambdas": [0.1, 0.5], "train_positions": 840, "mean_weight_per_lambda": [0.6, 0.2],
-                              "versus": {"token_v2": {"area": [0.0004, 0.0002, 0.0006]},
-                                         "learned": {"area": [-0.0001, -0.0003, 0.0001]},
-                                         "mixture": {"area": [-0.0005, -0.0009, -0.0003]}}}
-    path = tmp_path / "rules-in-engines.metrics.json"
-    path.write_text(json.dumps(comparison))
-    text = ld.rules_in_engines_text(path)
-    assert "40.39% -> 66.90%" in text and "(their figure, not ours)" in text
-    assert "it loses to Token-V2 (+0.00040 [+0.00020, +0.00060])" in text
-    assert "it is not resolved against the learned deferral rule" in text
-    assert "it beats the constant weight (-0.00050 [-0.00090, -0.00030])" in text
-    del comparison["diversed"]
-    path.write_text(json.dumps(comparison))
-    assert "DIVERSED" not in ld.rules_in_engines_text(path)

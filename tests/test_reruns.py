@@ -118,7 +118,7 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
 
 def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_default():
     # HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every
-    # configuration, its calibration and latency rows; the README quotes it and notebook 07 redraws it
+    # configuration, its calibration and latency rows; notebook 07 redraws it and its results page quotes it
     import re
     from tutorial_lib.stats import pricing, report
     settings = reruns.gemma_profile("offline-large")

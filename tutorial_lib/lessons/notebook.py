@@ -13,6 +13,9 @@ Exercises (`exercises.EXERCISES`): `check("03-2", answer_2, world=world, ...)` c
 value from the objects the notebook passes, so no notebook cell holds it; a wrong answer gets a hint
 about the idea, a non-numeric one a message, never a traceback. `solution(...)`, for teachers, gives the
 value and the way to it; `exercise_ids("03")` lists a notebook's exercises.
+
+For the course book: `glue_values(name=value, ...)` glues the numbers a results page's prose quotes, and
+`notebook_times(path)` reads the notebooks' measured times as a table.
 """
 from __future__ import annotations
 
@@ -31,8 +34,8 @@ from .. import paths
 from .exercises import EXERCISES, Exercise, exercise
 
 __all__ = ["save_metrics", "load_metrics", "check_answer", "check", "solution", "exercise_ids", "output_folder",
-           "results_folder", "check_parameters", "NotebookParameterError", "PARAMETER_KINDS", "CELL_LIMIT_S",
-           "NOTEBOOK_NEEDS", "notebook_times_table"]
+           "results_folder", "check_parameters", "NotebookParameterError", "PARAMETER_KINDS",
+           "NOTEBOOK_NEEDS", "NOTEBOOK_TIME_COLUMNS", "notebook_times", "glue_values"]
 
 
 def output_folder(output_dir: Optional[os.PathLike] = ".") -> Path:
@@ -363,38 +366,44 @@ def solution(exercise_id: str, **objects) -> Any:
     return value
 
 
-#: The notebook runner's cell limit (`make tutorial`'s CELL_TIMEOUT for the lessons, and CI's).
-CELL_LIMIT_S = 600
-#: What each notebook needs beyond the package (the README's time table).
+#: What each notebook needs beyond the package (the course book's time table).
 NOTEBOOK_NEEDS = {"00": "nothing", "01": "nothing", "02": "nothing", "03": "nothing", "04": "nothing",
                   "05": "nothing", "06": "the shipped T5 pair (`data/models/`)",
                   "07": "the Qwen pair (`make models-qwen`), or `redraw_only=True`", "08": "the Qwen pair",
                   "09": "SmolLM2-135M", "10": "SmolLM2-135M; the committed Qwen features"}
+#: The columns of `notebook_times`, in order.
+NOTEBOOK_TIME_COLUMNS = ("notebook", "needs", "seconds", "slowest_cell_s", "load", "finished", "beside")
 
 
-def notebook_times_table(path: Path) -> str:
-    """The time of each notebook at its defaults, from the newest run of each in `path` (JSON lines
-    of `make run-notebooks`: notebook, seconds, load average at its end, when it finished, and what else
-    the machine was doing)."""
-    if not path.exists():
-        return "No timed run of the notebooks is committed (`data/benchmarks/notebook_times.jsonl`).\n"
+def notebook_times(path: Path):
+    """The time of each notebook at its defaults: the newest run of each in `path` (JSON lines of `make
+    run-notebooks`: notebook, seconds, slowest cell, load average at its end, when it finished, what else
+    the machine was doing), one row per notebook in name order, with what it needs (`NOTEBOOK_NEEDS`)."""
+    import pandas as pd
     runs = {}
-    for line in path.read_text().splitlines():
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         if line.strip():
             entry = json.loads(line)
+            if not isinstance(entry, dict) or "notebook" not in entry or "seconds" not in entry:
+                raise ValueError(f"{path}, line {number}: not a notebook's time (a JSON object with `notebook` and "
+                                 "`seconds`, as `make run-notebooks` appends); delete or fix that line.")
             runs[entry["notebook"]] = entry          # a later line is a later run
-    lines = ["| notebook | needs | seconds at defaults | slowest cell (s) | load average at its end (1, 5, 15 min) "
-             "| finished (UTC) |", "|---|---|---|---|---|---|"]
-    for name in sorted(runs):
-        entry = runs[name]
-        slowest = entry.get("slowest_cell_s")
-        lines.append(f"| {name} | {NOTEBOOK_NEEDS.get(name[:2], '')} | {entry['seconds']} | "
-                     f"{'' if slowest is None else slowest} | {entry['load']} | {entry['finished']} |")
-    beside = sorted({runs[name].get("beside", "") for name in runs} - {""})
-    note = f"\nBeside: {'; '.join(beside)}.\n" if beside else ""
-    timed = {name: entry["slowest_cell_s"] for name, entry in runs.items() if entry.get("slowest_cell_s") is not None}
-    if timed:
-        over = sorted(name for name, seconds in timed.items() if seconds > CELL_LIMIT_S / 4)
-        note += (f"\nSlowest cells against a quarter of the runner's {CELL_LIMIT_S}-s cell limit: "
-                 + (f"{', '.join(over)} above it." if over else f"all {len(timed)} timed notebooks within it.") + "\n")
-    return "\n".join(lines) + "\n" + note
+    rows = [{"notebook": name, "needs": NOTEBOOK_NEEDS.get(name[:2], ""), "seconds": runs[name]["seconds"],
+             "slowest_cell_s": runs[name].get("slowest_cell_s"), "load": runs[name].get("load", ""),
+             "finished": runs[name].get("finished", ""), "beside": runs[name].get("beside", "")}
+            for name in sorted(runs)]
+    return pd.DataFrame(rows, columns=list(NOTEBOOK_TIME_COLUMNS))
+
+
+def glue_values(**values) -> None:
+    """Glue each value under its name for the course book (myst-nb's `glue`, not displayed): a results page's
+    prose quotes it as {glue:text}`name:.3f`, so a number in the prose is the number this run computed.
+    numpy scalars are glued as Python numbers, so that a format spec applies to them."""
+    from myst_nb import glue
+    for name, value in values.items():
+        if isinstance(value, np.generic):
+            value = value.item()
+        if not isinstance(value, (str, numbers.Number)):
+            raise TypeError(f"glue_values({name}=...) got a {type(value).__name__}; glue a number or a string "
+                            "(show a table with its own cell).")
+        glue(name, value, display=False)

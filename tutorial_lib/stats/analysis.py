@@ -23,12 +23,10 @@ curve's points by latency and join neighbours by straight lines (linear interpol
 
 The same table with bootstrap intervals is `curve_bootstrap.curve_table`; the paper's claims, each
 with its interval and verdict, are `claims`. The figures are in `rerun_figures`.
-`t5_findings_text` says in sentences what the T5 rerun's tables show at $T = 0$ (the README's region).
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -41,7 +39,7 @@ if TYPE_CHECKING:   # annotations only: a view of the rows loads no sweep harnes
 __all__ = ["NOT_REACHED", "summarize", "quality_by_group", "with_rule_ends", "crossing_latency",
            "best_quality_within", "paper_table", "speculative_ranges", "qualities",
            "COST_COLUMNS", "interval_points", "latency_view", "POOLED", "answer_lengths", "saved_t5_run",
-           "GAMMA_FREE", "select", "quality_bounds", "reference_quality", "t5_findings_text", "same_calls", "distinct_runs", "same_texts_as"]
+           "GAMMA_FREE", "select", "quality_bounds", "reference_quality", "same_calls", "distinct_runs", "same_texts_as"]
 
 NOT_REACHED = "not reached"
 
@@ -500,84 +498,3 @@ def same_texts_as(rows: pd.DataFrame, label: str, other: str, temperature: float
     mine, theirs = texts(label), texts(other)
     shared = sorted(set(mine) & set(theirs))
     return {"same": int(sum(mine[a] == theirs[a] for a in shared)), "shared_alphas": len(shared)}
-
-
-# ---- the README's T5 findings ----------------------------------------------------------------
-
-def _reduction(value) -> Optional[float]:
-    number = pd.to_numeric(pd.Series([value]), errors="coerce").iloc[0]
-    return None if pd.isna(number) else float(number)
-
-
-def t5_findings_text(folder: Path) -> str:
-    """What the T5 run says at `T = 0`, from its `table.csv`, `table_accelerator.csv`,
-    `paired_differences.csv` and `summary.csv`: the quality of the two models, the configurations above
-    the verifier, each speculative cascade's best point, and which methods reach the verifier's quality
-    at lower modelled latency (with their intervals, and the same at `T = 1`)."""
-    folder = Path(folder)
-    table, accelerator = pd.read_csv(folder / "table.csv"), pd.read_csv(folder / "table_accelerator.csv")
-    pairs, summary = pd.read_csv(folder / "paired_differences.csv"), pd.read_csv(folder / "summary.csv")
-    cold = summary[summary["temperature"] == 0.0]
-    model = lambda label: cold[cold["label"] == label].iloc[0]
-    verifier, drafter = model("Verifier"), model("Drafter")
-    lines = [f"What the run says (`T = 0`, {int(verifier['n'])} sentences; corpus BLEU of the verifier "
-             f"{verifier['quality']:.1f} [{verifier['quality_low']:.1f}, {verifier['quality_high']:.1f}], of the drafter "
-             f"{drafter['quality']:.1f} [{drafter['quality_low']:.1f}, {drafter['quality_high']:.1f}]):"]
-    cold_pairs = pairs[pairs["temperature"] == 0.0]
-    separated = cold_pairs[(cold_pairs["low"] > 0) | (cold_pairs["high"] < 0)]
-    above = cold_pairs[(cold_pairs["versus"] == "Verifier") & (cold_pairs["low"] > 0)]
-    quality = (f"- **Quality.** Of the {len(cold_pairs)} paired differences at `T = 0` (each configuration against "
-               f"the verifier and against SpecDecode, 2,000 resamples of the sentences), {len(separated)} exclude 0: "
-               f"{int((separated['low'] > 0).sum())} above, {int((separated['high'] < 0).sum())} below. ")
-    if above.empty:
-        quality += "No configuration is above the verifier. "
-    else:
-        parts = []
-        for label, group in above.groupby("label", sort=False):
-            best = group.loc[group["difference"].idxmax()]
-            gain = f"{best['difference']:+.1f} BLEU [{best['low']:.1f}, {best['high']:.1f}]"
-            parts.append(f"{label} at alpha = {best['alpha']:.3g} ({gain})" if len(group) == 1 else
-                         f"{label} at {len(group)} alphas ({group['alpha'].min():.3g} to {group['alpha'].max():.3g}; "
-                         f"the largest {gain} at alpha = {best['alpha']:.3g})")
-        quality += ("Above the verifier (its flaw is the negation context, in the table of contexts above): "
-                    + "; ".join(parts) + ". ")
-    cascades = cold[cold["label"].str.startswith("SpecCascade")]
-    best = cascades.loc[cascades.groupby("label")["quality"].idxmax()]
-    quality += ("The best point of each speculative cascade: " + "; ".join(
-        f"{r.label} {r.quality:.1f} BLEU at {r.latency:.2f} times the verifier's modelled latency"
-        for r in best.itertuples()) + ".")
-    lines.append(quality)
-    faster = []
-    for _, row in table[table["temperature"] == 0.0].iterrows():
-        reduction = _reduction(row["reduction_at_verifier_quality"])
-        if reduction is None or reduction <= 0:
-            continue
-        same = lambda frame, t: frame[(frame["temperature"] == t) & (frame["method"] == row["method"])].iloc[0]
-        on_accelerator, warm = same(accelerator, 0.0), same(table, 1.0)
-        accelerator_reduction, warm_reduction = (_reduction(on_accelerator["reduction_at_verifier_quality"]),
-                                                 _reduction(warm["reduction_at_verifier_quality"]))
-        resolved = row["reduction_low"] > 0
-        text = (f"{row['method']} reaches the verifier's quality at {reduction:.1%} lower modelled latency "
-                f"[{row['reduction_low']:.1%}, {row['reduction_high']:.1%}]"
-                + ("" if resolved else " (the interval includes 0: not resolved at this sample size)")
-                + " (accelerator pricing: " + (f"{accelerator_reduction:.1%} [{on_accelerator['reduction_low']:.1%}, "
-                                               f"{on_accelerator['reduction_high']:.1%}]" if accelerator_reduction is not None
-                                               else "not reached") + ")")
-        within = _reduction(row["best_quality_within_verifier_cost"])
-        if within is not None:
-            text += (f", and gets {within:.1f} BLEU [{row['best_quality_low']:.1f}, {row['best_quality_high']:.1f}] "
-                     "within the verifier's latency")
-        text += ("; at `T = 1` it " + (f"changes the latency by {-warm_reduction:+.1%} [{-warm['reduction_high']:+.1%}, "
-                                       f"{-warm['reduction_low']:+.1%}] at the verifier's quality" if warm_reduction is not None
-                                       else "does not reach the verifier's quality"))
-        faster.append(text)
-    speculative = table[(table["temperature"] == 0.0)
-                        & table["method"].str.startswith(("SpecCascade", "SpecDecode", "Lossy", "BiLD*"))]
-    slower = all((_reduction(v) is None) or _reduction(v) < 0 for v in speculative["reduction_at_verifier_quality"])
-    latency = "- **Latency.** " + ("; ".join(faster) + "." if faster else
-                                   "No method reaches the verifier's quality at a lower modelled latency.")
-    if slower:
-        latency += (" Every speculative method is slower than the verifier at the verifier's quality, or never "
-                    "reaches it (the range is in the paragraph above).")
-    lines.append(latency)
-    return "\n".join(lines) + "\n"

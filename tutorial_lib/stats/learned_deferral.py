@@ -48,13 +48,10 @@ and $w \equiv 0$, the drafter) beside the learned deferral rule's and the consta
 `paired_differences` on the expected 0-1 loss (exact for fractional weights; the greedy 0-1
 and log-loss columns of a fractional weight are interpolations, see `curves_on_items`).
 
-`rules_in_engines_text` renders notebook 10's saved comparison as the README's two paragraphs.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -68,7 +65,7 @@ from . import token_curves as tc
 from .deferral_passes import FeatureSet
 
 __all__ = ["QWEN_ANALYSIS", "LOSS_COLUMNS", "split_items", "LearnedRule", "train_rule", "learned_alphas", "learned_curves",
-           "paired_differences", "mixture_curves", "curves_on_items", "RULE_NAMES", "rules_in_engines_text",
+           "paired_differences", "mixture_curves", "curves_on_items",
            "DynamicWeight", "train_dynamic_weight", "dynamic_curves", "feature_rows"]
 
 #: Notebook 08's committed results for its `qwen` profile (Qwen2.5-Coder 0.5B -> 1.5B, all 162 offline items,
@@ -459,112 +456,3 @@ def dynamic_curves(analysis: tc.TokenAnalysis, features: FeatureSet, rule: Learn
     weights = np.concatenate([ends[0], w, ends[1]], 1)
     return curves_on_items(base, list(item_ids), {name: (alphas, weights)},
                            dict(dynamic_weight=dynamic.settings))
-
-
-# ---- the README's paragraphs of notebook 10 ----------------------------------------------------
-
-#: The short names the README gives the token-level curves of notebook 10's comparison.
-RULE_NAMES = {"chow": "Chow", "diff": "Diff", "opt": "OPT", "bild": "BiLD\\*", "token_v1": "Token-V1",
-              "token_v2": "Token-V2", "token_v3": "Token-V3", "lossy": "Lossy", "lossy*": "Lossy\\*",
-              "mixture": "the constant mixture"}
-
-
-def _signed(triple, digits: int = 5) -> str:
-    mean, low, high = (float(x) for x in triple)
-    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
-
-
-def _names(rules) -> str:
-    names = [RULE_NAMES.get(r, r) for r in rules]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def rules_in_engines_text(path: Path) -> str:
-    """Notebook 10's two README paragraphs (which rules beat a constant weight; the learned rule) from the
-    `rules-in-engines.metrics.json` its default profile saves."""
-    c = json.loads(Path(path).read_text())
-    rows = sorted(c["mixture_minus_rule"].items(), key=lambda kv: -float(kv[1]["area"][0]))
-    better = [(r, v) for r, v in rows if float(v["area"][1]) > 0]
-    worse = [r for r, v in rows if float(v["area"][2]) < 0]
-    unresolved = [(r, v) for r, v in rows if float(v["area"][1]) <= 0 <= float(v["area"][2])]
-    rates = ", ".join(f"{r:g}" for r in c["rates"][:-1]) + f" and {c['rates'][-1]:g}"
-    first = (f"**Which rules beat a constant weight.** On notebook 08's committed data (Qwen2.5-Coder 0.5B -> 1.5B, all "
-             f"{c['answers']} offline answers, gold references; SpecDecode rejects {c['spec_rejection']:.4f} of drafts, so "
-             f"rejection rates are matched at {rates}), the constant mixture's area above the oracle envelope minus each "
-             f"rule's, with paired 95% bootstrap intervals over answers ({c['n_resamples']:,} resamples; positive: the "
-             "rule beats a constant weight): "
-             + ", ".join(f"{RULE_NAMES.get(r, r)} {_signed(v['area'])}" for r, v in better))
-    if unresolved:
-        first += ("; " + ", ".join(f"{RULE_NAMES.get(r, r)} {_signed(v['area'])}" for r, v in unresolved)
-                  + f" {'does' if len(unresolved) == 1 else 'do'} not resolve: "
-                  f"{_names([r for r, _ in unresolved])} {'is' if len(unresolved) == 1 else 'are'} no better than "
-                  "transformers' ensemble weight here, at this sample size")
-    if worse:
-        first += f"; the constant weight beats {_names(worse)}"
-    first += "."
-    learned, features = c["learned"], c["features"]
-    areas, versus = learned["areas"], learned["versus"]
-    verdict = lambda v: ("beats" if float(v["area"][2]) < 0 else "loses to" if float(v["area"][1]) > 0 else "is not resolved against")
-    def said(rule):
-        v = versus[rule]
-        word = verdict(v)
-        head = {"beats": f"**it beats {RULE_NAMES[rule]}**", "loses to": f"**it does not beat {RULE_NAMES[rule]}** (it loses",
-                "is not resolved against": f"**it does not beat {RULE_NAMES[rule]}** (not resolved"}[word]
-        text = head + (": " if word != "beats" else " (") + _signed(v["area"])
-        losses = [float(v[k][0]) for k in v if k.startswith("loss at")]
-        if word == "loses to" and losses:
-            text += "; at the matched rates its loss is higher by " + ", ".join(f"{x:+.4f}" for x in losses[:-1]) + \
-                    f" and {losses[-1]:+.4f}"
-        return text + ")"
-    others = [r for r in versus if r not in ("token_v2", "opt")]
-    groups = {word: [r for r in others if verdict(versus[r]) == word] for word in ("beats", "loses to", "is not resolved against")}
-    rest = "; ".join(
-        f"it {word} " + ", ".join(f"{RULE_NAMES.get(r, r)} ({_signed(versus[r]['area'])})" for r in rules)
-        for word, rules in groups.items() if rules)
-    token_rules = [r for r in versus if r.startswith("token") and verdict(versus[r]) == "loses to"]
-    second = (
-        "**The learned rule.** Lemma 4 with a learned gain: `delta = 1(g_hat > alpha D_TV(p, q))`, where `g_hat` is a "
-        f"small MLP (scikit-learn `MLPRegressor`, hidden layers {c['hidden']}, behind a `StandardScaler`) fitted to the "
-        "exact gain `p(y) - q(y)` of deferring from seven decoding-time features (`max q`, `max p`, both entropies, "
-        f"`D_TV`, `p(argmax q)`, `q(argmax p)`). Features were computed for {features['answers']} answers (one more "
-        f"teacher-forced pass of the Qwen pair, `data/results/{features['folder']}`, {features['positions']:,} positions, "
-        f"{features['forward_s'] / 60:.0f} minutes of forward passes on this CPU); the rule trained on "
-        f"{learned['train_items']} answers ({learned['train_positions']:,} positions) and was evaluated on the other "
-        f"{learned['held_out_items']} ({learned['held_out_positions']:,} positions), split by answer. On the held-out "
-        f"answers its area above the envelope is {areas['learned'][0]:.5f} [{areas['learned'][1]:.5f}, "
-        f"{areas['learned'][2]:.5f}], against Token-V2's {areas['token_v2'][0]:.5f} [{areas['token_v2'][1]:.5f}, "
-        f"{areas['token_v2'][2]:.5f}] and OPT's {areas['opt'][0]:.5f} [{areas['opt'][1]:.5f}, {areas['opt'][2]:.5f}]. "
-        f"Paired differences (learned minus rule, negative: learned better): {said('token_v2')}, and {said('opt')}. "
-        + (rest[0].upper() + rest[1:] + ". " if rest else "")
-        + (f"In plain words: on this pair a deferral rule that can only choose between `q` and `p` per position, even "
-           f"a learned one, stays behind {_names(token_rules)}, which choose per token; {learned['train_items']} "
-           "training answers are few, and the notebook's `held_out`, `hidden` and `split_seed` parameters are there to "
-           "try more." if token_rules else
-           f"{learned['train_items']} training answers are few, and the notebook's `held_out`, `hidden` and `split_seed` "
-           "parameters are there to try more."))
-    return first + "\n\n" + second + "\n" + (f"\n{_diversed_text(c)}\n" if "diversed" in c else "")
-
-
-def _diversed_text(c: dict) -> str:
-    """The README's paragraph on DIVERSED's dynamic weight, from notebook 10's saved comparison."""
-    d, learned = c["diversed"], c["learned"]
-    names = {"token_v2": "Token-V2", "learned": "the learned deferral rule", "mixture": "the constant weight"}
-    verdicts = []
-    for rule, row in d["versus"].items():
-        low, high = float(row["area"][1]), float(row["area"][2])
-        word = "beats" if high < 0 else "loses to" if low > 0 else "is not resolved against"
-        verdicts.append(f"it {word} {names.get(rule, rule)} ({_signed(row['area'])})")
-    return ("**DIVERSED's dynamic weight.** transformers' `assistant_ensemble_weight` is the static "
-            "ensemble of DIVERSED (Wang, Kasa et al., AISTATS 2026, arXiv 2604.07622), whose authors report, "
-            "on Gemma-3-4B -> 12B on CNN/DM, acceptance 40.39% -> 66.90% with ROUGE-2 9.06 -> 10.86 (their "
-            "figure, not ours). Its dynamic form verifies against `nu = w p + (1 - w) q` with a learned "
-            "per-token weight; Algorithm 4 is exact for that target. Ours "
-            "(`learned_deferral.train_dynamic_weight`, not the authors' training): a small perceptron of the "
-            f"same seven features, trained on the same {learned['train_items']} answers "
-            f"({d['train_positions']:,} positions) by minimising the expected 0-1 loss of `nu` plus lambda "
-            f"times its rejection, one perceptron per lambda ({len(d['lambdas'])} values). On the other "
-            f"{learned['held_out_items']} answers, its area above the envelope minus each curve's, with "
-            "paired 95% bootstrap intervals over answers (negative: the dynamic weight is better): "
-            + "; ".join(verdicts) + ". Not a clean held-out test: the objective was changed once (divided by "
-            "the mean total variation) after the first version's held-out comparison had been seen, and that "
-            "version was not resolved against the learned deferral rule.")

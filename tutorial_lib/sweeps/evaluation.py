@@ -44,8 +44,7 @@ from .configs import (CURVES, GEMMA_CURVES, T5_CURVES, Config, Example, Task, bi
 
 __all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid", "sweep_of",
            "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
-           "prompt_ids", "batch_plan", "Processes", "MissingRowsError", "IncompleteSweepError",
-           "rerun_progress_text"]
+           "prompt_ids", "batch_plan", "Processes", "MissingRowsError", "IncompleteSweepError"]
 
 
 # ---- the sweep --------------------------------------------------------------------------------------
@@ -548,44 +547,3 @@ def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config], l
         table = table[table["config"].isin(keys) & table["task"].isin(names)].reset_index(drop=True)
     table.attrs["path"] = str(sweep.path)
     return table
-
-
-def rerun_progress_text(folder: Path, command: str, aim_hours: Optional[float] = None) -> str:
-    """How far a long resumable rerun has come: rows saved against rows planned (per task), and the
-    sessions that made them (`sessions.jsonl`: wall and CPU seconds, what it ran beside is in the note).
-    The planned count is configurations x items from the latest session. With `aim_hours`, each
-    session's rows, hours and CPU time over wall time (how much of the machine it got: a session
-    beside other work gets less), and whether the wall time stayed within the aim."""
-    from .rows_file import read_folder_rows
-    sessions_path = folder / "sessions.jsonl"
-    if not sessions_path.exists():
-        saved = len(read_folder_rows(folder)) if folder.is_dir() else 0
-        return (f"**In progress**: {saved:,} rows saved; the session making them has not logged its time yet "
-                f"(`{command}`).\n" if saved else f"*Not started: `{command}`.*\n")
-    sessions = [json.loads(line) for line in sessions_path.read_text().splitlines() if line.strip()]
-    last = sessions[-1]
-    planned = last["configurations"] * sum(last["items"].values())
-    rows = pd.DataFrame(read_folder_rows(folder))
-    per_task = rows.groupby("task").size() if len(rows) else pd.Series(dtype=int)
-    tasks = ", ".join(f"{task} {int(per_task.get(task, 0)):,} of {last['configurations'] * n:,}"
-                      for task, n in last["items"].items())
-    seconds = sum(s["seconds"] for s in sessions)
-    cpu = sum(s.get("cpu_seconds", 0) for s in sessions)
-    done = len(rows) >= planned
-    return (f"**{'Finished' if done else 'In progress'}**: {len(rows):,} of {planned:,} rows saved "
-            f"({len(rows) / planned:.0%}; {tasks}) in {len(sessions)} session{'s' if len(sessions) > 1 else ''} "
-            f"of {seconds / 3600:.2f} h wall time in all ({cpu / 3600:.2f} h of CPU time over all threads)."
-            + ("" if done else f" The same command resumes it: `{command}`.")
-            + ("" if aim_hours is None else _sessions_against_aim(sessions, seconds, aim_hours, done)) + "\n")
-
-
-def _sessions_against_aim(sessions: list, seconds: float, aim_hours: float, done: bool) -> str:
-    made = lambda s: (f"{s['rows_after'] - s['rows_before']:,} rows" if {"rows_after", "rows_before"} <= set(s)
-                      else "rows not logged")
-    listed = "; ".join(f"{made(s)} in {s['seconds'] / 3600:.2f} h "
-                       f"(CPU over wall {s.get('cpu_seconds', 0) / s['seconds']:.2f} with {s.get('threads', '?')} threads)"
-                       for s in sessions if s["seconds"] > 0)
-    hours = seconds / 3600
-    verdict = (f"within the aim of {aim_hours:g} h" if hours <= aim_hours else
-               f"over the aim of {aim_hours:g} h by {hours - aim_hours:.2f} h" + ("" if done else " already"))
-    return f" Per session: {listed}. Its wall time is {verdict}."
