@@ -104,11 +104,21 @@ print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_s
       f"OPT plug-in {view4['plugin_switch']['OPT plug-in']:.4f}")
 print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world), "lemma4_context_risk"))
 low, high = tl.deferral_risks.LEMMA_ALPHA_RANGES[4][loss]
+
+# %% tags=["remove-output"]
 views.widgets.interactive(
     views.lemmas.lemma4_view,
     context_index=widgets.Dropdown(options=tl.examples.context_options(world), value=context, description="context"),
     alpha=widgets.FloatSlider(value=alpha, min=low, max=high, step=0.01, description="alpha (cost of a rejection)"),
     loss=widgets.fixed(loss), world=widgets.fixed(world))
+
+# %%
+# The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
+# also works on the course book's static page (which shows this figure in place of the widget above).
+slider_alphas = views.slider_steps.slider_values(low, high)
+views.slider_steps.steps_figure(views.lemmas.lemma4_view, "alpha", slider_alphas, active=alpha,
+                                label="alpha (cost of a rejection)", context_index=context, loss=loss,
+                                world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, and against OPT

@@ -20,6 +20,8 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
 
 - `static`  - static copies of the live views (a PNG drawn from the plotly figure, or the view's HTML, and a
   hint), so a saved or reopened notebook shows each figure, not a broken widget.
+- `slider_steps` - a live view's slider drawn in advance as plotly slider steps (`steps_figure`), so it moves
+  on a static page (the course book) without a kernel; the notebooks keep the ipywidget beside it.
 - `widgets` - the shared helper: `live_view`, `interactive`, `link_alpha_slider`, label style, rule labels,
   `number` for titles; re-exports `panels`' `Trace` / `Panel` / `to_plotly` / `to_matplotlib`.
 - `targets` - notebooks 01-02: one pair's `q`, `p`, `pi` with read-outs, every rule at once, rejection
@@ -33,7 +35,8 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
 - `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
   and one answer token by token shaded by a rule's deferral or rejection probability.
 """
-from . import figures, lemmas, panels, reruns, speed, static, targets, token_analysis, toy, verdicts, widgets
+from . import (figures, lemmas, panels, reruns, slider_steps, speed, static, targets, token_analysis, toy, verdicts,
+               widgets)
 
-__all__ = ["figures", "lemmas", "panels", "reruns", "speed", "static", "targets", "token_analysis", "toy", "verdicts",
-           "widgets"]
+__all__ = ["figures", "lemmas", "panels", "reruns", "slider_steps", "speed", "static", "targets", "token_analysis", "toy",
+           "verdicts", "widgets"]
