@@ -18,6 +18,7 @@ that has no kernel and no network:
 The site is written to build/book/ (open build/book/index.html); nothing on it is fetched from the
 network, which `check_offline` verifies after the build (MathJax comes from sphinx-mathjax-offline).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,10 @@ PLOTLY_JS = "_static/plotly/plotly.min.js"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 #: A script, style sheet, font or frame the page would fetch from another host.
-_NETWORK_FETCH = re.compile(r"""<(?:script|link|iframe|img|source)\b[^>]*?\b(?:src|href)\s*=\s*["']((?:https?:)?//[^"']+)""",
-                            re.IGNORECASE)
+_NETWORK_FETCH = re.compile(
+    r"""<(?:script|link|iframe|img|source)\b[^>]*?\b(?:src|href)\s*=\s*["']((?:https?:)?//[^"']+)""",
+    re.IGNORECASE,
+)
 _CSS_NETWORK = re.compile(r"""(?:url\(\s*["']?|@import\s+["'])((?:https?:)?//[^"')]+)""", re.IGNORECASE)
 
 
@@ -80,8 +83,19 @@ def is_stale(executed: Path = EXECUTED, out: Path = OUT) -> bool:
 
 def _plotly_html(figure: dict, div_id: str, load_plotly: str | bool) -> str:
     import plotly.io
-    return plotly.io.to_html(figure, include_plotlyjs=load_plotly, full_html=False, div_id=div_id,
-                             validate=False, config={"displaylogo": False})
+
+    return plotly.io.to_html(
+        figure,
+        include_plotlyjs=load_plotly,
+        full_html=False,
+        div_id=div_id,
+        validate=False,
+        config={"displaylogo": False},
+    )
+
+
+def _title_text(title) -> str:
+    return title.get("text", "") if isinstance(title, dict) else str(title)
 
 
 _NOTEBOOK_LINK = re.compile(r"\]\((\d\d_[A-Za-z0-9_]+)\.ipynb")
@@ -98,8 +112,13 @@ def stage_notebook(nb: dict, name: str) -> dict:
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"])
             cell["source"] = _NOTEBOOK_LINK.sub(
-                lambda m: f"]({m.group(1)}.ipynb" if chapter(m.group(1)) == home else f"](../{chapter(m.group(1))}/{m.group(1)}.ipynb",
-                source)
+                lambda m: (
+                    f"]({m.group(1)}.ipynb"
+                    if chapter(m.group(1)) == home
+                    else f"](../{chapter(m.group(1))}/{m.group(1)}.ipynb"
+                ),
+                source,
+            )
             continue
         outputs = []
         for output in cell.get("outputs", []):
@@ -109,9 +128,11 @@ def stage_notebook(nb: dict, name: str) -> dict:
             if PLOTLY_JSON in data:
                 figures += 1
                 load = f"../{PLOTLY_JS}" if figures == 1 else False
-                title = ((data[PLOTLY_JSON].get("layout") or {}).get("title") or {})
-                output["data"] = {"text/html": _plotly_html(data[PLOTLY_JSON], f"{name}-figure-{figures}", load),
-                                  "text/plain": f"<plotly figure: {title.get('text', '') if isinstance(title, dict) else title}>"}
+                title = (data[PLOTLY_JSON].get("layout") or {}).get("title") or {}
+                output["data"] = {
+                    "text/html": _plotly_html(data[PLOTLY_JSON], f"{name}-figure-{figures}", load),
+                    "text/plain": f"<plotly figure: {_title_text(title)}>",
+                }
             outputs.append(output)
         if "outputs" in cell:
             cell["outputs"] = outputs
@@ -121,6 +142,7 @@ def stage_notebook(nb: dict, name: str) -> dict:
 def stage(executed: Path, source: Path) -> None:
     """book/ copied to `source`, with the executed notebooks staged into their chapters and plotly.js."""
     import plotly
+
     if source.exists():
         shutil.rmtree(source)
     shutil.copytree(BOOK, source, ignore=shutil.ignore_patterns("build_book.py", "__pycache__", "_build"))
@@ -150,15 +172,20 @@ def build(executed: Path = EXECUTED, out: Path = OUT, *, quiet: bool = True) -> 
     executed, out = Path(executed).resolve(), Path(out).resolve()
     missing = missing_notebooks(executed)
     if missing:
-        raise SystemExit(f"the book is built from executed notebooks, and {executed} lacks "
-                         f"{', '.join(name + '.ipynb' for name in missing)}: run `make tutorial` first "
-                         "(it executes every notebook into build/notebooks/), or pass --executed DIR")
+        raise SystemExit(
+            f"the book is built from executed notebooks, and {executed} lacks "
+            f"{', '.join(name + '.ipynb' for name in missing)}: run `make tutorial` first "
+            "(it executes every notebook into build/notebooks/), or pass --executed DIR"
+        )
     work = out.parent / f"{out.name}-source"
     source, doctrees = work / "book", work / "doctrees"
     stage(executed, source)
     # Jupyter Book's own translation of _config.yml and _toc.yml into a Sphinx conf.py
-    subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "config", "sphinx", str(source)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "config", "sphinx", str(source)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     with open(source / "conf.py", "a") as conf:
         # Jupyter Book always loads sphinx-thebe, which writes its CDN address into every page (twice, so the
         # second declaration is a console error) for a live-kernel button this book does not offer.
@@ -166,10 +193,22 @@ def build(executed: Path = EXECUTED, out: Path = OUT, *, quiet: bool = True) -> 
     if out.exists():
         shutil.rmtree(out)
     log = work / "sphinx.log"
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-d", str(doctrees), "-w", str(log), str(source), str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-d",
+        str(doctrees),
+        "-w",
+        str(log),
+        str(source),
+        str(out),
+    ]
     if quiet:
         command.insert(3, "-q")
-    # autodoc documents this checkout's library, whichever copy of it is installed; _ext holds the book's hooks
+    # autodoc documents this checkout's library, whichever copy is installed; _ext holds the book's hooks
     paths = [str(REPO), str(source / "_ext"), os.environ.get("PYTHONPATH")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, paths)))
     done = subprocess.run(command, cwd=source, env=env)

@@ -6,6 +6,7 @@
 - Every `{solution}` of sphinx-exercise is a closed dropdown (sphinx-togglebutton opens it on a click),
   whether or not its page asks for `:class: dropdown`: a reader sees the exercise first.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,11 +22,13 @@ def _inline(line: str) -> str:
         if part.startswith("`"):
             out.append(part)
             continue
-        if k % 2 == 0:   # prose: a bar is |x| or a Markdown table's, never a reST substitution
+        if k % 2 == 0:  # prose: a bar is |x| or a Markdown table's, never a reST substitution
             out.append(part.replace("|", "\\|"))
             continue
         latex = part.strip("$").replace("`", r"\`")
-        before = "\\ " if out and out[-1] and not out[-1][-1].isspace() and out[-1][-1] not in "([{'\"" else ""
+        before = (
+            "\\ " if out and out[-1] and not out[-1][-1].isspace() and out[-1][-1] not in "([{'\"" else ""
+        )
         out.append(f"{before}:math:`{latex}`")
         after = parts[k + 1] if k + 1 < len(parts) else ""
         if after and (after[0].isalnum() or after[0] in "_"):
@@ -51,14 +54,20 @@ def markdown_math_to_rst(lines: list[str]) -> list[str]:
             end = rest.find("$$")
             if end >= 0:
                 body.append(rest[:end])
-                tail = rest[end + 2:].strip()
+                tail = rest[end + 2 :].strip()
                 break
             body.append(rest)
             k += 1
             if k == len(lines):
                 break
             rest = lines[k].strip()
-        out += ["", f"{indent}.. math::", "", f"{indent}   " + " ".join(b.strip() for b in body if b.strip()), ""]
+        out += [
+            "",
+            f"{indent}.. math::",
+            "",
+            f"{indent}   " + " ".join(b.strip() for b in body if b.strip()),
+            "",
+        ]
         if tail.strip(".,;:"):
             out.append(indent + _inline(tail))
         k += 1
@@ -71,6 +80,7 @@ def _docstring_maths(app, what, name, obj, options, lines):
 
 def _close_solutions(app, doctree):
     from sphinx_exercise.nodes import solution_node
+
     for node in doctree.findall(solution_node):
         if "dropdown" not in node["classes"]:
             node["classes"].append("dropdown")

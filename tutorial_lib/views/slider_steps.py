@@ -7,6 +7,7 @@ figures into one plotly figure: every step's traces are in it, and plotly's own 
 traces and layout (title, reference lines, notes) at a time. Nothing is recomputed in the browser; the
 page shows the very figures the widget would draw at those values.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
@@ -31,13 +32,23 @@ def _figure_of(drawn) -> go.Figure:
     """A view returns a figure (`interactive` callbacks) or `(figure, numbers)` (`live_view` callbacks)."""
     figure = drawn[0] if isinstance(drawn, tuple) else drawn
     if not isinstance(figure, go.Figure):
-        raise ValueError(f"steps_figure needs a view that returns a plotly Figure (or (Figure, numbers)); "
-                         f"it returned {type(figure).__name__}")
+        raise ValueError(
+            f"steps_figure needs a view that returns a plotly Figure (or (Figure, numbers)); "
+            f"it returned {type(figure).__name__}"
+        )
     return figure
 
 
-def steps_figure(view: Callable, name: str, values: Sequence[float], *, active: Optional[float] = None,
-                 label: Optional[str] = None, digits: int = 2, **fixed) -> go.Figure:
+def steps_figure(
+    view: Callable,
+    name: str,
+    values: Sequence[float],
+    *,
+    active: Optional[float] = None,
+    label: Optional[str] = None,
+    digits: int = 2,
+    **fixed,
+) -> go.Figure:
     """One plotly figure with a slider over `name`: step k shows `view(**{name: values[k]}, **fixed)`.
 
     `active` is the value the slider starts at (the nearest of `values`; default the first), `label`
@@ -51,7 +62,7 @@ def steps_figure(view: Callable, name: str, values: Sequence[float], *, active: 
     figures = [_figure_of(view(**{name: value}, **fixed)) for value in values]
     start = 0 if active is None else min(range(len(values)), key=lambda k: abs(values[k] - float(active)))
     combined = go.Figure(layout=figures[start].layout)
-    owner = []                                   # owner[i]: the step trace i belongs to
+    owner = []  # owner[i]: the step trace i belongs to
     for k, figure in enumerate(figures):
         for trace in figure.data:
             trace = trace.to_plotly_json()
@@ -62,11 +73,25 @@ def steps_figure(view: Callable, name: str, values: Sequence[float], *, active: 
     for k, (value, figure) in enumerate(zip(values, figures)):
         layout = figure.layout.to_plotly_json()
         changes = {part: layout.get(part, [] if part != "title" else {}) for part in STEP_LAYOUT}
-        steps.append(dict(method="update", label=f"{value:.{digits}f}",
-                          args=[{"visible": [step == k for step in owner]}, changes]))
+        steps.append(
+            dict(
+                method="update",
+                label=f"{value:.{digits}f}",
+                args=[{"visible": [step == k for step in owner]}, changes],
+            )
+        )
     combined.update_layout(
-        sliders=[dict(active=start, steps=steps, currentvalue=dict(prefix=f"{label or name} = "),
-                      pad=dict(t=50), name=name)],
+        sliders=[
+            dict(
+                active=start,
+                steps=steps,
+                currentvalue=dict(prefix=f"{label or name} = "),
+                pad=dict(t=50),
+                name=name,
+            )
+        ],
         # the slider sits under the plot: room for it below, and as much more height so the plot keeps its own
-        margin=dict(b=max(combined.layout.margin.b or 0, 120)), height=(combined.layout.height or 450) + 80)
+        margin=dict(b=max(combined.layout.margin.b or 0, 120)),
+        height=(combined.layout.height or 450) + 80,
+    )
     return combined
