@@ -13,6 +13,7 @@ that has no kernel and no network:
   require.js and the widget manager from a CDN. Each live view left a static copy under itself
   (`tutorial_lib.views.static`), and each alpha slider has its plotly slider steps beside it;
 - the cell papermill injected (`injected-parameters`, which names this machine's paths) is hidden;
+- a rerun is a results page: its code cells are folded under their outputs (`hide-input`, a click shows them);
 - a link to a notebook of the other chapter points into that chapter.
 
 The site is written to build/book/ (open build/book/index.html); nothing on it is fetched from the
@@ -109,6 +110,12 @@ def stage_notebook(nb: dict, name: str) -> dict:
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
+        if (
+            home == "reruns"
+            and cell["cell_type"] == "code"
+            and not any(t.startswith(("remove-", "hide-")) for t in tags)
+        ):
+            tags.append("hide-input")
         if cell["cell_type"] == "markdown":
             source = "".join(cell["source"])
             cell["source"] = _NOTEBOOK_LINK.sub(
@@ -166,6 +173,18 @@ def check_offline(site: Path) -> list[str]:
     return found
 
 
+#: sphinx-mathjax-offline copies all of MathJax 3 (24 MB); the pages load `tex-chtml.js`, which loads its
+#: extensions, fonts and menu parts from the folders beside it. The other combined builds are never loaded.
+MATHJAX_ENTRY = "tex-chtml.js"
+
+
+def _prune_mathjax(site: Path) -> None:
+    mathjax = site / "_static" / "mathjax"
+    for path in mathjax.glob("*.js"):
+        if path.name not in (MATHJAX_ENTRY, "core.js", "loader.js", "startup.js"):
+            path.unlink()
+
+
 def build(executed: Path = EXECUTED, out: Path = OUT, *, quiet: bool = True) -> Path:
     """Stage and build the site into `out`; returns `out`. Raises `SystemExit` naming what to run when an
     executed notebook is missing, and `RuntimeError` when Sphinx fails or a page fetches from the network."""
@@ -214,6 +233,7 @@ def build(executed: Path = EXECUTED, out: Path = OUT, *, quiet: bool = True) -> 
     done = subprocess.run(command, cwd=source, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"sphinx-build failed (exit {done.returncode}); its warnings are in {log}")
+    _prune_mathjax(out)
     fetches = check_offline(out)
     if fetches:
         raise RuntimeError("the site would fetch from the network:\n" + "\n".join(fetches[:20]))

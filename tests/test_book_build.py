@@ -75,6 +75,15 @@ def test_a_rerun_links_back_to_the_lessons():
     nb = build_book.stage_notebook(_executed_lesson(), "07_gemma_evaluation")
     assert "](../lessons/02_rejection_rates.ipynb)" in nb["cells"][1]["source"]
     assert "](06_t5_evaluation.ipynb#results)" in nb["cells"][1]["source"]
+    # a results page: code folded under its outputs; the lessons show their code
+    assert [c["metadata"]["tags"] for c in nb["cells"] if c["cell_type"] == "code"] == [
+        ["injected-parameters", "remove-cell"],
+        ["hide-input"],
+        ["hide-input"],
+        ["hide-input"],
+    ]
+    lesson = build_book.stage_notebook(_executed_lesson(), "03_lemma1_token_cascades")
+    assert not any("hide-input" in c["metadata"]["tags"] for c in lesson["cells"])
 
 
 def test_every_notebook_has_a_chapter():
