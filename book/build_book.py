@@ -127,6 +127,8 @@ def stage_notebook(nb: dict, name: str) -> dict:
                 source,
             )
             continue
+        if {"remove-output", "remove-cell"} & set(tags):
+            continue  # outputs never shown: the figure that loads plotly.js must be one that is
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data", {})

@@ -46,6 +46,12 @@ def _executed_lesson():
                 "[the T5 rerun](06_t5_evaluation.ipynb#results).",
             },
             {"cell_type": "code", "metadata": {}, "source": "view", "outputs": [widget, static_copy]},
+            {
+                "cell_type": "code",
+                "metadata": {"tags": ["remove-output"]},
+                "source": "fig",
+                "outputs": [plot("gone")],
+            },
             {"cell_type": "code", "metadata": {}, "source": "fig", "outputs": [plot("first")]},
             {"cell_type": "code", "metadata": {}, "source": "fig", "outputs": [plot("second")]},
         ]
@@ -54,7 +60,7 @@ def _executed_lesson():
 
 def test_a_lesson_is_staged_for_a_page_without_kernel_or_network():
     nb = build_book.stage_notebook(_executed_lesson(), "03_lemma1_token_cascades")
-    injected, links, view, first, second = nb["cells"]
+    injected, links, view, removed, first, second = nb["cells"]
     assert "remove-cell" in injected["metadata"]["tags"]  # this machine's paths stay off the page
     # a link into the other chapter leads there; one inside the chapter stays as it was
     assert links["source"] == (
