@@ -85,6 +85,7 @@ def test_a_rerun_links_back_to_the_lessons():
     assert [c["metadata"]["tags"] for c in nb["cells"] if c["cell_type"] == "code"] == [
         ["injected-parameters", "remove-cell"],
         ["hide-input"],
+        ["remove-output"],
         ["hide-input"],
         ["hide-input"],
     ]
