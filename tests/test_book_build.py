@@ -141,3 +141,38 @@ def test_a_site_older_than_its_sources_is_stale(tmp_path):
     newest = (site / "index.html").stat().st_mtime + 10
     os.utime(executed / f"{build_book.notebook_names()[0]}.ipynb", (newest, newest))
     assert build_book.is_stale(executed, site)
+
+
+def test_docstring_markdown_becomes_rest_for_autodoc():
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from offline_book import markdown_math_to_rst
+
+    lines = [
+        "For a prefix $x_{<t}$ the mean $x_i$s, not `$HOME` nor |x - y|:",
+        "",
+        "    $$R(r) = (1 - r)\\,\\ell",
+        "      + r\\,\\alpha,$$",
+        "",
+        "| wing | what |",
+        "|---|---|",
+        "| `maths` | $\\alpha$ grids |",
+    ]
+    assert markdown_math_to_rst(lines) == [
+        r"For a prefix :math:`x_{<t}` the mean :math:`x_i`\ s, not `$HOME` nor \|x - y\|:",
+        "",
+        "",
+        "    .. math::",
+        "",
+        r"       R(r) = (1 - r)\,\ell + r\,\alpha,",
+        "",
+        "",
+        "",
+        ".. list-table::",
+        "   :header-rows: 1",
+        "",
+        "   * - wing",
+        "     - what",
+        "   * - `maths`",
+        "     - :math:`\\alpha` grids",
+        "",
+    ]

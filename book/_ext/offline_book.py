@@ -1,8 +1,9 @@
 """The book's own Sphinx hooks: the library's docstrings with their equations, and solutions closed.
 
 - The docstrings of `tutorial_lib` write maths as Markdown does, `$...$` inline and `$$...$$` on lines of
-  their own; autodoc reads reStructuredText, so each docstring's maths becomes `:math:` roles and
-  `.. math::` blocks before autodoc parses it (code in backticks is left as it is).
+  their own, and tables as Markdown tables; autodoc reads reStructuredText, so each docstring's maths
+  becomes `:math:` roles and `.. math::` blocks, and each table a `list-table`, before autodoc parses it
+  (code in backticks is left as it is).
 - Every `{solution}` of sphinx-exercise is a closed dropdown (sphinx-togglebutton opens it on a click),
   whether or not its page asks for `:class: dropdown`: a reader sees the exercise first.
 """
@@ -36,6 +37,34 @@ def _inline(line: str) -> str:
     return "".join(out)
 
 
+_TABLE_RULE = re.compile(r"^\|[\s:|-]+\|$")
+
+
+def _is_table_start(lines: list[str], k: int) -> bool:
+    """A Markdown table: a `| a | b |` line over a `|---|---|` rule."""
+    return (
+        lines[k].strip().startswith("|")
+        and k + 1 < len(lines)
+        and _TABLE_RULE.match(lines[k + 1].strip()) is not None
+    )
+
+
+def _table(lines: list[str], k: int, out: list[str]) -> int:
+    """The Markdown table at line `k` as a reST list-table appended to `out`; returns the line after it."""
+    indent = lines[k][: len(lines[k]) - len(lines[k].lstrip())]
+    rows = []
+    while k < len(lines) and lines[k].strip().startswith("|"):
+        if not _TABLE_RULE.match(lines[k].strip()):
+            rows.append([cell.strip() for cell in lines[k].strip().strip("|").split("|")])
+        k += 1
+    out += ["", f"{indent}.. list-table::", f"{indent}   :header-rows: 1", ""]
+    for row in rows:
+        for j, cell in enumerate(row):
+            out.append(f"{indent}   {'* -' if j == 0 else '  -'} {_inline(cell) if cell else ''}".rstrip())
+    out.append("")
+    return k
+
+
 def markdown_math_to_rst(lines: list[str]) -> list[str]:
     """A docstring's lines with Markdown maths turned into reStructuredText maths: a line that starts with
     `$$` opens a `.. math::` block up to the next `$$`; `$...$` elsewhere becomes a `:math:` role."""
@@ -44,6 +73,9 @@ def markdown_math_to_rst(lines: list[str]) -> list[str]:
     while k < len(lines):
         line = lines[k]
         stripped = line.strip()
+        if _is_table_start(lines, k):
+            k = _table(lines, k, out)
+            continue
         if not stripped.startswith("$$"):
             out.append(_inline(line))
             k += 1
