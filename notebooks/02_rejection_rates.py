@@ -104,7 +104,7 @@ print(toy_world.description)
 # read-out under the figure give the rejection rate there. Pick another input or temperature (each such
 # change recomputes every curve, so the temperature slider updates on release).
 
-# %%
+# %% tags=["remove-output"]
 inputs = [(toy_world.name, toy_world)] + [(name, e) for name, e in examples.items()]
 display(views.widgets.live_view(
     views.targets.rejection_curves_view,
@@ -113,6 +113,14 @@ display(views.widgets.live_view(
                                          continuous_update=False),
          alpha=widgets.FloatSlider(value=alpha, min=-1.0, max=1.0, step=0.05, description="alpha (marked on every curve)")),
     describe=views.targets.format_rejection_at, n_alpha=n_alpha))
+
+# %%
+# The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
+# also works on the course book's static page (which shows this figure in place of the widget above).
+slider_alphas = views.slider_steps.slider_values(-1.0, 1.0)
+views.slider_steps.steps_figure(views.targets.rejection_curves_view, "alpha", slider_alphas, active=alpha,
+                                label="alpha (marked on every curve)", example=toy_world,
+                                temperature=temperature, n_alpha=n_alpha)
 
 # %%
 _, curves = views.targets.rejection_curves_view(toy_world, temperature, alpha, n_alpha)

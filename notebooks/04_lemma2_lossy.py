@@ -101,6 +101,8 @@ print(inspect.getsource(tl.lessons.lossy.tran_thien_residual))
 
 # %%
 print("saved", views.widgets.save(views.lemmas.lemma2_figure(context, alpha, "normalize", world=world), "lemma2_token_by_token"))
+
+# %% tags=["remove-output"]
 views.widgets.interactive(
     views.lemmas.lemma2_view,
     context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
@@ -109,6 +111,13 @@ views.widgets.interactive(
                           description="beta"),
     temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature T"),
     world=widgets.fixed(world))
+
+# %%
+# The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
+# also works on the course book's static page (which shows this figure in place of the widget above).
+slider_alphas = views.slider_steps.slider_values(0.0, 0.99)
+views.slider_steps.steps_figure(views.lemmas.lemma2_view, "alpha", slider_alphas, active=alpha,
+                                context_index=context, beta="normalize", world=world)
 
 # %% [markdown]
 # ## Every context, every alpha, both betas, three temperatures
@@ -156,11 +165,19 @@ print(f"mean target mass with beta = 1 at alpha = 0.99: {sweep[one]['target_mass
 beta_two = tl.lessons.lossy.beta_sweep(world, [0.0], betas=(2.0,))["beta = 2"]
 print(f"a fixed beta = 2 at alpha = 0: D_TV(emitted, p) = {beta_two['tv_to_p'][0]:.3f}, target mass {beta_two['target_mass'][0]:.3f}")
 print("saved", views.widgets.save(views.lemmas.beta_figure(sweep), "lemma2_beta"))
+
+# %% tags=["remove-output"]
 views.widgets.interactive(
     views.lemmas.beta_view, alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
     context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
     temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature T"),
     world=widgets.fixed(world))
+
+# %%
+# The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
+# also works on the course book's static page (which shows this figure in place of the widget above).
+views.slider_steps.steps_figure(views.lemmas.beta_view, "alpha", slider_alphas, active=alpha,
+                                context_index=context, world=world)
 
 # %%
 tl.lessons.notebook.save_metrics("04_lemma2_lossy", {

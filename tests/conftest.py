@@ -1,6 +1,16 @@
 import pytest
 import torch
 
+#: Where tests/test_notebooks_run.py leaves a copy of each notebook it executed (under the session's base
+#: temporary folder), so that tests/test_book_browser.py builds the book from them instead of executing
+#: the notebooks a second time.
+EXECUTED_FOR_BOOK = "executed-notebooks"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The book's browser test runs last: it builds the book from the notebooks the suite executed."""
+    items.sort(key=lambda item: item.path.name == "test_book_browser.py")
+
 
 @pytest.fixture(autouse=True)
 def _deterministic():

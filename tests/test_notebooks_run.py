@@ -1,10 +1,12 @@
 """Every notebook executes under papermill with small parameters, and the numbers it records hold."""
 import json
+import shutil
 from pathlib import Path
 
 import papermill
 from jupyter_client.kernelspec import find_kernel_specs
 import tutorial_lib as tl
+from conftest import EXECUTED_FOR_BOOK
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -43,6 +45,10 @@ def run(name, tmp_path, monkeypatch, **extra):
     papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
                                parameters=params, kernel_name=kernel_name(), cwd=str(NOTEBOOK_DIR),
                                progress_bar=False, execution_timeout=600)  # a hung cell fails, not CI
+    if set(extra) <= {"results_dir"}:   # a notebook's plain run (not a redraw or another runner): the book's copy
+        book_copies = tmp_path.parent / EXECUTED_FOR_BOOK   # tmp_path is a folder of the session's base folder
+        book_copies.mkdir(exist_ok=True)
+        shutil.copy(tmp_path / f"{name}.ipynb", book_copies / f"{name}.ipynb")
     return json.loads((tmp_path / f"{name}.metrics.json").read_text())
 
 

@@ -219,7 +219,7 @@ def curves_on_items(analysis: tc.TokenAnalysis, item_ids: Sequence[str], curves:
 
 def mixture_curves(analysis: tc.TokenAnalysis, item_ids: Optional[Sequence[str]] = None,
                    alphas: Sequence[float] = tuple(np.linspace(0.0, 1.0, 11))) -> tc.TokenAnalysis:
-    """The items `item_ids` (default all) of `analysis` with the constant mixture's curve `mixture`
+    r"""The items `item_ids` (default all) of `analysis` with the constant mixture's curve `mixture`
     (weight $1 - \alpha$ at every position: transformers' ensemble): a straight line from the drafter
     to the verifier, against which every deferral rule's gain is measured."""
     item_ids = list(analysis.item_ids if item_ids is None else item_ids)
@@ -231,7 +231,7 @@ def mixture_curves(analysis: tc.TokenAnalysis, item_ids: Optional[Sequence[str]]
 def learned_curves(analysis: tc.TokenAnalysis, features: FeatureSet, rule: LearnedRule, item_ids: Sequence[str],
                    *, alphas: Optional[Sequence[float]] = None, name: str = "learned",
                    mixture_alphas: Sequence[float] = tuple(np.linspace(0.0, 1.0, 11))) -> tc.TokenAnalysis:
-    """The items `item_ids` of `analysis` with two more curves: `name` (the learned rule at `alphas`,
+    r"""The items `item_ids` of `analysis` with two more curves: `name` (the learned rule at `alphas`,
     default `learned_alphas`) and `mixture` (the constant weight $1 - \alpha$ at `mixture_alphas`).
 
     Every item needs features, and none may have been used in training. A `TokenAnalysis` (no folder)

@@ -21,6 +21,8 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
 
 - `static`  - static copies of the live views (a PNG drawn from the plotly figure, or the view's HTML, and a
   hint), so a saved or reopened notebook shows each figure, not a broken widget.
+- `slider_steps` - a live view's slider drawn in advance as plotly slider steps (`steps_figure`), so it moves
+  on a static page (the course book) without a kernel; the notebooks keep the ipywidget beside it.
 - `widgets` - the shared helper: `live_view`, `interactive`, `link_alpha_slider`, label style, rule labels,
   `number` for titles; re-exports `panels`' `Trace` / `Panel` / `to_plotly` / `to_matplotlib`.
 - `targets` - notebooks 01-02: one pair's `q`, `p`, `pi` with read-outs, every rule at once, rejection
@@ -36,7 +38,7 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
 """
 import importlib
 
-__all__ = ["figures", "lemmas", "panels", "reruns", "speed", "static", "targets", "token_analysis", "toy", "verdicts",
+__all__ = ["figures", "lemmas", "panels", "reruns", "slider_steps", "speed", "static", "targets", "token_analysis", "toy", "verdicts",
            "widgets"]
 
 

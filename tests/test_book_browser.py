@@ -1,0 +1,301 @@
+"""The course book in a real browser: headless Chromium opens the built site from disk, with every request
+that leaves the site blocked.
+
+- Every HTML page loads without a console error or a failed request, and MathJax typesets each of its
+  equations (an `mjx-container` for every `.math` element, none of them a MathJax error).
+- Every plotly figure with a slider (the alpha sliders drawn in advance, `tutorial_lib.views.slider_steps`)
+  moves when its rail is clicked, and shows another step: other traces and another title.
+- Every exercise's solution is hidden until its title is clicked, and shown after.
+- The site's own search finds "Lemma 3" (notebook 02's Lemma 3 by simulation among the results).
+
+The site is built (book/build_book.py) from executed notebooks, never executing them here: in a run of the
+whole suite, from the copies tests/test_notebooks_run.py leaves (it executes every notebook, at small
+parameters; this module runs after it, see conftest.py); else from `$TUTORIAL_LIB_BOOK_NOTEBOOKS`; else from
+what `make tutorial` left in build/notebooks/, into build/book/ when that site is missing or older than its
+sources. With none of them, the test fails saying what to run.
+
+Needs Debian's `chromium` (driven through `executable_path`, never `playwright install`) and Playwright
+for Python. Without them the module is skipped, except under CI (`CI` set), where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from conftest import EXECUTED_FOR_BOOK
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the book's browser test: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+if not CHROMIUM.exists():
+    _unavailable(
+        "the book's browser test needs Debian's chromium at /usr/bin/chromium: `apt-get install chromium` "
+        "(.ci/run installs it when run as root)"
+    )
+try:
+    from playwright import sync_api
+except ImportError:
+    _unavailable(
+        "the book's browser test needs Playwright for Python: `pip install -e '.[dev]'` (never "
+        "`playwright install`: it drives /usr/bin/chromium)"
+    )
+
+sys.path.insert(0, str(REPO / "book"))
+import build_book  # noqa: E402
+
+#: JavaScript: once MathJax has typeset the page, its `.math` elements and what MathJax made of them.
+_MATHS = """async () => {
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+    const maths = document.querySelectorAll('.math');
+    const rendered = document.querySelectorAll('.math mjx-container, mjx-container.MathJax').length;
+    return {maths: maths.length, rendered: rendered,
+            errors: document.querySelectorAll('mjx-merror').length, mathjax: !!window.MathJax};
+}"""
+
+#: JavaScript: the state of the `index`-th plotly figure that has a slider.
+_SLIDER_STATE = """(index) => {
+    const plots = Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .filter(p => p.layout && p.layout.sliders && p.layout.sliders.length);
+    const plot = plots[index];
+    const title = plot.layout.title;
+    return {active: plot.layout.sliders[0].active || 0, steps: plot.layout.sliders[0].steps.length,
+            visible: JSON.stringify(plot.data.map(t => t.visible !== false)),
+            title: typeof title === 'string' ? title : (title && title.text) || ''};
+}"""
+
+
+def _executed_notebooks(tmp_path_factory) -> tuple[Path, Path]:
+    """(folder of executed notebooks, folder the site goes to), by the order the module's docstring gives."""
+    names = build_book.notebook_names()
+    suite_copies = tmp_path_factory.getbasetemp() / EXECUTED_FOR_BOOK
+    if all((suite_copies / f"{name}.ipynb").exists() for name in names):
+        return suite_copies, tmp_path_factory.getbasetemp() / "book"
+    given = os.environ.get("TUTORIAL_LIB_BOOK_NOTEBOOKS")
+    if given:
+        return Path(given), tmp_path_factory.getbasetemp() / "book"
+    if not build_book.missing_notebooks(build_book.EXECUTED):
+        return build_book.EXECUTED, build_book.OUT
+    pytest.fail(
+        "the book's browser test needs executed notebooks and has none: run `make tutorial` (it writes "
+        "build/notebooks/), or the whole suite (tests/test_notebooks_run.py executes every notebook), or "
+        "set TUTORIAL_LIB_BOOK_NOTEBOOKS to a folder of executed notebooks"
+    )
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    executed, out = _executed_notebooks(tmp_path_factory)
+    if out != build_book.OUT or build_book.is_stale(executed, out):
+        build_book.build(executed, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser(site, tmp_path_factory):
+    """Headless Chromium that reaches nothing but the files of `site`; `blocked` lists what it refused."""
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("book-chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1300, "height": 1000},
+        )
+        context.blocked = []
+        inside = str(site.resolve())
+
+        def gate(route):
+            url = route.request.url
+            parsed = urlparse(url)
+            if parsed.scheme == "file" and unquote(parsed.path).startswith(inside + os.sep):
+                route.continue_()
+            elif parsed.scheme in ("data", "blob"):
+                route.continue_()
+            else:
+                context.blocked.append(url)
+                route.abort()
+
+        context.route("**/*", gate)
+        yield context
+        context.close()
+
+
+def _open(browser, path: Path):
+    """A new page at `path`, with the console errors, page errors and failed requests it collects."""
+    page = browser.new_page()
+    problems = []
+    page.on(
+        "console",
+        lambda message: problems.append(f"console: {message.text}") if message.type == "error" else None,
+    )
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on(
+        "requestfailed", lambda request: problems.append(f"request failed: {request.url} ({request.failure})")
+    )
+    uri = path.resolve().as_uri()
+    page.goto(uri, wait_until="load")
+    if 'http-equiv="Refresh"' in path.read_text(
+        errors="replace"
+    ):  # the root index.html forwards to the intro
+        page.wait_for_url(lambda url: url != uri, wait_until="load")
+    return page, problems
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html") if "_sources" not in p.parts and "_static" not in p.parts)
+
+
+def test_every_page_loads_and_renders_its_equations(site, browser):
+    pages = _pages(site)
+    assert len(pages) > 20, f"the site has only {len(pages)} pages"
+    failures, with_maths = [], 0
+    for path in pages:
+        page, problems = _open(browser, path)
+        try:
+            maths = page.evaluate(_MATHS)
+            page.wait_for_timeout(100)  # a late script error still counts
+        finally:
+            page.close()
+        name = str(path.relative_to(site))
+        if maths["maths"]:
+            with_maths += 1
+            if not maths["mathjax"] or maths["rendered"] < maths["maths"] or maths["errors"]:
+                problems.append(f"equations: {maths}")
+        failures += [f"{name}: {problem}" for problem in problems]
+    assert not browser.blocked, (
+        f"pages asked for addresses outside the site: {sorted(set(browser.blocked))[:10]}"
+    )
+    assert not failures, "\n".join(failures[:30])
+    # the lessons, the reruns and the API reference write maths
+    assert with_maths >= 10, f"only {with_maths} pages have equations"
+    print(f"\n{len(pages)} pages loaded, {with_maths} with equations typeset")
+
+
+def _slider_pages(site: Path) -> list[Path]:
+    return [p for p in _pages(site) if '"sliders"' in p.read_text(errors="replace")]
+
+
+def test_each_plotly_slider_moves_and_changes_its_figure(site, browser):
+    pages = _slider_pages(site)
+    # notebooks 01-05 each draw at least one alpha slider in advance
+    assert {p.stem for p in pages} >= {
+        "01_target_distributions",
+        "02_rejection_rates",
+        "03_lemma1_token_cascades",
+        "04_lemma2_lossy",
+        "05_lemma4_spec_cascades",
+    }, [p.stem for p in pages]
+    moved = 0
+    for path in pages:
+        page, problems = _open(browser, path)
+        try:
+            page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot .slider-container').length > 0",
+                timeout=30_000,
+            )
+            count = page.evaluate(
+                "() => Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                ".filter(p => p.layout && p.layout.sliders && p.layout.sliders.length).length"
+            )
+            assert count >= 1, path.name
+            for index in range(count):
+                plot = (
+                    page.locator(".js-plotly-plot").filter(has=page.locator(".slider-container")).nth(index)
+                )
+                plot.scroll_into_view_if_needed()
+                before = page.evaluate(_SLIDER_STATE, index)
+                rail = plot.locator(".slider-rail-touch-rect").first
+                box = rail.bounding_box()
+                # click the rail far from the active step: near its right end, or its left end if that is it
+                x = 0.9 if before["active"] < before["steps"] / 2 else 0.1
+                page.mouse.click(box["x"] + box["width"] * x, box["y"] + box["height"] / 2)
+                page.wait_for_function(
+                    f"(old) => {{ const now = ({_SLIDER_STATE})({index});"
+                    " return now.active !== old.active && now.visible !== old.visible"
+                    " && now.title !== old.title; }",
+                    arg=before,
+                    timeout=10_000,
+                )
+                moved += 1
+        finally:
+            page.close()
+        assert not problems, f"{path.name}: {problems}"
+    print(f"\n{moved} sliders moved on {len(pages)} pages")
+
+
+_SOLUTIONS = """() => Array.from(document.querySelectorAll('.solution')).map(s => {
+    const body = Array.from(s.children).filter(c => !c.classList.contains('admonition-title'));
+    return {id: s.id, shown: body.some(c => c.offsetParent !== null && c.getBoundingClientRect().height > 0)};
+})"""
+
+
+def test_each_solution_is_hidden_until_clicked(site, browser):
+    pages = [p for p in _pages(site) if 'class="solution' in p.read_text(errors="replace")]
+    assert pages, (
+        "the book has no exercise solution ({solution} of sphinx-exercise): "
+        "the teaching chapter lacks its exercises"
+    )
+    opened = 0
+    for path in pages:
+        page, problems = _open(browser, path)
+        try:
+            page.wait_for_function(
+                "() => document.querySelectorAll('.solution .toggle-button').length"
+                " === document.querySelectorAll('.solution').length",
+                timeout=10_000,
+            )
+            before = page.evaluate(_SOLUTIONS)
+            assert before and not any(s["shown"] for s in before), (
+                f"{path.name}: a solution shows unopened: {before}"
+            )
+            for k, solution in enumerate(before):
+                title = page.locator(".solution > .admonition-title").nth(k)
+                title.scroll_into_view_if_needed()
+                title.click()
+                page.wait_for_function(f"() => ({_SOLUTIONS})()[{k}].shown", timeout=5_000)
+                opened += 1
+        finally:
+            page.close()
+        assert not problems, f"{path.name}: {problems}"
+    print(f"\n{opened} solutions opened on {len(pages)} pages")
+
+
+def test_search_finds_lemma_3(site, browser):
+    page, problems = _open(browser, site / "search.html")
+    try:
+        page.goto((site / "search.html").resolve().as_uri() + "?q=Lemma+3", wait_until="load")
+        page.wait_for_function(
+            "() => document.querySelectorAll('#search-results li').length > 0", timeout=30_000
+        )
+        results = page.evaluate(
+            "() => Array.from(document.querySelectorAll('#search-results li a'))"
+            ".map(a => a.getAttribute('href'))"
+        )
+    finally:
+        page.close()
+    assert any("02_rejection_rates" in href for href in results), results[:20]
+    assert not problems, problems
+    print(f"\nsearch for 'Lemma 3': {len(results)} results, first {json.dumps(results[:3])}")
