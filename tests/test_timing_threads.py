@@ -68,20 +68,3 @@ def test_the_heavy_job_computes_once_started_and_busy_cores_sees_it():
         speed_runs.busy_cores(0)
     with pytest.raises(ValueError, match="whole number of threads"):
         speed_runs.start_heavy_job(0)
-
-
-def test_timing_threads_text_reads_its_numbers_from_the_file(tmp_path):
-    from tutorial_lib.decoding.speed_tables import timing_threads_text
-    path = tmp_path / "timing_threads_cpu.json"
-    assert "No committed run" in timing_threads_text(path)
-    summary = {"1": {"seconds_median": 8.04, "seconds_min": 7.7, "seconds_max": 10.7, "vs_1_median": 1.0, "vs_1_min": 1.0,
-                     "vs_1_max": 1.0, "speedup_over_verifier_median": {"gamma=3": 0.68, "verifier": 1.0}},
-               "2": {"seconds_median": 12.8, "seconds_min": 12.1, "seconds_max": 19.4, "vs_1_median": 1.576,
-                     "vs_1_min": 1.233, "vs_1_max": 1.899, "speedup_over_verifier_median": {"gamma=3": 0.665, "verifier": 1.0}}}
-    import json
-    path.write_text(json.dumps({"drafter": "d", "verifier": "v", "prompts": 1, "max_new_tokens": 20, "gammas": [3],
-                                "rounds": 5, "threads": [1, 2], "cores": 2, "beside": "a job", "busy_cores_at_start": 1.96,
-                                "use_free_cores_chose": 1, "summary": summary}))
-    text = timing_threads_text(path)
-    assert "| 2 | 12.8 [12.1, 19.4] | 1.58 [1.23, 1.90] | 0.67 |" in text
-    assert "`use_free_cores` chose 1 thread (and the next half second, `busy_cores` read 2.0 cores busy)" in text
