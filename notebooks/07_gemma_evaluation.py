@@ -488,7 +488,7 @@ if results is not None:
 # {glue:text}`gemma_top_cut_task` at $T$ = {glue:text}`gemma_top_cut_temperature`.
 
 # %%
-own_points = summary[summary["end"].isna()] if "end" in summary else summary
+own_points = summary[summary["end"].fillna("").eq("")] if "end" in summary else summary   # the measured points, not the ends
 keyed = own_points[own_points["label"].isin(["Drafter", "Verifier", "SpecDecode"])].drop_duplicates(
     ["task", "label", "temperature"]).set_index(["task", "label", "temperature"])
 quality = keyed["quality"].astype(float).unstack(["label", "temperature"])
