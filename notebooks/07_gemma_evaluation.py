@@ -481,14 +481,15 @@ if results is not None:
 # {glue:text}`gemma_top_cut_task` at $T$ = {glue:text}`gemma_top_cut_temperature`.
 
 # %%
-own_points = summary[summary["end"].isna()] if "end" in summary else summary
-wide = own_points[own_points["label"].isin(["Drafter", "Verifier", "SpecDecode"])].pivot_table(
-    index="task", columns=["label", "temperature"], values=["quality", "rejection_rate"], aggfunc="first")
+own_points = summary[summary["end"].fillna("").eq("")] if "end" in summary else summary   # the measured points, not the ends
+keyed = own_points[own_points["label"].isin(["Drafter", "Verifier", "SpecDecode"])].drop_duplicates(
+    ["task", "label", "temperature"]).set_index(["task", "label", "temperature"])
+quality = keyed["quality"].astype(float).unstack(["label", "temperature"])
+rejection = keyed["rejection_rate"].astype(float).unstack(["label", "temperature"])
 verifier_cut = lengths[lengths["label"] == "Verifier"].pivot_table(index="task", columns="temperature",
                                                                     values="cut_rate")
-per_task = pd.concat({"drafter quality": wide["quality"].get("Drafter"),
-                      "verifier quality": wide["quality"].get("Verifier"),
-                      "SpecDecode rejection rate": wide["rejection_rate"].get("SpecDecode"),
+per_task = pd.concat({"drafter quality": quality.get("Drafter"), "verifier quality": quality.get("Verifier"),
+                      "SpecDecode rejection rate": rejection.get("SpecDecode"),
                       "verifier's cut rate": verifier_cut}, axis=1)
 display(per_task.round(3).astype(object).where(per_task.notna(), "not run"))
 other_cuts = lengths[~lengths["label"].isin(["Verifier", "Drafter"])]
