@@ -6,7 +6,7 @@
 #   2. benchmarks/engine_speed.py on the Qwen pair in bf16 (calibration, fixed gamma, gamma="auto",
 #      transformers' greedy and assisted generation), 4 prompts x 2 rounds;
 #   3. notebook 09 at its defaults (SmolLM2 pair, on the GPU);
-#   4. issue 24: the batched engine's exactness tests on CUDA and a verifier spread over two devices by a
+#   4. the batched engine's exactness tests on CUDA and a verifier spread over two devices by a
 #      device_map (GPU 0 and GPU 1, or GPU 0 and the CPU: tests/test_on_device.py), then the T5 smoke sweep
 #      as 2 processes under `accelerate launch` on the GPUs (one each, or one shared), row for row equal to
 #      the 1-process sweep, and a process killed mid-sweep losing no finished row (tests/test_sweep_processes.py).
