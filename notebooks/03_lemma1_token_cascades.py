@@ -111,7 +111,6 @@ print(f"E_P[loss of q] = {view['loss_q']:.4f}, E_P[loss of p] = {view['loss_p']:
       f"optimal switch alpha* = {view['optimal_switch']:.4f}")
 print("plug-in switch points:", {k: round(v, 4) for k, v in view["plugin_switch"].items()})
 print("saved", views.widgets.save(views.lemmas.lemma1_figure(context, alpha, loss, world=world), "lemma1_context_risk"))
-low, high = tl.lessons.deferral_risks.LEMMA_ALPHA_RANGES[1][loss]
 
 # %% tags=["remove-output"]
 views.lemmas.context_risk_controls(1, context, alpha, loss, world=world)
@@ -119,10 +118,7 @@ views.lemmas.context_risk_controls(1, context, alpha, loss, world=world)
 # %%
 # The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
 # also works on the course book's static page (which shows this figure in place of the widget above).
-slider_alphas = views.slider_steps.slider_values(low, high)
-views.slider_steps.steps_figure(views.lemmas.lemma1_view, "alpha", slider_alphas, active=alpha,
-                                label="alpha (cost of a deferral)", context_index=context, loss=loss,
-                                world=world)
+views.lemmas.context_risk_steps(1, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, everywhere

@@ -103,7 +103,6 @@ view1 = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_switch']:.4f}, Lemma 1 {view1['optimal_switch']:.4f}, "
       f"OPT plug-in {view4['plugin_switch']['OPT plug-in']:.4f}")
 print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world), "lemma4_context_risk"))
-low, high = tl.lessons.deferral_risks.LEMMA_ALPHA_RANGES[4][loss]
 
 # %% tags=["remove-output"]
 views.lemmas.context_risk_controls(4, context, alpha, loss, world=world)
@@ -111,10 +110,7 @@ views.lemmas.context_risk_controls(4, context, alpha, loss, world=world)
 # %%
 # The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
 # also works on the course book's static page (which shows this figure in place of the widget above).
-slider_alphas = views.slider_steps.slider_values(low, high)
-views.slider_steps.steps_figure(views.lemmas.lemma4_view, "alpha", slider_alphas, active=alpha,
-                                label="alpha (cost of a rejection)", context_index=context, loss=loss,
-                                world=world)
+views.lemmas.context_risk_steps(4, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, and against OPT

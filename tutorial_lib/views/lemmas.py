@@ -20,7 +20,7 @@ from ..toy.toyworld import ToyWorld
 from .widgets import COLORS, Panel, Trace, interactive, number, to_matplotlib, to_plotly, wrap
 
 __all__ = [
-    "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "context_risk_controls", "total_risk_view",
+    "lemma1_view", "lemma1_figure", "lemma4_view", "lemma4_figure", "context_risk_controls", "context_risk_steps", "total_risk_view",
     "total_risk_figure",
     "miscalibration_figure", "figure1_view", "figure1_figure", "lemma2_view", "lemma2_figure", "beta_view",
     "beta_figure", "tradeoff_view", "tradeoff_live", "format_tradeoff_summary", "tradeoff_figure",
@@ -98,6 +98,21 @@ def context_risk_controls(lemma: int, context_index: int, alpha: float, loss: st
         alpha=ipywidgets.FloatSlider(value=alpha, min=low, max=high, step=0.01,
                                      description=f"alpha (cost of a {_ALPHA_COSTS[lemma]})"),
         loss=ipywidgets.fixed(loss), world=ipywidgets.fixed(world))
+
+
+def context_risk_steps(lemma: int, context_index: int, alpha: float, loss: str = "zero_one", *,
+                       world: Optional[ToyWorld] = None):
+    """The figure of `context_risk_controls` with its alpha slider drawn in advance as plotly slider steps
+    (`slider_steps.steps_figure`, 21 values over the lemma's range): it moves without a kernel, on a
+    static page too."""
+    from .slider_steps import slider_values, steps_figure
+    view = {1: lemma1_view, 4: lemma4_view}[dr.check_lemma(lemma)]
+    world = world or default_world()
+    dr.check_lemma_alpha(lemma, loss, alpha)
+    low, high = dr.LEMMA_ALPHA_RANGES[lemma][loss]
+    return steps_figure(view, "alpha", slider_values(low, high), active=alpha,
+                        label=f"alpha (cost of a {_ALPHA_COSTS[lemma]})", context_index=context_index, loss=loss,
+                        world=world)
 
 
 def _total_panels(lemma, loss, drafter_sharpness, verifier_sharpness, world, n_alpha):
