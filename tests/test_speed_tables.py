@@ -25,11 +25,19 @@ def _result(auto_s, *, block=(0.1, 0.1, 0.1, 0.105, 0.11, 0.11), first_block_s=1
         for r in range(3)
         for p in ("a", "b")
     ]
-    methods = {"auto": AUTO, "hf_greedy": GREEDY, "hf_greedy_fp32": PLAIN if with_plain else None,
-               "hf_assisted": ASSISTED}
+    methods = {
+        "auto": AUTO,
+        "hf_greedy": GREEDY,
+        "hf_greedy_fp32": PLAIN if with_plain else None,
+        "hf_assisted": ASSISTED,
+    }
     checks = {"methods": methods, "first_auto_block": {"seconds": first_block_s}}
-    return {"runs": runs, "checks": {"float32": checks}, "calibration": {"float32": calibration.to_dict()},
-            "table": []}
+    return {
+        "runs": runs,
+        "checks": {"float32": checks},
+        "calibration": {"float32": calibration.to_dict()},
+        "table": [],
+    }
 
 
 def _verdicts(result):

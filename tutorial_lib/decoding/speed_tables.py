@@ -28,8 +28,14 @@ from typing import Dict, List
 
 import pandas as pd
 
-__all__ = ["AIMS", "engine_speed_methods", "engine_speed_aims", "pairwise_ratio", "by_batch_and_gamma",
-           "where_speculation_pays"]
+__all__ = [
+    "AIMS",
+    "engine_speed_methods",
+    "engine_speed_aims",
+    "pairwise_ratio",
+    "by_batch_and_gamma",
+    "where_speculation_pays",
+]
 
 #: aim -> (the comparison, the threshold, whether the measured value must be at most it)
 AIMS: Dict[str, tuple] = {
@@ -54,7 +60,9 @@ def pairwise_ratio(runs: pd.DataFrame, numerator: str, denominator: str) -> dict
     """Median, quartiles and count over (round, prompt) of time(numerator) / time(denominator), from the
     runs of one dtype (`method`, `round`, `prompt`, `seconds` columns)."""
     t = runs.set_index(["round", "prompt", "method"])["seconds"]
-    keys = sorted({k[:2] for k in t.index if k[2] == numerator} & {k[:2] for k in t.index if k[2] == denominator})
+    keys = sorted(
+        {k[:2] for k in t.index if k[2] == numerator} & {k[:2] for k in t.index if k[2] == denominator}
+    )
     if not keys:
         raise ValueError(f"no (round, prompt) has both {numerator!r} and {denominator!r}")
     return _spread([t[(r, p, numerator)] / t[(r, p, denominator)] for r, p in keys])
@@ -63,9 +71,22 @@ def pairwise_ratio(runs: pd.DataFrame, numerator: str, denominator: str) -> dict
 def engine_speed_methods(result: dict) -> pd.DataFrame:
     """The methods of one engine run (the JSON `benchmarks/engine_speed.py` writes), one row each."""
     table = pd.DataFrame(result["table"])
-    keep = ["dtype", "method", "median_seconds", "speedup", "speedup_q25", "speedup_q75", "time_vs_hf_greedy",
-            "tokens_per_call", "acceptance", "expected_speedup", "textbook_speedup", "measured_over_expected",
-            "same_tokens", "n_runs"]
+    keep = [
+        "dtype",
+        "method",
+        "median_seconds",
+        "speedup",
+        "speedup_q25",
+        "speedup_q75",
+        "time_vs_hf_greedy",
+        "tokens_per_call",
+        "acceptance",
+        "expected_speedup",
+        "textbook_speedup",
+        "measured_over_expected",
+        "same_tokens",
+        "n_runs",
+    ]
     return table[[c for c in keep if c in table]]
 
 
@@ -82,28 +103,46 @@ def engine_speed_aims(result: dict) -> pd.DataFrame:
         cal = Calibration.from_dict(result["calibration"][dtype])
         measured: Dict[str, dict] = {}
         rounds = [dict(zip(cal.samples, values)) for values in zip(*cal.samples.values())]
-        per_k = {k: _spread([r[f"verifier_k{k}"] / r["verifier_k1"] for r in rounds])
-                 for k in range(2, min(6, cal.max_k) + 1)}
+        per_k = {
+            k: _spread([r[f"verifier_k{k}"] / r["verifier_k1"] for r in rounds])
+            for k in range(2, min(6, cal.max_k) + 1)
+        }
         if per_k:  # the aim holds for every k: judged at the k whose median ratio is largest
             measured["block"] = max(per_k.values(), key=lambda spread: spread["median"])
         if cal.read_bandwidth > 0 and cal.weight_bytes.get("verifier"):
             bound = cal.bound_s("verifier")
             measured["bound"] = _spread([s / bound for s in cal.samples["verifier_k1"]])
         auto = names.get("auto")
-        for key, role in (("same path", "hf_greedy"), ("fp32 as loaded", "hf_greedy_fp32"),
-                          ("assisted", "hf_assisted")):
+        for key, role in (
+            ("same path", "hf_greedy"),
+            ("fp32 as loaded", "hf_greedy_fp32"),
+            ("assisted", "hf_assisted"),
+        ):
             if auto and names.get(role) and names[role] in set(mine["method"]):
                 measured[key] = pairwise_ratio(mine, names[role], auto)
         if "first_auto_block" in checks:
             measured["first block"] = _spread([checks["first_auto_block"]["seconds"]])
         for aim, (key, threshold, at_most) in AIMS.items():
             m = measured.get(key)
-            verdict = "not run" if m is None else (
-                "PASS" if (m["median"] <= threshold if at_most else m["median"] >= threshold) else "FAIL")
-            rows.append({"dtype": dtype, "aim": aim, "median": None if m is None else m["median"],
-                         "q25": None if m is None else m["q25"], "q75": None if m is None else m["q75"],
-                         "n": 0 if m is None else m["n"], "aim is": f"{'<=' if at_most else '>='} {threshold:g}",
-                         "verdict": verdict})
+            verdict = (
+                "not run"
+                if m is None
+                else (
+                    "PASS" if (m["median"] <= threshold if at_most else m["median"] >= threshold) else "FAIL"
+                )
+            )
+            rows.append(
+                {
+                    "dtype": dtype,
+                    "aim": aim,
+                    "median": None if m is None else m["median"],
+                    "q25": None if m is None else m["q25"],
+                    "q75": None if m is None else m["q75"],
+                    "n": 0 if m is None else m["n"],
+                    "aim is": f"{'<=' if at_most else '>='} {threshold:g}",
+                    "verdict": verdict,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -111,9 +150,12 @@ def by_batch_and_gamma(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (batch size, gamma) of `benchmarks/batch_speed.py`'s runs: tokens per second's median and
     range over rounds, the model's prediction (median), the acceptance (median) and the peak memory (max),
     the last two where the runs recorded them."""
-    measures = dict(tokens_per_s=("tokens_per_s", "median"), tokens_per_s_low=("tokens_per_s", "min"),
-                    tokens_per_s_high=("tokens_per_s", "max"),
-                    predicted_tokens_per_s=("predicted_tokens_per_s", "median"))
+    measures = dict(
+        tokens_per_s=("tokens_per_s", "median"),
+        tokens_per_s_low=("tokens_per_s", "min"),
+        tokens_per_s_high=("tokens_per_s", "max"),
+        predicted_tokens_per_s=("predicted_tokens_per_s", "median"),
+    )
     if "acceptance" in runs:
         measures["acceptance"] = ("acceptance", "median")
     if "peak_rss_mib" in runs:
@@ -136,10 +178,18 @@ def where_speculation_pays(runs: pd.DataFrame) -> pd.DataFrame:
     for gamma, part in table[table["gamma"] > 0].groupby("gamma"):
         part = part.set_index("batch_size")
         sizes = [int(b) for b in part.index if b in alone.index]
-        rows.append({"gamma": int(gamma),
-                     "measured": [b for b in sizes if part.loc[b, "tokens_per_s"] > alone.loc[b, "tokens_per_s"]],
-                     "every_round": [b for b in sizes
-                                     if part.loc[b, "tokens_per_s_low"] > alone.loc[b, "tokens_per_s_high"]],
-                     "predicted": [b for b in sizes
-                                   if part.loc[b, "predicted_tokens_per_s"] > alone.loc[b, "predicted_tokens_per_s"]]})
+        rows.append(
+            {
+                "gamma": int(gamma),
+                "measured": [b for b in sizes if part.loc[b, "tokens_per_s"] > alone.loc[b, "tokens_per_s"]],
+                "every_round": [
+                    b for b in sizes if part.loc[b, "tokens_per_s_low"] > alone.loc[b, "tokens_per_s_high"]
+                ],
+                "predicted": [
+                    b
+                    for b in sizes
+                    if part.loc[b, "predicted_tokens_per_s"] > alone.loc[b, "predicted_tokens_per_s"]
+                ],
+            }
+        )
     return pd.DataFrame(rows, columns=["gamma", "measured", "every_round", "predicted"])

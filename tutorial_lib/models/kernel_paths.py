@@ -115,7 +115,9 @@ def _packed_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     if rows.shape[0] == 1:
         # oneDNN's blocked kernel computes a single row at about half the speed of two (measured on the
         # Qwen verifier, benchmarks/kernel_paths.py), so one row goes in twice and one result comes back.
-        y = torch.ops.mkldnn._linear_pointwise(rows.expand(2, -1).contiguous(), packed, self.bias, "none", [], "")[:1]
+        y = torch.ops.mkldnn._linear_pointwise(
+            rows.expand(2, -1).contiguous(), packed, self.bias, "none", [], ""
+        )[:1]
     else:
         y = torch.ops.mkldnn._linear_pointwise(rows.contiguous(), packed, self.bias, "none", [], "")
     return y.reshape(*x.shape[:-1], y.shape[-1])
@@ -134,7 +136,9 @@ def _pack(model: nn.Module) -> None:
         if not isinstance(module, nn.Linear) or module.weight.dtype != torch.float32:
             continue
         if module.weight.device.type != "cpu":
-            raise ValueError("the fp32-packed path is for models on the CPU; on a GPU leave kernel_paths=None")
+            raise ValueError(
+                "the fp32-packed path is for models on the CPU; on a GPU leave kernel_paths=None"
+            )
         weight = module.weight.detach()
         setattr(module, _PACKED_ATTRIBUTE, torch.ops.mkldnn._reorder_linear_weight(weight, None))
         module.forward = types.MethodType(_packed_forward, module)
