@@ -287,8 +287,9 @@ def test_search_finds_lemma_3(site, browser):
     page, problems = _open(browser, site / "search.html")
     try:
         page.goto((site / "search.html").resolve().as_uri() + "?q=Lemma+3", wait_until="load")
-        page.wait_for_function(
-            "() => document.querySelectorAll('#search-results li').length > 0", timeout=30_000
+        page.wait_for_function(  # Sphinx appends results one by one, then says it has finished
+            "() => (document.getElementById('search-results')?.innerText || '').includes('Search finished')",
+            timeout=30_000,
         )
         results = page.evaluate(
             "() => Array.from(document.querySelectorAll('#search-results li a'))"
