@@ -98,7 +98,8 @@ def main() -> None:
     print(f"{name}: {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items "
           f"({', '.join(f'{t.name} {len(t.examples)}' for t in tasks)}), chunks of {settings['batch_size']}; "
           f"models loaded in {time.perf_counter() - wall:.0f} s", flush=True)
-    sweep = ev.sweep_of(pair, tasks, name, runner="batch", extra_config=reruns.run_config(settings),
+    seed = settings.get("seed", 0)  # a profile without one draws item i with seed i
+    sweep = ev.sweep_of(pair, tasks, name, runner="batch", seed=seed, extra_config=reruns.run_config(settings),
                         root=Path(args.root) if args.root else None)
     before = len(sweep.done())
     total = len(configs) * sum(len(t.examples) for t in tasks)
@@ -107,7 +108,7 @@ def main() -> None:
     # a session that finds the sweep complete decodes nothing: it is not a session of the run's compute time
     log_session = (session_logger(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
                    if before < total else None)
-    rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, runner="batch",
+    rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, runner="batch", seed=seed,
                         batch_size=settings["batch_size"], extra_config=reruns.run_config(settings))
     if rows.attrs["path"] != str(sweep.path):
         raise RuntimeError(f"run_sweep wrote to {rows.attrs['path']}, not {sweep.path}: the folder hash moved")

@@ -88,7 +88,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         options = {"runner": "batch", "batch_size": settings["batch_size"]}
     name = f"{args.rerun}-{settings['profile']}"
     try:
-        rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root,
+        rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, seed=settings.get("seed", 0),
                             extra_config=reruns.run_config(settings), progress=not args.no_progress,
                             processes=processes, **options)
     except ev.IncompleteSweepError as error:

@@ -355,6 +355,18 @@ GEMMA_PROFILES: Dict[str, dict] = {
                           latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
                           max_new_tokens={"humaneval": 384, "arithmetic-300": 320, "facts": 24},
                           shots={"humaneval": 0, "arithmetic-300": 2, "facts": 4}),
+    # The same-law noise floor of offline-large: the verifier and SpecDecode at T = 1 on the same 513 items
+    # with a second seed set (item i draws with seed 1000 + i instead of i; no seed is shared, as no task
+    # has 1,000 items). Two runs of one law differ only by the draws: their paired difference is the floor
+    # a difference between two methods must clear (`stats.noise_floor`). Tasks cheapest first (facts,
+    # HumanEval, arithmetic): a run stopped early still gives the floor of the tasks it finished.
+    "offline-large-seed2": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32",
+                                device="cpu", tasks=["facts", "humaneval", "arithmetic-300"], n_items=None,
+                                temperatures=[1.0], curves=["Verifier", "SpecDecode"], n_alpha=3, batch_size=16,
+                                alphas=None, greedy_curves=None, seed=1000, latency_items=4,
+                                latency_gammas=[1, 5], latency_curves=["Verifier", "SpecDecode"],
+                                max_new_tokens={"humaneval": 384, "arithmetic-300": 320, "facts": 24},
+                                shots={"humaneval": 0, "arithmetic-300": 2, "facts": 4}),
     "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", dtype="float32", device="cpu",
                   tasks=["code", "arithmetic", "facts"], n_items=2, temperatures=[1.0], curves=ev.GEMMA_CURVES,
                   n_alpha=2, alphas=_ONE_ALPHA_PER_RULE, greedy_curves=None, batch_size=2, latency_items=1, latency_gammas=[1, 5],
