@@ -387,14 +387,19 @@ for task in tasks:
 # whose interval is much narrower than the two curves' intervals side by side. Per configuration: its
 # corpus BLEU minus the verifier's, and minus SpecDecode's (same $\gamma$), with a 95% paired
 # bootstrap interval (`tl.stats.paired.paired_differences`: the same resample of sentences for both
-# configurations, `n_resamples` resamples). Below: the configurations whose interval excludes 0.
+# configurations, `n_resamples` resamples). A reference against itself, and a configuration whose texts
+# equal the reference's on every sentence (at $T = 0$, SpecDecode and the runs that emit its text), differ
+# by 0 by construction: they are counted apart (`tl.stats.paired.separated_counts`), and of the pairs left
+# about 5% would exclude 0 by chance if nothing differed. Below: the counts per temperature, then the
+# configurations whose interval excludes 0.
 
 # %%
 differences = paired.paired_differences(rows, tasks, n_resamples=n_resamples)
 differences.to_csv(f"{sweep_path}/paired_differences.csv", index=False)
-separated = differences[(differences["low"] > 0) | (differences["high"] < 0)]
-print(f"{len(separated)} of {len(differences)} (configuration, reference) pairs differ at 95%: "
-      f"{int((separated['low'] > 0).sum())} above, {int((separated['high'] < 0).sum())} below")
+counts = paired.separated_counts(differences)
+display(counts.round(1))
+comparable = differences[(differences["config"] != differences["versus_config"]) & ~differences["same_texts"]]
+separated = comparable[(comparable["low"] > 0) | (comparable["high"] < 0)]
 separated[["temperature", "label", "alpha", "gamma", "versus", "quality", "versus_quality", "difference", "low",
            "high"]].round(3)
 
@@ -450,8 +455,15 @@ analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 # A claim about a rule is measured on **that rule's own configurations**: never on the SpecDecode or
 # drafter ends of its curve, nor on a configuration whose texts are SpecDecode's. Where a claim takes
 # the best of several curves, its interval holds for all of them at once, so the selection is inside
-# it; beside it, the **noise floor**: SpecDecode minus the verifier on the same sentences and seeds
-# (two runs with one output law, in BLEU). `report.write_t5_results` writes the claims and the
+# it. A claim with no number says why: **by construction** (fixed by the design whatever the sentences)
+# or **not run** (a compared method was not run at that temperature), with the reason. Beside a claim in
+# BLEU, the **noise floor** in BLEU: SpecDecode minus the verifier on the same sentences and seeds (two
+# runs with one output law), which at $T = 0$ is 0 by construction (SpecDecode emits the verifier's text)
+# and is then not given as a floor; a claim on the latency axis has none beside it (no two runs of one law
+# were priced). `against_floor` says whether the estimate lies within the floor. "Sequential cascades are
+# best" is measured within the latency of the cheapest speculative cascade point, which the measurement
+# column gives as a multiple of the verifier's latency: above 1 where no speculative cascade is faster
+# than the verifier, so not a "very low" latency. `report.write_t5_results` writes the claims and the
 # run's other result files beside its rows (`tutorial_lib.stats.report`; `claims.csv`, `signed_error.csv`,
 # `facts.json`, and the re-pricing over the drafter's cost below).
 
@@ -464,8 +476,9 @@ if cost == pricing.LATENCY_COLUMN:
 else:   # wall time: no calibration to re-price with
     claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)
     claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
-claims_table[["claim", "temperature", "gamma", "estimate", "low", "high", "verdict", "n_needed", "noise_floor",
-              "noise_floor_low", "noise_floor_high", "detail", "reason"]].round(3)
+claims_table[["claim", "temperature", "gamma", "measurement", "unit", "estimate", "low", "high", "verdict",
+              "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor", "noise_floor_from",
+              "detail", "reason"]].round(3)
 
 # %% [markdown]
 # ## The hardware decides the latency verdicts
@@ -510,10 +523,14 @@ if results is not None:
 # [{glue:text}`t5_verifier_bleu_low:.1f`, {glue:text}`t5_verifier_bleu_high:.1f`] and the drafter's
 # {glue:text}`t5_drafter_bleu:.1f` [{glue:text}`t5_drafter_bleu_low:.1f`, {glue:text}`t5_drafter_bleu_high:.1f`]
 # on {glue:text}`t5_sentences` sentences. Of the {glue:text}`t5_pairs_cold` paired differences there (each
-# configuration against the verifier and against SpecDecode), {glue:text}`t5_separated_cold` exclude 0:
-# {glue:text}`t5_above_cold` above, {glue:text}`t5_below_cold` below; over both temperatures,
-# {glue:text}`t5_separated_all` of {glue:text}`t5_pairs_all` ({glue:text}`t5_above_all` above,
-# {glue:text}`t5_below_all` below). The configurations above the verifier (the largest difference of each
+# configuration against the verifier and against SpecDecode), {glue:text}`t5_self_cold` compare a reference
+# with itself and {glue:text}`t5_identical_cold` a configuration with its reference's texts (0 by
+# construction); of the {glue:text}`t5_compared_cold` left, {glue:text}`t5_separated_cold` exclude 0
+# ({glue:text}`t5_above_cold` above, {glue:text}`t5_below_cold` below), where about
+# {glue:text}`t5_by_chance_cold:.0f` would by chance if nothing differed. Over both temperatures,
+# {glue:text}`t5_separated_all` of {glue:text}`t5_compared_all` compared pairs ({glue:text}`t5_above_all` above,
+# {glue:text}`t5_below_all` below; about {glue:text}`t5_by_chance_all:.0f` by chance). The configurations above
+# the verifier (the largest difference of each
 # method, with the number of its alphas above), then the best point of each speculative cascade:
 
 # %%
@@ -522,9 +539,9 @@ if results is not None:
     results_facts = json.loads((Path(sweep_path) / "facts.json").read_text())
     coldest, warmest = min(settings["temperatures"]), max(settings["temperatures"])
     cold_summary = summary[summary["temperature"] == coldest].drop_duplicates("label").set_index("label")
-    cold_pairs = differences[differences["temperature"] == coldest]
-    cold_separated = cold_pairs[(cold_pairs["low"] > 0) | (cold_pairs["high"] < 0)]
-    all_separated = differences[(differences["low"] > 0) | (differences["high"] < 0)]
+    cold_pairs = comparable[comparable["temperature"] == coldest]
+    by_group = counts.set_index("group")
+    cold_counts, all_counts = by_group.loc[coldest], by_group.loc["all"]
     above_verifier = cold_pairs[(cold_pairs["versus"] == "Verifier") & (cold_pairs["low"] > 0)]
     largest = above_verifier.loc[above_verifier.groupby("label", sort=False)["difference"].idxmax()]
     display(largest[["label", "alpha", "difference", "low", "high"]]
@@ -555,11 +572,13 @@ if results is not None:
         t5_drafter_bleu=cold_summary.loc["Drafter", "quality"],
         t5_drafter_bleu_low=cold_summary.loc["Drafter", "quality_low"],
         t5_drafter_bleu_high=cold_summary.loc["Drafter", "quality_high"],
-        t5_sentences=int(cold_summary.loc["Verifier", "n"]), t5_pairs_cold=len(cold_pairs),
-        t5_separated_cold=len(cold_separated), t5_above_cold=int((cold_separated["low"] > 0).sum()),
-        t5_below_cold=int((cold_separated["high"] < 0).sum()), t5_pairs_all=len(differences),
-        t5_separated_all=len(all_separated), t5_above_all=int((all_separated["low"] > 0).sum()),
-        t5_below_all=int((all_separated["high"] < 0).sum()))
+        t5_sentences=int(cold_summary.loc["Verifier", "n"]), t5_pairs_cold=int(cold_counts["pairs"]),
+        t5_self_cold=int(cold_counts["self_comparisons"]), t5_identical_cold=int(cold_counts["identical_texts"]),
+        t5_compared_cold=int(cold_counts["compared"]), t5_separated_cold=int(cold_counts["exclude_0"]),
+        t5_above_cold=int(cold_counts["above"]), t5_below_cold=int(cold_counts["below"]),
+        t5_by_chance_cold=float(cold_counts["expected_by_chance"]), t5_compared_all=int(all_counts["compared"]),
+        t5_separated_all=int(all_counts["exclude_0"]), t5_above_all=int(all_counts["above"]),
+        t5_below_all=int(all_counts["below"]), t5_by_chance_all=float(all_counts["expected_by_chance"]))
 
 # %% [markdown]
 # **Latency.** The methods that reach the verifier's quality at a lower modelled latency at the coldest

@@ -125,7 +125,7 @@ import torch
 from IPython.display import display
 
 import tutorial_lib as tl
-from tutorial_lib.stats import analysis, claims, curve_bootstrap, hardware, paired, pricing, report
+from tutorial_lib.stats import analysis, claims, hardware, paired, pricing, report
 from tutorial_lib.views import verdicts
 from tutorial_lib.sweeps import evaluation as ev
 
@@ -239,8 +239,11 @@ if sessions_path.exists():
 rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["latency_gammas"])
 if calibration is None:
     print(f"no modelled latency for these rows (the table below has no cost_per_answer): {why_not}")
-lengths = analysis.answer_lengths(rows, tasks, cost=pricing.LATENCY_COLUMN if calibration is not None else None)
-lengths.to_csv(f"{sweep_path}/answer_lengths.csv", index=False)
+# the tables kept beside the rows (answer lengths, paired differences, the paper's table, every point)
+tables = report.gemma_tables(rows, tasks, cost=pricing.LATENCY_COLUMN if calibration is not None else None,
+                             n_resamples=n_resamples)
+report.write_tables(sweep_path, tables)
+lengths = tables["answer_lengths"]
 lengths.round(3)
 
 # %% [markdown]
@@ -268,7 +271,7 @@ cut_rates.round(3)
 # each rule's line, at the $\alpha$ of the end they stand for.
 
 # %%
-summary = analysis.with_rule_ends(analysis.summarize(rows))
+summary = tables["summary"]
 figures = []
 for temperature in settings["temperatures"]:
     for task in tasks:
@@ -295,14 +298,18 @@ analysis.interval_points(summary)
 # comparison is the difference on the same items, with a paired bootstrap interval
 # (`tl.stats.paired.paired_differences`, `n_resamples` resamples of the items): per configuration, its
 # quality minus the verifier's and minus SpecDecode's. The comparison with SpecDecode is the tighter
-# one: both share the drafter's draws, so most items give the same answer. Below, the configurations
-# whose interval excludes 0, then the median interval width per reference.
+# one: both share the drafter's draws, so most items give the same answer. A reference against itself, and
+# a configuration whose texts equal the reference's on every item, differ by 0 by construction: they are
+# counted apart (`tl.stats.paired.separated_counts`), and of the pairs left about 5% would exclude 0 by
+# chance if nothing differed. Below, the counts per temperature, the configurations whose interval
+# excludes 0, then the median interval width per reference.
 
 # %%
-differences = paired.paired_differences(rows, tasks, n_resamples=n_resamples)
-differences.to_csv(f"{sweep_path}/paired_differences.csv", index=False)
-separated = differences[(differences["low"] > 0) | (differences["high"] < 0)]
-print(f"{len(separated)} of {len(differences)} (configuration, reference) pairs differ at 95%")
+differences = tables["paired_differences"]
+counts = paired.separated_counts(differences)
+display(counts.round(1))
+comparable = differences[(differences["config"] != differences["versus_config"]) & ~differences["same_texts"]]
+separated = comparable[(comparable["low"] > 0) | (comparable["high"] < 0)]
 display(separated[["task", "temperature", "label", "alpha", "versus", "quality", "versus_quality", "difference",
                    "low", "high", "n"]].round(3))
 differences.assign(width=differences["high"] - differences["low"]).groupby("versus")["width"].median().round(3)
@@ -318,9 +325,7 @@ differences.assign(width=differences["high"] - differences["low"]).groupby("vers
 # items (the verifier's quality recomputed on the same resample).
 
 # %%
-table = curve_bootstrap.curve_table(rows, tasks, cost="rejection_rate", n_resamples=n_resamples)
-table.to_csv(f"{sweep_path}/table.csv", index=False)
-summary.to_csv(f"{sweep_path}/summary.csv", index=False)
+table = tables["table"]
 table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_verifier_quality", "reduction_low",
        "reduction_high", "reached_share", "best_quality_within_verifier_cost", "best_minus_verifier",
        "best_minus_verifier_low", "best_minus_verifier_high"]].round(3)
@@ -385,10 +390,18 @@ latency_error.round(4) if latency_error is not None else None
 # spread gives no such size). A claim about a rule is measured on **that rule's own configurations**
 # (never SpecDecode's or the drafter's runs at the ends of its curve, nor a configuration with
 # SpecDecode's texts); where it takes the best of several, its interval holds for all of them at
-# once, so the selection is inside it; beside it, the **noise floor**: SpecDecode minus the verifier on
-# the same items and seeds. A claim that is 0 or undefined by construction reads **not measurable
-# here**, with the reason. Rejection rates are reported as rates, and a difference between them
-# relative to SpecDecode's own rate. "OPT helps less with Gemma than with T5" compares OPT's
+# once, so the selection is inside it. Two labels say why a claim has no number, each with its reason:
+# **by construction** (the difference is fixed by the design whatever the items: a rule with no
+# configuration of its own, or no compared curve reaching the verifier's quality on its own runs, so both
+# sides read "not reached") and **not run** (a compared method was not run at that temperature: the
+# profile's design). Beside each claim, the **noise floor in the claim's own unit**
+# (`tl.stats.paired.same_law_floor`): two runs of one law on the same items. Where this profile has a
+# second seed set (the verifier and SpecDecode at $T = 1$ again, item $i$ drawn with seed $1000 + i$:
+# `offline-large-seed2`), a quality claim gets the verifier's second run minus its first, and a
+# rejection-rate claim SpecDecode's second rate over its first, minus 1; else a quality claim gets
+# SpecDecode minus the verifier (one law), which at $T = 0$ is 0 by construction and is not given as a
+# floor. `noise_floor_from` says which, and `against_floor` whether the estimate lies within the floor.
+# Rejection rates are reported as rates, and a difference between them relative to SpecDecode's own rate. "OPT helps less with Gemma than with T5" compares OPT's
 # rejection-rate advantage over Chow and Diff here with the same, on the same axis, in the saved T5
 # run of notebook 06 (`t5_profile`), when that run is saved. `report.write_gemma_results` writes the
 # claims, the latency table and the run's other result files beside its rows.
@@ -401,16 +414,29 @@ if t5_profile is not None:
         print(f"T5 run: {len(t5_rows)} rows")
     except (FileNotFoundError, ev.MissingRowsError) as why:
         print(f"no saved T5 run to compare OPT with, that claim is left out: {why}")
+second_seed = tl.sweeps.reruns.second_seed_rows(settings, results_dir=results_dir)
+print("second seed set:", "none saved" if second_seed is None else
+      f"{len(second_seed)} rows, tasks {sorted(set(second_seed['task']))} (the tasks it finished)")
 results = None
 if latency_column == pricing.LATENCY_COLUMN:
     results = report.write_gemma_results(rows, tasks, sweep_path, calibration, latency_rows, t5_rows=t5_rows,
-                                         t5_tasks=t5_tasks, n_resamples=n_resamples)
+                                         t5_tasks=t5_tasks, n_resamples=n_resamples, second_seed=second_seed)
     claims_table = results["claims"]
 else:   # no calibration: the claims alone
-    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples)
+    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples,
+                                       second_seed=second_seed)
     claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
-claims_table[["claim", "task", "temperature", "estimate", "low", "high", "n", "verdict", "n_needed", "noise_floor",
-              "noise_floor_low", "noise_floor_high", "detail", "reason"]].round(3)
+claims_table[["claim", "task", "temperature", "unit", "estimate", "low", "high", "n", "verdict", "n_needed",
+              "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor", "noise_floor_from", "detail",
+              "reason"]].round(3)
+
+# %% [markdown]
+# The noise floor per task and temperature, in both units (what each claim's floor column reads from):
+
+# %%
+floors = (results["noise_floor"] if results is not None else
+          paired.same_law_floor(rows, tasks, second_seed=second_seed, n_resamples=n_resamples))
+floors.round(3)
 
 # %% [markdown]
 # **More items, the same verdicts?** `offline-large` replaced `offline-all`, whose code and arithmetic
@@ -463,8 +489,9 @@ if results is not None:
 # $T = 0$ analysis), where `offline-all` had three per rule. A verdict of this run is about those $\alpha$s,
 # not about a rule's whole curve: "does not hold" says that the best measured configuration of the Token rules
 # falls short of the verifier's quality by more than its interval allows, and a rule run closer to its
-# SpecDecode end could still tie it. A claim that becomes "not measurable here" lost the configurations it
-# needed (with one $\alpha$ per rule, no compared curve reaches the verifier's quality on its own runs).
+# SpecDecode end could still tie it. A claim that reads "by construction" here lost the configurations it
+# needed (with one $\alpha$ per rule, no compared curve reaches the verifier's quality on its own runs); one
+# that reads "not run" compares rules this profile does not run at that temperature.
 # Of the claims compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared`
 # verdicts changed.
 #
@@ -474,8 +501,8 @@ if results is not None:
 #
 # ## What the run says
 #
-# **Per task**: the drafter's and the verifier's quality, SpecDecode's rejection rate and the verifier's cut
-# rate, the share of its answers that reached `max_new_tokens`, at each temperature (not run: a
+# **Per task**: the drafter's and the verifier's quality, SpecDecode's rejection rate and the verifier's and
+# the drafter's cut rates, the share of their answers that reached `max_new_tokens`, at each temperature (not run: a
 # configuration this profile does not run at that temperature). Of the other methods (mean over a method's
 # alphas) the highest cut rate is {glue:text}`gemma_top_cut:.1%`, {glue:text}`gemma_top_cut_label` on
 # {glue:text}`gemma_top_cut_task` at $T$ = {glue:text}`gemma_top_cut_temperature`.
@@ -486,11 +513,12 @@ keyed = own_points[own_points["label"].isin(["Drafter", "Verifier", "SpecDecode"
     ["task", "label", "temperature"]).set_index(["task", "label", "temperature"])
 quality = keyed["quality"].astype(float).unstack(["label", "temperature"])
 rejection = keyed["rejection_rate"].astype(float).unstack(["label", "temperature"])
-verifier_cut = lengths[lengths["label"] == "Verifier"].pivot_table(index="task", columns="temperature",
-                                                                    values="cut_rate")
+verifier_cut, drafter_cut = (lengths[lengths["label"] == label].pivot_table(index="task", columns="temperature",
+                                                                           values="cut_rate")
+                             for label in ("Verifier", "Drafter"))
 per_task = pd.concat({"drafter quality": quality.get("Drafter"), "verifier quality": quality.get("Verifier"),
                       "SpecDecode rejection rate": rejection.get("SpecDecode"),
-                      "verifier's cut rate": verifier_cut}, axis=1)
+                      "verifier's cut rate": verifier_cut, "drafter's cut rate": drafter_cut}, axis=1)
 display(per_task.round(3).astype(object).where(per_task.notna(), "not run"))
 other_cuts = lengths[~lengths["label"].isin(["Verifier", "Drafter"])]
 top_cut = other_cuts.groupby(["task", "temperature", "label"])["cut_rate"].mean()
@@ -515,8 +543,11 @@ if results is not None:
 # $T = 1$ Token-V1 answers in {glue:text}`gemma_v1_tokens:.1f` tokens against the verifier's
 # {glue:text}`gemma_verifier_warm_tokens:.1f`.
 #
-# **Paired differences**: {glue:text}`gemma_separated` of {glue:text}`gemma_pairs` (configuration, reference)
-# pairs differ at 95% ({glue:text}`gemma_above` above, {glue:text}`gemma_below` below). The median width of a
+# **Paired differences**: of {glue:text}`gemma_pairs` (configuration, reference) pairs,
+# {glue:text}`gemma_self` compare a reference with itself and {glue:text}`gemma_identical` a configuration
+# with the same texts as its reference (0 by construction). Of the {glue:text}`gemma_compared` left,
+# {glue:text}`gemma_separated` differ at 95% ({glue:text}`gemma_above` above, {glue:text}`gemma_below` below),
+# where about {glue:text}`gemma_by_chance:.0f` would by chance if nothing differed. The median width of a
 # difference's interval is {glue:text}`gemma_width_verifier:.2f` against the verifier and
 # {glue:text}`gemma_width_spec:.2f` against SpecDecode.
 
@@ -544,9 +575,12 @@ if len(token_v2) and "Verifier" in length_of.index and "SpecCascade [Token-V1]" 
         gemma_v1_tokens=warm_of.loc["SpecCascade [Token-V1]", "answer_tokens"],
         gemma_verifier_warm_tokens=warm_of.loc["Verifier", "answer_tokens"])
 widths = differences.assign(width=differences["high"] - differences["low"]).groupby("versus")["width"].median()
+every = counts.set_index("group").loc["all"]
 tl.lessons.notebook.glue_values(
-    gemma_pairs=len(differences), gemma_separated=len(separated), gemma_above=int((separated["low"] > 0).sum()),
-    gemma_below=int((separated["high"] < 0).sum()), gemma_width_verifier=widths.get("Verifier", float("nan")),
+    gemma_pairs=int(every["pairs"]), gemma_self=int(every["self_comparisons"]),
+    gemma_identical=int(every["identical_texts"]), gemma_compared=int(every["compared"]),
+    gemma_separated=int(every["exclude_0"]), gemma_above=int(every["above"]), gemma_below=int(every["below"]),
+    gemma_by_chance=float(every["expected_by_chance"]), gemma_width_verifier=widths.get("Verifier", float("nan")),
     gemma_width_spec=widths.get("SpecDecode", float("nan")))
 
 # %%

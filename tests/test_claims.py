@@ -118,7 +118,7 @@ def test_a_rule_is_not_credited_with_runs_that_are_not_its_own():
     assert beats["noise_floor"] == pytest.approx(better.mean() - VERIFIER.mean())
     assert beats["noise_floor_low"] <= beats["noise_floor"] <= beats["noise_floor_high"]
     matches = table.loc["[Token] matches the large model's quality at a lower rejection rate"]
-    assert matches["verdict"] == claims.NOT_MEASURABLE and "0 by construction" in matches["reason"]
+    assert matches["verdict"] == claims.BY_CONSTRUCTION and "0 by construction" in matches["reason"]
     assert np.isnan(matches["estimate"])
 
 
@@ -199,14 +199,14 @@ def test_cross_run_claim_uses_one_unit_on_both_runs():
     assert row["verdict"] == claims.HOLDS and row["unit"].startswith("rejection-rate reduction")
     with pytest.raises(ValueError, match="one unit on both sides"):
         claims.gemma_claims(rows, t5_rows=t5, t5_cost="wall_time_s", n_resamples=300)
-    # none of OPT, Chow, Diff reaches on the Gemma side: 0 by construction, so not measurable
+    # none of OPT, Chow, Diff reaches on the Gemma side: 0 by construction
     unreached = pd.concat([_gemma_rows(False), pd.DataFrame(
         _config("SpecCascade [OPT]", "speculative", "opt", 0.5, DRAFTER, rejected=1, accepted=9)
         + _config("SpecCascade [Diff]", "speculative", "diff", 0.5, DRAFTER, rejected=1, accepted=9))])
     unreached = unreached[~((unreached["label"] == "SpecCascade [Chow]"))]
     row = claims.gemma_claims(unreached, t5_rows=t5, n_resamples=300).set_index("claim").loc[
         "OPT helps less with Gemma than with T5"]
-    assert row["verdict"] == claims.NOT_MEASURABLE and "Gemma-style" in row["reason"]
+    assert row["verdict"] == claims.BY_CONSTRUCTION and "Gemma-style" in row["reason"]
 
 
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "results"
@@ -220,9 +220,9 @@ def test_claims_run_on_a_committed_gemma_style_sweep():
     rows = pd.DataFrame(rows_file.read_rows(folders[0]))
     table = claims.gemma_claims(rows, n_resamples=300)
     assert len(table) and set(table["verdict"]) <= set(claims.VERDICTS)
-    measured = table[table["verdict"] != claims.NOT_MEASURABLE]
-    assert (measured["low"] <= measured["high"]).all()
-    assert table.loc[table["verdict"] == claims.NOT_MEASURABLE, "reason"].str.len().gt(0).all()
+    unmeasured = table["verdict"].isin([claims.BY_CONSTRUCTION, claims.NOT_RUN])
+    assert (table.loc[~unmeasured, "low"] <= table.loc[~unmeasured, "high"]).all()
+    assert table.loc[unmeasured, "reason"].str.len().gt(0).all()
 
 
 def test_compare_claims_pairs_renamed_tasks_and_keeps_rows_present_on_one_side():
@@ -231,7 +231,7 @@ def test_compare_claims_pairs_renamed_tasks_and_keeps_rows_present_on_one_side()
                                            "verdict", "n_needed"])
     before = table([["A", "code", 1.0, 1, 0.04, -0.13, 0.21, 53, claims.NOT_RESOLVED, 2193.0],
                     ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
-                    ["B", "code", 0.0, 1, np.nan, np.nan, np.nan, 53, claims.NOT_MEASURABLE, np.nan]])
+                    ["B", "code", 0.0, 1, np.nan, np.nan, np.nan, 53, claims.NOT_RUN, np.nan]])
     after = table([["A", "humaneval", 1.0, 1, 0.05, 0.01, 0.09, 164, claims.HOLDS, np.nan],
                    ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
                    ["A", "arithmetic-300", 1.0, 1, -0.01, -0.05, 0.03, 300, claims.NOT_RESOLVED, 9000.0]])
@@ -247,3 +247,96 @@ def test_compare_claims_pairs_renamed_tasks_and_keeps_rows_present_on_one_side()
     assert only_before["task"] == "humaneval" and pd.isna(only_before["verdict_after"])
     with pytest.raises(ValueError, match="missing"):
         claims.compare_claims(before.drop(columns="n_needed"), after)
+
+
+# ---- one test per label rule: by construction, not run, within the noise floor ----------------------
+
+def test_a_claim_fixed_by_construction_says_so_with_its_reason():
+    """Every compared rule runs, but none of their own configurations reaches the verifier's quality:
+    both sides are "not reached", a difference of 0 whatever the items."""
+    rows = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
+        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7)
+        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.5, DRAFTER, rejected=1, accepted=9)
+        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, DRAFTER, rejected=1, accepted=9))
+    row = claims.gemma_claims(rows, n_resamples=300).set_index("claim").loc[
+        "[Token] matches the large model's quality at a lower rejection rate"]
+    assert row["verdict"] == claims.BY_CONSTRUCTION
+    assert "not reached" in row["reason"] and "2 compared curves" in row["reason"]
+    assert np.isnan(row["estimate"]) and np.isnan(row["n_needed"])
+
+
+def test_specdecode_at_gamma_1_without_the_bonus_token_is_slower_by_construction():
+    from tutorial_lib.stats import hardware
+    rows = []
+    for label, method, rule, gamma, bonus, time in (("Verifier", "verifier", None, 1, "", 1.0),
+                                                     ("SpecDecode", "speculative", "spec", 1, "|bonus=none", 1.3),
+                                                     ("SpecDecode", "speculative", "spec", 5, "|bonus=verifier", 0.7)):
+        for row in _config(label, method, rule, 0.0, VERIFIER, time=time, gamma=gamma, temperature=0.0):
+            rows.append({**row, "config": row["config"] + bonus})
+    table = hardware.latency_claims(pd.DataFrame(rows), column="wall_time_s", n_resamples=300)
+    pooled = table[table["task"] == "all tasks (pooled)"].set_index("gamma")
+    assert pooled.loc[1, "verdict"] == claims.BY_CONSTRUCTION and "bonus token" in pooled.loc[1, "reason"]
+    assert pooled.loc[1, "estimate"] == pytest.approx(1 - 1.3)        # the measured estimate stays beside it
+    assert pooled.loc[5, "verdict"] == claims.HOLDS and pooled.loc[5, "reason"] == ""
+
+
+def test_a_claim_whose_comparison_group_was_not_run_says_not_run():
+    """At T = 0 a profile runs the Token rules but not Chow, Diff, OPT or Lossy: a design choice, not a
+    property of the claim."""
+    rows = pd.DataFrame(_config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0)
+                        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7,
+                                  temperature=0.0)
+                        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.5, VERIFIER, rejected=1,
+                                  accepted=9, temperature=0.0))
+    table = claims.gemma_claims(rows, n_resamples=300).set_index("claim")
+    row = table.loc["[Token] matches the large model's quality at a lower rejection rate"]
+    assert row["verdict"] == claims.NOT_RUN and "not run at T = 0" in row["reason"]
+    assert "SpecCascade [Chow]" in row["reason"] and np.isnan(row["estimate"])
+    # the Token side itself ran: the claim that needs only it is measured
+    assert table.loc["[Token] beats the large model's quality", "verdict"] in (claims.HOLDS, claims.DOES_NOT_HOLD,
+                                                                               claims.NOT_RESOLVED)
+
+
+def _second_seed(quality, rejected, *, temperature=1.0):
+    """The verifier and SpecDecode again with other seeds (item i: seed 1000 + i) and their own texts."""
+    rows = (_config("Verifier", "verifier", None, 0.0, quality, temperature=temperature)
+            + _config("SpecDecode", "speculative", "spec", 0.0, quality, rejected=rejected, accepted=10 - rejected,
+                      temperature=temperature))
+    return pd.DataFrame([{**r, "seed": 1000 + int(r["example_id"][1:]), "text": r["text"] + " again"} for r in rows])
+
+
+def test_a_claim_within_the_same_law_floor_says_so():
+    """The best Token configuration beats the verifier by 1 item in 40, and a second seed set of the
+    verifier differs from the first by 3 items: the estimate lies within the floor."""
+    token = VERIFIER.copy()
+    token[np.flatnonzero(VERIFIER == 0)[0]] = 1.0
+    again = VERIFIER.copy()
+    again[np.flatnonzero(VERIFIER == 0)[:3]] = 1.0
+    rows = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
+        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7)
+        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.5, token, rejected=1, accepted=9))
+    table = claims.gemma_claims(rows, n_resamples=500, second_seed=_second_seed(again, 3)).set_index("claim")
+    beats = table.loc["[Token] beats the large model's quality"]
+    assert beats["estimate"] == pytest.approx(1 / N)
+    assert beats["noise_floor"] == pytest.approx(3 / N) and "second seed" in beats["noise_floor_from"]
+    assert beats["against_floor"] == claims.WITHIN_FLOOR
+    # the rejection-rate claim gets the floor in its own unit: SpecDecode's rate again over its rate, minus 1
+    matches = table.loc["[Token] matches the large model's quality at a lower rejection rate"]
+    assert matches["noise_floor"] == pytest.approx(0.0) and "rejection rate" in matches["noise_floor_from"]
+    # without a second seed: SpecDecode minus the verifier in the quality unit, and no floor in rate units
+    alone = claims.gemma_claims(rows, n_resamples=500).set_index("claim")
+    assert alone.loc["[Token] beats the large model's quality", "noise_floor"] == pytest.approx(0.0)
+    assert np.isnan(alone.loc["[Token] matches the large model's quality at a lower rejection rate", "noise_floor"])
+    assert claims.against_floor(0.2, -0.05, 0.1) == claims.BEYOND_FLOOR
+    assert claims.against_floor(0.2, np.nan, 0.1) == ""
+
+
+def test_the_floor_at_t0_is_by_construction_when_specdecode_emits_the_verifiers_texts():
+    from tutorial_lib.stats import paired
+    texts = [f"same {i}" for i in range(N)]
+    rows = pd.DataFrame(_config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0, texts=texts)
+                        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, temperature=0.0, texts=texts))
+    floor = paired.same_law_floor(rows, n_resamples=300).iloc[0]
+    assert np.isnan(floor["quality_floor"]) and floor["quality_floor_from"].startswith("by construction")

@@ -132,3 +132,25 @@ def test_summary_bleu_is_corpus_bleu_given_the_tasks():
     assert summary["quality"] == pytest.approx(corpus) and summary["quality_metric"] == "corpus"
     assert summary["verifier_quality"] == pytest.approx(corpus) and summary["quality_ci"] > 0
     assert analysis.summarize(rows).iloc[0]["quality"] == pytest.approx(np.mean(sentence))  # without tasks: the mean
+
+
+def test_counts_of_differences_that_exclude_0_leave_out_self_and_identical_text_pairs():
+    """Per reference: the reference against itself and a configuration with its texts differ by 0 by
+    construction and are not counted; of the pairs left, 5% would exclude 0 by chance."""
+    quality = (np.arange(40) % 2).astype(float)
+    worse = quality * (np.arange(40) % 4 != 1)
+    texts = {"Verifier": [f"v{i}" for i in range(40)], "SpecDecode": [f"v{i}" for i in range(40)],
+             "SpecCascade [Chow]": [f"c{i}" for i in range(40)], "SpecCascade [Diff]": [f"d{i}" for i in range(40)]}
+    rows = _rows({"Verifier": ("verifier", None, 0.0, quality), "SpecDecode": ("speculative", "spec", 0.0, quality),
+                  "SpecCascade [Chow]": ("speculative", "chow", 0.5, worse),
+                  "SpecCascade [Diff]": ("speculative", "diff", 0.5, quality)}, texts=texts)
+    differences = paired.paired_differences(rows)
+    assert len(differences) == 8
+    counts = paired.separated_counts(differences).set_index("group").loc["all"]
+    # self: Verifier-Verifier, SpecDecode-SpecDecode; identical texts: SpecDecode-Verifier, Verifier-SpecDecode
+    assert (counts["self_comparisons"], counts["identical_texts"], counts["compared"]) == (2, 2, 4)
+    # Chow is below both references (10 of 40 items lost); Diff equals their quality with its own texts
+    assert (counts["exclude_0"], counts["below"], counts["above"]) == (2, 2, 0)
+    assert counts["expected_by_chance"] == pytest.approx(0.05 * 4)
+    with pytest.raises(ValueError, match="paired_differences"):
+        paired.separated_counts(differences.drop(columns=["same_texts"]))

@@ -9,7 +9,7 @@ configurations** only (`own_configurations`): never the drafter's, SpecDecode's 
 runs attached as the ends of its curve, not its alphas at the ends of its range (where its output
 law *is* SpecDecode's or the drafter's), and not a configuration whose texts equal SpecDecode's on
 every item (at $T = 0$ lossy SpecDecode is SpecDecode: exact, so nothing of its own to measure).
-Where a rule keeps no configuration of its own, the claim reads **not measurable here**, with the
+Where a rule keeps no configuration of its own, the claim reads **by construction**, with the
 reason, and no number.
 
 **Intervals that include the selection.** A claim about "the best Token rule" or "the best other
@@ -17,10 +17,16 @@ method" takes a maximum over several curves, which is biased upward even when no
 interval comes from bounds that hold for every curve at once (`intervals.simultaneous_bounds` on
 the same resamples of the items, the whole computation redone per resample), so the selection is
 inside the interval: for a best-of group, $[\max L, \max U]$; for a difference of two groups,
-$[\max L_A - \max U_B,\ \max U_A - \max L_B]$. Beside each row, the **noise floor**: SpecDecode's
-quality minus the verifier's on the same items and seeds (two runs with one output law), with its
-percentile interval, in the task's quality unit: a quality difference inside it is what two
-identical methods differ by.
+$[\max L_A - \max U_B,\ \max U_A - \max L_B]$.
+
+**The noise floor, in the claim's own unit** (`paired.same_law_floor`): two runs with one output law on
+the same items, with its percentile interval. A claim in the quality unit gets the quality floor (the
+verifier with a second seed set minus the verifier, or else SpecDecode minus the verifier; at $T = 0$ the
+latter is 0 by construction and is not given as a floor); a claim in the rejection-rate unit gets
+SpecDecode's rate with a second seed set relative to its rate; a claim on a latency axis gets none (no two
+runs of one law were priced). `noise_floor_from` says which, or why there is none; `against_floor` says
+whether the estimate lies **within the floor** ($|\hat\Delta| \le \max(|l_f|, |h_f|)$: what two runs of
+one law differ by) or beyond it.
 
 **Units.** On the rejection-rate axis (Gemma-style) each rule's number is the rejection rate at which
 its curve first reaches the verifier's quality, and differences are reported as a reduction
@@ -28,8 +34,12 @@ relative to SpecDecode's own rejection rate, $(\,r_B - r_A) / r_{\rm spec}$ (pos
 with the rates themselves in the row. A claim that compares the two reruns (OPT with Gemma against
 OPT with T5) measures both on that same axis (the T5 rows count their rejections too).
 
-Verdicts: **holds** when $l > 0$; **does not hold** when $h \le 0$; **not measurable here** (see
-above); otherwise **not resolved at this sample size**, with the number of items that would resolve
+Verdicts: **holds** when $l > 0$; **does not hold** when $h \le 0$; **by construction** where the
+difference is fixed (or undefined) by the design, whatever the items, with the reason (a rule with
+no configuration of its own, no compared curve reaching the verifier's quality so both sides are
+"not reached", SpecDecode at $\gamma = 1$ without the bonus token on a latency axis); **not run**
+where a compared method was not run at that temperature (the sweep's design: named in the reason);
+otherwise **not resolved at this sample size**, with the number of items that would resolve
 it if the effect stayed at its estimate: the interval's half-width shrinks as $1/\sqrt n$, so with
 $\widehat{se} = (h - l) / (2 z_{0.975})$,
 $$n_{\rm needed} = \Big\lceil n\,\Big(\frac{(z_{0.975} + z_{0.8})\,\widehat{se}}{|\hat\Delta|}\Big)^2 \Big\rceil,$$
@@ -41,9 +51,11 @@ The claims (the paper's section 6 and appendix, as `DIGEST.md` summarises them):
 - T5: *SpecCascade [Token] gives the best quality-latency trade-off* (best Token rule's latency
   reduction at the verifier's quality minus the best of every other method); *OPT is second*
   (OPT's minus the best of the methods other than the Token rules); *sequential cascades are best
-  only at very low latency*, as two measurements: within the verifier's latency the best
-  speculative cascade beats the best sequential one, and within the lowest latency a speculative
-  cascade reaches, the best sequential cascade beats the best speculative one.
+  only at very low latency*, as two measurements named by their budget: within the verifier's
+  latency the best speculative cascade beats the best sequential one, and within the latency of the
+  cheapest speculative cascade point (a budget above the verifier's when speculation does not pay:
+  the measurement gives it as a multiple of the verifier's latency) the best sequential cascade beats
+  the best speculative one.
 - Gemma-style: *[Token] matches the large model's quality at a lower rejection rate* (the best Token
   rule against the best of Chow, Diff, OPT and lossy SpecDecode); *[Token] often beats the large
   model* (the best Token configuration's quality minus the verifier's); *OPT helps less with Gemma
@@ -61,15 +73,18 @@ from scipy import stats as scipy_stats
 
 from . import intervals
 from .curve_bootstrap import REJECTION, CurveBootstrap
-from .paired import ItemScores, item_scores
+from .paired import FLOOR_COLUMNS, ItemScores, item_scores, same_law_floor
 from ..maths.targets import LIVE_ALPHA_RANGES
 
-__all__ = ["HOLDS", "DOES_NOT_HOLD", "NOT_RESOLVED", "NOT_MEASURABLE", "VERDICTS", "verdict", "n_needed",
+__all__ = ["HOLDS", "DOES_NOT_HOLD", "NOT_RESOLVED", "BY_CONSTRUCTION", "NOT_RUN", "VERDICTS", "WITHIN_FLOOR",
+           "BEYOND_FLOOR", "against_floor", "verdict", "n_needed",
            "own_configurations", "t5_claims", "gemma_claims", "compare_claims", "TOKEN_RULES", "PREFIX_RULES", "SEQUENTIAL"]
 
 HOLDS, DOES_NOT_HOLD, NOT_RESOLVED = "holds", "does not hold", "not resolved at this sample size"
-NOT_MEASURABLE = "not measurable here"
-VERDICTS = (HOLDS, DOES_NOT_HOLD, NOT_RESOLVED, NOT_MEASURABLE)
+BY_CONSTRUCTION, NOT_RUN = "by construction", "not run"
+VERDICTS = (HOLDS, DOES_NOT_HOLD, NOT_RESOLVED, BY_CONSTRUCTION, NOT_RUN)
+WITHIN_FLOOR, BEYOND_FLOOR = "within the noise floor", "beyond the noise floor"
+_QUALITY, _RATE = "quality", "rate"
 TOKEN_RULES = ("SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]")
 PREFIX_RULES = ("SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]")
 SEQUENTIAL = ("SeqCascade [Chow]", "TokenCascade [Chow]")
@@ -85,6 +100,14 @@ def verdict(low: float, high: float) -> str:
     if high <= 0:
         return DOES_NOT_HOLD
     return NOT_RESOLVED
+
+
+def against_floor(estimate: float, floor_low: float, floor_high: float) -> str:
+    """Whether `estimate` lies within the noise floor's interval of two same-law runs (module docstring):
+    `WITHIN_FLOOR`, `BEYOND_FLOOR`, or "" where either is missing."""
+    if not all(map(np.isfinite, (estimate, floor_low, floor_high))):
+        return ""
+    return WITHIN_FLOOR if abs(estimate) <= max(abs(floor_low), abs(floor_high)) else BEYOND_FLOOR
 
 
 def n_needed(estimate: float, low: float, high: float, n: int, *, confidence: float = 0.95,
@@ -181,16 +204,17 @@ def _minus(a: float, b: float) -> float:
     return float(a - b)
 
 
-def _noise_floor(scores: ItemScores, gamma, n_resamples: int, seed: int, confidence: float) -> dict:
-    """SpecDecode's quality minus the verifier's on the same items and seeds, with its interval."""
-    spec = scores.index("SpecDecode", gamma) or scores.index("SpecDecode")
-    verifier = scores.index("Verifier")
-    if not spec or not verifier:
-        return {"noise_floor": np.nan, "noise_floor_low": np.nan, "noise_floor_high": np.nan}
-    point, distribution = scores.resampled(n_resamples, seed)
-    low, high = intervals.percentile_interval(distribution[spec[0]] - distribution[verifier[0]], confidence)
-    return {"noise_floor": float(point[spec[0]] - point[verifier[0]]), "noise_floor_low": low,
-            "noise_floor_high": high}
+def _floor_of(floors: pd.DataFrame, task: str, temperature: float, kind: Optional[str]) -> dict:
+    """The noise floor of one (task, T) in the unit `kind` (`_QUALITY`, `_RATE`, or None: a latency axis)."""
+    empty = {"noise_floor": np.nan, "noise_floor_low": np.nan, "noise_floor_high": np.nan}
+    if kind is None:
+        return {**empty, "noise_floor_from": "none: no two runs of one law were measured in this claim's unit"}
+    match = floors[(floors["task"] == task) & (floors["temperature"] == temperature)] if len(floors) else floors
+    if not len(match):
+        return {**empty, "noise_floor_from": "not run: no verifier or SpecDecode rows here"}
+    row = match.iloc[0]
+    return {"noise_floor": row[f"{kind}_floor"], "noise_floor_low": row[f"{kind}_floor_low"],
+            "noise_floor_high": row[f"{kind}_floor_high"], "noise_floor_from": row[f"{kind}_floor_from"]}
 
 
 def _text(value: float, unit: str = "") -> str:
@@ -201,8 +225,9 @@ class _Claims:
     """The rows of one (task, temperature): bootstrap, noise floor, row builder."""
 
     def __init__(self, scores: ItemScores, cost: str, n_resamples: int, seed: int, confidence: float,
-                 dropped: pd.DataFrame, budgets=None):
+                 dropped: pd.DataFrame, budgets=None, floors: Optional[pd.DataFrame] = None):
         self.scores, self.cost, self.confidence = scores, cost, confidence
+        self.floors = floors if floors is not None else pd.DataFrame(columns=["task", "temperature", *FLOOR_COLUMNS])
         self.n_resamples, self.seed = n_resamples, seed
         self.boot = CurveBootstrap(scores, cost, ends=False)
         if budgets is not None:
@@ -215,50 +240,63 @@ class _Claims:
         plain = set(configs.loc[~configs["method"].isin(["speculative"]), "label"])  # one gamma: any fits
         return [c for c in self.boot.curves if c[0] in labels and (c[1] == gamma or c[0] in plain)]
 
-    def why_none(self, labels: Sequence[str]) -> str:
+    def why_none(self, labels: Sequence[str]) -> Tuple[str, str]:
+        """`(verdict, reason)` for a group of curves with no configuration in the claim: `BY_CONSTRUCTION`
+        where its configurations ran but none is the rules' own, `NOT_RUN` where none ran here."""
         gone = self.dropped[self.dropped["label"].isin(labels)]
         if len(gone):
             reasons = "; ".join(f"{label}: {', '.join(sorted(set(part['reason'])))}"
                                 for label, part in gone.groupby("label"))
-            return f"no configuration of its own ({reasons})"
-        return "not run here"
+            return BY_CONSTRUCTION, f"no configuration of its own ({reasons})"
+        return NOT_RUN, f"not run at T = {self.scores.temperature:g} in this sweep (its design)"
 
     def row(self, claim: str, gamma, measurement: str, estimate: float, low: float, high: float, detail: str,
-            *, unit: str, reason: str = "", **extra) -> dict:
+            *, unit: str, reason: str = "", unmeasured: str = BY_CONSTRUCTION, floor: Optional[str] = _QUALITY,
+            **extra) -> dict:
+        """One claim's row. With a `reason` the claim is not measured: its verdict is `unmeasured`
+        (`BY_CONSTRUCTION` or `NOT_RUN`). `floor`: the unit of its noise floor (None: none)."""
         n = self.scores.n
+        if unmeasured not in (BY_CONSTRUCTION, NOT_RUN):
+            raise ValueError(f"unmeasured={unmeasured!r}: pass {BY_CONSTRUCTION!r} or {NOT_RUN!r}.")
         if reason:
-            decided, estimate, low, high = NOT_MEASURABLE, np.nan, np.nan, np.nan
+            decided, estimate, low, high = unmeasured, np.nan, np.nan, np.nan
         else:
             decided = NOT_RESOLVED if np.isnan(low) or np.isnan(high) else verdict(low, high)
+        floor_of = _floor_of(self.floors, self.scores.task, self.scores.temperature, floor)
         return {"claim": claim, "task": self.scores.task, "temperature": self.scores.temperature, "gamma": gamma,
                 "measurement": measurement, "estimate": estimate, "low": low, "high": high, "n": n,
                 "verdict": decided,
                 "n_needed": (n_needed(estimate, low, high, n, confidence=self.confidence) if decided == NOT_RESOLVED
                              else float("nan")), "detail": detail, "unit": unit, "reason": reason,
-                "interval": "simultaneous over the compared curves (selection included)",
-                **_noise_floor(self.scores, gamma, self.n_resamples, self.seed, self.confidence),
+                "interval": "simultaneous over the compared curves (selection included)", **floor_of,
+                "against_floor": against_floor(estimate, floor_of["noise_floor_low"], floor_of["noise_floor_high"]),
                 "metric": self.scores.metric, **extra}
 
     def compare(self, claim, gamma, measurement, mine, theirs, *, name="reduction", budget=1.0, unit="",
-                scale: float = 1.0, extra_detail: str = "") -> dict:
+                scale: float = 1.0, extra_detail: str = "", floor: Optional[str] = _QUALITY) -> dict:
         """best of `mine` - best of `theirs` for statistic `name`, divided by `scale`."""
         a_curves, b_curves = self.curves(mine, gamma), self.curves(theirs, gamma)
-        missing = [f"{', '.join(group)}: {self.why_none(group)}" for group, found in
-                   ((mine, a_curves), (theirs, b_curves)) if not found]
+        missing = [(group, *self.why_none(group)) for group, found in ((mine, a_curves), (theirs, b_curves))
+                   if not found]
         if missing:
-            return self.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=unit,
-                            reason="; ".join(missing))
+            # a group empty by construction stays empty whatever else is run: that decides the label
+            unmeasured = BY_CONSTRUCTION if any(v == BY_CONSTRUCTION for _, v, _ in missing) else NOT_RUN
+            return self.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=unit, floor=floor,
+                            reason="; ".join(f"{', '.join(group)}: {why}" for group, _, why in missing),
+                            unmeasured=unmeasured)
         bounds = _bounds(self.boot, a_curves + b_curves, name, budget, self.confidence)
         a, b = (_Group(self.boot, c, name, budget, bounds) for c in (a_curves, b_curves))
         if np.isneginf(a.best) and np.isneginf(b.best) and name == "reduction":
-            return self.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=unit,
-                            reason="no compared curve reaches the verifier's quality on its own runs, so the "
-                                   "difference is 0 by construction")
+            return self.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=unit, floor=floor,
+                            reason=f"none of the {len(a_curves) + len(b_curves)} compared curves reaches the "
+                                   "verifier's quality on its own runs, so both sides are 'not reached' and the "
+                                   "difference is 0 by construction (a curve needs alphas nearer its SpecDecode "
+                                   "end to reach it)")
         estimate = _minus(a.best, b.best) / scale
         low = _minus(float(a.low.max()), float(b.high.max())) / scale
         high = _minus(float(a.high.max()), float(b.low.max())) / scale
         detail = f"{a.label}: {_text(a.best)}; {b.label}: {_text(b.best)}{extra_detail}"
-        return self.row(claim, gamma, measurement, estimate, low, high, detail, unit=unit,
+        return self.row(claim, gamma, measurement, estimate, low, high, detail, unit=unit, floor=floor,
                         mine_best=a.best, theirs_best=b.best, mine_label=a.label, theirs_label=b.label)
 
 
@@ -275,9 +313,12 @@ def _check(n_resamples: int, confidence: float) -> None:
         raise ValueError(f"confidence={confidence!r}: pass a level strictly between 0 and 1, e.g. 0.95.")
 
 
-def _runs(rows, tasks, cost, n_resamples, seed, confidence, budgets=None) -> List[_Claims]:
+def _runs(rows, tasks, cost, n_resamples, seed, confidence, budgets=None, second_seed=None) -> List[_Claims]:
     kept, dropped = own_configurations(rows)
-    return [_Claims(scores, cost, n_resamples, seed, confidence, dropped, budgets) for scores in item_scores(kept, tasks)]
+    floors = same_law_floor(rows, tasks, second_seed=second_seed, n_resamples=n_resamples, confidence=confidence,
+                            seed=seed)
+    return [_Claims(scores, cost, n_resamples, seed, confidence, dropped, budgets, floors)
+            for scores in item_scores(kept, tasks)]
 
 
 def t5_claims(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", n_resamples: int = 2000,
@@ -298,20 +339,22 @@ def t5_claims(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", n_re
             out += [
                 run.compare("SpecCascade [Token] gives the best quality-latency trade-off", gamma,
                             "latency reduction at the verifier's quality: best Token rule - best other method",
-                            TOKEN_RULES, others, unit=unit),
+                            TOKEN_RULES, others, unit=unit, floor=None),
                 run.compare("OPT is second with T5", gamma,
                             "latency reduction at the verifier's quality: OPT - best method other than Token and OPT",
-                            ["SpecCascade [OPT]"], [m for m in others if m != "SpecCascade [OPT]"], unit=unit),
+                            ["SpecCascade [OPT]"], [m for m in others if m != "SpecCascade [OPT]"], unit=unit,
+                            floor=None),
                 run.compare("Sequential cascades are not the best at the verifier's latency", gamma,
                             "best quality within the verifier's latency: best speculative cascade - best sequential",
                             speculative, SEQUENTIAL, name="best_quality", unit=run.scores.metric),
             ]
             if low_budget is not None:
+                # named by its budget: the cheapest speculative cascade point can cost more than the verifier
                 out.append(run.compare(
-                    "Sequential cascades are best at very low latency", gamma,
-                    f"best quality within latency {low_budget:.3g} (the cheapest speculative cascade point): "
-                    "best sequential - best speculative cascade", SEQUENTIAL, speculative, name="best_quality",
-                    budget=low_budget, unit=run.scores.metric))
+                    "Sequential cascades are best within the cheapest speculative cascade's latency", gamma,
+                    f"best quality within {low_budget:.3g}x the verifier's latency (the cheapest speculative "
+                    "cascade point): best sequential - best speculative cascade", SEQUENTIAL, speculative,
+                    name="best_quality", budget=low_budget, unit=run.scores.metric))
     return pd.DataFrame(out)
 
 
@@ -327,18 +370,23 @@ def _rate_comparison(run: _Claims, claim: str, gamma, mine, theirs) -> dict:
     """Best rejection rate at the verifier's quality of `mine` against `theirs`, relative to
     SpecDecode's rate (module docstring)."""
     rate = _spec_rate(run.scores, gamma)
+    unit = "rejection-rate reduction relative to SpecDecode's rate"
+    if np.isnan(rate):
+        return run.row(claim, gamma, "", np.nan, np.nan, np.nan, "", unit=unit, floor=_RATE, unmeasured=NOT_RUN,
+                       reason="SpecDecode did not run here, so no rate reduction relative to its rate is defined")
     if not rate > 0:
-        return run.row(claim, gamma, "", np.nan, np.nan, np.nan, "", unit="", reason="SpecDecode never rejects here "
-                       "(or did not run), so no rate reduction relative to it is defined")
+        return run.row(claim, gamma, "", np.nan, np.nan, np.nan, "", unit=unit, floor=_RATE,
+                       reason="SpecDecode rejected no drafted token here, so a reduction relative to its rate "
+                              "is 0/0")
     row = run.compare(claim, gamma, f"rejection rate at the verifier's quality: best of {', '.join(theirs)} - best "
                       f"of {', '.join(mine)}, over SpecDecode's rate {rate:.3g}", mine, theirs, scale=rate,
-                      unit="rejection-rate reduction relative to SpecDecode's rate")
+                      unit=unit, floor=_RATE)
     # the reduction statistic is 1 - rate on this axis: report the rates themselves
     for side in ("mine", "theirs"):
         best = row.pop(f"{side}_best", np.nan)
         row[f"{side}_rate"] = np.inf if np.isneginf(best) else 1.0 - best if np.isfinite(best) else np.nan
     row["spec_rate"] = rate
-    if row["verdict"] != NOT_MEASURABLE:
+    if row["verdict"] not in (BY_CONSTRUCTION, NOT_RUN):
         rates = [f"{row[f'{side}_label']}: " + ("never reaches" if np.isinf(row[f"{side}_rate"]) else
                                                f"rate {row[f'{side}_rate']:.3g}") for side in ("mine", "theirs")]
         row["detail"] = f"{rates[0]}; {rates[1]}; SpecDecode's rate {rate:.3g}"
@@ -352,18 +400,19 @@ def _opt_advantage(run: _Claims, gamma) -> Optional[dict]:
 
 def gemma_claims(rows: pd.DataFrame, tasks=None, *, cost: str = REJECTION, t5_rows: Optional[pd.DataFrame] = None,
                  t5_tasks=None, t5_cost: str = REJECTION, n_resamples: int = 2000, confidence: float = 0.95,
-                 seed: int = 0) -> pd.DataFrame:
+                 seed: int = 0, second_seed: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """The Gemma-style claims (module docstring) per (task, T) on the rejection-rate axis (`cost`).
     With `t5_rows` (and `t5_tasks`) the claim "OPT helps less with Gemma than with T5" is measured
     against the T5 run at the same temperature, on the same axis (`t5_cost`, the rejection rate);
-    without them it is left out."""
+    without them it is left out. `second_seed`: the verifier's and SpecDecode's rows with a second seed
+    set, for the same-law noise floor (`paired.same_law_floor`)."""
     _check(n_resamples, confidence)
     if t5_cost != REJECTION or cost != REJECTION:
         raise ValueError(f"cost={cost!r}, t5_cost={t5_cost!r}: the Gemma-style claims compare rejection rates on "
                          f"both runs; pass {REJECTION!r} (one unit on both sides).")
     t5 = _runs(t5_rows, t5_tasks, REJECTION, n_resamples, seed + 1, confidence) if t5_rows is not None else []
     out = []
-    for run in _runs(rows, tasks, cost, n_resamples, seed, confidence):
+    for run in _runs(rows, tasks, cost, n_resamples, seed, confidence, second_seed=second_seed):
         gamma = 1
         out.append(_rate_comparison(run, "[Token] matches the large model's quality at a lower rejection rate", gamma,
                                     TOKEN_RULES, PREFIX_RULES + ("SpecDecode [Lossy]",)))
@@ -377,18 +426,21 @@ def gemma_claims(rows: pd.DataFrame, tasks=None, *, cost: str = REJECTION, t5_ro
             claim = "OPT helps less with Gemma than with T5"
             measurement = ("OPT's rejection-rate advantage over the best of Chow/Diff (relative to SpecDecode's "
                            f"rate): T5 ({other.scores.task}, gamma {t5_gamma}) - Gemma-style")
-            unmeasurable = [f"{where}: {side['reason']}" for where, side in (("T5", t5_opt), ("Gemma-style", gemma_opt))
-                            if side["verdict"] == NOT_MEASURABLE]
-            if unmeasurable:
-                out.append(run.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit="",
-                                   reason="; ".join(unmeasurable)))
+            sides = (("T5", t5_opt), ("Gemma-style", gemma_opt))
+            unmeasured = [side["verdict"] for _, side in sides if side["verdict"] in (BY_CONSTRUCTION, NOT_RUN)]
+            if unmeasured:
+                out.append(run.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=gemma_opt["unit"],
+                                   reason="; ".join(f"{where}: {side['reason']}" for where, side in sides
+                                                    if side["verdict"] in unmeasured),
+                                   unmeasured=BY_CONSTRUCTION if BY_CONSTRUCTION in unmeasured else NOT_RUN,
+                                   floor=None))
                 continue
             # independent runs: the difference's bounds from each side's simultaneous bounds
             out.append(run.row(claim, gamma, measurement, _minus(t5_opt["estimate"], gemma_opt["estimate"]),
                                _minus(t5_opt["low"], gemma_opt["high"]), _minus(t5_opt["high"], gemma_opt["low"]),
                                f"T5: {_text(t5_opt['estimate'])} [{t5_opt['low']:.3g}, {t5_opt['high']:.3g}]; "
                                f"Gemma-style: {_text(gemma_opt['estimate'])} [{gemma_opt['low']:.3g}, "
-                               f"{gemma_opt['high']:.3g}]", unit=gemma_opt["unit"]))
+                               f"{gemma_opt['high']:.3g}]", unit=gemma_opt["unit"], floor=None))
     return pd.DataFrame([r for r in out if r is not None])
 
 
@@ -401,8 +453,9 @@ def _beats_verifier(run: _Claims, gamma) -> dict:
     candidates = [j for label in TOKEN_RULES for j in scores.index(label, gamma)]
     verifier = scores.index("Verifier")
     if not candidates:
-        return run.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=scores.metric,
-                       reason=run.why_none(TOKEN_RULES))
+        unmeasured, why = run.why_none(TOKEN_RULES)
+        return run.row(claim, gamma, measurement, np.nan, np.nan, np.nan, "", unit=scores.metric, reason=why,
+                       unmeasured=unmeasured)
     point, distribution = scores.resampled(run.n_resamples, run.seed)
     differences = point[candidates] - point[verifier[0]]
     best, low, high = intervals.best_of(differences, distribution[candidates] - distribution[verifier[0]],

@@ -75,10 +75,15 @@ def latency_claims(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, labels: 
     """"Speculation pays at batch size 1" for each speculative configuration of a Gemma-style run's
     latency rows: $1 - $ its total latency over the verifier's on the same items, pooled over the
     tasks (total over total) and per task, with the percentile interval over items; verdict as
-    `claims.verdict`."""
+    `claims.verdict`, except SpecDecode at gamma 1 without the bonus token: one verifier call per emitted
+    token, as the verifier alone makes, plus a drafter call, so it cannot be faster at any drafter cost
+    (its break-even c is below 0) and its verdict is `claims.BY_CONSTRUCTION`, with the measured
+    estimate kept beside it."""
     from .analysis import latency_view
-    from .claims import verdict
+    from .claims import BY_CONSTRUCTION, verdict
     view = latency_view(rows, latency=column, n_resamples=n_resamples, seed=seed)
+    unbonused = rows.loc[(rows["rule"] == "spec") & (rows["gamma"] == 1)
+                         & rows["config"].astype(str).str.contains("bonus=none", regex=False), "label"]
     view = view[view["method"] == "speculative"]
     if labels is not None:
         view = view[view["label"].isin(labels)]
@@ -87,7 +92,10 @@ def latency_claims(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, labels: 
                             for label, gamma in zip(view["label"], view["gamma"])])
     out["estimate"] = 1.0 - view["latency"].to_numpy()
     out["low"], out["high"] = 1.0 - view["latency_high"].to_numpy(), 1.0 - view["latency_low"].to_numpy()
-    out["verdict"] = [verdict(lo, hi) for lo, hi in zip(out["low"], out["high"])]
+    fixed = out["label"].isin(set(unbonused)) & (out["gamma"] == 1)
+    out["verdict"] = [BY_CONSTRUCTION if f else verdict(lo, hi) for f, lo, hi in zip(fixed, out["low"], out["high"])]
+    out["reason"] = np.where(fixed, "gamma 1 without the bonus token: a verifier call per emitted token plus a "
+                                    "drafter call, so no drafter cost makes it faster than the verifier", "")
     out["unit"] = "latency reduction (share of the verifier's total latency)"
     return out.reset_index(drop=True)
 

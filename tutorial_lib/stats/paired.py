@@ -18,6 +18,22 @@ the verifier at $T = 0$) have a constant difference, where BCa is undefined.
 
 `item_scores` gathers, per (task, temperature), the items every compared configuration ran and each
 configuration's per-item quality data; `curve_bootstrap` and `claims` build on it.
+
+**Counting differences that exclude 0** (`separated_counts`). A configuration compared with itself, or
+one whose texts equal the reference's on every item, differs by 0 by construction: such pairs are
+counted apart and left out. Of the $m$ pairs left, about $(1 - \text{confidence})\,m$ would exclude 0
+by chance if no configuration differed from its reference (each 95% interval misses a true 0 about
+5% of the time; the pairs share items and references, so the count varies more than a binomial's).
+
+**The same-law noise floor** (`same_law_floor`). Two runs of one output law differ only by their
+draws; their paired difference, in a claim's own unit, is what a difference between two methods must
+clear. With a second seed set (item $i$ drawn with another seed), the floor is the verifier's
+quality with the second seeds minus with the first (quality unit), and SpecDecode's rejection rate
+with the second seeds relative to the first, $r_2 / r_1 - 1$ (the unit of the rejection-rate claims).
+Without one, the quality floor is SpecDecode minus the verifier on the same items and seeds (one law:
+SpecDecode is lossless), except where their texts are equal on every item (at $T = 0$): a floor of 0
+by construction, not a measurement. At $T = 0$ nothing is drawn, so a second seed set would repeat
+the run: the rejection-rate floor there is 0 by construction too.
 """
 from __future__ import annotations
 
@@ -29,7 +45,8 @@ import pandas as pd
 from . import intervals
 from ..tasks import metrics
 
-__all__ = ["ItemScores", "item_scores", "paired_differences", "quality_of", "bootstrap_indices", "corpus_quality"]
+__all__ = ["ItemScores", "item_scores", "paired_differences", "quality_of", "bootstrap_indices", "corpus_quality",
+           "separated_counts", "same_law_floor", "FLOOR_COLUMNS"]
 
 _CONFIG_COLUMNS = ["config", "label", "method", "rule", "alpha", "beta", "gamma"]
 #: Per-item row columns kept for costs and rejection rates (those present in the rows), besides any
@@ -179,12 +196,17 @@ def paired_differences(rows: pd.DataFrame, tasks=None, *, against: Sequence[str]
     """For every configuration, its quality minus each reference's in `against` (same task, temperature,
     items and seeds; SpecDecode at the same gamma where it ran at several), with a paired percentile
     bootstrap interval over items (see the module docstring). One row per (configuration, reference):
-    `quality`, `versus`, `versus_quality`, `difference`, `low`, `high`, `n`, `metric`."""
+    `quality`, `versus`, `versus_config`, `versus_quality`, `difference`, `low`, `high`, `n`, `metric`, and
+    `same_texts`: the two emitted the same text on every item (a difference of 0 by construction)."""
     if n_resamples < 2000:
         raise ValueError(f"n_resamples={n_resamples}: use at least 2000 resamples for a 95% interval.")
     out = []
     for scores in item_scores(rows, tasks):
         quality = quality_of(scores)
+        part = rows[(rows["task"] == scores.task) & (rows["temperature"] == scores.temperature)
+                    & rows["example_id"].isin(scores.items)]
+        texts = ({key: group.set_index("example_id")["text"].sort_index() for key, group in part.groupby("config")}
+                 if "text" in part else {})
         for reference in against:
             candidates = scores.index(reference)
             if not candidates:
@@ -193,9 +215,12 @@ def paired_differences(rows: pd.DataFrame, tasks=None, *, against: Sequence[str]
                 same_gamma = [k for k in candidates if scores.configs.at[k, "gamma"] == scores.configs.at[j, "gamma"]]
                 k = (same_gamma or candidates)[0]
                 difference, low, high = _difference(scores, j, k, n_resamples, confidence, seed)
+                mine, theirs = (texts.get(scores.configs.at[i, "config"]) for i in (j, k))
+                same = mine is not None and theirs is not None and mine.equals(theirs)
                 out.append({**quality.iloc[j].to_dict(), "versus": reference,
+                            "versus_config": scores.configs.at[k, "config"],
                             "versus_quality": float(quality.at[k, "quality"]), "difference": difference,
-                            "low": low, "high": high})
+                            "low": low, "high": high, "same_texts": same})
     return pd.DataFrame(out)
 
 
@@ -221,3 +246,110 @@ def corpus_quality(rows: pd.DataFrame, tasks, *, n_resamples: int = 2000, confid
         out.append({"task": task_name, "temperature": part["temperature"].iloc[0], "config": key,
                     "quality": float(point[0]), "low": float(low), "high": float(high), "n": len(stats)})
     return pd.DataFrame(out, columns=["task", "temperature", "config", "quality", "low", "high", "n"])
+
+
+def separated_counts(differences: pd.DataFrame, by: Sequence[str] = ("temperature",),
+                     confidence: float = 0.95) -> pd.DataFrame:
+    """Per group of `by` (and over all rows, `all`), how many paired differences exclude 0, counted over the
+    pairs that can differ (module docstring): `pairs`, `self_comparisons`, `identical_texts`, `compared`,
+    `exclude_0`, `above`, `below` and `expected_by_chance`, (1 - confidence) x compared."""
+    missing = {"low", "high", "config", "versus_config", "same_texts", *by} - set(differences.columns)
+    if missing:
+        raise ValueError(f"differences lack {sorted(missing)}: pass `paired_differences(...)`'s table.")
+    groups = [("all", differences)] + [(key if len(by) > 1 else key[0], part)
+                                       for key, part in differences.groupby(list(by), sort=True)]
+    out = []
+    for key, part in groups:
+        itself = part["config"] == part["versus_config"]
+        same = part["same_texts"].astype(bool) & ~itself
+        kept = part[~itself & ~same]
+        above, below = int((kept["low"] > 0).sum()), int((kept["high"] < 0).sum())
+        out.append({"group": key, "pairs": len(part), "self_comparisons": int(itself.sum()),
+                    "identical_texts": int(same.sum()), "compared": len(kept), "exclude_0": above + below,
+                    "above": above, "below": below, "expected_by_chance": (1 - confidence) * len(kept)})
+    return pd.DataFrame(out)
+
+
+#: the columns `same_law_floor` gives per (task, temperature)
+FLOOR_COLUMNS = ("quality_floor", "quality_floor_low", "quality_floor_high", "quality_floor_from",
+                 "rate_floor", "rate_floor_low", "rate_floor_high", "rate_floor_from")
+
+
+def _texts_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    if "text" not in a or "text" not in b:
+        return False
+    left, right = a.set_index("example_id")["text"], b.set_index("example_id")["text"]
+    common = left.index.intersection(right.index)
+    return len(common) == len(left) and bool((left.loc[common] == right.loc[common]).all())
+
+
+def _quality_difference(first: pd.DataFrame, second: pd.DataFrame, tasks, n_resamples: int, confidence: float,
+                        seed: int) -> tuple:
+    """Quality of `second` minus `first` on their common items (two configurations, possibly of two seed
+    sets: the seeds are left out of the pairing check on purpose)."""
+    both = pd.concat([first.assign(config="first", label="first", method="first"),
+                      second.assign(config="second", label="second", method="second")], ignore_index=True)
+    common = set(first["example_id"]) & set(second["example_id"])
+    both = both[both["example_id"].isin(common)].drop(columns=["seed"], errors="ignore")
+    (scores,) = item_scores(both, tasks)
+    return _difference(scores, scores.index("second")[0], scores.index("first")[0], n_resamples, confidence, seed)
+
+
+def _rate_ratio(first: pd.DataFrame, second: pd.DataFrame, n_resamples: int, confidence: float, seed: int) -> tuple:
+    """$r_2 / r_1 - 1$ of two runs' rejection rates (rejected over drafted tokens) on their common items."""
+    a = first.set_index("example_id")[["n_rejected", "n_accepted"]]
+    b = second.set_index("example_id")[["n_rejected", "n_accepted"]]
+    common = a.index.intersection(b.index)
+    a, b = a.loc[common].to_numpy(float), b.loc[common].to_numpy(float)
+
+    def ratio(idx):
+        r1 = a[idx, 0].sum() / a[idx].sum()
+        r2 = b[idx, 0].sum() / b[idx].sum()
+        return [r2 / r1 - 1 if r1 > 0 else np.nan]
+
+    point, distribution = bootstrap_indices(ratio, len(common), n_resamples=n_resamples, seed=seed)
+    low, high = intervals.percentile_interval(distribution[0], confidence)
+    return float(point[0]), low, high
+
+
+def same_law_floor(rows: pd.DataFrame, tasks=None, *, second_seed: Optional[pd.DataFrame] = None,
+                   n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Per (task, temperature) of `rows`, the noise floor in the quality unit and in the rejection-rate
+    unit (module docstring; `FLOOR_COLUMNS`), each with its percentile interval and `*_from`: what it was
+    measured on, or why there is none. `second_seed`: rows of the verifier and SpecDecode with a second
+    seed set on the same items (`reruns` profile `offline-large-seed2`); a task of theirs counts where both
+    ran every item the first run's verifier ran."""
+    out = []
+    for (task, temperature), part in rows.groupby(["task", "temperature"], sort=False):
+        verifier = part[part["label"] == "Verifier"]
+        spec = part[part["label"] == "SpecDecode"]
+        if len(spec):
+            spec = spec[spec["gamma"] == spec["gamma"].min()]
+        again = (second_seed[(second_seed["task"] == task) & (second_seed["temperature"] == temperature)]
+                 if second_seed is not None else part.iloc[:0])
+        again_verifier, again_spec = (again[again["label"] == label] for label in ("Verifier", "SpecDecode"))
+        items = set(verifier["example_id"])
+        complete = bool(items) and items <= set(again_verifier["example_id"]) and items <= set(again_spec["example_id"])
+        row = {"task": task, "temperature": temperature, **{c: np.nan for c in FLOOR_COLUMNS}}
+        if complete:
+            row.update(zip(FLOOR_COLUMNS[:3], _quality_difference(verifier, again_verifier, tasks, n_resamples,
+                                                                   confidence, seed)))
+            row["quality_floor_from"] = "the verifier with a second seed set minus the verifier (same items)"
+            row.update(zip(FLOOR_COLUMNS[4:7], _rate_ratio(spec, again_spec, n_resamples, confidence, seed)))
+            row["rate_floor_from"] = "SpecDecode's rejection rate with a second seed set over its rate, minus 1"
+        else:
+            if not len(verifier) or not len(spec):
+                row["quality_floor_from"] = "not run: the verifier or SpecDecode did not run here"
+            elif _texts_equal(spec, verifier):
+                row["quality_floor_from"] = ("by construction: SpecDecode's texts are the verifier's on every item "
+                                             "(T = 0), so their difference is 0 without measuring anything")
+            else:
+                row.update(zip(FLOOR_COLUMNS[:3], _quality_difference(verifier, spec, tasks, n_resamples,
+                                                                       confidence, seed)))
+                row["quality_floor_from"] = "SpecDecode minus the verifier (one law, the same items and seeds)"
+            row["rate_floor_from"] = (
+                "by construction: at T = 0 nothing is drawn, so a second seed set repeats SpecDecode's run and "
+                "its rate (a floor of 0 without measuring anything)" if temperature == 0 else
+                "not run: a floor in rejection rate needs SpecDecode with a second seed set on these items")
+        out.append(row)
+    return pd.DataFrame(out, columns=["task", "temperature", *FLOOR_COLUMNS])

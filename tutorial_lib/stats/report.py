@@ -9,6 +9,7 @@ Notebooks 06 and 07 write their result files with the functions here (`write_t5_
 | `signed_error.csv` | per method, the modelled latency's signed error against the wall time: median and quartiles (`pricing.signed_error`) |
 | `latency_by_task.csv` | (Gemma-style) batch-size-1 latency per task and pooled, total over total (`analysis.latency_view`) |
 | `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`stats.hardware`) |
+| `noise_floor.csv` | (Gemma-style) per task and temperature, the same-law noise floor in the quality and rejection-rate units (`paired.same_law_floor`; from the second-seed run where one is saved) |
 | `facts.json` | the run's other numbers (cost ratio, step times, SpecDecode's relative latency, ...) that the notebooks' prose quotes |
 | `answer_lengths.csv`, `paired_differences.csv`, `summary.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`, `analysis.summarize`) |
 
@@ -34,7 +35,8 @@ from ..sweeps.result_files import (RESULTS_STAMP, ResultFilesChanged, check_resu
 from .analysis import distinct_runs, same_calls, same_texts_as
 
 __all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_EARLIER_RUN", "GEMMA_RENAMED_TASKS", "AIM",
-           "GRID_RESAMPLES", "write_t5_results", "write_t5_facts", "write_gemma_results", "ResultFilesChanged",
+           "GRID_RESAMPLES", "write_t5_results", "write_t5_facts", "t5_stamp", "write_gemma_results", "gemma_results",
+           "gemma_tables", "write_tables", "saved_gemma_run", "ResultFilesChanged",
            "check_result_files", "write_results_stamp", "T5_RESULT_FILES", "distinct_runs", "same_texts_as"]
 
 #: the committed runs the results pages show (folder names under data/results/)
@@ -79,10 +81,8 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     was written: else `ResultFilesChanged`, naming the files (`recompute=True` computes them again)."""
     from . import claims, hardware, pricing
     folder = Path(folder)
-    clock_folder = (clock_rows if clock_rows is not None else rows).attrs.get("path", folder)
-    stamp = results_stamp([folder, clock_folder], table, calibration=calibration.to_dict(), n_resamples=n_resamples,
-                          grid_resamples=grid_resamples, rows=len(rows), tasks=[getattr(t, "name", str(t)) for t in tasks],
-                          clock_wall_s=None if clock_rows is None else float(clock_rows["wall_time_s"].sum()))
+    stamp = t5_stamp(rows, tasks, folder, calibration, table=table, clock_rows=clock_rows, n_resamples=n_resamples,
+                     grid_resamples=grid_resamples)
     stamp_path = folder / RESULTS_STAMP
     try:
         kept = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
@@ -110,6 +110,18 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     write_t5_facts(rows, folder, calibration, table=table, grid_resamples=grid_resamples)
     write_results_stamp(folder, stamp, T5_RESULT_FILES, "t5_results")
     return _read_tables(folder, _T5_TABLES)   # as read back, so a computed and a reused run return alike
+
+
+def t5_stamp(rows: pd.DataFrame, tasks, folder, calibration, *, table: Optional[pd.DataFrame] = None,
+             clock_rows: Optional[pd.DataFrame] = None, n_resamples: int = 2000,
+             grid_resamples: int = GRID_RESAMPLES) -> str:
+    """What `write_t5_results` records its files as computed from (`sweeps.result_files.results_stamp`): the
+    rows files and calibration of the sweep and of its clock rows, `table`, the settings and the code."""
+    folder = Path(folder)
+    clock_folder = (clock_rows if clock_rows is not None else rows).attrs.get("path", folder)
+    return results_stamp([folder, clock_folder], table, calibration=calibration.to_dict(), n_resamples=n_resamples,
+                         grid_resamples=grid_resamples, rows=len(rows), tasks=[getattr(t, "name", str(t)) for t in tasks],
+                         clock_wall_s=None if clock_rows is None else float(clock_rows["wall_time_s"].sum()))
 
 
 def _read_tables(folder: Path, names) -> Dict[str, pd.DataFrame]:
@@ -149,20 +161,32 @@ def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[p
     return facts
 
 
-def write_gemma_results(rows: pd.DataFrame, tasks, folder, calibration, latency_rows: pd.DataFrame, *,
-                        t5_rows=None, t5_tasks=None, n_resamples: int = 2000, progress: bool = True
-                        ) -> Dict[str, pd.DataFrame]:
-    """The Gemma-style run's result files (module docstring); `latency_rows` are its batch-size-1
-    latency rows, priced with `calibration`."""
-    from . import analysis, claims, hardware, pricing
-    folder = Path(folder)
-    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples)
-    claims_table.to_csv(folder / "claims.csv", index=False)
+def gemma_tables(rows: pd.DataFrame, tasks, *, cost: Optional[str] = None, n_resamples: int = 2000
+                 ) -> Dict[str, pd.DataFrame]:
+    """The tables notebook 07 shows before its claims, as kept beside the rows: `answer_lengths` (with the
+    priced `cost` per answer where given), `paired_differences`, `table` (the paper's table on the
+    rejection-rate axis) and `summary` (every point, with each rule's curve ends)."""
+    from . import analysis, curve_bootstrap, paired
+    return {"answer_lengths": analysis.answer_lengths(rows, tasks, cost=cost),
+            "paired_differences": paired.paired_differences(rows, tasks, n_resamples=n_resamples),
+            "table": curve_bootstrap.curve_table(rows, tasks, cost="rejection_rate", n_resamples=n_resamples),
+            "summary": analysis.with_rule_ends(analysis.summarize(rows))}
+
+
+def gemma_results(rows: pd.DataFrame, tasks, calibration, latency_rows: pd.DataFrame, *, t5_rows=None,
+                  t5_tasks=None, n_resamples: int = 2000, progress: bool = True,
+                  second_seed: Optional[pd.DataFrame] = None) -> Dict[str, object]:
+    """The Gemma-style run's claims and latency files (module docstring), computed, not written:
+    `latency_rows` are its batch-size-1 latency rows, priced with `calibration`; `second_seed`: the
+    verifier's and SpecDecode's rows with a second seed set (`reruns.second_seed_rows`), for the noise
+    floor. The values are tables, and `facts` a dict."""
+    from . import analysis, claims, hardware, paired, pricing
+    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples,
+                                       second_seed=second_seed)
+    floors = paired.same_law_floor(rows, tasks, second_seed=second_seed, n_resamples=n_resamples)
     column = pricing.LATENCY_COLUMN
     by_task = analysis.latency_view(latency_rows, latency=column, tasks=tasks, n_resamples=n_resamples)
-    by_task.to_csv(folder / "latency_by_task.csv", index=False)
     errors = pricing.signed_error(latency_rows, by=["label", "gamma"])
-    errors.to_csv(folder / "signed_error.csv", index=False)
     machine = hardware.machine_c(calibration)
 
     def pooled_claims(priced, cost):
@@ -172,13 +196,57 @@ def write_gemma_results(rows: pd.DataFrame, tasks, folder, calibration, latency_
     grid = hardware.verdict_grid(latency_rows, calibration, pooled_claims,
                                  extra_points={"this machine": machine,
                                                "paper's T5 pair (estimate)": hardware.PAPER_T5_C}, progress=progress)
-    grid.to_csv(folder / "verdicts_by_c.csv", index=False)
     flips = hardware.flip_points(grid, keys=("claim", "temperature"))
-    flips.to_csv(folder / "flip_points.csv", index=False)
     facts = {"c": machine, "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
              "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False), "grid_resamples": GRID_RESAMPLES,
              "latency_items": int(latency_rows.groupby("task")["example_id"].nunique().sum()),
              "paper_c": hardware.PAPER_T5_C, "paper_c_source": hardware.PAPER_T5_SOURCE}
-    (folder / "facts.json").write_text(json.dumps(facts, indent=1))
-    return {"claims": claims_table, "latency_by_task": by_task, "signed_error": errors, "verdicts_by_c": grid,
-            "flip_points": flips}
+    return {"claims": claims_table, "noise_floor": floors, "latency_by_task": by_task, "signed_error": errors,
+            "verdicts_by_c": grid, "flip_points": flips, "facts": facts}
+
+
+def write_gemma_results(rows: pd.DataFrame, tasks, folder, calibration, latency_rows: pd.DataFrame, *,
+                        t5_rows=None, t5_tasks=None, n_resamples: int = 2000, progress: bool = True,
+                        second_seed: Optional[pd.DataFrame] = None) -> Dict[str, object]:
+    """`gemma_results`, each written beside the rows in `folder` (`<name>.csv`, `facts.json`); returns them."""
+    results = gemma_results(rows, tasks, calibration, latency_rows, t5_rows=t5_rows, t5_tasks=t5_tasks,
+                            n_resamples=n_resamples, progress=progress, second_seed=second_seed)
+    write_tables(folder, results)
+    return results
+
+
+def write_tables(folder, tables: Dict[str, object]) -> None:
+    """Each table as `<name>.csv` in `folder` (a dict as `<name>.json`)."""
+    folder = Path(folder)
+    for name, table in tables.items():
+        if isinstance(table, dict):
+            (folder / f"{name}.json").write_text(json.dumps(table, indent=1))
+        else:
+            table.to_csv(folder / f"{name}.csv", index=False)
+
+
+def saved_gemma_run(profile: str, *, results_dir=None) -> Dict[str, object]:
+    """A committed Gemma-style run as notebook 07 reads it, loading no model: its `settings`, `tasks`, priced
+    `rows`, `calibration`, priced `latency_rows`, the T5 run its OPT claim compares with (`t5_rows`,
+    `t5_tasks`; None where not saved) and its `second_seed` rows (None where it has none)."""
+    from . import analysis, pricing
+    from ..sweeps import evaluation as ev
+    from ..sweeps import reruns
+    settings = reruns.gemma_profile(profile)
+    name = f"gemma-{settings['profile']}"
+    pair = reruns.saved_pair(name, settings, results_dir=results_dir)
+    tasks = reruns.gemma_tasks(settings)
+    rows = ev.run_sweep(pair, tasks, reruns.gemma_configs(settings), name=name, root=results_dir, runner="batch",
+                        batch_size=settings["batch_size"], extra_config=reruns.run_config(settings), progress=False)
+    rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["latency_gammas"], required=True)
+    latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
+    latency_rows = ev.run_sweep(pair, latency_tasks, reruns.latency_configs(settings), name=f"{name}-latency",
+                                root=results_dir, runner="single", extra_config=reruns.run_config(settings),
+                                progress=False)
+    try:
+        t5_rows, t5_tasks, _ = analysis.saved_t5_run("offline", results_dir=results_dir)
+    except (FileNotFoundError, ev.MissingRowsError):
+        t5_rows = t5_tasks = None
+    return {"settings": settings, "tasks": tasks, "rows": rows, "calibration": calibration,
+            "latency_rows": pricing.price_rows(latency_rows, calibration), "t5_rows": t5_rows, "t5_tasks": t5_tasks,
+            "second_seed": reruns.second_seed_rows(settings, results_dir=results_dir)}

@@ -25,7 +25,7 @@ from . import evaluation as ev
 if TYPE_CHECKING:   # annotations only: the wing loads pandas when a sweep does
     import pandas as pd
 
-__all__ = ["T5_PROFILES", "T5_OFFLINE_ALPHAS", "T5_OFFLINE_ALPHAS_T0", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
+__all__ = ["T5_PROFILES", "T5_OFFLINE_ALPHAS", "T5_OFFLINE_ALPHAS_T0", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "SECOND_SEED_PROFILES", "second_seed_rows", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
            "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair",
            "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
 
@@ -359,10 +359,12 @@ GEMMA_PROFILES: Dict[str, dict] = {
     # with a second seed set (item i draws with seed 1000 + i instead of i; no seed is shared, as no task
     # has 1,000 items). Two runs of one law differ only by the draws: their paired difference is the floor
     # a difference between two methods must clear (`stats.noise_floor`). Tasks cheapest first (facts,
-    # HumanEval, arithmetic): a run stopped early still gives the floor of the tasks it finished.
+    # HumanEval, arithmetic): a run stopped early still gives the floor of the tasks it finished. Chunks of
+    # 120 items keep about 240 rows per batch, as offline-large's 16 x 15 (chunks of 16 made 32-row
+    # batches, which ran HumanEval at about 19 s a row).
     "offline-large-seed2": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32",
                                 device="cpu", tasks=["facts", "humaneval", "arithmetic-300"], n_items=None,
-                                temperatures=[1.0], curves=["Verifier", "SpecDecode"], n_alpha=3, batch_size=16,
+                                temperatures=[1.0], curves=["Verifier", "SpecDecode"], n_alpha=3, batch_size=120,
                                 alphas=None, greedy_curves=None, seed=1000, latency_items=4,
                                 latency_gammas=[1, 5], latency_curves=["Verifier", "SpecDecode"],
                                 max_new_tokens={"humaneval": 384, "arithmetic-300": 320, "facts": 24},
@@ -374,6 +376,34 @@ GEMMA_PROFILES: Dict[str, dict] = {
                   max_new_tokens={"code": 6, "arithmetic": 6, "facts": 4},
                   shots={"code": 1, "arithmetic": 1, "facts": 2}),
 }
+
+
+#: A profile's second seed set: its verifier and SpecDecode at T = 1 again, for the same-law noise floor
+SECOND_SEED_PROFILES: Dict[str, str] = {"offline-large": "offline-large-seed2"}
+
+
+def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFrame"]:
+    """The saved rows of the profile's second-seed run (`SECOND_SEED_PROFILES`), whole tasks only (a task
+    counts once both of its curves ran every item: a run still under way gives the tasks it finished), or
+    None where the profile has none or none is saved. Loads no model."""
+    import pandas as pd
+    name = SECOND_SEED_PROFILES.get(settings["profile"])
+    if name is None:
+        return None
+    again = gemma_profile(name)
+    try:
+        pair = saved_pair(f"gemma-{name}", again, results_dir=results_dir)
+    except FileNotFoundError:
+        return None
+    tasks = gemma_tasks(again)
+    sweep = ev.sweep_of(pair, tasks, f"gemma-{name}", runner="batch", seed=again.get("seed", 0),
+                        extra_config=run_config(again), root=results_dir)
+    rows = pd.DataFrame(sweep.load())
+    if rows.empty:
+        return None
+    n_configs = len(gemma_configs(again))
+    whole = [t.name for t in tasks if (rows["task"] == t.name).sum() == n_configs * len(t.examples)]
+    return rows[rows["task"].isin(whole)].reset_index(drop=True)
 
 
 def gemma_profile(name: str = "offline-large", **overrides) -> dict:

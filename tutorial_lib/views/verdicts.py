@@ -16,7 +16,7 @@ from .widgets import Panel, Trace, to_matplotlib, to_plotly, wrap
 __all__ = ["latency_panels", "latency_figure", "latency_view", "verdict_panels", "verdict_figure", "verdict_view"]
 
 _VERDICT_COLORS = {"holds": "#1b9e77", "does not hold": "#d95f02", "not resolved at this sample size": "#7570b3",
-                   "not measurable here": "#999999"}
+                   "by construction": "#999999", "not run": "#dddddd"}
 _LATENCY_TITLE = "Wall-clock latency at batch size 1, relative to the verifier: per task and pooled"
 _STYLES = {"as measured here": "solid", "one step per block": "dash"}
 
