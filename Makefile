@@ -57,7 +57,8 @@ test: lint
 FORMATTED := benchmarks/kernel_paths.py benchmarks/sandbox_attacks.py tests/process_tree.py tests/test_kernel_paths.py \
 	tests/test_layer_skip.py tests/test_sandbox_unprivileged.py tutorial_lib/models/kernel_paths.py \
 	tutorial_lib/models/layer_skip.py tutorial_lib/tasks/judge_worker.py tutorial_lib/tasks/plain_data.py \
-	tutorial_lib/decoding/speed_tables.py tests/test_speed_tables.py tests/test_committed_results.py
+	tutorial_lib/decoding/speed_tables.py tests/test_speed_tables.py tests/test_committed_results.py \
+	benchmarks/t5_call_overhead.py
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check $(FORMATTED)

@@ -128,8 +128,9 @@ def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
     from tutorial_lib.stats import pricing
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
     latency_configs = reruns.latency_configs(settings)
+    pair = reruns.latency_pair(settings, pair)  # the profile's latency_paths, where it names them
     latency = ev.sweep_of(pair, latency_tasks, f"{name}-latency", runner="single",
-                          extra_config=reruns.run_config(settings), root=Path(root) if root else None)
+                          extra_config=reruns.latency_run_config(settings), root=Path(root) if root else None)
     expected = len(latency_configs) * sum(len(t.examples) for t in latency_tasks)
     saved = len(latency.done())
     start = time.perf_counter()
@@ -138,7 +139,7 @@ def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
         pricing.calibrate_for_sweep(pair, sweep.path, gammas=settings["latency_gammas"], recalibrate=True)
         print(f"calibrated in {time.perf_counter() - start:.0f} s", flush=True)
     latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"{name}-latency",
-                                root=root, runner="single", extra_config=reruns.run_config(settings))
+                                root=root, runner="single", extra_config=reruns.latency_run_config(settings))
     if latency_rows.attrs["path"] != str(latency.path):
         raise RuntimeError(f"run_sweep wrote to {latency_rows.attrs['path']}, not {latency.path}: the folder hash moved")
     print(f"{len(latency_rows)} latency rows in {latency_rows.attrs['path']} "

@@ -64,9 +64,11 @@
 # - `smoke`: two items per task with SmolLM2-135M and a drafter made of its first 16 layers (`make test`).
 #
 # **The offline settings**: 0, 2 and 4 few-shot examples (HumanEval, arithmetic, facts; 1, 2 and 4 in
-# `offline-all`), and the curves' ends are measured runs too (below). The models run in **fp32**, not bf16:
-# this CPU has no bf16 matrix units, and batched bf16 forward passes measured 2-8 times slower than
-# fp32 here.
+# `offline-all`), and the curves' ends are measured runs too (below). The batched rows were computed in
+# **fp32**, not bf16, on a processor without bf16 matrix units, where batched bf16 forward passes measured 2-8
+# times slower than fp32. The batch-size-1 latency rows of `offline-large` run on the kernel paths its profile
+# names (`latency_paths`: an int8 drafter and a bf16 verifier, which a probe chose on a processor with bf16
+# units, notebook 09); at $T = 0$ their tokens are that bf16 verifier's, which can differ from the fp32 rows'.
 #
 # **Batched lockstep execution, and what it costs here.** At $\gamma = 1$ each step emits exactly one
 # token per sequence (accept the draft or replace it from the residual, as the authors' colab does),
@@ -333,9 +335,12 @@ table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_v
 # %% [markdown]
 # ## Wall-clock latency at batch size 1
 #
-# The paper's speed claim is about one sequence at a time. Here a few items per task run alone, at
+# The paper's speed claim is about one sequence at a time. Here the first `latency_items` items of each task
+# run alone, at the lowest temperature, at
 # $\gamma = 1$ (no bonus token, as above) and at $\gamma = 5$ (the faster setting, with Algorithm 4's
-# bonus token), for the verifier, SpecDecode and one cascade at a middle $\alpha$. Latency is relative
+# bonus token), for the verifier, SpecDecode and one cascade at the $\alpha$ of its quality rows at that
+# temperature, with the pair on the profile's `latency_paths` (as loaded where it names none). The
+# calibration that prices them is measured on those paths just before them. Latency is relative
 # to the verifier alone on the same items, **per task and pooled**: a configuration's total latency
 # over the verifier's total on the same items (never a mean of per-task ratios), with its 95% interval
 # over items; quality stays per task, in the task's own metric (the pooled row has none: the metrics
@@ -347,10 +352,12 @@ table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_v
 # %%
 latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
 latency_configs = tl.sweeps.reruns.latency_configs(settings)
-print(", ".join(f"{c.label} (alpha={c.alpha:.2g}, gamma={c.gamma})" for c in latency_configs))
+print(f"{settings['latency_items']} items per task; kernel paths {settings.get('latency_paths') or 'as loaded'}; "
+      + ", ".join(f"{c.label} (alpha={c.alpha:.3g}, gamma={c.gamma})" for c in latency_configs))
 start = time.perf_counter()
-latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"gemma-{settings['profile']}-latency",
-                            root=results_dir, runner="single", extra_config=tl.sweeps.reruns.run_config(settings))
+latency_pair = tl.sweeps.reruns.latency_pair(settings, pair, results_dir=results_dir)  # on its latency_paths
+latency_rows = ev.run_sweep(latency_pair, latency_tasks, latency_configs, name=f"gemma-{settings['profile']}-latency",
+                            root=results_dir, runner="single", extra_config=tl.sweeps.reruns.latency_run_config(settings))
 latency_seconds = time.perf_counter() - start
 latency_error = None
 latency_column = "wall_time_s"

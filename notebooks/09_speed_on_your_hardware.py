@@ -108,6 +108,7 @@ import torch
 import tutorial_lib as tl
 import tutorial_lib.paths
 from tutorial_lib.decoding import speed_runs, speed_tables
+from tutorial_lib.decoding.calibration import Calibration
 from tutorial_lib.decoding.engine import calibrate
 from tutorial_lib.decoding.gamma_policy import AutoGamma, calibration_for
 from tutorial_lib.models import kernel_paths
@@ -345,11 +346,17 @@ else:
 # first). Its JSON is committed in `data/benchmarks/`, quiet and beside a heavy job; the tables below are read
 # from it: the methods (speed-ups over our verifier alone, medians [quartiles] over prompt and round), and each
 # aim of `tl.decoding.speed_tables.AIMS` with its verdict computed here from the numbers.
-# `benchmarks/kernel_paths.py` times the whole verifier on every path against its bound.
+# `benchmarks/kernel_paths.py` times the whole verifier on every path against its bound, on two processors:
+# one without bf16 units (AVX-512 only: bf16 is emulated, so slower than fp32) and one with them (AVX-512 bf16
+# and AMX: bf16 reads half the bytes and its block stays flat). Last, what share of a call is fixed whatever
+# the call computes (`speed_tables.fixed_call_costs`): for the synthetic T5 pair of notebook 06, whose calls
+# last a millisecond (`benchmarks/t5_call_overhead.py`), and for this notebook's pair (section 2's calibration).
 
 # %%
 benchmarks = tutorial_lib.paths.DATA_DIR / "benchmarks"
-for name in ("engine_speed_cpu", "engine_speed_cpu_busy"):
+# two processors: without bf16 units (the first two) and with them (bf16 and AMX: the last two)
+for name in ("engine_speed_cpu", "engine_speed_cpu_busy", "engine_speed_cpu_bf16_units",
+             "engine_speed_cpu_bf16_units_busy"):
     path = benchmarks / f"{name}.json"
     if not path.exists():
         print(f"no {path.name}: run `python benchmarks/engine_speed.py` to measure it")
@@ -361,8 +368,10 @@ for name in ("engine_speed_cpu", "engine_speed_cpu_busy"):
     aims = speed_tables.engine_speed_aims(run)
     display(aims.round(3))
     metrics.setdefault("committed_benchmark", {})[name] = aims.to_dict(orient="records")
-kernel_file = benchmarks / "kernel_paths_cpu.json"
-if kernel_file.exists():
+for kernel_file in (benchmarks / "kernel_paths_cpu.json", benchmarks / "kernel_paths_cpu_bf16_units.json"):
+    if not kernel_file.exists():
+        print(f"no {kernel_file.name}: run `python benchmarks/kernel_paths.py --output ...` to measure it")
+        continue
     kernel_run = json.loads(kernel_file.read_text())
     whole_model = pd.DataFrame([
         {"model path": name, "t(1) ms": 1e3 * r["t_s"]["1"], "t(1) / bound": r["t1_over_bound"],
@@ -371,6 +380,26 @@ if kernel_file.exists():
     print(f"{kernel_file.name}: read bandwidth {kernel_run['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s; "
           f"{kernel_run['machine'].split('|')[0]}; bf16 units: {kernel_run['bf16_units']}")
     display(whole_model.round(2))
+t5_file = benchmarks / "t5_call_overhead_cpu.json"
+if t5_file.exists():
+    t5_run = json.loads(t5_file.read_text())
+    print(f"{t5_file.name}: {' -> '.join(t5_run['pair'])}, {t5_run['threads']} thread, milliseconds")
+    t5_fixed = speed_tables.fixed_call_costs(Calibration.from_dict(t5_run["calibration"]))
+    display(t5_fixed.round(3))
+    share = "fixed share beyond the weights' read"
+    tl.lessons.notebook.glue_values(t5_fixed_verifier=100 * t5_fixed.loc["verifier", share],
+                                    t5_fixed_drafter=100 * t5_fixed.loc["drafter", share],
+                                    t5_verifier_ms=t5_fixed.loc["verifier", "t(1) ms"])
+    metrics["t5_fixed_call_share"] = t5_fixed[share].to_dict()
+print(f"this notebook's pair ({drafter.name} -> {verifier.name}), section 2's calibration, milliseconds")
+speed_tables.fixed_call_costs(calibration).round(3)
+
+# %% [markdown]
+# On the synthetic T5 pair a verifier call takes {glue:text}`t5_verifier_ms:.2f` ms, and
+# {glue:text}`t5_fixed_verifier:.0f`% of it (of the drafter's, {glue:text}`t5_fixed_drafter:.0f`%) is paid
+# whatever the call computes, beyond reading its few megabytes of weights: the framework's operators, Python and
+# the engine's bookkeeping. Such calls are bound by overhead, not by memory or arithmetic: a faster kernel or
+# fewer bytes cannot make them much cheaper, only fewer calls can.
 
 # %% [markdown]
 # ## 9. How to tell what decides on your machine

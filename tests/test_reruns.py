@@ -106,7 +106,8 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
     priced = pricing.price_rows(rows, calibration)
     assert priced[pricing.LATENCY_COLUMN].gt(0).all()
     latency = ev.run_sweep(pair, [t.head(settings["latency_items"]) for t in tasks], reruns.latency_configs(settings),
-                           name="gemma-offline-all-latency", runner="single", extra_config=reruns.run_config(settings),
+                           name="gemma-offline-all-latency", runner="single",
+                           extra_config=reruns.latency_run_config(settings),
                            progress=False)
     assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
     assert pricing.model_error(pricing.price_rows(latency, calibration))["n_items"].eq(settings["latency_items"]).all()
@@ -127,9 +128,10 @@ def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_def
     assert len(rows) == len(configs) * 513 == 7695 and Path(rows.attrs["path"]).name == report.GEMMA_RUN
     calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
     assert pricing.price_rows(rows, calibration)[pricing.LATENCY_COLUMN].gt(0).all()
-    latency = ev.run_sweep(pair, [t.head(settings["latency_items"]) for t in tasks], reruns.latency_configs(settings),
-                           name="gemma-offline-large-latency", runner="single", extra_config=reruns.run_config(settings),
-                           progress=False)
+    latency = ev.run_sweep(reruns.latency_pair(settings, pair), [t.head(settings["latency_items"]) for t in tasks],
+                           reruns.latency_configs(settings), name="gemma-offline-large-latency", runner="single",
+                           extra_config=reruns.latency_run_config(settings), progress=False)
+    assert settings["latency_items"] >= 16 and latency["wall_time_s"].gt(0).all()
     assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
     assert Path(latency.attrs["path"]).name == report.GEMMA_LATENCY_RUN
     notebook = (Path(__file__).resolve().parents[1] / "notebooks" / "07_gemma_evaluation.py").read_text()
@@ -163,3 +165,46 @@ def test_the_committed_t5_run_reloads_complete_under_exact_alpha_keys():
     assert len(rows) == len(configs) * sum(len(t.examples) for t in tasks)
     assert set(rows["config"]) == {c.key for c in configs}
     assert not rows.duplicated(["task", "config", "example_id"]).any()
+
+
+def test_the_latency_settings_stay_out_of_the_batched_sweeps_hash():
+    # how the latency rows are measured decides no batched row: measuring them again on more items or on
+    # another kernel path must find the batched rows where they are
+    settings = reruns.gemma_profile("offline-large")
+    assert not set(reruns.LATENCY_KEYS) & set(reruns.run_config(settings)["profile"])
+    assert set(reruns.LATENCY_KEYS) <= set(reruns.latency_run_config(settings)["profile"])
+    other = reruns.gemma_profile("offline-large", latency_items=3)
+    other["latency_paths"] = ["fp32", "fp32"]
+    assert reruns.run_config(other) == reruns.run_config(settings)
+    assert reruns.latency_run_config(other) != reruns.latency_run_config(settings)
+    assert ev.Sweep("gemma-offline-large", reruns.run_config(settings)).hash != \
+        ev.Sweep("gemma-offline-large", reruns.latency_run_config(settings)).hash
+
+
+def test_latency_rows_take_the_alpha_of_the_quality_rows_at_their_temperature():
+    settings = reruns.gemma_profile("offline-large")
+    alphas = {c.label: c.alpha for c in reruns.latency_configs(settings) if c.method == "speculative"}
+    assert min(settings["temperatures"]) == 0.0
+    assert alphas["SpecCascade [Token-V2]"] == settings["greedy_alphas"]["SpecCascade [Token-V2]"][0] == 0.515
+    quality = {c.alpha for c in reruns.gemma_configs(settings)
+               if c.label == "SpecCascade [Token-V2]" and c.temperature == 0.0}
+    assert quality == {0.515}
+    # a profile without T = 0 placements keeps its one list of alphas
+    earlier = reruns.gemma_profile("offline-all")
+    assert {c.alpha for c in reruns.latency_configs(earlier) if c.label == "SpecCascade [Token-V2]"} == \
+        {earlier["alphas"]["SpecCascade [Token-V2]"][0]}
+
+
+def test_latency_pair_puts_loaded_models_on_the_latency_paths_and_finds_saved_ones():
+    from tutorial_lib.models import kernel_paths
+    settings = reruns.gemma_profile("smoke")
+    pair = tl.models.load_pair("tiny-random-llama:1", "tiny-random-llama:0")
+    assert reruns.latency_pair(settings, pair) is pair  # no latency_paths: the pair as loaded
+    settings["latency_paths"] = ["int8-dynamic", "fp32-gemv"]
+    moved = reruns.latency_pair(settings, pair)
+    assert [kernel_paths.path_of(lm.model) for lm in moved] == ["int8-dynamic", "fp32-gemv"]
+    # stand-ins of a saved run: those the saved latency rows were computed with (bf16 verifier, not fp32)
+    large = reruns.gemma_profile("offline-large")
+    saved = reruns.saved_pair("gemma-offline-large", large)
+    records = reruns.latency_pair(large, saved)
+    assert saved[1].dtype == "float32" and records[1].dtype == "bfloat16"

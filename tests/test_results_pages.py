@@ -20,7 +20,8 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 #: `{glue:text}`name:.3f`` (and the other glue roles) in a markdown cell
 GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`]+)`")
 #: The results pages whose findings prose quotes its numbers by glue.
-GLUED_PAGES = ("06_t5_evaluation", "07_gemma_evaluation", "08_real_pair_token_analysis", "10_rules_in_engines")
+GLUED_PAGES = ("06_t5_evaluation", "07_gemma_evaluation", "08_real_pair_token_analysis", "09_speed_on_your_hardware",
+               "10_rules_in_engines")
 
 
 def _cells(path: Path):

@@ -19,6 +19,17 @@ r"""Speed measurements as tables: the committed runs of `benchmarks/engine_speed
 | `engine_speed_aims` | one row per aim: median, quartiles, threshold and verdict |
 | `by_batch_and_gamma` | one row per $(B, \gamma)$ of a batch run: tokens per second, median and range over rounds |
 | `where_speculation_pays` | the batch sizes at which each $\gamma$ beats the verifier alone |
+| `fixed_call_costs` | per model of a calibration: what a call costs whatever its $k$, and the share of one call that is fixed overhead |
+
+**What a call costs whatever it computes.** Fitting a model's measured call times to a line in the tokens
+it is fed, $t(k) = t_0 + b\,k$ (least squares over every measured $k$), splits a call into a part
+$t_0$ every call pays and a part $b$ per token. Of $t_0$, reading the weights once takes at least
+$W / B$ (bytes over the measured read bandwidth); the rest, with the engine's own cost per call $o$,
+is what every call pays beyond its bytes: launching the framework's operators, Python, the cache's
+bookkeeping, and a kernel that reads slower than the bandwidth allows. Its share of a one-token call,
+$(t_0 - W/B + o) / (t(1) + o)$, says whether a call is bound by memory (near 0: a large model on a kernel
+at its bound) or by fixed overhead (near 1: millisecond calls of a small model, which fewer bytes or a
+faster kernel cannot speed up: only fewer calls can).
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ __all__ = [
     "pairwise_ratio",
     "by_batch_and_gamma",
     "where_speculation_pays",
+    "fixed_call_costs",
 ]
 
 #: aim -> (the comparison, the threshold, whether the measured value must be at most it)
@@ -193,3 +205,44 @@ def where_speculation_pays(runs: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["gamma", "measured", "every_round", "predicted"])
+
+
+def fixed_call_costs(calibration) -> pd.DataFrame:
+    """Per model of a `decoding.calibration.Calibration` (module docstring, "What a call costs whatever it
+    computes"): t(1), the engine's overhead per call o, the line $t(k) = t_0 + b k$ fitted to the measured
+    medians (the drafter's k = 1, 2; the verifier's k = 1..max_k), the weights' read time W / B (nan where
+    the calibration did not measure bandwidth or bytes) and the fixed overhead's share of a one-token call
+    (taken as $(t_0 + o) / (t(1) + o)$ where W / B is unknown). Milliseconds; one row per model."""
+    import math
+
+    import numpy as np
+
+    overhead = calibration.overhead_s
+    ks = {
+        "drafter": [k for k, kind in ((1, "drafter_step"), (2, "drafter_k2")) if kind in calibration.samples],
+        "verifier": list(range(1, calibration.max_k + 1)),
+    }
+    rows = []
+    for role, measured in ks.items():
+        times = [
+            calibration.median("drafter_step" if k == 1 else "drafter_k2")
+            if role == "drafter"
+            else calibration.t_p(k, with_overhead=False)
+            for k in measured
+        ]
+        per_token, fixed = np.polyfit(measured, times, 1) if len(measured) > 1 else (math.nan, times[0])
+        bound = calibration.bound_s(role)
+        overhead_part = fixed + overhead - (0.0 if math.isnan(bound) else bound)
+        rows.append(
+            {
+                "model": role,
+                "t(1) ms": 1e3 * times[0],
+                "engine overhead o ms": 1e3 * overhead,
+                "per extra token b ms": 1e3 * per_token,
+                "fixed t_0 ms": 1e3 * fixed,
+                "weights read W/B ms": 1e3 * bound,
+                "k measured": f"1..{measured[-1]}",
+                "fixed share beyond the weights' read": max(overhead_part, 0.0) / (times[0] + overhead),
+            }
+        )
+    return pd.DataFrame(rows).set_index("model")

@@ -43,11 +43,11 @@ __all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_EARLIER_RUN", "GEM
 T5_RUN = "t5-offline-b9b8c2dcad8e"
 #: the Gemma-style run of notebook 07's default profile: the enlarged rerun (HumanEval 164, arithmetic-300,
 #: facts 49), filled over several sessions
-GEMMA_RUN = "gemma-offline-large-7d3b2f2acc96"
+GEMMA_RUN = "gemma-offline-large-93f757b9c761"
 GEMMA_LATENCY_RUN = "gemma-offline-large-latency-5805bce581e2"
 #: the run it replaced (every item of the smaller offline sets, 3 alphas per rule), whose claims notebook 07
 #: sets beside the new ones; its tasks under the names of the tasks that replaced them
-GEMMA_EARLIER_RUN = "gemma-offline-all-9a41956cad40"
+GEMMA_EARLIER_RUN = "gemma-offline-all-a7e860fca67e"
 GEMMA_RENAMED_TASKS = {"code": "humaneval", "arithmetic": "arithmetic-300"}
 GRID_RESAMPLES = 400
 #: The cost model's aim: |median signed error| per method at most this.
@@ -240,8 +240,9 @@ def saved_gemma_run(profile: str, *, results_dir=None) -> Dict[str, object]:
                         batch_size=settings["batch_size"], extra_config=reruns.run_config(settings), progress=False)
     rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["latency_gammas"], required=True)
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
-    latency_rows = ev.run_sweep(pair, latency_tasks, reruns.latency_configs(settings), name=f"{name}-latency",
-                                root=results_dir, runner="single", extra_config=reruns.run_config(settings),
+    latency_rows = ev.run_sweep(reruns.latency_pair(settings, pair, results_dir=results_dir), latency_tasks,
+                                reruns.latency_configs(settings), name=f"{name}-latency", root=results_dir,
+                                runner="single", extra_config=reruns.latency_run_config(settings),
                                 progress=False)
     try:
         t5_rows, t5_tasks, _ = analysis.saved_t5_run("offline", results_dir=results_dir)

@@ -26,8 +26,8 @@ if TYPE_CHECKING:   # annotations only: the wing loads pandas when a sweep does
     import pandas as pd
 
 __all__ = ["T5_PROFILES", "T5_OFFLINE_ALPHAS", "T5_OFFLINE_ALPHAS_T0", "GEMMA_PROFILES", "GEMMA_MIDDLE_ALPHAS", "GEMMA_GREEDY_ALPHAS", "SECOND_SEED_PROFILES", "second_seed_rows", "T5_HUB_DATASETS", "t5_profile", "gemma_profile", "t5_hub_task", "t5_tasks",
-           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair",
-           "gemma_configs", "latency_configs", "run_config", "saved_pair", "describe_pair", "task_table"]
+           "t5_training_budget", "t5_configs", "load_t5_pair", "gemma_tasks", "load_gemma_pair", "latency_pair",
+           "gemma_configs", "latency_configs", "LATENCY_KEYS", "run_config", "latency_run_config", "saved_pair", "describe_pair", "task_table"]
 
 # ---- T5 -------------------------------------------------------------------------------------------
 
@@ -189,9 +189,23 @@ def load_t5_pair(settings: dict, **placement):
 
 # ---- both -----------------------------------------------------------------------------------------
 
+#: The settings of a profile's batch-size-1 latency rows alone: how many items, which block sizes and
+#: curves, and the kernel paths the pair is put on for them (`latency_paths`, a drafter's and a
+#: verifier's, as `models.load_pair(kernel_paths=)` takes them). They decide no row of the batched sweep,
+#: so they are left out of its folder's hash: the latency rows can be measured again on another path or
+#: on more items without moving the sweep's rows.
+LATENCY_KEYS = ("latency_items", "latency_gammas", "latency_curves", "latency_paths")
+
+
 def run_config(settings: dict) -> dict:
     """What a profile adds to its sweep's configuration (and so to the folder's hash): every
-    setting but the list of curves."""
+    setting but the list of curves and the latency rows' settings (`LATENCY_KEYS`)."""
+    return {"profile": {k: v for k, v in settings.items() if k != "curves" and k not in LATENCY_KEYS}}
+
+
+def latency_run_config(settings: dict) -> dict:
+    """What a profile adds to its latency rows' configuration (and so to their folder's hash): every
+    setting but the list of curves, the latency rows' own settings included."""
     return {"profile": {k: v for k, v in settings.items() if k != "curves"}}
 
 
@@ -343,15 +357,17 @@ GEMMA_PROFILES: Dict[str, dict] = {
     # analysis (GEMMA_GREEDY_ALPHAS). Lossy equals SpecDecode at T = 0 and Token-V3 at alpha = 0 too; OPT
     # emits Diff's tokens; Chow, Diff, OPT and the drafter enter no T = 0 claim. 15 configurations, about 14
     # configurations' worth of decoding: about 6.5 h estimated (7,695 rows). Not included: the batch-size-1
-    # latency rows (`benchmarks/gemma_rerun.py --latency`; 30.5 min for offline-all, more with HumanEval).
-    # Chunks of 16 items keep about 240 rows per batch, as offline-all's 8 x 31.
+    # latency rows (`benchmarks/gemma_rerun.py --latency`), on the first 16 items of each task, with the
+    # pair on the kernel paths a probe chose on a processor with bf16 units (`latency_paths`: the drafter
+    # int8-dynamic, the verifier bf16, whose block of 6 rows costs what one row costs there; the batched
+    # rows stay fp32). Chunks of 16 items keep about 240 rows per batch, as offline-all's 8 x 31.
     "offline-large": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", dtype="float32", device="cpu",
                           tasks=["humaneval", "arithmetic-300", "facts"], n_items=None, temperatures=[1.0, 0.0],
                           curves=ev.GEMMA_CURVES, n_alpha=3, batch_size=16, alphas=GEMMA_MIDDLE_ALPHAS,
                           greedy_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V1]",
                                          "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"],
                           greedy_alphas=GEMMA_GREEDY_ALPHAS,
-                          latency_items=4, latency_gammas=[1, 5],
+                          latency_items=16, latency_gammas=[1, 5], latency_paths=["int8-dynamic", "bf16"],
                           latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
                           max_new_tokens={"humaneval": 384, "arithmetic-300": 320, "facts": 24},
                           shots={"humaneval": 0, "arithmetic-300": 2, "facts": 4}),
@@ -444,8 +460,9 @@ def gemma_configs(settings: dict) -> List[ev.Config]:
 
 def latency_configs(settings: dict) -> List[ev.Config]:
     """The batch-size-1 latency runs at the lowest temperature: the drafter and the verifier alone, and
-    per gamma each latency curve at the middle of its alpha grid (gamma = 1 without a bonus token,
-    as in the batched sweep; larger gamma with Algorithm 4's bonus token)."""
+    per gamma each latency curve at the alpha its quality rows use at that temperature (`greedy_alphas`
+    at T = 0 where the profile has them, else `alphas`; the middle of its alpha grid without either;
+    gamma = 1 without a bonus token, as in the batched sweep; larger gamma with Algorithm 4's bonus token)."""
     from ..maths.targets import alpha_grid
     temperature = min(settings["temperatures"])
     curves = settings["latency_curves"] or settings["curves"]
@@ -457,11 +474,30 @@ def latency_configs(settings: dict) -> List[ev.Config]:
             if spec["method"] != "speculative":
                 continue
             rule = spec["rule"]
-            chosen = (settings.get("alphas") or {}).get(label)
+            # the alpha of the quality rows at this temperature (a profile's own T = 0 placements)
+            greedy = settings.get("greedy_alphas") if temperature == 0 else None
+            chosen = (greedy or {}).get(label) or (settings.get("alphas") or {}).get(label)
             alpha = 0.0 if rule in ("spec", None) else float(chosen[0] if chosen else alpha_grid(rule, 3)[1])
             configs += ev.sweep_configs([label], gammas=[gamma], temperatures=[temperature], n_alpha=2,
                                         alphas={label: [alpha]}, bonus="none" if gamma == 1 else "verifier")
     return configs
+
+
+def latency_pair(settings: dict, pair, *, results_dir=None):
+    """The pair of a profile's batch-size-1 latency rows. Loaded models are put on the profile's
+    `latency_paths` in place (`models.kernel_paths.put_on_path`: the verifier for blocks of the largest
+    latency gamma + 1 rows; the batched sweep, which needs them as loaded, comes first); stand-ins of saved
+    runs (`saved_pair`) are those of the saved latency rows. Without `latency_paths`, `pair` itself."""
+    paths = settings.get("latency_paths")
+    if paths is None:
+        return pair
+    if not all(hasattr(lm, "start") for lm in pair):
+        return ev.saved_models(f"gemma-{settings['profile']}-latency", root=results_dir,
+                               extra_config=latency_run_config(settings))
+    from ..models.kernel_paths import put_on_path
+    for lm, path, rows in zip(pair, paths, (0, max(settings["latency_gammas"]))):
+        put_on_path(lm, path, gamma=rows)
+    return pair
 
 
 def _postprocessor(task_name: str):
