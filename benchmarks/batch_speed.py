@@ -16,6 +16,7 @@ The pair is loaded on `--kernel-paths` (default: the drafter int8-dynamic, the v
     python benchmarks/batch_speed.py --profile default        # SmolLM2-135M and a perturbed copy (c ~ 1)
     python benchmarks/batch_speed.py --profile smoke --batch-sizes 1,2 --out /tmp/batch_speed
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,54 +57,94 @@ def main():
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=1, help="rounds of the whole grid, each shuffled")
     parser.add_argument("--calibration-repeats", type=int, default=3)
-    parser.add_argument("--kernel-paths", default="int8-dynamic,auto",
-                        help="drafter,verifier kernel paths (models.kernel_paths; 'none': the models as loaded)")
-    parser.add_argument("--beside", default="nothing else", help="what else the machine ran meanwhile (recorded)")
+    parser.add_argument(
+        "--kernel-paths",
+        default="int8-dynamic,auto",
+        help="drafter,verifier kernel paths (models.kernel_paths; 'none': the models as loaded)",
+    )
+    parser.add_argument(
+        "--beside", default="nothing else", help="what else the machine ran meanwhile (recorded)"
+    )
     parser.add_argument("--out", default=None, help="default: data/benchmarks/batch_speed_<profile>_cpu")
     args = parser.parse_args()
     sizes = [int(b) for b in args.batch_sizes.split(",")]
     gammas = [int(g) for g in args.gammas.split(",")]
     paths = None if args.kernel_paths == "none" else tuple(args.kernel_paths.split(","))
-    settings = speed_runs.speed_profile(args.profile, kernel_paths=paths if paths is None or len(paths) == 2
-                                        else paths * 2, gammas=gammas)
+    settings = speed_runs.speed_profile(
+        args.profile, kernel_paths=paths if paths is None or len(paths) == 2 else paths * 2, gammas=gammas
+    )
     pair = speed_runs.load_speed_pair(settings)
     from tutorial_lib.models import kernel_paths
-    on_paths = {role: kernel_paths.path_of(lm.model) for role, lm in zip(("drafter", "verifier"), pair)
-                if not getattr(lm, "is_toy", False)}
+
+    on_paths = {
+        role: kernel_paths.path_of(lm.model)
+        for role, lm in zip(("drafter", "verifier"), pair)
+        if not getattr(lm, "is_toy", False)
+    }
     verifier = pair.verifier
-    if verifier.tokenizer is None:       # tiny random models: prompts of token ids
+    if verifier.tokenizer is None:  # tiny random models: prompts of token ids
         prompts = [[(7 * i + j) % verifier.vocab_size for j in range(4 + i % 5)] for i in range(max(sizes))]
     else:
-        prompts = [verifier.chat_prompt(text) for text in (REQUESTS * 4)[:max(sizes)]]
+        prompts = [verifier.chat_prompt(text) for text in (REQUESTS * 4)[: max(sizes)]]
     # untimed: the first touch of the weights
     speed_runs.measure_batch_speed(pair, prompts, [1], gammas[:1], max_new_tokens=4, progress=False)
-    costs = speed_runs.calibrate_batch(pair, sizes, ks=sorted({1, *[g + 1 for g in gammas]}),
-                                       repeats=args.calibration_repeats,
-                                       context_tokens=int(sum(map(len, prompts)) / len(prompts)) + args.max_new_tokens // 2)
-    speed = speed_runs.measure_batch_speed(pair, prompts, sizes, gammas, max_new_tokens=args.max_new_tokens,
-                                           repeats=args.repeats)
+    costs = speed_runs.calibrate_batch(
+        pair,
+        sizes,
+        ks=sorted({1, *[g + 1 for g in gammas]}),
+        repeats=args.calibration_repeats,
+        context_tokens=int(sum(map(len, prompts)) / len(prompts)) + args.max_new_tokens // 2,
+    )
+    speed = speed_runs.measure_batch_speed(
+        pair, prompts, sizes, gammas, max_new_tokens=args.max_new_tokens, repeats=args.repeats
+    )
     table = speed_runs.predict_batch_speed(speed, costs)
-    summary = dict(profile=args.profile, drafter=settings["drafter"], verifier=settings["verifier"],
-                   dtype=settings["dtype"], device=settings["device"], torch_threads=torch.get_num_threads(),
-                   max_new_tokens=args.max_new_tokens, repeats=args.repeats, batch_sizes=sizes, gammas=gammas,
-                   beside=args.beside, kernel_paths=on_paths,
-                   costs=costs.drop(columns="samples").to_dict("records"),
-                   cost_samples=costs.to_dict("records"), runs=table.to_dict("records"))
+    summary = dict(
+        profile=args.profile,
+        drafter=settings["drafter"],
+        verifier=settings["verifier"],
+        dtype=settings["dtype"],
+        device=settings["device"],
+        torch_threads=torch.get_num_threads(),
+        max_new_tokens=args.max_new_tokens,
+        repeats=args.repeats,
+        batch_sizes=sizes,
+        gammas=gammas,
+        beside=args.beside,
+        kernel_paths=on_paths,
+        costs=costs.drop(columns="samples").to_dict("records"),
+        cost_samples=costs.to_dict("records"),
+        runs=table.to_dict("records"),
+    )
     out = Path(args.out or REPO / "data" / "benchmarks" / f"batch_speed_{args.profile}_cpu")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
-    mean = table.groupby(["batch_size", "gamma"]).agg(
-        tokens_per_s=("tokens_per_s", "median"), predicted=("predicted_tokens_per_s", "median"),
-        acceptance=("acceptance", "median"), peak_rss_mib=("peak_rss_mib", "max")).reset_index()
-    lines = [f"# Tokens per second against batch size ({settings['drafter']} -> {settings['verifier']}, "
-             f"{settings['dtype']}, {settings['device']}, {torch.get_num_threads()} threads, kernel paths {on_paths})", "",
-             f"{args.max_new_tokens} new tokens per row, T = 0, SpecDecode with a bonus token; gamma 0 is the verifier "
-             f"alone. Median of {args.repeats} shuffled round(s); predicted: the block-cost model from calls timed on B "
-             "rows, at the run's acceptance (forward passes only).", "",
-             "| B | gamma | tokens/s | predicted | measured/predicted | acceptance | peak RSS (MiB) |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.batch_size} | {r.gamma} | {r.tokens_per_s:.2f} | {r.predicted:.2f} | {r.tokens_per_s / r.predicted:.2f} "
-              f"| {r.acceptance:.3f} | {r.peak_rss_mib:.0f} |" for r in mean.itertuples()]
+    mean = (
+        table.groupby(["batch_size", "gamma"])
+        .agg(
+            tokens_per_s=("tokens_per_s", "median"),
+            predicted=("predicted_tokens_per_s", "median"),
+            acceptance=("acceptance", "median"),
+            peak_rss_mib=("peak_rss_mib", "max"),
+        )
+        .reset_index()
+    )
+    lines = [
+        f"# Tokens per second against batch size ({settings['drafter']} -> {settings['verifier']}, "
+        f"{settings['dtype']}, {settings['device']}, {torch.get_num_threads()} threads, kernel paths {on_paths})",
+        "",
+        f"{args.max_new_tokens} new tokens per row, T = 0, SpecDecode with a bonus token; gamma 0 is the verifier "
+        f"alone. Median of {args.repeats} shuffled round(s); predicted: the block-cost model from calls timed on B "
+        "rows, at the run's acceptance (forward passes only).",
+        "",
+        "| B | gamma | tokens/s | predicted | measured/predicted | acceptance | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.batch_size} | {r.gamma} | {r.tokens_per_s:.2f} | {r.predicted:.2f} | {r.tokens_per_s / r.predicted:.2f} "
+        f"| {r.acceptance:.3f} | {r.peak_rss_mib:.0f} |"
+        for r in mean.itertuples()
+    ]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

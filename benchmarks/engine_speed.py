@@ -34,6 +34,7 @@ busy with matrix products (a laptop that is doing something else).
     python benchmarks/engine_speed.py --device cuda --dtypes bfloat16,float32 --kernel-paths none   # on a GPU
     python benchmarks/engine_speed.py --beside-heavy-job --output data/benchmarks/engine_speed_cpu_busy
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,11 @@ def device_name(device: str) -> str:
         return f"{torch.cuda.get_device_name(torch.device(device))} (CUDA {torch.version.cuda})"
     model = platform.processor() or platform.machine()
     try:
-        model = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                     if line.startswith("model name"))
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
     return f"{model}, {torch.get_num_threads()} threads"
@@ -77,8 +81,14 @@ def hf_method(drafter, verifier, *, assisted: bool, constant=None):
 
     def run(prompt, max_new_tokens):
         config = drafter.model.generation_config
-        saved = {k: getattr(config, k, None) for k in ("num_assistant_tokens", "num_assistant_tokens_schedule",
-                                                       "assistant_confidence_threshold")}
+        saved = {
+            k: getattr(config, k, None)
+            for k in (
+                "num_assistant_tokens",
+                "num_assistant_tokens_schedule",
+                "assistant_confidence_threshold",
+            )
+        }
         if constant is not None:
             config.num_assistant_tokens, config.num_assistant_tokens_schedule = constant, "constant"
             config.assistant_confidence_threshold = 0.0
@@ -89,13 +99,24 @@ def hf_method(drafter, verifier, *, assisted: bool, constant=None):
                 torch.cuda.synchronize()
             start = time.perf_counter()
             with torch.inference_mode():
-                out = verifier.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                              max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=pad, **extra)
+                out = verifier.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    do_sample=False,
+                    max_new_tokens=max_new_tokens,
+                    eos_token_id=eos,
+                    pad_token_id=pad,
+                    **extra,
+                )
             seconds = time.perf_counter() - start
         finally:
-            for key, value in saved.items():   # the default schedule adapts these in place: start each call afresh
+            for (
+                key,
+                value,
+            ) in saved.items():  # the default schedule adapts these in place: start each call afresh
                 setattr(config, key, value)
-        return {"tokens": out[0, len(prompt):].tolist(), "seconds": seconds}
+        return {"tokens": out[0, len(prompt) :].tolist(), "seconds": seconds}
+
     return run
 
 
@@ -110,12 +131,18 @@ def first_auto_block(pair, prompt, *, keep: bool) -> dict:
     start = time.perf_counter()
     gamma_policy.calibration_for(drafter, verifier)
     calibration_s = time.perf_counter() - start
-    gamma_policy._CALIBRATIONS.clear()   # the timed call below finds the stored copy: measure the whole path once more
+    gamma_policy._CALIBRATIONS.clear()  # the timed call below finds the stored copy: measure the whole path once more
     if path is not None and not keep:
         path.unlink(missing_ok=True)
     start = time.perf_counter()
-    g = generate(drafter, verifier, prompt, method="speculative", gamma="auto", max_new_tokens=1, eos_token_id=())
-    return {"seconds": time.perf_counter() - start, "calibration_s": calibration_s, "first_gamma": g.gammas[:1]}
+    g = generate(
+        drafter, verifier, prompt, method="speculative", gamma="auto", max_new_tokens=1, eos_token_id=()
+    )
+    return {
+        "seconds": time.perf_counter() - start,
+        "calibration_s": calibration_s,
+        "first_gamma": g.gammas[:1],
+    }
 
 
 pairwise = speed_tables.pairwise_ratio
@@ -125,26 +152,42 @@ def benchmark_dtype(args, dtype):
     paths = None if args.kernel_paths == "none" else tuple(args.kernel_paths.split(","))
     if paths is not None and len(paths) == 1:
         paths = paths * 2
-    settings = speed_runs.speed_profile("default" if args.quick else "qwen", dtype=dtype, device=args.device,
-                                        kernel_paths=paths, gammas=args.gammas)
+    settings = speed_runs.speed_profile(
+        "default" if args.quick else "qwen",
+        dtype=dtype,
+        device=args.device,
+        kernel_paths=paths,
+        gammas=args.gammas,
+    )
     pair = speed_runs.load_speed_pair(settings)
     drafter, verifier = pair
-    on_paths = {role: getattr(lm, "kernel_path", None) or kernel_paths.path_of(lm.model)
-                for role, lm in (("drafter", drafter), ("verifier", verifier))}
+    on_paths = {
+        role: getattr(lm, "kernel_path", None) or kernel_paths.path_of(lm.model)
+        for role, lm in (("drafter", drafter), ("verifier", verifier))
+    }
     print(f"[{dtype}] kernel paths: {on_paths}", flush=True)
     prompts = speed_runs.speed_prompts(verifier, args.prompts)
     context = int(statistics.median(len(p) for p in prompts.values())) + args.max_new_tokens // 2
     first_block = first_auto_block(pair, next(iter(prompts.values())), keep=args.keep_calibration)
-    print(f"[{dtype}] first gamma='auto' call: {first_block['seconds']:.1f} s to its first block "
-          f"(calibration {first_block['calibration_s']:.1f} s)", flush=True)
+    print(
+        f"[{dtype}] first gamma='auto' call: {first_block['seconds']:.1f} s to its first block "
+        f"(calibration {first_block['calibration_s']:.1f} s)",
+        flush=True,
+    )
     if args.calibration == "full":
-        print(f"[{dtype}] calibrating {drafter.name} -> {verifier.name} (context {context} tokens)", flush=True)
-        calibration = calibrate(pair, max_k=args.max_k, repeats=args.calibration_repeats, context_tokens=context)
+        print(
+            f"[{dtype}] calibrating {drafter.name} -> {verifier.name} (context {context} tokens)", flush=True
+        )
+        calibration = calibrate(
+            pair, max_k=args.max_k, repeats=args.calibration_repeats, context_tokens=context
+        )
     else:
         calibration = gamma_policy.calibration_for(drafter, verifier)
     options = dict(eos_token_id=verifier.eos_token_id)
     methods = {VERIFIER_ONLY: speed_runs.engine_method(pair, 0, **options)}
-    methods.update({f"ours spec gamma={g}": speed_runs.engine_method(pair, g, **options) for g in args.gammas})
+    methods.update(
+        {f"ours spec gamma={g}": speed_runs.engine_method(pair, g, **options) for g in args.gammas}
+    )
     methods[AUTO] = speed_runs.engine_method(pair, "auto", **options)
     methods[HF_GREEDY] = hf_method(drafter, verifier, assisted=False)
     methods[HF_DEFAULT] = hf_method(drafter, verifier, assisted=True)
@@ -155,56 +198,84 @@ def benchmark_dtype(args, dtype):
         methods[HF_GREEDY_PLAIN] = hf_method(drafter, plain, assisted=False)
     for g in args.hf_constant:
         methods[f"HF assisted (constant {g})"] = hf_method(drafter, verifier, assisted=True, constant=g)
-    rows = speed_runs.measure_speed(methods, prompts, max_new_tokens=args.max_new_tokens, repeats=args.rounds,
-                                    reference=VERIFIER_ONLY, seed=args.seed)
+    rows = speed_runs.measure_speed(
+        methods,
+        prompts,
+        max_new_tokens=args.max_new_tokens,
+        repeats=args.rounds,
+        reference=VERIFIER_ONLY,
+        seed=args.seed,
+    )
     rows.insert(0, "dtype", dtype)
     summary = speed_runs.summarise_speed(rows, calibration, reference=VERIFIER_ONLY)
     summary.insert(0, "dtype", dtype)
     fixed = [f"ours spec gamma={g}" for g in args.gammas]
     by_method = summary.set_index("method")
     best_fixed = max(fixed, key=lambda name: by_method.loc[name, "speedup"])
-    plain_name = HF_GREEDY_PLAIN if plain is not None else (HF_GREEDY if on_paths["verifier"] == "fp32" else None)
+    plain_name = (
+        HF_GREEDY_PLAIN if plain is not None else (HF_GREEDY if on_paths["verifier"] == "fp32" else None)
+    )
     checks = {
         "kernel_paths": on_paths,
         "bf16_units": kernel_paths.cpu_has_bf16_units() if args.device == "cpu" else None,
-        "methods": {"auto": AUTO, "verifier_only": VERIFIER_ONLY, "hf_greedy": HF_GREEDY,
-                    "hf_greedy_fp32": plain_name, "hf_assisted": HF_DEFAULT, "best_fixed": best_fixed},
+        "methods": {
+            "auto": AUTO,
+            "verifier_only": VERIFIER_ONLY,
+            "hf_greedy": HF_GREEDY,
+            "hf_greedy_fp32": plain_name,
+            "hf_assisted": HF_DEFAULT,
+            "best_fixed": best_fixed,
+        },
         "best_fixed": best_fixed,
         "auto_time_over_best_fixed": pairwise(rows, AUTO, best_fixed),
         "hf_default_time_over_auto": pairwise(rows, HF_DEFAULT, AUTO),
         "auto_time_over_hf_greedy": pairwise(rows, AUTO, HF_GREEDY),
         "verifier_only_time_over_hf_greedy": pairwise(rows, VERIFIER_ONLY, HF_GREEDY),
         "min_measured_over_expected": float(by_method.loc[fixed, "measured_over_expected"].min()),
-        "auto_gammas": {int(g): int(n) for g, n in
-                        (rows.loc[rows["method"] == AUTO, "gammas"].explode().value_counts().items())},
+        "auto_gammas": {
+            int(g): int(n)
+            for g, n in (rows.loc[rows["method"] == AUTO, "gammas"].explode().value_counts().items())
+        },
     }
     checks["first_auto_block"] = first_block
     last_auto = rows.loc[rows["method"] == AUTO].iloc[-1]
     checks["auto_learned_costs"] = last_auto["auto_costs"]
-    for name in [VERIFIER_ONLY] + fixed + [AUTO, HF_GREEDY, HF_DEFAULT] + ([HF_GREEDY_PLAIN] if plain else []):
-        summary.loc[summary["method"] == name, "time_vs_hf_greedy"] = pairwise(rows, name, HF_GREEDY)["median"]
+    for name in (
+        [VERIFIER_ONLY] + fixed + [AUTO, HF_GREEDY, HF_DEFAULT] + ([HF_GREEDY_PLAIN] if plain else [])
+    ):
+        summary.loc[summary["method"] == name, "time_vs_hf_greedy"] = pairwise(rows, name, HF_GREEDY)[
+            "median"
+        ]
     return rows, summary, calibration, checks, str(verifier.device)
 
 
 def markdown(result: dict) -> str:
     """The run's `.md`: what ran, the methods' table and the aims' table (verdicts from the numbers)."""
     args, pair = result["args"], result["pair"]
-    lines = [f"# Engine speed: {pair[0]} drafting for {pair[1]}", "",
-             f"Device: {result['device']}; beside it: {result['beside']}. T = 0, {args['prompts']} prompts x "
-             f"{args['rounds']} rounds in a shuffled order, {args['max_new_tokens']} new tokens, torch "
-             f"{result['torch']}, {result['elapsed_s']:.0f} s in all. Kernel paths: "
-             + "; ".join(f"{d}: {c['kernel_paths']}" for d, c in result["checks"].items())
-             + ". Speed-ups: medians [quartiles] over (prompt, round) of our verifier-only time / the method's.", ""]
+    lines = [
+        f"# Engine speed: {pair[0]} drafting for {pair[1]}",
+        "",
+        f"Device: {result['device']}; beside it: {result['beside']}. T = 0, {args['prompts']} prompts x "
+        f"{args['rounds']} rounds in a shuffled order, {args['max_new_tokens']} new tokens, torch "
+        f"{result['torch']}, {result['elapsed_s']:.0f} s in all. Kernel paths: "
+        + "; ".join(f"{d}: {c['kernel_paths']}" for d, c in result["checks"].items())
+        + ". Speed-ups: medians [quartiles] over (prompt, round) of our verifier-only time / the method's.",
+        "",
+    ]
     lines += [speed_tables.engine_speed_methods(result).to_markdown(index=False, floatfmt=".3g"), ""]
     lines += [speed_tables.engine_speed_aims(result).to_markdown(index=False, floatfmt=".3g"), ""]
     for dtype, c in result["checks"].items():
         cal = Calibration.from_dict(result["calibration"][dtype])
-        lines.append(f"{dtype}: t_q = {cal.t_q() * 1e3:.1f} ms, t_p(1) = {cal.t_p(1) * 1e3:.1f} ms (c = "
-                     f"{cal.cost_ratio:.3f}); t_p(k)/t_p(1), k = 1..{cal.max_k}: "
-                     + ", ".join(f"{cal.t_p(k) / cal.t_p(1):.2f}" for k in range(1, cal.max_k + 1))
-                     + f"; read bandwidth {cal.read_bandwidth / 1e9:.1f} GB/s; auto chose "
-                     + ", ".join(f"gamma {g}: {n}" for g, n in sorted(c["auto_gammas"].items(), key=lambda kv: int(kv[0])))
-                     + ".")
+        lines.append(
+            f"{dtype}: t_q = {cal.t_q() * 1e3:.1f} ms, t_p(1) = {cal.t_p(1) * 1e3:.1f} ms (c = "
+            f"{cal.cost_ratio:.3f}); t_p(k)/t_p(1), k = 1..{cal.max_k}: "
+            + ", ".join(f"{cal.t_p(k) / cal.t_p(1):.2f}" for k in range(1, cal.max_k + 1))
+            + f"; read bandwidth {cal.read_bandwidth / 1e9:.1f} GB/s; auto chose "
+            + ", ".join(
+                f"gamma {g}: {n}" for g, n in sorted(c["auto_gammas"].items(), key=lambda kv: int(kv[0]))
+            )
+            + "."
+        )
     return "\n".join(lines)
 
 
@@ -213,30 +284,55 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="rounds over all prompts and methods (>= 2)")
     parser.add_argument("--prompts", type=int, default=3, help="how many of the four chat prompts")
     parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--kernel-paths", default="int8-dynamic,auto",
-                        help="drafter,verifier kernel paths (models.kernel_paths; 'auto': the probe's choice; "
-                             "'none': as loaded)")
-    parser.add_argument("--no-plain-reference", action="store_true",
-                        help="leave out transformers' greedy on the verifier as loaded (fp32, F.linear)")
+    parser.add_argument(
+        "--kernel-paths",
+        default="int8-dynamic,auto",
+        help="drafter,verifier kernel paths (models.kernel_paths; 'auto': the probe's choice; "
+        "'none': as loaded)",
+    )
+    parser.add_argument(
+        "--no-plain-reference",
+        action="store_true",
+        help="leave out transformers' greedy on the verifier as loaded (fp32, F.linear)",
+    )
     parser.add_argument("--dtypes", default="float32")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--gammas", default="3,5,7", help="fixed block sizes")
-    parser.add_argument("--hf-constant", default="", help="also transformers with these constant assistant tokens")
-    parser.add_argument("--max-k", type=int, default=8, help="calibrate t_p(k) for k = 1..max_k (auto: gamma < max_k)")
+    parser.add_argument(
+        "--hf-constant", default="", help="also transformers with these constant assistant tokens"
+    )
+    parser.add_argument(
+        "--max-k", type=int, default=8, help="calibrate t_p(k) for k = 1..max_k (auto: gamma < max_k)"
+    )
     parser.add_argument("--calibration-repeats", type=int, default=7)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--quick", action="store_true", help="SmolLM2-135M verifying a perturbed copy, 2 prompts, 48 tokens")
+    parser.add_argument(
+        "--quick", action="store_true", help="SmolLM2-135M verifying a perturbed copy, 2 prompts, 48 tokens"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--calibration", choices=("quick", "full"), default="full",
-                        help="what the predictions use: gamma='auto''s stored quick calibration, or tl.calibrate's")
-    parser.add_argument("--keep-calibration", action="store_true",
-                        help="time the first auto call with the stored quick calibration (default: delete it first)")
-    parser.add_argument("--beside-heavy-job", action="store_true",
-                        help="measure while another process keeps one core busy")
-    parser.add_argument("--beside", default=None,
-                        help="what else the machine ran meanwhile, recorded with the result (default: nothing else, "
-                             "or the heavy job of --beside-heavy-job)")
-    parser.add_argument("--output", default=None, help="path stem (default data/benchmarks/engine_speed[_quick]_<device>)")
+    parser.add_argument(
+        "--calibration",
+        choices=("quick", "full"),
+        default="full",
+        help="what the predictions use: gamma='auto''s stored quick calibration, or tl.calibrate's",
+    )
+    parser.add_argument(
+        "--keep-calibration",
+        action="store_true",
+        help="time the first auto call with the stored quick calibration (default: delete it first)",
+    )
+    parser.add_argument(
+        "--beside-heavy-job", action="store_true", help="measure while another process keeps one core busy"
+    )
+    parser.add_argument(
+        "--beside",
+        default=None,
+        help="what else the machine ran meanwhile, recorded with the result (default: nothing else, "
+        "or the heavy job of --beside-heavy-job)",
+    )
+    parser.add_argument(
+        "--output", default=None, help="path stem (default data/benchmarks/engine_speed[_quick]_<device>)"
+    )
     args = parser.parse_args()
     if args.rounds < 2:
         parser.error("--rounds must be at least 2: the spread over rounds is part of the result.")
@@ -259,19 +355,30 @@ def main():
         busy.terminate()
         busy.join(5)
     import pandas as pd
+
     summary, rows = pd.concat(summaries, ignore_index=True), pd.concat(all_rows, ignore_index=True)
     machine = device_name(device)
-    stem = args.output or str(REPO / "data" / "benchmarks" /
-                              f"engine_speed{'_quick' if args.quick else ''}_{device.split(':')[0]}")
+    stem = args.output or str(
+        REPO / "data" / "benchmarks" / f"engine_speed{'_quick' if args.quick else ''}_{device.split(':')[0]}"
+    )
     pair = (calibration.drafter, calibration.verifier)
-    beside = args.beside or ("a heavy job (another process keeping one core busy)" if args.beside_heavy_job
-                             else "nothing else")
-    result = {"pair": pair, "device": machine, "beside": beside, "args": vars(args), "threads": torch.get_num_threads(),
-              "torch": torch.__version__, "elapsed_s": elapsed, "checks": checks,
-              "calibration": {d: c.to_dict() for d, c in calibrations.items()},
-              "table": summary.drop(columns=[], errors="ignore").to_dict(orient="records"),
-              "runs": rows.to_dict(orient="records")}
-    result = json.loads(json.dumps(result, default=str))     # what the file holds, so the text reads it
+    beside = args.beside or (
+        "a heavy job (another process keeping one core busy)" if args.beside_heavy_job else "nothing else"
+    )
+    result = {
+        "pair": pair,
+        "device": machine,
+        "beside": beside,
+        "args": vars(args),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "elapsed_s": elapsed,
+        "checks": checks,
+        "calibration": {d: c.to_dict() for d, c in calibrations.items()},
+        "table": summary.drop(columns=[], errors="ignore").to_dict(orient="records"),
+        "runs": rows.to_dict(orient="records"),
+    }
+    result = json.loads(json.dumps(result, default=str))  # what the file holds, so the text reads it
     text = markdown(result)
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
     Path(stem + ".json").write_text(json.dumps(result, indent=1))

@@ -14,6 +14,7 @@ items of each task into DIR; it prints rows per minute per task and the verifier
     nohup nice -n 10 env PYTHONPATH=$PWD python benchmarks/gemma_rerun.py --profile offline-large > rerun.log 2>&1 &
     python benchmarks/gemma_rerun.py --profile offline-large --n-items 6 --root /tmp/pilot      # a pilot
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,15 +42,23 @@ def pilot_report(rows, tasks) -> list[dict]:
         part = rows[rows["task"] == task.name]
         seconds = float(part["wall_time_s"].sum())
         verifier = part[part["method"] == "verifier"]
-        report.append({"task": task.name, "rows": len(part), "seconds": round(seconds, 1),
-                       "rows_per_minute": round(60 * len(part) / seconds, 1) if seconds else None,
-                       "verifier_cut_rate": float((verifier["n_tokens"] >= task.max_new_tokens).mean()),
-                       "verifier_tokens_max": int(verifier["n_tokens"].max()),
-                       "max_new_tokens": task.max_new_tokens})
+        report.append(
+            {
+                "task": task.name,
+                "rows": len(part),
+                "seconds": round(seconds, 1),
+                "rows_per_minute": round(60 * len(part) / seconds, 1) if seconds else None,
+                "verifier_cut_rate": float((verifier["n_tokens"] >= task.max_new_tokens).mean()),
+                "verifier_tokens_max": int(verifier["n_tokens"].max()),
+                "max_new_tokens": task.max_new_tokens,
+            }
+        )
     return report
 
 
-def session_logger(sweep, started: str, wall: float, cpu: float, threads: int, before: int, n_configs: int, tasks):
+def session_logger(
+    sweep, started: str, wall: float, cpu: float, threads: int, before: int, n_configs: int, tasks
+):
     """Append this session's start, end, seconds and rows to `sessions.jsonl` once, when the sweep ends *or*
     the process is stopped (SIGTERM, SIGINT, SIGHUP: the end of a working session kills long runs), so the
     run's compute time adds up over sessions. Returns the function that writes the line."""
@@ -60,10 +69,18 @@ def session_logger(sweep, started: str, wall: float, cpu: float, threads: int, b
             return
         written.append(True)
         # CPU seconds of all threads: on a shared machine, the wall time overstates what a quiet run takes
-        session = {"start": started, "end": _now(), "seconds": round(time.perf_counter() - wall, 1),
-                   "cpu_seconds": round(time.process_time() - cpu, 1), "threads": threads,
-                   "rows_before": before, "rows_after": len(sweep.done()), "finished": finished,
-                   "configurations": n_configs, "items": {t.name: len(t.examples) for t in tasks}}
+        session = {
+            "start": started,
+            "end": _now(),
+            "seconds": round(time.perf_counter() - wall, 1),
+            "cpu_seconds": round(time.process_time() - cpu, 1),
+            "threads": threads,
+            "rows_before": before,
+            "rows_after": len(sweep.done()),
+            "finished": finished,
+            "configurations": n_configs,
+            "items": {t.name: len(t.examples) for t in tasks},
+        }
         with open(sweep.path / "sessions.jsonl", "a", encoding="utf-8") as log:
             log.write(json.dumps(session) + "\n")
         print(json.dumps(session), flush=True)
@@ -81,7 +98,9 @@ def session_logger(sweep, started: str, wall: float, cpu: float, threads: int, b
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="offline-large", choices=sorted(reruns.GEMMA_PROFILES))
-    parser.add_argument("--root", default=None, help="results folder (default: the repository's data/results)")
+    parser.add_argument(
+        "--root", default=None, help="results folder (default: the repository's data/results)"
+    )
     parser.add_argument("--n-items", type=int, default=None, help="a pilot: the first N items of each task")
     parser.add_argument("--latency", action="store_true", help="also the batch-size-1 latency rows")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (this machine has 2 cores)")
@@ -95,23 +114,47 @@ def main() -> None:
     pair = reruns.load_gemma_pair(settings)
     tasks = reruns.gemma_tasks(settings)
     configs = reruns.gemma_configs(settings)
-    print(f"{name}: {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items "
-          f"({', '.join(f'{t.name} {len(t.examples)}' for t in tasks)}), chunks of {settings['batch_size']}; "
-          f"models loaded in {time.perf_counter() - wall:.0f} s", flush=True)
+    print(
+        f"{name}: {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items "
+        f"({', '.join(f'{t.name} {len(t.examples)}' for t in tasks)}), chunks of {settings['batch_size']}; "
+        f"models loaded in {time.perf_counter() - wall:.0f} s",
+        flush=True,
+    )
     seed = settings.get("seed", 0)  # a profile without one draws item i with seed i
-    sweep = ev.sweep_of(pair, tasks, name, runner="batch", seed=seed, extra_config=reruns.run_config(settings),
-                        root=Path(args.root) if args.root else None)
+    sweep = ev.sweep_of(
+        pair,
+        tasks,
+        name,
+        runner="batch",
+        seed=seed,
+        extra_config=reruns.run_config(settings),
+        root=Path(args.root) if args.root else None,
+    )
     before = len(sweep.done())
     total = len(configs) * sum(len(t.examples) for t in tasks)
     print(f"rows in {sweep.path}: {before} of {total} saved before this session", flush=True)
     sweep.path.mkdir(parents=True, exist_ok=True)
     # a session that finds the sweep complete decodes nothing: it is not a session of the run's compute time
-    log_session = (session_logger(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
-                   if before < total else None)
-    rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, runner="batch", seed=seed,
-                        batch_size=settings["batch_size"], extra_config=reruns.run_config(settings))
+    log_session = (
+        session_logger(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
+        if before < total
+        else None
+    )
+    rows = ev.run_sweep(
+        pair,
+        tasks,
+        configs,
+        name=name,
+        root=args.root,
+        runner="batch",
+        seed=seed,
+        batch_size=settings["batch_size"],
+        extra_config=reruns.run_config(settings),
+    )
     if rows.attrs["path"] != str(sweep.path):
-        raise RuntimeError(f"run_sweep wrote to {rows.attrs['path']}, not {sweep.path}: the folder hash moved")
+        raise RuntimeError(
+            f"run_sweep wrote to {rows.attrs['path']}, not {sweep.path}: the folder hash moved"
+        )
     if log_session is not None:
         log_session(finished=True)
     if args.n_items is not None:
@@ -126,27 +169,51 @@ def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
     (a calibration from another day can differ by more than the model's error: the machine's speed moves).
     With every latency row saved already, neither is measured again."""
     from tutorial_lib.stats import pricing
+
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
     latency_configs = reruns.latency_configs(settings)
     pair = reruns.latency_pair(settings, pair)  # the profile's latency_paths, where it names them
-    latency = ev.sweep_of(pair, latency_tasks, f"{name}-latency", runner="single",
-                          extra_config=reruns.latency_run_config(settings), root=Path(root) if root else None)
+    latency = ev.sweep_of(
+        pair,
+        latency_tasks,
+        f"{name}-latency",
+        runner="single",
+        extra_config=reruns.latency_run_config(settings),
+        root=Path(root) if root else None,
+    )
     expected = len(latency_configs) * sum(len(t.examples) for t in latency_tasks)
     saved = len(latency.done())
     start = time.perf_counter()
     if saved < expected:
-        print(f"calibrating {sweep.path.name} before its latency rows ({saved} of {expected} saved)", flush=True)
+        print(
+            f"calibrating {sweep.path.name} before its latency rows ({saved} of {expected} saved)", flush=True
+        )
         pricing.calibrate_for_sweep(pair, sweep.path, gammas=settings["latency_gammas"], recalibrate=True)
         print(f"calibrated in {time.perf_counter() - start:.0f} s", flush=True)
-    latency_rows = ev.run_sweep(pair, latency_tasks, latency_configs, name=f"{name}-latency",
-                                root=root, runner="single", extra_config=reruns.latency_run_config(settings))
+    latency_rows = ev.run_sweep(
+        pair,
+        latency_tasks,
+        latency_configs,
+        name=f"{name}-latency",
+        root=root,
+        runner="single",
+        extra_config=reruns.latency_run_config(settings),
+    )
     if latency_rows.attrs["path"] != str(latency.path):
-        raise RuntimeError(f"run_sweep wrote to {latency_rows.attrs['path']}, not {latency.path}: the folder hash moved")
-    print(f"{len(latency_rows)} latency rows in {latency_rows.attrs['path']} "
-          f"({time.perf_counter() - start:.0f} s this session)", flush=True)
+        raise RuntimeError(
+            f"run_sweep wrote to {latency_rows.attrs['path']}, not {latency.path}: the folder hash moved"
+        )
+    print(
+        f"{len(latency_rows)} latency rows in {latency_rows.attrs['path']} "
+        f"({time.perf_counter() - start:.0f} s this session)",
+        flush=True,
+    )
     calibration = pricing.calibrate_for_sweep(pair, sweep.path, gammas=settings["latency_gammas"])
     errors = pricing.signed_error(pricing.price_rows(latency_rows, calibration), by=["label", "gamma"])
-    print("the cost model's signed error against the clock, per method:\n" + errors.round(3).to_string(), flush=True)
+    print(
+        "the cost model's signed error against the clock, per method:\n" + errors.round(3).to_string(),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

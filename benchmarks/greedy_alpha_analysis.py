@@ -11,6 +11,7 @@ grid on the three Token rules only, caches it under `data/results/token-analysis
 
     python benchmarks/greedy_alpha_analysis.py --items 16 --k 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,19 @@ def main() -> None:
     grid = ta.default_grid(args.n_alpha, 0.0, curves=("drafter", "verifier", "spec") + TOKEN_CURVES)
     result = tc.analyse(pair, items, grid=grid, temperature=0.0, cache=True)
     placed = alpha_grids.placed_alphas(result, args.k, curves=TOKEN_CURVES)
-    print(json.dumps({"path": str(result.path), "items": len(items), "timing": result.timing,
-                      "wall_s": time.perf_counter() - start, "placed": placed}, indent=1, default=str))
+    print(
+        json.dumps(
+            {
+                "path": str(result.path),
+                "items": len(items),
+                "timing": result.timing,
+                "wall_s": time.perf_counter() - start,
+                "placed": placed,
+            },
+            indent=1,
+            default=str,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ the same files (what the check would cost with it) is timed once beside them.
     python benchmarks/model_cache_hash.py                       # every converted offline model, 5 rounds
     python benchmarks/model_cache_hash.py --models smollm2-135m --rounds 3 --out /tmp/hash  # checks the script
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,11 +85,14 @@ def main() -> None:
             values = [r[name] for r in warm]
             result[name] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
         summary["models"][alias] = result
-        print(f"{alias} ({size / 1e6:.0f} MB): check {result['check_ms']['median']:.0f} ms "
-              f"[{result['check_ms']['min']:.0f}, {result['check_ms']['max']:.0f}], load "
-              f"{result['load_s']['median']:.2f} s [{result['load_s']['min']:.2f}, {result['load_s']['max']:.2f}], "
-              f"check / load {result['fraction']['median']:.3f} [{result['fraction']['min']:.3f}, "
-              f"{result['fraction']['max']:.3f}]; SHA-256 once {result['sha256_s_once']:.2f} s", flush=True)
+        print(
+            f"{alias} ({size / 1e6:.0f} MB): check {result['check_ms']['median']:.0f} ms "
+            f"[{result['check_ms']['min']:.0f}, {result['check_ms']['max']:.0f}], load "
+            f"{result['load_s']['median']:.2f} s [{result['load_s']['min']:.2f}, {result['load_s']['max']:.2f}], "
+            f"check / load {result['fraction']['median']:.3f} [{result['fraction']['min']:.3f}, "
+            f"{result['fraction']['max']:.3f}]; SHA-256 once {result['sha256_s_once']:.2f} s",
+            flush=True,
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -17,6 +17,7 @@ time and reuses its values after.
     python benchmarks/sandbox_limits_cost.py                  # 40 rounds
     python benchmarks/sandbox_limits_cost.py --rounds 4 --out /tmp/limits   # checks the script
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,13 +37,21 @@ from tutorial_lib.tasks import sandbox
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_COMMIT = "46936a8"
 WORKLOADS = {
-    "plain tests": ("def sum_of_squares(xs):\n    return sum(x * x for x in xs)\n",
-                    ["assert sum_of_squares([1, 2, 3]) == 14", "assert sum_of_squares([]) == 0",
-                     "assert sum_of_squares([-2, 5]) == 29"]),
-    "expected side (getsizeof)": ("import sys\ndef tuple_size(t):\n    return sys.getsizeof(t)\n",
-                                  ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == '
-                                   'sys.getsizeof(("A", 1, "B", 2, "C", 3))',
-                                   "assert tuple_size((1, 2, 3)) == sys.getsizeof((1, 2, 3))"]),
+    "plain tests": (
+        "def sum_of_squares(xs):\n    return sum(x * x for x in xs)\n",
+        [
+            "assert sum_of_squares([1, 2, 3]) == 14",
+            "assert sum_of_squares([]) == 0",
+            "assert sum_of_squares([-2, 5]) == 29",
+        ],
+    ),
+    "expected side (getsizeof)": (
+        "import sys\ndef tuple_size(t):\n    return sys.getsizeof(t)\n",
+        [
+            'assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))',
+            "assert tuple_size((1, 2, 3)) == sys.getsizeof((1, 2, 3))",
+        ],
+    ),
 }
 
 
@@ -52,8 +61,12 @@ def _baseline_sandbox(folder: Path):
     package.mkdir()
     (package / "__init__.py").write_text("")
     for name in ("sandbox.py", "sandbox_child.py", "judge.py", "isolation.py"):
-        source = subprocess.run(["git", "-C", str(REPO), "show", f"{BASELINE_COMMIT}:tutorial_lib/tasks/{name}"],
-                                check=True, capture_output=True, text=True).stdout
+        source = subprocess.run(
+            ["git", "-C", str(REPO), "show", f"{BASELINE_COMMIT}:tutorial_lib/tasks/{name}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         (package / name).write_text(source)
     sys.path.insert(0, str(folder))
     return importlib.import_module("baseline_sandbox.sandbox")
@@ -77,10 +90,17 @@ def main() -> None:
         raise SystemExit(f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT}")
     with tempfile.TemporaryDirectory() as folder:
         before = _baseline_sandbox(Path(folder))
-        summary = {"baseline_commit": BASELINE_COMMIT, "rounds": args.rounds,
-                   "process_limit": sandbox.process_limit(), "workloads": {}}
+        summary = {
+            "baseline_commit": BASELINE_COMMIT,
+            "rounds": args.rounds,
+            "process_limit": sandbox.process_limit(),
+            "workloads": {},
+        }
         for name, (code, tests) in WORKLOADS.items():
-            _timed(before, code, tests), _timed(sandbox, code, tests)  # warm both (and the expected-side cache)
+            (
+                _timed(before, code, tests),
+                _timed(sandbox, code, tests),
+            )  # warm both (and the expected-side cache)
             rounds = []
             for r in tqdm(range(args.rounds), desc=name):
                 if r % 2 == 0:
@@ -90,15 +110,22 @@ def main() -> None:
                 rounds.append({"before_s": old, "now_s": new, "ratio": new / old})
             ratios = [r["ratio"] for r in rounds]
             quartiles = statistics.quantiles(ratios, n=4)
-            result = {"before_s_median": statistics.median(r["before_s"] for r in rounds),
-                      "now_s_median": statistics.median(r["now_s"] for r in rounds),
-                      "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-                      "ratio_quartiles": [quartiles[0], quartiles[2]], "rounds": rounds}
+            result = {
+                "before_s_median": statistics.median(r["before_s"] for r in rounds),
+                "now_s_median": statistics.median(r["now_s"] for r in rounds),
+                "ratio_median": statistics.median(ratios),
+                "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+                "ratio_quartiles": [quartiles[0], quartiles[2]],
+                "rounds": rounds,
+            }
             summary["workloads"][name] = result
-            print(f"{name}: before {1000 * result['before_s_median']:.0f} ms, now {1000 * result['now_s_median']:.0f} ms"
-                  f" (medians); now / before {result['ratio_median']:.3f}, quartiles [{quartiles[0]:.3f}, "
-                  f"{quartiles[2]:.3f}], range [{min(ratios):.3f}, {max(ratios):.3f}] over {args.rounds} rounds",
-                  flush=True)
+            print(
+                f"{name}: before {1000 * result['before_s_median']:.0f} ms, now {1000 * result['now_s_median']:.0f} ms"
+                f" (medians); now / before {result['ratio_median']:.3f}, quartiles [{quartiles[0]:.3f}, "
+                f"{quartiles[2]:.3f}], range [{min(ratios):.3f}, {max(ratios):.3f}] over {args.rounds} rounds",
+                flush=True,
+            )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")

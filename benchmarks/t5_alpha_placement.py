@@ -15,6 +15,7 @@ whose weight hashes the file records (the shipped pair of `data/models/`; a test
 
     python benchmarks/t5_alpha_placement.py --items 60 --k 5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,11 @@ def placement(result, k: int, temperature: float) -> dict:
             placed = alpha_grids.plateau_alphas(result, curve, k)
         else:
             placed = alpha_grids.placed_alphas(result, k, curves=(curve,), ends=True)[label]
-        out[label] = {"alphas": placed, "rejection": [float(rejection[order][0]), float(rejection[order][-1])],
-                      "interior_plateaus": max(interior, 0)}
+        out[label] = {
+            "alphas": placed,
+            "rejection": [float(rejection[order][0]), float(rejection[order][-1])],
+            "interior_plateaus": max(interior, 0),
+        }
         if not placed:
             out[label]["why"] = "no interior plateau: every alpha below its drafter end behaves as SpecDecode"
     return out
@@ -71,12 +75,21 @@ def main() -> None:
     examples = synthetic_mt.TranslationGrammar().examples(args.items, split="test")
     items = [tc.Item(ex["id"], "synthetic_mt", ex["prompt"], ex["references"][0]) for ex in examples]
     # the weights' hashes, as the sweeps key them: alphas placed on one pair are that pair's
-    report = {"items": len(items), "k": args.k, "n_alpha": args.n_alpha, "pair": [pair.drafter.name, pair.verifier.name],
-              "weights": {role: tl.sweeps.evaluation.model_identity(lm)["weights"]
-                          for role, lm in (("drafter", pair.drafter), ("verifier", pair.verifier))}}
+    report = {
+        "items": len(items),
+        "k": args.k,
+        "n_alpha": args.n_alpha,
+        "pair": [pair.drafter.name, pair.verifier.name],
+        "weights": {
+            role: tl.sweeps.evaluation.model_identity(lm)["weights"]
+            for role, lm in (("drafter", pair.drafter), ("verifier", pair.verifier))
+        },
+    }
     for temperature in (0.0, 1.0):
         grid = ta.default_grid(args.n_alpha, temperature)
-        result = tc.analyse(pair, items, grid=grid, temperature=temperature, chat=False, cache=False, progress=False)
+        result = tc.analyse(
+            pair, items, grid=grid, temperature=temperature, chat=False, cache=False, progress=False
+        )
         report[f"T={temperature:g}"] = placement(result, args.k, temperature)
     report["wall_s"] = round(time.perf_counter() - start, 1)
     OUT.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ $T = 1$. The summary gives the median and range of the ratio over rounds.
     python benchmarks/t5_batch_throughput.py                          # offline pair, 32 items, 3 rounds
     python benchmarks/t5_batch_throughput.py --profile smoke --items 4 --rounds 1 --out /tmp/t5_batch
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,20 +36,46 @@ from tutorial_lib.decoding.speed_runs import PeakMemory
 from tutorial_lib.models import synthetic_t5
 
 REPO = Path(__file__).resolve().parent.parent
-COUNTERS = ("n_tokens", "n_verifier_calls", "n_drafter_calls", "n_drafted", "n_accepted", "n_rejected",
-            "drafter_calls_by_k", "verifier_calls_by_k", "drafter_encoder_passes", "verifier_encoder_passes")
+COUNTERS = (
+    "n_tokens",
+    "n_verifier_calls",
+    "n_drafter_calls",
+    "n_drafted",
+    "n_accepted",
+    "n_rejected",
+    "drafter_calls_by_k",
+    "verifier_calls_by_k",
+    "drafter_encoder_passes",
+    "verifier_encoder_passes",
+)
 
 
 def run_path(pair, tasks, configs, runner: str, batch_size: int, seed: int = 0) -> dict:
     """One path over the configurations, into a fresh results folder: rows, seconds, memory, rows' results."""
     with tempfile.TemporaryDirectory() as root, PeakMemory() as memory:
         tic = time.perf_counter()
-        table = ev.run_sweep(pair, tasks, configs, name="t5-throughput", seed=seed, runner=runner,
-                             batch_size=batch_size, root=root, progress=False)
+        table = ev.run_sweep(
+            pair,
+            tasks,
+            configs,
+            name="t5-throughput",
+            seed=seed,
+            runner=runner,
+            batch_size=batch_size,
+            root=root,
+            progress=False,
+        )
         seconds = time.perf_counter() - tic
     rows = {(r["task"], r["config"], r["example_id"]): r for r in table.to_dict("records")}
-    return dict(path=runner, rows=len(rows), seconds=seconds, rows_per_min=60 * len(rows) / seconds,
-                start_rss_mib=memory.start_mib, peak_rss_mib=memory.peak_mib, results=rows)
+    return dict(
+        path=runner,
+        rows=len(rows),
+        seconds=seconds,
+        rows_per_min=60 * len(rows) / seconds,
+        start_rss_mib=memory.start_mib,
+        peak_rss_mib=memory.peak_mib,
+        results=rows,
+    )
 
 
 def same_rows(a: dict, b: dict, temperature: float) -> dict:
@@ -69,7 +96,9 @@ def main():
     parser.add_argument("--out", default=str(REPO / "data" / "benchmarks" / "t5_batch_throughput_cpu"))
     args = parser.parse_args()
     if args.share < args.rounds:
-        raise ValueError(f"--share {args.share} < --rounds {args.rounds}: rounds would repeat configurations.")
+        raise ValueError(
+            f"--share {args.share} < --rounds {args.rounds}: rounds would repeat configurations."
+        )
     torch.set_num_threads(args.threads)
     settings = reruns.t5_profile(args.profile, n_examples=args.items)
     budget = reruns.t5_training_budget(settings)
@@ -87,17 +116,22 @@ def main():
 
     results = []
     for r in range(args.rounds):
-        share = configs[r::args.share]
-        for runner in (("single", "batch") if r % 2 == 0 else ("batch", "single")):
+        share = configs[r :: args.share]
+        for runner in ("single", "batch") if r % 2 == 0 else ("batch", "single"):
             out = run_path(pair, tasks, share, runner, args.batch_size)
             out.update(round=r, configurations=len(share))
             results.append(out)
-            print(f"round {r} {runner:>6}: {len(share)} configurations, {out['rows']} rows in {out['seconds']:.0f} s: "
-                  f"{out['rows_per_min']:.0f} rows/min, peak RSS {out['peak_rss_mib']:.0f} MiB", flush=True)
+            print(
+                f"round {r} {runner:>6}: {len(share)} configurations, {out['rows']} rows in {out['seconds']:.0f} s: "
+                f"{out['rows_per_min']:.0f} rows/min, peak RSS {out['peak_rss_mib']:.0f} MiB",
+                flush=True,
+            )
 
     ratios, agreement = [], {}
     for r in range(args.rounds):
-        single, batch = (next(x for x in results if x["round"] == r and x["path"] == p) for p in ("single", "batch"))
+        single, batch = (
+            next(x for x in results if x["round"] == r and x["path"] == p) for p in ("single", "batch")
+        )
         ratios.append(batch["rows_per_min"] / single["rows_per_min"])
         for temperature in settings["temperatures"]:
             got = same_rows(single, batch, temperature)
@@ -109,32 +143,57 @@ def main():
         return dict(median=statistics.median(values), low=min(values), high=max(values), per_round=values)
 
     summary = dict(
-        profile=args.profile, drafter=settings["drafter"], verifier=settings["verifier"], items=args.items,
-        gammas=settings["gammas"], temperatures=settings["temperatures"], configurations=len(configs),
-        single_only_in_batch_path=[c.key for c in single_only], rounds=args.rounds, share=args.share,
-        batch_size=args.batch_size, torch_threads=torch.get_num_threads(),
+        profile=args.profile,
+        drafter=settings["drafter"],
+        verifier=settings["verifier"],
+        items=args.items,
+        gammas=settings["gammas"],
+        temperatures=settings["temperatures"],
+        configurations=len(configs),
+        single_only_in_batch_path=[c.key for c in single_only],
+        rounds=args.rounds,
+        share=args.share,
+        batch_size=args.batch_size,
+        torch_threads=torch.get_num_threads(),
         runs=[{k: v for k, v in x.items() if k != "results"} for x in results],
-        ratio=spread(ratios), identical_rows=agreement,
-        peak_rss_mib={p: max(x["peak_rss_mib"] for x in results if x["path"] == p) for p in ("single", "batch")})
+        ratio=spread(ratios),
+        identical_rows=agreement,
+        peak_rss_mib={
+            p: max(x["peak_rss_mib"] for x in results if x["path"] == p) for p in ("single", "batch")
+        },
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1))
-    lines = [f"# T5 sweep throughput: batched / single ({args.profile} profile)", "",
-             f"{settings['drafter']} -> {settings['verifier']}, {torch.get_num_threads()} thread(s); first {args.items} "
-             f"items; gamma {settings['gammas']}, T {settings['temperatures']}; {len(configs)} configurations, "
-             f"1/{args.share} of them per round ({len(single_only)} stay one example at a time in the batched "
-             f"path); batch size {args.batch_size}; {args.rounds} rounds, alternating which path runs "
-             "first.", "",
-             "| round | path | configurations | rows | seconds | rows/min | RSS at start (MiB) | peak RSS (MiB) |",
-             "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {x['round']} | {x['path']} | {x['configurations']} | {x['rows']} | {x['seconds']:.0f} | "
-              f"{x['rows_per_min']:.0f} | {x['start_rss_mib']:.0f} | {x['peak_rss_mib']:.0f} |" for x in results]
-    lines += ["", f"Rows per minute, batch / single: median {summary['ratio']['median']:.2f}x (range "
-                  f"{summary['ratio']['low']:.2f}-{summary['ratio']['high']:.2f}; rounds: "
-                  f"{', '.join(f'{x:.2f}' for x in ratios)}).",
-              "Rows identical between the paths: " + "; ".join(
-                  f"{t}: texts {v['same_text']}/{v['rows']}, counters {v['same_counters']}/{v['rows']}"
-                  for t, v in agreement.items()) + "."]
+    lines = [
+        f"# T5 sweep throughput: batched / single ({args.profile} profile)",
+        "",
+        f"{settings['drafter']} -> {settings['verifier']}, {torch.get_num_threads()} thread(s); first {args.items} "
+        f"items; gamma {settings['gammas']}, T {settings['temperatures']}; {len(configs)} configurations, "
+        f"1/{args.share} of them per round ({len(single_only)} stay one example at a time in the batched "
+        f"path); batch size {args.batch_size}; {args.rounds} rounds, alternating which path runs "
+        "first.",
+        "",
+        "| round | path | configurations | rows | seconds | rows/min | RSS at start (MiB) | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {x['round']} | {x['path']} | {x['configurations']} | {x['rows']} | {x['seconds']:.0f} | "
+        f"{x['rows_per_min']:.0f} | {x['start_rss_mib']:.0f} | {x['peak_rss_mib']:.0f} |"
+        for x in results
+    ]
+    lines += [
+        "",
+        f"Rows per minute, batch / single: median {summary['ratio']['median']:.2f}x (range "
+        f"{summary['ratio']['low']:.2f}-{summary['ratio']['high']:.2f}; rounds: "
+        f"{', '.join(f'{x:.2f}' for x in ratios)}).",
+        "Rows identical between the paths: "
+        + "; ".join(
+            f"{t}: texts {v['same_text']}/{v['rows']}, counters {v['same_counters']}/{v['rows']}"
+            for t, v in agreement.items()
+        )
+        + ".",
+    ]
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines[-2:]))
 

@@ -14,6 +14,7 @@ already running (the committed run: beside the offline-large rerun).
     python benchmarks/timing_threads.py --beside-heavy-job 2 --output /tmp/timing_threads_heavy
     python benchmarks/timing_threads.py --profile smoke --rounds 2 --output /tmp/timing_threads
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,26 +39,43 @@ def summarise(runs: list, threads: list) -> dict:
     for t in threads:
         seconds = [by[(k, t)]["seconds"] for k in rounds]
         ratio = [by[(k, t)]["seconds"] / by[(k, threads[0])]["seconds"] for k in rounds]
-        speedups = {m: round(statistics.median(by[(k, t)]["speedup"][m] for k in rounds), 4)
-                    for m in by[(rounds[0], t)]["speedup"]}
-        out[str(t)] = {"seconds_median": statistics.median(seconds), "seconds_min": min(seconds),
-                       "seconds_max": max(seconds), f"vs_{threads[0]}_median": round(statistics.median(ratio), 4),
-                       f"vs_{threads[0]}_min": round(min(ratio), 4), f"vs_{threads[0]}_max": round(max(ratio), 4),
-                       "speedup_over_verifier_median": speedups}
+        speedups = {
+            m: round(statistics.median(by[(k, t)]["speedup"][m] for k in rounds), 4)
+            for m in by[(rounds[0], t)]["speedup"]
+        }
+        out[str(t)] = {
+            "seconds_median": statistics.median(seconds),
+            "seconds_min": min(seconds),
+            "seconds_max": max(seconds),
+            f"vs_{threads[0]}_median": round(statistics.median(ratio), 4),
+            f"vs_{threads[0]}_min": round(min(ratio), 4),
+            f"vs_{threads[0]}_max": round(max(ratio), 4),
+            "speedup_over_verifier_median": speedups,
+        }
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default", choices=sorted(speed_runs.SPEED_PROFILES))
-    parser.add_argument("--threads", default="1,2", help="thread counts to compare, the first is the reference")
+    parser.add_argument(
+        "--threads", default="1,2", help="thread counts to compare, the first is the reference"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n-prompts", type=int, default=1)
-    parser.add_argument("--beside-heavy-job", type=int, default=0, metavar="N",
-                        help="run beside another process doing matrix products on N threads")
+    parser.add_argument(
+        "--beside-heavy-job",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run beside another process doing matrix products on N threads",
+    )
     parser.add_argument("--beside", default="", help="what else runs on the machine (said in the result)")
-    parser.add_argument("--output", default=str(REPO / "data" / "benchmarks" / "timing_threads_cpu"),
-                        help="path without suffix; .json is written")
+    parser.add_argument(
+        "--output",
+        default=str(REPO / "data" / "benchmarks" / "timing_threads_cpu"),
+        help="path without suffix; .json is written",
+    )
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
     if args.rounds < 1 or not threads or min(threads) < 1:
@@ -66,38 +84,62 @@ def main() -> None:
     pair = speed_runs.load_speed_pair(settings)
     prompts = speed_runs.speed_prompts(pair.verifier, settings["n_prompts"])
     methods = {"verifier": speed_runs.engine_method(pair, 0, eos_token_id=())}
-    methods.update({f"gamma={g}": speed_runs.engine_method(pair, g, eos_token_id=()) for g in settings["gammas"]})
+    methods.update(
+        {f"gamma={g}": speed_runs.engine_method(pair, g, eos_token_id=()) for g in settings["gammas"]}
+    )
     job = speed_runs.start_heavy_job(args.beside_heavy_job) if args.beside_heavy_job else None
     try:
         chosen = speed_runs.use_free_cores(None)
         busy = speed_runs.busy_cores()
-        for t in threads:   # untimed: first calls (allocations, kernels' first use) at each count
+        for t in threads:  # untimed: first calls (allocations, kernels' first use) at each count
             torch.set_num_threads(t)
-            speed_runs.measure_speed(methods, prompts, max_new_tokens=settings["max_new_tokens"], repeats=1,
-                                     progress=False)
+            speed_runs.measure_speed(
+                methods, prompts, max_new_tokens=settings["max_new_tokens"], repeats=1, progress=False
+            )
         runs = []
         for k in range(args.rounds):
-            for t in threads[k % len(threads):] + threads[:k % len(threads)]:
+            for t in threads[k % len(threads) :] + threads[: k % len(threads)]:
                 torch.set_num_threads(t)
                 tic = time.perf_counter()
-                rows = speed_runs.measure_speed(methods, prompts, max_new_tokens=settings["max_new_tokens"],
-                                                repeats=1, progress=False)
+                rows = speed_runs.measure_speed(
+                    methods, prompts, max_new_tokens=settings["max_new_tokens"], repeats=1, progress=False
+                )
                 seconds = time.perf_counter() - tic
                 summary = speed_runs.summarise_speed(rows).set_index("method")
-                runs.append({"round": k, "threads": t, "seconds": round(seconds, 3),
-                             "speedup": {m: round(float(summary.loc[m, "speedup"]), 4) for m in summary.index}})
+                runs.append(
+                    {
+                        "round": k,
+                        "threads": t,
+                        "seconds": round(seconds, 3),
+                        "speedup": {m: round(float(summary.loc[m, "speedup"]), 4) for m in summary.index},
+                    }
+                )
                 print(json.dumps(runs[-1]), flush=True)
     finally:
         if job is not None:
             job.terminate()
             job.join(5)
-    beside = args.beside or (f"another process doing matrix products on {args.beside_heavy_job} threads"
-                             if args.beside_heavy_job else "nothing else started by the benchmark")
-    result = {"profile": args.profile, "drafter": settings["drafter"], "verifier": settings["verifier"],
-              "prompts": len(prompts), "max_new_tokens": settings["max_new_tokens"], "gammas": settings["gammas"],
-              "rounds": args.rounds, "threads": threads, "cores": os.cpu_count(), "beside": beside,
-              "use_free_cores_chose": chosen, "busy_cores_at_start": round(busy, 2),
-              "summary": summarise(runs, threads), "runs": runs}
+    beside = args.beside or (
+        f"another process doing matrix products on {args.beside_heavy_job} threads"
+        if args.beside_heavy_job
+        else "nothing else started by the benchmark"
+    )
+    result = {
+        "profile": args.profile,
+        "drafter": settings["drafter"],
+        "verifier": settings["verifier"],
+        "prompts": len(prompts),
+        "max_new_tokens": settings["max_new_tokens"],
+        "gammas": settings["gammas"],
+        "rounds": args.rounds,
+        "threads": threads,
+        "cores": os.cpu_count(),
+        "beside": beside,
+        "use_free_cores_chose": chosen,
+        "busy_cores_at_start": round(busy, 2),
+        "summary": summarise(runs, threads),
+        "runs": runs,
+    }
     path = Path(args.output).with_suffix(".json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))

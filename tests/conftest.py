@@ -30,6 +30,7 @@ def one_thread():
 @pytest.fixture(scope="session")
 def world():
     from tutorial_lib.toy.toyworld import ToyWorld
+
     return ToyWorld()
 
 
@@ -46,6 +47,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 @pytest.fixture(scope="module")
 def llama():
     from tutorial_lib import models
+
     verifier = models.tiny_random_llama(0)
     return models.ModelPair(models.perturbed(verifier, 0.3, seed=1), verifier)
 
@@ -53,5 +55,6 @@ def llama():
 @pytest.fixture(scope="module")
 def t5():
     from tutorial_lib import models
+
     verifier = models.tiny_random_t5(0)
     return models.ModelPair(models.perturbed(verifier, 0.6, seed=2), verifier)

@@ -1,4 +1,5 @@
 """Algorithm 4's accept/reject step: its output law (chi-square) and Lemma 2 (lossy speculative sampling)."""
+
 import pytest
 import torch
 from scipy import stats
@@ -8,10 +9,20 @@ import tutorial_lib as tl
 q = torch.tensor([0.30, 0.25, 0.20, 0.12, 0.08, 0.05], dtype=torch.float64)
 p = torch.tensor([0.05, 0.15, 0.35, 0.10, 0.05, 0.30], dtype=torch.float64)
 
-CASES = [("spec", 0.0, 1.0), ("drafter", 0.0, 1.0), ("verifier", 0.0, 1.0),
-         ("lossy", 0.3, 1.0), ("lossy", 0.6, "normalize"), ("bild", 0.2, 1.0), ("chow", 0.75, 1.0),
-         ("diff", -0.1, 1.0), ("opt", -0.2, 1.0), ("token_v1", 0.15, 1.0), ("token_v2", 0.2, 1.0),
-         ("token_v3", 0.5, 1.0)]
+CASES = [
+    ("spec", 0.0, 1.0),
+    ("drafter", 0.0, 1.0),
+    ("verifier", 0.0, 1.0),
+    ("lossy", 0.3, 1.0),
+    ("lossy", 0.6, "normalize"),
+    ("bild", 0.2, 1.0),
+    ("chow", 0.75, 1.0),
+    ("diff", -0.1, 1.0),
+    ("opt", -0.2, 1.0),
+    ("token_v1", 0.15, 1.0),
+    ("token_v2", 0.2, 1.0),
+    ("token_v3", 0.5, 1.0),
+]
 
 
 def expected_law(pi, q):
@@ -25,7 +36,7 @@ def test_output_law_chi_square(rule, alpha, beta):
     pi = tl.target_distribution(rule, q, p, alpha, beta=beta)
     law = expected_law(pi, q) if (pi - q).clamp_min(0).sum() > 0 else q
     if rule != "lossy" or beta == "normalize":
-        torch.testing.assert_close(law, pi, atol=1e-12, rtol=0)   # the law is pi itself
+        torch.testing.assert_close(law, pi, atol=1e-12, rtol=0)  # the law is pi itself
     n = 20_000
     g = torch.Generator().manual_seed(1234)
     draft = tl.maths.targets.sample(q.expand(n, -1), g)
@@ -55,7 +66,7 @@ def test_lemma2_lossy_target_is_lossy_speculative_sampling(alpha, beta):
         pp = torch.distributions.Dirichlet(torch.ones(8, dtype=torch.float64)).sample()
         b = tl.lossy_beta(qq, pp, alpha).item() if beta == "normalize" else beta
         if b == float("inf") or ((pp / b - qq).clamp_min(0).sum() == 0):
-            continue   # the residual is never used there: nothing to compare
+            continue  # the residual is never used there: nothing to compare
         pi = tl.target_distribution("lossy", qq, pp, alpha, beta=beta)
         tokens = torch.arange(8)
         ours = tl.acceptance_probability(pi.expand(8, -1), qq.expand(8, -1), tokens)
@@ -66,18 +77,24 @@ def test_lemma2_lossy_target_is_lossy_speculative_sampling(alpha, beta):
 
 # ---- the block verification that generate and generate_batch share --------------------------------
 
+
 def _block(n_rows, seed=0):
     """Three positions with their own q and pi (rows repeat them), drafts x_j ~ q_j."""
     g = torch.Generator().manual_seed(seed)
-    qs = torch.stack([q, p.flip(0), (q + p) / 2])                                       # (3, V)
-    pis = torch.stack([tl.target_distribution(r, qq, p, a) for (r, a), qq in
-                       zip([("chow", 0.75), ("spec", 0.0), ("token_v2", 0.2)], qs)])    # (3, V)
-    drafts = tl.maths.targets.sample(qs.expand(n_rows, -1, -1), g)                            # (n_rows, 3)
+    qs = torch.stack([q, p.flip(0), (q + p) / 2])  # (3, V)
+    pis = torch.stack(
+        [
+            tl.target_distribution(r, qq, p, a)
+            for (r, a), qq in zip([("chow", 0.75), ("spec", 0.0), ("token_v2", 0.2)], qs)
+        ]
+    )  # (3, V)
+    drafts = tl.maths.targets.sample(qs.expand(n_rows, -1, -1), g)  # (n_rows, 3)
     return pis.expand(n_rows, -1, -1), qs.expand(n_rows, -1, -1), drafts, g
 
 
 def test_verify_block_accepts_each_draft_with_its_probability_and_draws_the_residual_and_bonus():
     from tutorial_lib.maths.verification import verify_block
+
     n = 20_000
     pi, qs, drafts, g = _block(n)
     verdict = verify_block(pi, qs, drafts, g, bonus=p.expand(n, -1))
@@ -87,37 +104,50 @@ def test_verify_block_accepts_each_draft_with_its_probability_and_draws_the_resi
         rejected_here = reached & verdict.rejected & (verdict.n_accepted == j)
         m = int(reached.sum())
         assert abs(int(rejected_here.sum()) / m - rho) < 4 * (rho * (1 - rho) / m) ** 0.5 + 1e-12, j
-        if rho > 0:   # the token after a rejection follows the residual
+        if rho > 0:  # the token after a rejection follows the residual
             law = tl.residual_distribution(pi[0, j], qs[0, j])
             observed = torch.bincount(verdict.extra[rejected_here], minlength=len(q)).double()
             assert observed[law == 0].sum() == 0
             keep = law > 0
             if keep.sum() > 1:
-                assert stats.chisquare(observed[keep].numpy(), (law[keep] * observed.sum()).numpy()).pvalue > 1e-3
+                assert (
+                    stats.chisquare(observed[keep].numpy(), (law[keep] * observed.sum()).numpy()).pvalue
+                    > 1e-3
+                )
         reached &= verdict.n_accepted > j
     full = verdict.n_accepted == 3
     assert not verdict.rejected[full].any()
     observed = torch.bincount(verdict.extra[full], minlength=len(q)).double()
-    assert stats.chisquare(observed.numpy(), (p * observed.sum()).numpy()).pvalue > 1e-3   # bonus ~ p
+    assert stats.chisquare(observed.numpy(), (p * observed.sum()).numpy()).pvalue > 1e-3  # bonus ~ p
 
 
 def test_verify_block_rows_with_their_own_generators_equal_their_single_runs():
     from tutorial_lib.maths.verification import verify_block
+
     pi, qs, drafts, _ = _block(6, seed=3)
-    together = verify_block(pi, qs, drafts, [torch.Generator().manual_seed(i) for i in range(6)],
-                            bonus=p.expand(6, -1))
+    together = verify_block(
+        pi, qs, drafts, [torch.Generator().manual_seed(i) for i in range(6)], bonus=p.expand(6, -1)
+    )
     for i in range(6):
-        alone = verify_block(pi[i:i + 1], qs[i:i + 1], drafts[i:i + 1], torch.Generator().manual_seed(i),
-                             bonus=p.expand(1, -1))
-        assert together.tokens(drafts, i) == alone.tokens(drafts[i:i + 1], 0)
+        alone = verify_block(
+            pi[i : i + 1],
+            qs[i : i + 1],
+            drafts[i : i + 1],
+            torch.Generator().manual_seed(i),
+            bonus=p.expand(1, -1),
+        )
+        assert together.tokens(drafts, i) == alone.tokens(drafts[i : i + 1], 0)
 
 
 def test_verify_block_stops_a_row_at_a_stop_token():
     from tutorial_lib.maths.verification import verify_block
-    pi = q.expand(2, 3, -1)                          # pi = q: every draft is accepted
+
+    pi = q.expand(2, 3, -1)  # pi = q: every draft is accepted
     drafts = torch.tensor([[2, 1, 4], [2, 3, 4]])
-    verdict = verify_block(pi, pi, drafts, torch.Generator().manual_seed(0), bonus=p.expand(2, -1), stop_tokens={1})
-    assert verdict.tokens(drafts, 0) == [2, 1]       # stopped at token 1: no more coins, no bonus
+    verdict = verify_block(
+        pi, pi, drafts, torch.Generator().manual_seed(0), bonus=p.expand(2, -1), stop_tokens={1}
+    )
+    assert verdict.tokens(drafts, 0) == [2, 1]  # stopped at token 1: no more coins, no bonus
     assert verdict.tokens(drafts, 1)[:3] == [2, 3, 4] and len(verdict.tokens(drafts, 1)) == 4
     with pytest.raises(ValueError, match=r"\(B, n, V\)"):
         verify_block(q, q, torch.tensor([1]))

@@ -13,6 +13,7 @@ Needs Debian's `chromium` (`apt-get install chromium`; Playwright drives it thro
 never a browser download: do not run `playwright install`) and the `playwright` Python package (`pip
 install -e '.[dev]'`). Without them the test is skipped with a message saying so.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,15 +34,29 @@ from test_notebooks_run import SMALL_PARAMETERS
 CHROMIUM = Path("/usr/bin/chromium")
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 JUPYTER = Path(sys.executable).parent / "jupyter"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TOKEN = "tutorial-lib-browser-test"
 
 if not CHROMIUM.exists():
-    pytest.skip("the browser test needs Debian's chromium at /usr/bin/chromium: `apt-get install chromium` "
-                "(.ci/run installs it when run as root)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the browser test needs Playwright for Python: "
-                               "`pip install -e '.[dev]'` (never `playwright install`: it drives /usr/bin/chromium)")
+    pytest.skip(
+        "the browser test needs Debian's chromium at /usr/bin/chromium: `apt-get install chromium` "
+        "(.ci/run installs it when run as root)",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api",
+    reason="the browser test needs Playwright for Python: "
+    "`pip install -e '.[dev]'` (never `playwright install`: it drives /usr/bin/chromium)",
+)
 
 #: notebook -> (label the slider's description starts with, parameters injected like papermill's, or None).
 # Notebook 01 runs at its defaults (its small CI parameters load a model pair); the others at their CI ones
@@ -61,7 +76,10 @@ EXECUTED = "02_rejection_rates"
 RUN_ALL_TIMEOUT_S = 1800
 #: Settings of the test's own JupyterLab: no news pop-up or update check, every cell rendered (no windowing).
 LAB_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
 
@@ -75,6 +93,7 @@ def _free_port() -> int:
 def _copy_notebook(name: str, parameters, folder: Path) -> None:
     from papermill.iorw import load_notebook_node
     from papermill.parameterize import parameterize_notebook
+
     nb = load_notebook_node(str(NOTEBOOK_DIR / f"{name}.ipynb"))  # with the cell metadata papermill expects
     if parameters:
         nb = parameterize_notebook(nb, dict(parameters, output_dir="."))
@@ -84,16 +103,23 @@ def _copy_notebook(name: str, parameters, folder: Path) -> None:
 def _execute_copy(name: str, parameters, folder: Path) -> None:
     """`executed-<name>.ipynb`: the notebook run by papermill, as `make tutorial` leaves it."""
     import papermill
-    papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(folder / f"executed-{name}.ipynb"),
-                               parameters=dict(parameters or {}, output_dir=str(folder / "outputs")),
-                               kernel_name="tutorial-lib", cwd=str(folder), progress_bar=False,
-                               execution_timeout=600)
+
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / f"{name}.ipynb"),
+        str(folder / f"executed-{name}.ipynb"),
+        parameters=dict(parameters or {}, output_dir=str(folder / "outputs")),
+        kernel_name="tutorial-lib",
+        cwd=str(folder),
+        progress_bar=False,
+        execution_timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server on a temporary copy of the notebooks; yields its base URL."""
     from jupyter_client.kernelspec import find_kernel_specs
+
     if "tutorial-lib" not in find_kernel_specs():
         pytest.skip("the notebooks' kernel `tutorial-lib` is not installed: run `make install`")
     root = tmp_path_factory.mktemp("lab")
@@ -105,15 +131,26 @@ def lab(tmp_path_factory):
         (settings / path).parent.mkdir(parents=True, exist_ok=True)
         (settings / path).write_text(json.dumps(values))
     port = _free_port()
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path_factory.mktemp("lab-workspaces")),
-               JUPYTER_CONFIG_DIR=str(tmp_path_factory.mktemp("jupyter-config")),
-               JUPYTER_RUNTIME_DIR=str(tmp_path_factory.mktemp("jupyter-runtime")),
-               TUTORIAL_LIB_FIGURES=str(root / "figures"), TUTORIAL_LIB_RESULTS=str(root / "results"),
-               TUTORIAL_LIB_OUTPUT=str(root / "outputs"))
-    command = [str(JUPYTER), "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-               f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path_factory.mktemp("lab-workspaces")),
+        JUPYTER_CONFIG_DIR=str(tmp_path_factory.mktemp("jupyter-config")),
+        JUPYTER_RUNTIME_DIR=str(tmp_path_factory.mktemp("jupyter-runtime")),
+        TUTORIAL_LIB_FIGURES=str(root / "figures"),
+        TUTORIAL_LIB_RESULTS=str(root / "results"),
+        TUTORIAL_LIB_OUTPUT=str(root / "outputs"),
+    )
+    command = [
+        str(JUPYTER),
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # CI containers run as root
     log = open(root / "lab.log", "w")
@@ -123,7 +160,9 @@ def lab(tmp_path_factory):
         deadline = time.monotonic() + 120
         while True:
             if server.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {server.returncode}:\n{(root / 'lab.log').read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"JupyterLab exited with {server.returncode}:\n{(root / 'lab.log').read_text()[-3000:]}"
+                )
             try:
                 urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
                 break
@@ -146,8 +185,12 @@ def browser(tmp_path_factory):
     """Headless Chromium from /usr/bin with a fresh profile folder."""
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000})
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
         yield context
         context.close()
 
@@ -221,22 +264,30 @@ def test_slider_redraws_in_the_browser(lab, browser, name):
         # A workspace of its own, reset: no tab of an earlier test hides this notebook.
         page.goto(f"{lab}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={TOKEN}")
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
-        page.wait_for_function("() => /\\| Idle/.test(document.querySelector('.jp-StatusBar-Widget')?.textContent ?? '')",
-                               timeout=90_000, polling=500)
+        page.wait_for_function(
+            "() => /\\| Idle/.test(document.querySelector('.jp-StatusBar-Widget')?.textContent ?? '')",
+            timeout=90_000,
+            polling=500,
+        )
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_text("Run All Cells", exact=True).click()
         page.wait_for_function(_ALL_CELLS_RUN, timeout=RUN_ALL_TIMEOUT_S * 1000, polling=1000)
         # the page draws every plotly figure of the notebook after its cells ran: slow on a busy machine
-        page.wait_for_function(f"() => ({_VIEW_STATE})({json.dumps(label)})?.figure", timeout=120_000, polling=1000)
-        handle = page.locator(".widget-slider", has=page.locator(".widget-label", has_text=label)).first \
-            .locator(".noUi-handle")
+        page.wait_for_function(
+            f"() => ({_VIEW_STATE})({json.dumps(label)})?.figure", timeout=120_000, polling=1000
+        )
+        handle = page.locator(
+            ".widget-slider", has=page.locator(".widget-label", has_text=label)
+        ).first.locator(".noUi-handle")
         handle.scroll_into_view_if_needed()
         times = []
         first = page.evaluate(_VIEW_STATE, label)
         # A slider that starts at its top (notebook 09's acceptance where the smoke pair agrees on every
         # draft) cannot move right: walk away from whichever end it sits at.
         at_top = float(handle.get_attribute("aria-valuenow")) >= float(handle.get_attribute("aria-valuemax"))
-        keys = ("ArrowLeft", "ArrowLeft", "ArrowRight") if at_top else ("ArrowRight", "ArrowRight", "ArrowLeft")
+        keys = (
+            ("ArrowLeft", "ArrowLeft", "ArrowRight") if at_top else ("ArrowRight", "ArrowRight", "ArrowLeft")
+        )
         for key in keys:
             before = page.evaluate(_VIEW_STATE, label)
             handle.focus()
@@ -246,25 +297,43 @@ def test_slider_redraws_in_the_browser(lab, browser, name):
                 f"(old) => {{ const now = ({_VIEW_STATE})({json.dumps(label)});"
                 " return now && now.figure && now.title !== old.title && now.figure !== old.figure"
                 " && now.widget_readout !== old.widget_readout; }",
-                arg=before, timeout=30_000, polling="raf")
+                arg=before,
+                timeout=30_000,
+                polling="raf",
+            )
             times.append(time.perf_counter() - start)
             after = page.evaluate(_VIEW_STATE, label)
-            assert after["title"] != before["title"], "the figure's title (its read-out of alpha) did not change"
+            assert after["title"] != before["title"], (
+                "the figure's title (its read-out of alpha) did not change"
+            )
             assert after["widget_readout"] != before["widget_readout"]
             if before["stdout"]:  # notebooks 01 and 02 print a read-out under the figure
-                assert after["stdout"] and after["stdout"] != before["stdout"], "the read-out text did not change"
-        print(f"\n{name}: slider move -> redraw: {', '.join(f'{t * 1000:.0f}' for t in times)} ms "
-              f"(median {statistics.median(times) * 1000:.0f} ms)")
-        assert after["static_copy"] == "none", "the live view's static copy is missing or shown beside the widget"
+                assert after["stdout"] and after["stdout"] != before["stdout"], (
+                    "the read-out text did not change"
+                )
+        print(
+            f"\n{name}: slider move -> redraw: {', '.join(f'{t * 1000:.0f}' for t in times)} ms "
+            f"(median {statistics.median(times) * 1000:.0f} ms)"
+        )
+        assert after["static_copy"] == "none", (
+            "the live view's static copy is missing or shown beside the widget"
+        )
         # the copy follows the controls once they rest (LiveBox.REFRESH_DELAY_S), so a save keeps the last setting
-        page.wait_for_function(f"(old) => ({_VIEW_STATE})({json.dumps(label)}).static_picture !== old",
-                               arg=first["static_picture"], timeout=60_000, polling=500)
+        page.wait_for_function(
+            f"(old) => ({_VIEW_STATE})({json.dumps(label)}).static_picture !== old",
+            arg=first["static_picture"],
+            timeout=60_000,
+            polling=500,
+        )
         assert not errors, f"browser console errors: {errors}"
         # Save, stop the kernel, reopen the saved copy as a student would the next day.
         page.keyboard.press("Escape")
         page.keyboard.press("Control+s")
-        page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
-                               timeout=60_000, polling=500)
+        page.wait_for_function(
+            "() => !document.querySelector('.lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
+            timeout=60_000,
+            polling=500,
+        )
     finally:
         page.close()
         _shut_down_kernels(lab)
@@ -277,8 +346,10 @@ def _check_reopened(lab, browser, name):
     try:
         page.goto(f"{lab}/lab/workspaces/reopen-{name}/tree/{name}.ipynb?reset&token={TOKEN}")
         page.wait_for_selector(".jp-Notebook .jp-CodeCell", timeout=90_000)
-        page.wait_for_function("() => document.querySelectorAll('.tl-static-copy').length > 0", timeout=60_000)
-        page.wait_for_timeout(3000)   # the widget manager gives up on the missing models
+        page.wait_for_function(
+            "() => document.querySelectorAll('.tl-static-copy').length > 0", timeout=60_000
+        )
+        page.wait_for_timeout(3000)  # the widget manager gives up on the missing models
         seen = page.evaluate(_REOPENED)
         print(f"{name} reopened: {seen}")
         assert seen["copies"] >= 1 and seen["shown"] == seen["copies"], seen

@@ -1,4 +1,5 @@
 """The paper's table with intervals and the claims' verdicts, on constructed rows with known answers."""
+
 from pathlib import Path
 
 import numpy as np
@@ -15,17 +16,49 @@ from tutorial_lib.stats.paired import item_scores
 N = 40
 RNG = np.random.default_rng(0)
 VERIFIER = (RNG.random(N) < 0.7).astype(float)
-DRAFTER = VERIFIER * (RNG.random(N) < 0.5)          # at most the verifier's, item by item
+DRAFTER = VERIFIER * (RNG.random(N) < 0.5)  # at most the verifier's, item by item
 
 
-def _config(label, method, rule, alpha, quality, *, rejected=0, accepted=10, time=1.0, gamma=1, temperature=1.0,
-            texts=None):
+def _config(
+    label,
+    method,
+    rule,
+    alpha,
+    quality,
+    *,
+    rejected=0,
+    accepted=10,
+    time=1.0,
+    gamma=1,
+    temperature=1.0,
+    texts=None,
+):
     """One configuration's rows; each has its own texts unless `texts` says otherwise (as SpecDecode's)."""
     texts = texts or [f"{label} {alpha} {i}" for i in range(len(quality))]
-    return [{"task": "t", "example_id": f"x{i}", "config": f"{label}|{alpha}|g{gamma}|T{temperature}", "label": label,
-             "method": method, "rule": rule, "alpha": alpha, "beta": "1.0", "gamma": gamma, "temperature": temperature,
-             "seed": i, "quality": float(q), "text": texts[i], "n_tokens": 10, "n_verifier_calls": 10, "n_drafter_calls": 10,
-             "n_accepted": accepted, "n_rejected": rejected, "wall_time_s": time} for i, q in enumerate(quality)]
+    return [
+        {
+            "task": "t",
+            "example_id": f"x{i}",
+            "config": f"{label}|{alpha}|g{gamma}|T{temperature}",
+            "label": label,
+            "method": method,
+            "rule": rule,
+            "alpha": alpha,
+            "beta": "1.0",
+            "gamma": gamma,
+            "temperature": temperature,
+            "seed": i,
+            "quality": float(q),
+            "text": texts[i],
+            "n_tokens": 10,
+            "n_verifier_calls": 10,
+            "n_drafter_calls": 10,
+            "n_accepted": accepted,
+            "n_rejected": rejected,
+            "wall_time_s": time,
+        }
+        for i, q in enumerate(quality)
+    ]
 
 
 def _gemma_rows(token_first: bool, *, both_reach: bool = False) -> pd.DataFrame:
@@ -34,11 +67,14 @@ def _gemma_rows(token_first: bool, *, both_reach: bool = False) -> pd.DataFrame:
     alpha 0.05 reaches too, at rejection 0.25."""
     good, bad = ("token_v2", "chow") if token_first else ("chow", "token_v2")
     labels = {"token_v2": "SpecCascade [Token-V2]", "chow": "SpecCascade [Chow]"}
-    rows = (_config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
-            + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7)
-            + _config(labels[good], "speculative", good, 0.5, VERIFIER, rejected=1, accepted=9)
-            + _config(labels[bad], "speculative", bad, 0.5, DRAFTER, rejected=1, accepted=9)
-            + _config(labels[bad], "speculative", bad, 0.2, DRAFTER, rejected=2, accepted=8))
+    rows = (
+        _config("Verifier", "verifier", None, 0.0, VERIFIER)
+        + _config("Drafter", "drafter", None, 0.0, DRAFTER)
+        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7)
+        + _config(labels[good], "speculative", good, 0.5, VERIFIER, rejected=1, accepted=9)
+        + _config(labels[bad], "speculative", bad, 0.5, DRAFTER, rejected=1, accepted=9)
+        + _config(labels[bad], "speculative", bad, 0.2, DRAFTER, rejected=2, accepted=8)
+    )
     if both_reach:
         rows += _config(labels[bad], "speculative", bad, 0.05, VERIFIER, rejected=1, accepted=3)
     return pd.DataFrame(rows)
@@ -51,7 +87,9 @@ def test_verdicts_and_the_sample_size_that_would_resolve():
     # half-width 0.15 at n = 100 -> se = 0.15 / 1.96; 80% power for an effect of 0.1
     expected = np.ceil(100 * ((1.959964 + 0.841621) * (0.15 / 1.959964) / 0.1) ** 2)
     assert claims.n_needed(0.1, -0.05, 0.25, 100) == pytest.approx(expected)
-    assert np.isnan(claims.n_needed(0.0, -0.1, 0.1, 100)) and np.isnan(claims.n_needed(0.1, -np.inf, 0.3, 100))
+    assert np.isnan(claims.n_needed(0.0, -0.1, 0.1, 100)) and np.isnan(
+        claims.n_needed(0.1, -np.inf, 0.3, 100)
+    )
 
 
 def test_curve_table_reads_the_rejection_axis_with_ends_and_intervals():
@@ -60,7 +98,7 @@ def test_curve_table_reads_the_rejection_axis_with_ends_and_intervals():
     # the drafter end (rejection 0, drafter quality) joined to (0.1, verifier quality): reached at 0.1
     assert token["reduction_at_verifier_quality"] == pytest.approx(0.9)
     assert token["reduction_low"] == pytest.approx(0.9) and token["reached_share"] == 1.0
-    assert chow["reduction_at_verifier_quality"] == pytest.approx(0.7)   # only its SpecDecode end reaches
+    assert chow["reduction_at_verifier_quality"] == pytest.approx(0.7)  # only its SpecDecode end reaches
     assert token["best_quality_within_verifier_cost"] == pytest.approx(VERIFIER.mean())
     assert token["verifier_quality_low"] <= VERIFIER.mean() <= token["verifier_quality_high"]
     points = CurveBootstrap(item_scores(_gemma_rows(True))[0], "rejection_rate").point_costs()
@@ -72,12 +110,16 @@ def test_curve_table_reads_the_rejection_axis_with_ends_and_intervals():
 
 
 def test_not_reached_only_where_the_point_estimate_does_not_reach():
-    rows = pd.DataFrame(_config("Verifier", "verifier", None, 0.0, VERIFIER)
-                        + _config("Drafter", "drafter", None, 0.0, DRAFTER, time=0.2)
-                        + _config("SeqCascade [Chow]", "seq_cascade", None, 0.5, DRAFTER, time=0.6))
+    rows = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER)
+        + _config("Drafter", "drafter", None, 0.0, DRAFTER, time=0.2)
+        + _config("SeqCascade [Chow]", "seq_cascade", None, 0.5, DRAFTER, time=0.6)
+    )
     table = curve_table(rows, cost="wall_time_s").set_index("method")
     assert table.loc["SeqCascade [Chow]", "reduction_at_verifier_quality"] == NOT_REACHED
-    assert table.loc["SeqCascade [Chow]", "best_quality_within_verifier_cost"] == pytest.approx(DRAFTER.mean())
+    assert table.loc["SeqCascade [Chow]", "best_quality_within_verifier_cost"] == pytest.approx(
+        DRAFTER.mean()
+    )
     with pytest.raises(ValueError, match="not a row column"):
         curve_table(rows, cost="modelled_latency_s")
 
@@ -100,14 +142,32 @@ def test_a_rule_is_not_credited_with_runs_that_are_not_its_own():
     better = np.minimum(1.0, VERIFIER + (RNG.random(N) < 0.5))
     spec_texts = [f"spec {i}" for i in range(N)]
     rows = pd.DataFrame(
-        _config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
+        _config("Verifier", "verifier", None, 0.0, VERIFIER)
+        + _config("Drafter", "drafter", None, 0.0, DRAFTER)
         + _config("SpecDecode", "speculative", "spec", 0.0, better, rejected=3, accepted=7, texts=spec_texts)
-        + _config("SpecCascade [Token-V1]", "speculative", "token_v1", -1.0, better, rejected=3, accepted=7,
-                  texts=spec_texts)
-        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.1, better, rejected=3, accepted=7,
-                  texts=spec_texts)
+        + _config(
+            "SpecCascade [Token-V1]",
+            "speculative",
+            "token_v1",
+            -1.0,
+            better,
+            rejected=3,
+            accepted=7,
+            texts=spec_texts,
+        )
+        + _config(
+            "SpecCascade [Token-V2]",
+            "speculative",
+            "token_v2",
+            0.1,
+            better,
+            rejected=3,
+            accepted=7,
+            texts=spec_texts,
+        )
         + _config("SpecCascade [Token-V1]", "speculative", "token_v1", 0.5, DRAFTER, rejected=1, accepted=9)
-        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, DRAFTER, rejected=1, accepted=9))
+        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, DRAFTER, rejected=1, accepted=9)
+    )
     kept, dropped = claims.own_configurations(rows)
     assert set(dropped["alpha"]) == {-1.0, 0.1} and "SpecCascade [Token-V2]" not in set(kept["label"])
     table = claims.gemma_claims(rows, n_resamples=500).set_index("claim")
@@ -126,12 +186,39 @@ def test_lossy_equal_to_specdecode_is_not_measurable():
     spec_texts = [f"spec {i}" for i in range(N)]
     rows = pd.DataFrame(
         _config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0)
-        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7, texts=spec_texts,
-                  temperature=0.0)
-        + _config("SpecDecode [Lossy]", "speculative", "lossy", 0.5, VERIFIER, rejected=3, accepted=7,
-                  texts=spec_texts, temperature=0.0)
-        + _config("SpecCascade [Token-V1]", "speculative", "token_v1", 0.5, VERIFIER, rejected=1, accepted=9,
-                  temperature=0.0))
+        + _config(
+            "SpecDecode",
+            "speculative",
+            "spec",
+            0.0,
+            VERIFIER,
+            rejected=3,
+            accepted=7,
+            texts=spec_texts,
+            temperature=0.0,
+        )
+        + _config(
+            "SpecDecode [Lossy]",
+            "speculative",
+            "lossy",
+            0.5,
+            VERIFIER,
+            rejected=3,
+            accepted=7,
+            texts=spec_texts,
+            temperature=0.0,
+        )
+        + _config(
+            "SpecCascade [Token-V1]",
+            "speculative",
+            "token_v1",
+            0.5,
+            VERIFIER,
+            rejected=1,
+            accepted=9,
+            temperature=0.0,
+        )
+    )
     _, dropped = claims.own_configurations(rows)
     assert list(dropped["label"]) == ["SpecDecode [Lossy]"]
     assert dropped["reason"].iloc[0] == "its texts equal SpecDecode's on every item"
@@ -143,13 +230,15 @@ def test_the_selection_aware_interval_covers_zero_when_every_configuration_has_o
     of repetitions (at least 95% within binomial noise; not the trivial 100%)."""
     from scipy import stats
     from tutorial_lib.stats import intervals
+
     rng = np.random.default_rng(7)
     n_items, n_configs, repetitions = 60, 7, 200
     covered = 0
     for repetition in range(repetitions):
-        quality = (rng.random((n_configs + 1, n_items)) < 0.55).astype(float)   # row 0: the verifier
-        point, distribution = intervals.resample_items(lambda idx: quality[:, idx].mean(1), n_items,
-                                                       n_resamples=300, seed=repetition)
+        quality = (rng.random((n_configs + 1, n_items)) < 0.55).astype(float)  # row 0: the verifier
+        point, distribution = intervals.resample_items(
+            lambda idx: quality[:, idx].mean(1), n_items, n_resamples=300, seed=repetition
+        )
         best, low, high = intervals.best_of(point[1:] - point[0], distribution[1:] - distribution[0])
         covered += low <= 0 <= high
     below = stats.binomtest(covered, repetitions, 0.95, alternative="less").pvalue
@@ -166,7 +255,8 @@ def _t5_rows() -> pd.DataFrame:
         + _config("SpecCascade [Token-V1]", "speculative", "token_v1", 0.5, VERIFIER, time=0.5, gamma=5)
         + _config("SpecCascade [OPT]", "speculative", "opt", 0.5, VERIFIER, time=0.6, gamma=5)
         + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, drafter_like, time=0.3, gamma=5)
-        + _config("SeqCascade [Chow]", "seq_cascade", None, 0.5, drafter_like, time=0.2, gamma=5))
+        + _config("SeqCascade [Chow]", "seq_cascade", None, 0.5, drafter_like, time=0.2, gamma=5)
+    )
 
 
 def test_t5_claims_on_a_constructed_run():
@@ -175,8 +265,9 @@ def test_t5_claims_on_a_constructed_run():
     assert token["verdict"] == claims.HOLDS and token["estimate"] == pytest.approx(0.5 - 0.4)
     opt = table.loc["OPT is second with T5"]
     assert opt["verdict"] == claims.HOLDS and opt["estimate"] == pytest.approx(0.4 - 0.2)
-    assert table.loc["Sequential cascades are not the best at the verifier's latency", "estimate"] == pytest.approx(
-        VERIFIER.mean() - DRAFTER.mean())
+    assert table.loc[
+        "Sequential cascades are not the best at the verifier's latency", "estimate"
+    ] == pytest.approx(VERIFIER.mean() - DRAFTER.mean())
     assert set(table["verdict"]) <= set(claims.VERDICTS)
 
 
@@ -184,15 +275,22 @@ def test_cross_run_claim_uses_one_unit_on_both_runs():
     gemma = claims.gemma_claims(_gemma_rows(True), n_resamples=300)
     assert "OPT helps less with Gemma than with T5" not in set(gemma["claim"])
     # Gemma-style: OPT reaches at rejection 0.2, Diff at 0.1, SpecDecode's rate 0.3 -> (0.1 - 0.2) / 0.3
-    rows = pd.concat([_gemma_rows(True), pd.DataFrame(
-        _config("SpecCascade [OPT]", "speculative", "opt", 0.5, VERIFIER, rejected=2, accepted=8)
-        + _config("SpecCascade [Diff]", "speculative", "diff", 0.5, VERIFIER, rejected=1, accepted=9))])
+    rows = pd.concat(
+        [
+            _gemma_rows(True),
+            pd.DataFrame(
+                _config("SpecCascade [OPT]", "speculative", "opt", 0.5, VERIFIER, rejected=2, accepted=8)
+                + _config("SpecCascade [Diff]", "speculative", "diff", 0.5, VERIFIER, rejected=1, accepted=9)
+            ),
+        ]
+    )
     # T5 (gamma 5): OPT at 0.1, Chow at 0.4, SpecDecode 0.5 -> (0.4 - 0.1) / 0.5
     t5 = pd.DataFrame(
         _config("Verifier", "verifier", None, 0.0, VERIFIER, gamma=5)
         + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=5, accepted=5, gamma=5)
         + _config("SpecCascade [OPT]", "speculative", "opt", 0.5, VERIFIER, rejected=1, accepted=9, gamma=5)
-        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, VERIFIER, rejected=4, accepted=6, gamma=5))
+        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, VERIFIER, rejected=4, accepted=6, gamma=5)
+    )
     both = claims.gemma_claims(rows, t5_rows=t5, n_resamples=300).set_index("claim")
     row = both.loc["OPT helps less with Gemma than with T5"]
     assert row["estimate"] == pytest.approx(0.3 / 0.5 - (-0.1 / 0.3))
@@ -200,12 +298,21 @@ def test_cross_run_claim_uses_one_unit_on_both_runs():
     with pytest.raises(ValueError, match="one unit on both sides"):
         claims.gemma_claims(rows, t5_rows=t5, t5_cost="wall_time_s", n_resamples=300)
     # none of OPT, Chow, Diff reaches on the Gemma side: 0 by construction
-    unreached = pd.concat([_gemma_rows(False), pd.DataFrame(
-        _config("SpecCascade [OPT]", "speculative", "opt", 0.5, DRAFTER, rejected=1, accepted=9)
-        + _config("SpecCascade [Diff]", "speculative", "diff", 0.5, DRAFTER, rejected=1, accepted=9))])
-    unreached = unreached[~((unreached["label"] == "SpecCascade [Chow]"))]
-    row = claims.gemma_claims(unreached, t5_rows=t5, n_resamples=300).set_index("claim").loc[
-        "OPT helps less with Gemma than with T5"]
+    unreached = pd.concat(
+        [
+            _gemma_rows(False),
+            pd.DataFrame(
+                _config("SpecCascade [OPT]", "speculative", "opt", 0.5, DRAFTER, rejected=1, accepted=9)
+                + _config("SpecCascade [Diff]", "speculative", "diff", 0.5, DRAFTER, rejected=1, accepted=9)
+            ),
+        ]
+    )
+    unreached = unreached[~(unreached["label"] == "SpecCascade [Chow]")]
+    row = (
+        claims.gemma_claims(unreached, t5_rows=t5, n_resamples=300)
+        .set_index("claim")
+        .loc["OPT helps less with Gemma than with T5"]
+    )
     assert row["verdict"] == claims.BY_CONSTRUCTION and "Gemma-style" in row["reason"]
 
 
@@ -227,19 +334,45 @@ def test_claims_run_on_a_committed_gemma_style_sweep():
 
 def test_compare_claims_pairs_renamed_tasks_and_keeps_rows_present_on_one_side():
     def table(rows):
-        return pd.DataFrame(rows, columns=["claim", "task", "temperature", "gamma", "estimate", "low", "high", "n",
-                                           "verdict", "n_needed"])
-    before = table([["A", "code", 1.0, 1, 0.04, -0.13, 0.21, 53, claims.NOT_RESOLVED, 2193.0],
-                    ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
-                    ["B", "code", 0.0, 1, np.nan, np.nan, np.nan, 53, claims.NOT_RUN, np.nan]])
-    after = table([["A", "humaneval", 1.0, 1, 0.05, 0.01, 0.09, 164, claims.HOLDS, np.nan],
-                   ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
-                   ["A", "arithmetic-300", 1.0, 1, -0.01, -0.05, 0.03, 300, claims.NOT_RESOLVED, 9000.0]])
+        return pd.DataFrame(
+            rows,
+            columns=[
+                "claim",
+                "task",
+                "temperature",
+                "gamma",
+                "estimate",
+                "low",
+                "high",
+                "n",
+                "verdict",
+                "n_needed",
+            ],
+        )
+
+    before = table(
+        [
+            ["A", "code", 1.0, 1, 0.04, -0.13, 0.21, 53, claims.NOT_RESOLVED, 2193.0],
+            ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
+            ["B", "code", 0.0, 1, np.nan, np.nan, np.nan, 53, claims.NOT_RUN, np.nan],
+        ]
+    )
+    after = table(
+        [
+            ["A", "humaneval", 1.0, 1, 0.05, 0.01, 0.09, 164, claims.HOLDS, np.nan],
+            ["A", "facts", 1.0, 1, 0.1, 0.02, 0.2, 49, claims.HOLDS, np.nan],
+            ["A", "arithmetic-300", 1.0, 1, -0.01, -0.05, 0.03, 300, claims.NOT_RESOLVED, 9000.0],
+        ]
+    )
     both = claims.compare_claims(before, after, {"code": "humaneval"})
     assert list(both["claim"]) == ["A", "A", "A", "B"]
     humaneval = both[(both["task"] == "humaneval") & (both["claim"] == "A")].iloc[0]
-    assert (humaneval["n_before"], humaneval["n_after"], humaneval["verdict_before"], humaneval["verdict_after"]) == (
-        53, 164, claims.NOT_RESOLVED, claims.HOLDS) and humaneval["changed"]
+    assert (
+        humaneval["n_before"],
+        humaneval["n_after"],
+        humaneval["verdict_before"],
+        humaneval["verdict_after"],
+    ) == (53, 164, claims.NOT_RESOLVED, claims.HOLDS) and humaneval["changed"]
     assert not both[both["task"] == "facts"]["changed"].iloc[0]
     only_after = both[both["task"] == "arithmetic-300"].iloc[0]
     assert pd.isna(only_after["verdict_before"]) and only_after["changed"]
@@ -251,16 +384,22 @@ def test_compare_claims_pairs_renamed_tasks_and_keeps_rows_present_on_one_side()
 
 # ---- one test per label rule: by construction, not run, within the noise floor ----------------------
 
+
 def test_a_claim_fixed_by_construction_says_so_with_its_reason():
     """Every compared rule runs, but none of their own configurations reaches the verifier's quality:
     both sides are "not reached", a difference of 0 whatever the items."""
     rows = pd.DataFrame(
-        _config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
+        _config("Verifier", "verifier", None, 0.0, VERIFIER)
+        + _config("Drafter", "drafter", None, 0.0, DRAFTER)
         + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7)
         + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.5, DRAFTER, rejected=1, accepted=9)
-        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, DRAFTER, rejected=1, accepted=9))
-    row = claims.gemma_claims(rows, n_resamples=300).set_index("claim").loc[
-        "[Token] matches the large model's quality at a lower rejection rate"]
+        + _config("SpecCascade [Chow]", "speculative", "chow", 0.5, DRAFTER, rejected=1, accepted=9)
+    )
+    row = (
+        claims.gemma_claims(rows, n_resamples=300)
+        .set_index("claim")
+        .loc["[Token] matches the large model's quality at a lower rejection rate"]
+    )
     assert row["verdict"] == claims.BY_CONSTRUCTION
     assert "not reached" in row["reason"] and "2 compared curves" in row["reason"]
     assert np.isnan(row["estimate"]) and np.isnan(row["n_needed"])
@@ -268,42 +407,66 @@ def test_a_claim_fixed_by_construction_says_so_with_its_reason():
 
 def test_specdecode_at_gamma_1_without_the_bonus_token_is_slower_by_construction():
     from tutorial_lib.stats import hardware
+
     rows = []
-    for label, method, rule, gamma, bonus, time in (("Verifier", "verifier", None, 1, "", 1.0),
-                                                     ("SpecDecode", "speculative", "spec", 1, "|bonus=none", 1.3),
-                                                     ("SpecDecode", "speculative", "spec", 5, "|bonus=verifier", 0.7)):
+    for label, method, rule, gamma, bonus, time in (
+        ("Verifier", "verifier", None, 1, "", 1.0),
+        ("SpecDecode", "speculative", "spec", 1, "|bonus=none", 1.3),
+        ("SpecDecode", "speculative", "spec", 5, "|bonus=verifier", 0.7),
+    ):
         for row in _config(label, method, rule, 0.0, VERIFIER, time=time, gamma=gamma, temperature=0.0):
             rows.append({**row, "config": row["config"] + bonus})
     table = hardware.latency_claims(pd.DataFrame(rows), column="wall_time_s", n_resamples=300)
     pooled = table[table["task"] == "all tasks (pooled)"].set_index("gamma")
     assert pooled.loc[1, "verdict"] == claims.BY_CONSTRUCTION and "bonus token" in pooled.loc[1, "reason"]
-    assert pooled.loc[1, "estimate"] == pytest.approx(1 - 1.3)        # the measured estimate stays beside it
+    assert pooled.loc[1, "estimate"] == pytest.approx(1 - 1.3)  # the measured estimate stays beside it
     assert pooled.loc[5, "verdict"] == claims.HOLDS and pooled.loc[5, "reason"] == ""
 
 
 def test_a_claim_whose_comparison_group_was_not_run_says_not_run():
     """At T = 0 a profile runs the Token rules but not Chow, Diff, OPT or Lossy: a design choice, not a
     property of the claim."""
-    rows = pd.DataFrame(_config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0)
-                        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7,
-                                  temperature=0.0)
-                        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.5, VERIFIER, rejected=1,
-                                  accepted=9, temperature=0.0))
+    rows = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0)
+        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7, temperature=0.0)
+        + _config(
+            "SpecCascade [Token-V2]",
+            "speculative",
+            "token_v2",
+            0.5,
+            VERIFIER,
+            rejected=1,
+            accepted=9,
+            temperature=0.0,
+        )
+    )
     table = claims.gemma_claims(rows, n_resamples=300).set_index("claim")
     row = table.loc["[Token] matches the large model's quality at a lower rejection rate"]
     assert row["verdict"] == claims.NOT_RUN and "not run at T = 0" in row["reason"]
     assert "SpecCascade [Chow]" in row["reason"] and np.isnan(row["estimate"])
     # the Token side itself ran: the claim that needs only it is measured
-    assert table.loc["[Token] beats the large model's quality", "verdict"] in (claims.HOLDS, claims.DOES_NOT_HOLD,
-                                                                               claims.NOT_RESOLVED)
+    assert table.loc["[Token] beats the large model's quality", "verdict"] in (
+        claims.HOLDS,
+        claims.DOES_NOT_HOLD,
+        claims.NOT_RESOLVED,
+    )
 
 
 def _second_seed(quality, rejected, *, temperature=1.0):
     """The verifier and SpecDecode again with other seeds (item i: seed 1000 + i) and their own texts."""
-    rows = (_config("Verifier", "verifier", None, 0.0, quality, temperature=temperature)
-            + _config("SpecDecode", "speculative", "spec", 0.0, quality, rejected=rejected, accepted=10 - rejected,
-                      temperature=temperature))
-    return pd.DataFrame([{**r, "seed": 1000 + int(r["example_id"][1:]), "text": r["text"] + " again"} for r in rows])
+    rows = _config("Verifier", "verifier", None, 0.0, quality, temperature=temperature) + _config(
+        "SpecDecode",
+        "speculative",
+        "spec",
+        0.0,
+        quality,
+        rejected=rejected,
+        accepted=10 - rejected,
+        temperature=temperature,
+    )
+    return pd.DataFrame(
+        [{**r, "seed": 1000 + int(r["example_id"][1:]), "text": r["text"] + " again"} for r in rows]
+    )
 
 
 def test_a_claim_within_the_same_law_floor_says_so():
@@ -314,9 +477,11 @@ def test_a_claim_within_the_same_law_floor_says_so():
     again = VERIFIER.copy()
     again[np.flatnonzero(VERIFIER == 0)[:3]] = 1.0
     rows = pd.DataFrame(
-        _config("Verifier", "verifier", None, 0.0, VERIFIER) + _config("Drafter", "drafter", None, 0.0, DRAFTER)
+        _config("Verifier", "verifier", None, 0.0, VERIFIER)
+        + _config("Drafter", "drafter", None, 0.0, DRAFTER)
         + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, rejected=3, accepted=7)
-        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.5, token, rejected=1, accepted=9))
+        + _config("SpecCascade [Token-V2]", "speculative", "token_v2", 0.5, token, rejected=1, accepted=9)
+    )
     table = claims.gemma_claims(rows, n_resamples=500, second_seed=_second_seed(again, 3)).set_index("claim")
     beats = table.loc["[Token] beats the large model's quality"]
     assert beats["estimate"] == pytest.approx(1 / N)
@@ -328,15 +493,20 @@ def test_a_claim_within_the_same_law_floor_says_so():
     # without a second seed: SpecDecode minus the verifier in the quality unit, and no floor in rate units
     alone = claims.gemma_claims(rows, n_resamples=500).set_index("claim")
     assert alone.loc["[Token] beats the large model's quality", "noise_floor"] == pytest.approx(0.0)
-    assert np.isnan(alone.loc["[Token] matches the large model's quality at a lower rejection rate", "noise_floor"])
+    assert np.isnan(
+        alone.loc["[Token] matches the large model's quality at a lower rejection rate", "noise_floor"]
+    )
     assert claims.against_floor(0.2, -0.05, 0.1) == claims.BEYOND_FLOOR
     assert claims.against_floor(0.2, np.nan, 0.1) == ""
 
 
 def test_the_floor_at_t0_is_by_construction_when_specdecode_emits_the_verifiers_texts():
     from tutorial_lib.stats import paired
+
     texts = [f"same {i}" for i in range(N)]
-    rows = pd.DataFrame(_config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0, texts=texts)
-                        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, temperature=0.0, texts=texts))
+    rows = pd.DataFrame(
+        _config("Verifier", "verifier", None, 0.0, VERIFIER, temperature=0.0, texts=texts)
+        + _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, temperature=0.0, texts=texts)
+    )
     floor = paired.same_law_floor(rows, n_resamples=300).iloc[0]
     assert np.isnan(floor["quality_floor"]) and floor["quality_floor_from"].startswith("by construction")

@@ -3,6 +3,7 @@
 The weight rule's target and deferral weight, its place beside the prefix rules, exactness in the engine
 (chi-square of the first token at T = 1), and the learned weight (`stats.learned_deferral`): trained by item on
 the toy world's exact data, never on a held-out answer, its curves the exact statistics of its own target."""
+
 import numpy as np
 import pytest
 import torch
@@ -36,11 +37,15 @@ def test_a_weight_rule_targets_its_mixture_and_is_no_prefix_rule(weight_rule):
     r = confidence_weight(q, p, 0.3, q, p)
     assert ((r > 0) & (r < 1)).any()
     np.testing.assert_allclose(targets.deferral_weight(weight_rule, q, p, 0.3), r)
-    np.testing.assert_allclose(targets.target_distribution(weight_rule, q, p, 0.3),
-                               (1 - r[:, None]) * q + r[:, None] * p)
+    np.testing.assert_allclose(
+        targets.target_distribution(weight_rule, q, p, 0.3), (1 - r[:, None]) * q + r[:, None] * p
+    )
     # Lemma 3 for a mixture: rejection r D_TV(p, q)
-    np.testing.assert_allclose(targets.rejection_probability(targets.target_distribution(weight_rule, q, p, 0.3), q),
-                               r * targets.tv_distance(p, q), atol=1e-12)
+    np.testing.assert_allclose(
+        targets.rejection_probability(targets.target_distribution(weight_rule, q, p, 0.3), q),
+        r * targets.tv_distance(p, q),
+        atol=1e-12,
+    )
     assert weight_rule in targets.RULES and weight_rule in targets.WEIGHT_RULES
     assert weight_rule not in targets.PREFIX_RULES
     with pytest.raises(ValueError, match="prefix rule"):
@@ -50,7 +55,9 @@ def test_a_weight_rule_targets_its_mixture_and_is_no_prefix_rule(weight_rule):
 
 
 def test_a_weight_rule_of_the_wrong_shape_is_refused():
-    name = targets.register_deferral_rule("scalar_weight", lambda q, p, a, qu, pu: torch.tensor(0.5), weight=True)
+    name = targets.register_deferral_rule(
+        "scalar_weight", lambda q, p, a, qu, pu: torch.tensor(0.5), weight=True
+    )
     try:
         with pytest.raises(ValueError, match="one value per position"):
             targets.target_distribution(name, torch.full((2, 4), 0.25), torch.full((2, 4), 0.25), 0.0)
@@ -72,7 +79,7 @@ def test_a_weight_rule_is_exact_in_distribution_in_the_engine(weight_rule):
         assert engines.chi_square_test(tokens, target)[1] > 1e-4
         expected = 1 - float(targets.rejection_probability(target, q))
         assert abs(kept / drafted - expected) < 4.5 * np.sqrt(max(expected * (1 - expected), 1e-6) / drafted)
-        for wrong in (q, p):                    # the test sees a model's law as wrong where it is far enough
+        for wrong in (q, p):  # the test sees a model's law as wrong where it is far enough
             if float(targets.tv_distance(wrong, target)) > 0.15:
                 assert engines.chi_square_test(tokens, wrong)[1] < 1e-3
                 checked += 1
@@ -81,29 +88,44 @@ def test_a_weight_rule_is_exact_in_distribution_in_the_engine(weight_rule):
 
 # ---- the learned weight on the toy world's exact data -----------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
     pair = tl.models.toy_pair()
-    items = [tc.Item(f"toy-{i}", "ab"[i % 2], [0], r) for i, r in enumerate(pair.drafter.world.sample(24, seed=3))]
+    items = [
+        tc.Item(f"toy-{i}", "ab"[i % 2], [0], r) for i, r in enumerate(pair.drafter.world.sample(24, seed=3))
+    ]
     analysis = tc.analyse(pair, items, grid=ta.default_grid(5), cache=root, progress=False)
     features = dp.feature_pass(pair, analysis, [i.id for i in items], items=items, cache=root, progress=False)
     train, test = ld.split_items(features, held_out=0.5, seed=2)
     dynamic = ld.train_dynamic_weight(analysis, features, train, held_out_ids=test, n_lambdas=5, steps=150)
-    return dict(pair=pair, items=items, analysis=analysis, features=features, train=train, test=test, dynamic=dynamic)
+    return dict(
+        pair=pair, items=items, analysis=analysis, features=features, train=train, test=test, dynamic=dynamic
+    )
 
 
 def test_the_weight_is_trained_by_item_and_leans_on_the_drafter_as_lambda_grows(toy):
-    analysis, features, dynamic, train, test = (toy[k] for k in ("analysis", "features", "dynamic", "train", "test"))
+    analysis, features, dynamic, train, test = (
+        toy[k] for k in ("analysis", "features", "dynamic", "train", "test")
+    )
     assert dynamic.train_items == sorted(train)
     w = dynamic.weights(features.features)
     assert w.shape == (len(features.features), len(dynamic.lambdas)) and ((w >= 0) & (w <= 1)).all()
     assert list(dynamic.lambdas) == sorted(dynamic.lambdas)
-    assert w.mean(0)[0] > w.mean(0)[-1] + 0.2        # a larger rejection penalty: less weight on p
+    assert w.mean(0)[0] > w.mean(0)[-1] + 0.2  # a larger rejection penalty: less weight on p
     np.testing.assert_allclose(dynamic.weight_at(features.features, dynamic.lambdas[1]), w[:, 1])
     # scrambling every held-out label leaves the fitted weight unchanged
-    scrambled = tc.TokenAnalysis(analysis.grid, analysis.item_ids, analysis.tasks, analysis.counts, analysis.sums,
-                                 analysis.oracle.copy(), analysis.position_item, path=analysis.path)
+    scrambled = tc.TokenAnalysis(
+        analysis.grid,
+        analysis.item_ids,
+        analysis.tasks,
+        analysis.counts,
+        analysis.sums,
+        analysis.oracle.copy(),
+        analysis.position_item,
+        path=analysis.path,
+    )
     held_rows = np.isin(scrambled.position_item, [analysis.item_ids.index(i) for i in test])
     scrambled.oracle[held_rows, 1:] = np.random.default_rng(0).random((held_rows.sum(), 6))
     again = ld.train_dynamic_weight(scrambled, features, train, held_out_ids=test, n_lambdas=5, steps=150)
@@ -114,7 +136,9 @@ def test_the_weight_is_trained_by_item_and_leans_on_the_drafter_as_lambda_grows(
 
 
 def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
-    analysis, features, dynamic, test, pair = (toy[k] for k in ("analysis", "features", "dynamic", "test", "pair"))
+    analysis, features, dynamic, test, pair = (
+        toy[k] for k in ("analysis", "features", "dynamic", "test", "pair")
+    )
     rule = ld.train_rule(analysis, features, toy["train"], held_out_ids=test)
     held = ld.dynamic_curves(analysis, features, rule, dynamic, test)
     assert {"learned", "mixture", "diversed", "token_v2"} <= set(held.grid.alphas)
@@ -122,7 +146,7 @@ def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
     try:
         for k, item_id in enumerate(test[:2]):
             reference = list(next(i for i in toy["items"] if i.id == item_id).reference)
-            for point in (1, 3):                       # grid points (0 and the last are the ends w = 1, w = 0)
+            for point in (1, 3):  # grid points (0 and the last are the ends w = 1, w = 0)
                 lam = dynamic.lambdas[point - 1]
                 direct = torch.zeros(len(ta.STATS), dtype=torch.float64)
                 for t, y in enumerate(reference):
@@ -133,10 +157,14 @@ def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
                 np.testing.assert_allclose(held.sums[k, column, :3], direct.numpy()[:3], atol=1e-6)
             curve = held.sums[k, held.grid.slice("diversed")]
             np.testing.assert_allclose(curve[0], held.sums[k, held.grid.slice("verifier")][0], atol=1e-9)
-            np.testing.assert_allclose(curve[-1, 2:], held.sums[k, held.grid.slice("drafter")][0, 2:], atol=1e-9)
+            np.testing.assert_allclose(
+                curve[-1, 2:], held.sums[k, held.grid.slice("drafter")][0, 2:], atol=1e-9
+            )
     finally:
         targets.unregister_deferral_rule(name)
-    rows = ld.paired_differences(held, ["token_v2", "learned", "mixture"], reference="diversed", n_resamples=50)
+    rows = ld.paired_differences(
+        held, ["token_v2", "learned", "mixture"], reference="diversed", n_resamples=50
+    )
     assert [r["rule"] for r in rows] == ["token_v2", "learned", "mixture"]
     assert all(np.isfinite(r["area"][0]) for r in rows)
     with pytest.raises(ValueError, match="used to train"):

@@ -1,4 +1,5 @@
 """The engine: lossless at T = 0, cache discipline, the methods' decisions, and clear errors."""
+
 import math
 
 import pytest
@@ -29,9 +30,10 @@ def toy():
 
 def hf_greedy(lm, prompt, n):
     ids = torch.tensor([prompt])
-    out = lm.model.generate(ids, do_sample=False, max_new_tokens=n, min_new_tokens=n, eos_token_id=None,
-                            pad_token_id=0)
-    return out[0, 1 if lm.is_encoder_decoder else ids.shape[1]:].tolist()
+    out = lm.model.generate(
+        ids, do_sample=False, max_new_tokens=n, min_new_tokens=n, eos_token_id=None, pad_token_id=0
+    )
+    return out[0, 1 if lm.is_encoder_decoder else ids.shape[1] :].tolist()
 
 
 @pytest.mark.parametrize("gamma", [1, 3, 5])
@@ -39,8 +41,16 @@ def test_lossless_at_t0_matches_transformers_greedy(tiny_pair, gamma):
     drafter, verifier = tiny_pair
     rejected = accepted = 0
     for prompt in PROMPTS:
-        g = generate(drafter, verifier, prompt, method="speculative", rule="spec", gamma=gamma,
-                     max_new_tokens=24, eos_token_id=())
+        g = generate(
+            drafter,
+            verifier,
+            prompt,
+            method="speculative",
+            rule="spec",
+            gamma=gamma,
+            max_new_tokens=24,
+            eos_token_id=(),
+        )
         assert g.tokens == hf_greedy(verifier, prompt, 24)
         rejected, accepted = rejected + g.n_rejected, accepted + g.n_accepted
     assert rejected > 0 and accepted > 0  # both rollback and acceptance were exercised
@@ -54,17 +64,32 @@ def test_plain_methods_match_transformers_greedy(tiny_pair):
         assert (g.n_verifier_calls, g.n_drafter_calls) == ((12, 0) if which == "verifier" else (0, 12))
 
 
-@pytest.mark.parametrize("method,options", [
-    ("speculative", dict(rule="spec", gamma=4)), ("speculative", dict(rule="token_v3", alpha=0.5, gamma=3)),
-    ("token_cascade", dict(alpha=0.4)), ("oracle", dict(rule="diff", alpha=0.1)),
-    ("bild", dict(bild_threshold=1.0, gamma=4, bild_fallback=0.3)), ("seq_cascade", dict(alpha=0.5)),
-])
+@pytest.mark.parametrize(
+    "method,options",
+    [
+        ("speculative", dict(rule="spec", gamma=4)),
+        ("speculative", dict(rule="token_v3", alpha=0.5, gamma=3)),
+        ("token_cascade", dict(alpha=0.4)),
+        ("oracle", dict(rule="diff", alpha=0.1)),
+        ("bild", dict(bild_threshold=1.0, gamma=4, bild_fallback=0.3)),
+        ("seq_cascade", dict(alpha=0.5)),
+    ],
+)
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_cache_discipline(tiny_pair, method, options, temperature):
     """After the prompt, no accepted token reaches a model twice; rejected drafts are cropped away."""
     drafter, verifier = tiny_pair
-    g = generate(drafter, verifier, PROMPTS[2], method=method, temperature=temperature, max_new_tokens=20,
-                 eos_token_id=(), seed=3, **options)
+    g = generate(
+        drafter,
+        verifier,
+        PROMPTS[2],
+        method=method,
+        temperature=temperature,
+        max_new_tokens=20,
+        eos_token_id=(),
+        seed=3,
+        **options,
+    )
     sequence = verifier.decoder_prefix(PROMPTS[2]) + g.tokens
     for name, log in g.feed_log.items():
         feeds = accepted_feeds(log, sequence)
@@ -77,7 +102,7 @@ def test_cache_discipline(tiny_pair, method, options, temperature):
 def accepted_feeds(log, sequence):
     """How often each position of `sequence` was fed on top of exactly `sequence[:position]`."""
     cache, counts = [], {}
-    for position, token in log:          # feeding at `position` means the cache was cropped there
+    for position, token in log:  # feeding at `position` means the cache was cropped there
         del cache[position:]
         if cache == sequence[:position] and position < len(sequence) and sequence[position] == token:
             counts[position] = counts.get(position, 0) + 1
@@ -89,11 +114,14 @@ def test_encoder_runs_once_per_model_and_prompt():
     verifier = models.tiny_random_t5(0)
     drafter = models.perturbed(verifier, 0.3, seed=1)
     calls = []
-    hooks = [lm.model.get_encoder().register_forward_hook(lambda *a, name=lm.name: calls.append(name))
-             for lm in (drafter, verifier)]
+    hooks = [
+        lm.model.get_encoder().register_forward_hook(lambda *a, name=lm.name: calls.append(name))
+        for lm in (drafter, verifier)
+    ]
     try:
-        g = generate(drafter, verifier, PROMPTS[1], method="speculative", gamma=3, max_new_tokens=20,
-                     eos_token_id=())
+        g = generate(
+            drafter, verifier, PROMPTS[1], method="speculative", gamma=3, max_new_tokens=20, eos_token_id=()
+        )
     finally:
         for hook in hooks:
             hook.remove()
@@ -106,8 +134,19 @@ def test_drafter_paired_with_itself_accepts_every_draft(tiny_pair, rule):
     drafter, _ = tiny_pair
     alpha = {"opt": 2.0, "diff": 0.1, "bild": 0.2}.get(rule, 0.3)
     for seed in range(3):
-        g = generate(drafter, drafter, PROMPTS[0], method="speculative", rule=rule, alpha=alpha, gamma=4,
-                     temperature=1.0, max_new_tokens=20, seed=seed, eos_token_id=())
+        g = generate(
+            drafter,
+            drafter,
+            PROMPTS[0],
+            method="speculative",
+            rule=rule,
+            alpha=alpha,
+            gamma=4,
+            temperature=1.0,
+            max_new_tokens=20,
+            seed=seed,
+            eos_token_id=(),
+        )
         assert g.n_rejected == 0 and g.rejection_rate == 0.0
         assert g.n_accepted == g.n_drafted
         assert all(s.accepted for s in g.trace if s.source == "draft")
@@ -117,16 +156,34 @@ def test_drafter_paired_with_itself_accepts_every_draft(tiny_pair, rule):
 def test_token_rules_reject_outside_the_set_even_when_q_equals_p(toy, rule):
     """With p = q the token target is q(v)(2 - q(A)) on A and (1 - q(A)) q(v) off it: not q."""
     d, _ = toy
-    g = generate(d, d, [0], method="speculative", rule=rule, alpha=0.3 if rule == "token_v3" else 0.0,
-                 gamma=4, temperature=1.0, max_new_tokens=60, seed=0, eos_token_id=())
+    g = generate(
+        d,
+        d,
+        [0],
+        method="speculative",
+        rule=rule,
+        alpha=0.3 if rule == "token_v3" else 0.0,
+        gamma=4,
+        temperature=1.0,
+        max_new_tokens=60,
+        seed=0,
+        eos_token_id=(),
+    )
     assert g.n_rejected > 0
     rejected = [s for s in g.trace if s.source == "residual"]
     assert all(s.pi > s.q for s in rejected)  # the replacement comes from where pi exceeds q: the set A
 
 
 # Each rule's two ends of alpha: the drafter alone and SpecDecode.
-ENDS = {"chow": (1.0, 0.0), "diff": (1.0, -1.0), "opt": (1e9, -1e9), "token_v1": (1.0, -1.0),
-        "token_v2": (1.0, -1.0), "token_v3": (1.0, 0.0), "bild": (1.0, 0.0)}
+ENDS = {
+    "chow": (1.0, 0.0),
+    "diff": (1.0, -1.0),
+    "opt": (1e9, -1e9),
+    "token_v1": (1.0, -1.0),
+    "token_v2": (1.0, -1.0),
+    "token_v3": (1.0, 0.0),
+    "bild": (1.0, 0.0),
+}
 
 
 @pytest.mark.parametrize("rule", sorted(ENDS))
@@ -136,10 +193,15 @@ def test_alpha_ends_reproduce_drafter_and_spec(toy, tiny_pair, rule):
         d, v = pair
         run = dict(max_new_tokens=16, eos_token_id=(), gamma=3)
         spec = generate(d, v, prompt, method="speculative", rule="spec", **run)
-        assert generate(d, v, prompt, method="speculative", rule=rule, alpha=spec_end, **run).tokens == spec.tokens
+        assert (
+            generate(d, v, prompt, method="speculative", rule=rule, alpha=spec_end, **run).tokens
+            == spec.tokens
+        )
         plain = generate(d, v, prompt, method="drafter", **run)
         # With the bonus token drawn from the target too, every token follows pi = q.
-        cascade = generate(d, v, prompt, method="speculative", rule=rule, alpha=drafter_end, bonus="target", **run)
+        cascade = generate(
+            d, v, prompt, method="speculative", rule=rule, alpha=drafter_end, bonus="target", **run
+        )
         assert cascade.tokens == plain.tokens and cascade.n_rejected == 0
         # The paper's Algorithm 4 draws the bonus token from p: only those positions may differ.
         paper = generate(d, v, prompt, method="speculative", rule=rule, alpha=drafter_end, **run)
@@ -152,7 +214,10 @@ def test_alpha_ends_at_t1_share_the_random_stream(toy):
     run = dict(max_new_tokens=12, eos_token_id=(), gamma=3, temperature=1.0, seed=7)
     spec = generate(d, v, [0], method="speculative", rule="spec", **run)
     for rule in ("chow", "diff", "opt"):
-        assert generate(d, v, [0], method="speculative", rule=rule, alpha=ENDS[rule][1], **run).tokens == spec.tokens
+        assert (
+            generate(d, v, [0], method="speculative", rule=rule, alpha=ENDS[rule][1], **run).tokens
+            == spec.tokens
+        )
 
 
 def decisions_along(pair, prompt, generation, rule, alpha):
@@ -168,8 +233,9 @@ def decisions_along(pair, prompt, generation, rule, alpha):
 @pytest.mark.parametrize("rule,alpha", [("chow", 0.45), ("diff", 0.05), ("opt", 0.5), ("bild", 0.3)])
 def test_oracle_follows_the_rule_at_every_position(toy, rule, alpha):
     for seed in range(4):
-        g = generate(*toy, [0], method="oracle", rule=rule, alpha=alpha, temperature=1.0, seed=seed,
-                     max_new_tokens=12)
+        g = generate(
+            *toy, [0], method="oracle", rule=rule, alpha=alpha, temperature=1.0, seed=seed, max_new_tokens=12
+        )
         decided = decisions_along(toy, [0], g, rule, alpha)
         assert [s.source == "verifier" for s in g.trace] == decided
         assert [s.deferral for s in g.trace] == [float(d) for d in decided]
@@ -179,7 +245,9 @@ def test_oracle_follows_the_rule_at_every_position(toy, rule, alpha):
 def test_token_cascade_follows_chow_and_calls_p_only_to_defer(toy):
     deferred_total = 0
     for seed in range(4):
-        g = generate(*toy, [0], method="token_cascade", alpha=0.45, temperature=1.0, seed=seed, max_new_tokens=12)
+        g = generate(
+            *toy, [0], method="token_cascade", alpha=0.45, temperature=1.0, seed=seed, max_new_tokens=12
+        )
         decided = decisions_along(toy, [0], g, "chow", 0.45)
         assert [s.source == "verifier" for s in g.trace] == decided
         assert g.n_verifier_calls == sum(decided)
@@ -190,8 +258,17 @@ def test_token_cascade_follows_chow_and_calls_p_only_to_defer(toy):
 def test_eos_inside_a_block_ends_the_output(toy):
     ended = 0
     for seed in range(20):
-        g = generate(*toy, [0], method="speculative", rule="opt", alpha=0.3, gamma=5, temperature=1.0,
-                     seed=seed, max_new_tokens=40)
+        g = generate(
+            *toy,
+            [0],
+            method="speculative",
+            rule="opt",
+            alpha=0.3,
+            gamma=5,
+            temperature=1.0,
+            seed=seed,
+            max_new_tokens=40,
+        )
         assert tl.toy.toyworld.EOS not in g.tokens[:-1]
         if g.stopped_at_eos:
             ended += 1
@@ -201,14 +278,27 @@ def test_eos_inside_a_block_ends_the_output(toy):
 
 def test_counters_add_up(tiny_pair):
     for rule, alpha in (("spec", 0.0), ("opt", 0.3), ("token_v2", 0.2), ("lossy", 0.3)):
-        g = generate(*tiny_pair, PROMPTS[2], method="speculative", rule=rule, alpha=alpha, gamma=4,
-                     temperature=1.0, max_new_tokens=30, eos_token_id=(), seed=1)
+        g = generate(
+            *tiny_pair,
+            PROMPTS[2],
+            method="speculative",
+            rule=rule,
+            alpha=alpha,
+            gamma=4,
+            temperature=1.0,
+            max_new_tokens=30,
+            eos_token_id=(),
+            seed=1,
+        )
         sources = [s.source for s in g.trace]
         assert len(g.tokens) == 30
         assert sources.count("draft") == g.n_accepted and sources.count("residual") == g.n_rejected
         assert g.n_accepted + g.n_rejected <= g.n_drafted
         # every verifier call ends with a residual or a bonus token, except when the length runs out
-        assert sources.count("residual") + sources.count("bonus") in (g.n_verifier_calls, g.n_verifier_calls - 1)
+        assert sources.count("residual") + sources.count("bonus") in (
+            g.n_verifier_calls,
+            g.n_verifier_calls - 1,
+        )
         assert g.mean_accepted_per_call == pytest.approx(30 / g.n_verifier_calls)
         assert 0 < g.drafter_time_s + g.verifier_time_s <= g.wall_time_s
         if rule == "lossy":
@@ -230,18 +320,40 @@ def test_seq_cascade_ends_and_bild_ends(tiny_pair):
         g = generate(d, v, PROMPTS[1], method="seq_cascade", alpha=0.5, aggregate=aggregate, **run)
         assert g.tokens in (drafter.tokens, verifier.tokens)
     # BiLD rolling back every draft (threshold 0 on -log p) is the verifier's greedy output.
-    assert generate(d, v, PROMPTS[1], method="bild", bild_threshold=0.0, gamma=4, **run).tokens == verifier.tokens
+    assert (
+        generate(d, v, PROMPTS[1], method="bild", bild_threshold=0.0, gamma=4, **run).tokens
+        == verifier.tokens
+    )
     # Never rolling back and never falling back: drafter blocks of gamma, then one verifier token.
     never = generate(d, v, PROMPTS[1], method="bild", bild_threshold=1e9, gamma=3, bild_fallback=0.0, **run)
     assert [s.source for s in never.trace] == (["draft"] * 3 + ["verifier"]) * 4
 
 
 def test_generate_many_uses_one_seed_per_prompt(toy):
-    runs = generate_many(*toy, [[0]] * 3, method="speculative", rule="opt", alpha=0.3, temperature=1.0,
-                         seed=5, max_new_tokens=8, progress=False)
-    assert [g.tokens for g in runs] == [generate(*toy, [0], method="speculative", rule="opt", alpha=0.3,
-                                                 temperature=1.0, seed=5 + i, max_new_tokens=8).tokens
-                                        for i in range(3)]
+    runs = generate_many(
+        *toy,
+        [[0]] * 3,
+        method="speculative",
+        rule="opt",
+        alpha=0.3,
+        temperature=1.0,
+        seed=5,
+        max_new_tokens=8,
+        progress=False,
+    )
+    assert [g.tokens for g in runs] == [
+        generate(
+            *toy,
+            [0],
+            method="speculative",
+            rule="opt",
+            alpha=0.3,
+            temperature=1.0,
+            seed=5 + i,
+            max_new_tokens=8,
+        ).tokens
+        for i in range(3)
+    ]
 
 
 def test_toy_prompts_as_words(toy):
@@ -285,8 +397,13 @@ def test_clear_errors(toy):
 
 def test_load_pair_by_name():
     d, v = models.load_pair("toy-drafter", "toy-drafter")
-    assert d.world is v.world and generate(d, v, [0], method="speculative", rule="opt", alpha=0.3,
-                                           temperature=1.0, max_new_tokens=10).n_rejected == 0
+    assert (
+        d.world is v.world
+        and generate(
+            d, v, [0], method="speculative", rule="opt", alpha=0.3, temperature=1.0, max_new_tokens=10
+        ).n_rejected
+        == 0
+    )
     d, v = models.load_pair("tiny-random-llama:1", "tiny-random-llama:2", dtype=("bfloat16", "float32"))
     assert (d.dtype, v.dtype) == (torch.bfloat16, torch.float32) and d.vocab_size == v.vocab_size == 16
     d, v = models.load_pair("tiny-random-t5", "tiny-random-t5:3")

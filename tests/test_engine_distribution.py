@@ -9,6 +9,7 @@ Position 2 depends on gamma:
 - gamma >= 2: x_2 is the second draft of the same block (or the start of the next one after a
   rejection at position 1): it follows out_1 either way.
 """
+
 import numpy as np
 import pytest
 import torch
@@ -32,7 +33,7 @@ def toy():
 
 
 def laws(pair, prefix, rule, alpha):
-    q, p = models.next_token_distributions(pair, prefix)     # (V,), (V,) at T = 1
+    q, p = models.next_token_distributions(pair, prefix)  # (V,), (V,) at T = 1
     q, p = q.double(), p.double()
     pi = targets.target_distribution(rule, q, p, alpha)
     return q, p, pi, targets.output_distribution(pi, q)
@@ -40,9 +41,9 @@ def laws(pair, prefix, rule, alpha):
 
 def exact_two_token_law(pair, prompt, rule, alpha, gamma):
     q0, _, pi0, out0 = laws(pair, prompt, rule, alpha)
-    accepted0 = torch.minimum(q0, pi0)                        # x_1 as a kept draft
+    accepted0 = torch.minimum(q0, pi0)  # x_1 as a kept draft
     V = q0.shape[0]
-    joint = torch.zeros(V, V, dtype=torch.float64)            # (x_1, x_2)
+    joint = torch.zeros(V, V, dtype=torch.float64)  # (x_1, x_2)
     for x1 in range(V):
         _, p1, _, out1 = laws(pair, list(prompt) + [x1], rule, alpha)
         if gamma == 1:
@@ -72,8 +73,18 @@ def test_first_two_tokens_follow_algorithm_4(toy, rule, gamma):
     V = joint.shape[0]
     counts = np.zeros((V, V))
     for seed in range(N_RUNS):
-        g = generate(*toy, prompt, method="speculative", rule=rule, alpha=alpha, gamma=gamma,
-                     temperature=1.0, max_new_tokens=2, seed=seed, eos_token_id=())
+        g = generate(
+            *toy,
+            prompt,
+            method="speculative",
+            rule=rule,
+            alpha=alpha,
+            gamma=gamma,
+            temperature=1.0,
+            max_new_tokens=2,
+            seed=seed,
+            eos_token_id=(),
+        )
         counts[g.tokens[0], g.tokens[1]] += 1
     p_value = chi_square_p_value(counts, joint.numpy() * N_RUNS)
     assert p_value > 1e-3, f"{rule}, gamma={gamma}: chi-square p = {p_value:.2g}"
@@ -91,8 +102,18 @@ def test_bonus_tokens_break_the_target_law_at_gamma_1(toy):
     assert (block_law - bonus_law).abs().sum() > 0.05
     counts = np.zeros(tuple(block_law.shape))
     for seed in range(N_RUNS):
-        g = generate(*toy, [0], method="speculative", rule=rule, alpha=alpha, gamma=1, temperature=1.0,
-                     max_new_tokens=2, seed=seed, eos_token_id=())
+        g = generate(
+            *toy,
+            [0],
+            method="speculative",
+            rule=rule,
+            alpha=alpha,
+            gamma=1,
+            temperature=1.0,
+            max_new_tokens=2,
+            seed=seed,
+            eos_token_id=(),
+        )
         counts[g.tokens[0], g.tokens[1]] += 1
     assert chi_square_p_value(counts, block_law.numpy() * N_RUNS) < 1e-3
 
@@ -107,19 +128,31 @@ def test_tiny_transformer_pair_follows_algorithm_4():
     counts = np.zeros((V, V))
     rejected = 0
     for seed in range(n_runs):
-        g = generate(*pair, prompt, method="speculative", rule=rule, alpha=alpha, gamma=3, temperature=1.0,
-                     max_new_tokens=2, seed=seed, eos_token_id=())
+        g = generate(
+            *pair,
+            prompt,
+            method="speculative",
+            rule=rule,
+            alpha=alpha,
+            gamma=3,
+            temperature=1.0,
+            max_new_tokens=2,
+            seed=seed,
+            eos_token_id=(),
+        )
         counts[g.tokens[0], g.tokens[1]] += 1
         rejected += g.n_rejected
     assert rejected > n_runs * 0.05
     assert chi_square_p_value(counts, joint.numpy() * n_runs) > 1e-3
 
 
-@pytest.mark.parametrize("rule,alpha,gamma", [("spec", 0.0, 3), ("opt", 0.3, 5), ("token_v2", 0.1, 2),
-                                              ("lossy", 0.4, 1)])
+@pytest.mark.parametrize(
+    "rule,alpha,gamma", [("spec", 0.0, 3), ("opt", 0.3, 5), ("token_v2", 0.1, 2), ("lossy", 0.4, 1)]
+)
 def test_engine_on_the_toy_world_matches_the_exact_curves(rule, alpha, gamma):
     """Whole sequences: the engine's per-token metrics agree with ToyWorld.evaluate's dynamic programme."""
     from tutorial_lib.lessons import toycheck
+
     world = tl.ToyWorld()
     estimate = toycheck.engine_metrics(world, rule, alpha, gamma=gamma, n=800, seed=11)
     z = toycheck.z_scores(world.evaluate(rule, alpha, gamma=gamma), estimate)

@@ -1,6 +1,7 @@
 """The paper's rules behind engines' knobs (notebook 10): transformers' ensemble weight is the constant
 mixture, relaxed acceptance is a capped Token-V3 / Token-V2 with a one-hot drafter, and rules added at
 run time (`register_deferral_rule`) are exact in the engine."""
+
 import numpy as np
 import pytest
 import torch
@@ -22,13 +23,15 @@ def random_laws(rows, vocabulary, seed, scale=2.0):
 # The constant mixture
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 1.0])
 def test_mixture_is_the_constant_weight_target_and_lemma_3_holds(alpha):
     q, p = random_laws(64, 20, 1), random_laws(64, 20, 2)
     pi = targets.target_distribution("mixture", q, p, alpha)
     torch.testing.assert_close(pi, alpha * q + (1 - alpha) * p)
-    torch.testing.assert_close(targets.deferral_weight("mixture", q, p, alpha), torch.full((64,), 1 - alpha,
-                                                                                            dtype=torch.float64))
+    torch.testing.assert_close(
+        targets.deferral_weight("mixture", q, p, alpha), torch.full((64,), 1 - alpha, dtype=torch.float64)
+    )
     torch.testing.assert_close(targets.rejection_probability(pi, q), (1 - alpha) * targets.tv_distance(p, q))
 
 
@@ -44,8 +47,20 @@ def test_mixture_refuses_an_alpha_outside_its_range():
 # Relaxed acceptance = capped Token-V3 / Token-V2 with a one-hot drafter
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("form,knob", [("vllm", 0.0), ("vllm", 0.3), ("vllm", 0.8), ("vllm", 1.0),
-                                       ("tensorrt", 0.0), ("tensorrt", 0.05), ("tensorrt", 0.4), ("tensorrt", 1.0)])
+
+@pytest.mark.parametrize(
+    "form,knob",
+    [
+        ("vllm", 0.0),
+        ("vllm", 0.3),
+        ("vllm", 0.8),
+        ("vllm", 1.0),
+        ("tensorrt", 0.0),
+        ("tensorrt", 0.05),
+        ("tensorrt", 0.4),
+        ("tensorrt", 1.0),
+    ],
+)
 @pytest.mark.parametrize("top_k", [1, 3, 10, 1000])
 def test_relaxed_acceptance_is_algorithm_4_with_a_capped_token_rule(form, knob, top_k):
     p = random_laws(3000, 40, 7, scale=1.5)
@@ -55,7 +70,7 @@ def test_relaxed_acceptance_is_algorithm_4_with_a_capped_token_rule(form, knob, 
     engine = engines.relaxed_tokens(form, p, drafts, knob, top_k)
     paper = engines.algorithm4_greedy_tokens(form, p, drafts, knob, top_k)
     assert torch.equal(engine, paper)
-    if 0.0 < knob < 1.0 and top_k > 1:   # both outcomes occur, so the comparison is not vacuous
+    if 0.0 < knob < 1.0 and top_k > 1:  # both outcomes occur, so the comparison is not vacuous
         kept = (engine == drafts).float().mean().item()
         assert 0.0 < kept < 1.0
 
@@ -63,8 +78,10 @@ def test_relaxed_acceptance_is_algorithm_4_with_a_capped_token_rule(form, knob, 
 def test_uncapped_relaxed_target_is_the_package_token_rule():
     q, p = random_laws(200, 30, 3), random_laws(200, 30, 4)
     for rule, alpha in (("token_v3", 0.4), ("token_v2", 0.1)):
-        torch.testing.assert_close(engines.capped_token_target(rule, q, p, alpha, top_k=30),
-                                   targets.target_distribution(rule, q, p, alpha))
+        torch.testing.assert_close(
+            engines.capped_token_target(rule, q, p, alpha, top_k=30),
+            targets.target_distribution(rule, q, p, alpha),
+        )
 
 
 def test_the_top_k_cap_matters():
@@ -94,10 +111,11 @@ def test_transformers_ensemble_verification_is_the_constant_mixture(tiny_pair):
     q, p = (x.double() for x in models.next_token_distributions(tiny_pair, prompt))
     law = targets.target_distribution("mixture", q, p, engines.ensemble_alpha(weight))
     expected = 1 - weight * targets.tv_distance(p, q).item()
-    assert 0.05 < weight * targets.tv_distance(p, q).item()          # a pair whose laws differ enough to tell
+    assert 0.05 < weight * targets.tv_distance(p, q).item()  # a pair whose laws differ enough to tell
     hf_tokens, hf_drafted, hf_kept = engines.ensemble_first_tokens(tiny_pair, prompt, weight, N_SAMPLES)
-    ours, our_drafted, our_kept = engines.engine_first_tokens(tiny_pair, prompt, engines.ensemble_alpha(weight),
-                                                             N_SAMPLES)
+    ours, our_drafted, our_kept = engines.engine_first_tokens(
+        tiny_pair, prompt, engines.ensemble_alpha(weight), N_SAMPLES
+    )
     assert hf_drafted == our_drafted == N_SAMPLES
     sd = (expected * (1 - expected) / N_SAMPLES) ** 0.5
     for kept in (hf_kept, our_kept):
@@ -112,15 +130,18 @@ def test_transformers_ensemble_verification_is_the_constant_mixture(tiny_pair):
 # Rules added at run time
 # ---------------------------------------------------------------------------------------------
 
+
 def test_registered_rule_is_a_mixture_with_its_decision():
     q, p = random_laws(50, 12, 5), random_laws(50, 12, 6)
-    name = targets.register_deferral_rule("gap_rule", lambda q, p, alpha, qu, pu:
-                                          pu.max(-1).values - qu.max(-1).values > alpha)
+    name = targets.register_deferral_rule(
+        "gap_rule", lambda q, p, alpha, qu, pu: pu.max(-1).values - qu.max(-1).values > alpha
+    )
     try:
         delta = targets.deferral_decision("gap_rule", q, p, 0.1)
         torch.testing.assert_close(delta, targets.deferral_decision("diff", q, p, 0.1))
-        torch.testing.assert_close(targets.target_distribution(name, q, p, 0.1),
-                                   targets.target_distribution("diff", q, p, 0.1))
+        torch.testing.assert_close(
+            targets.target_distribution(name, q, p, 0.1), targets.target_distribution("diff", q, p, 0.1)
+        )
         assert "gap_rule" in targets.RULES and "gap_rule" in targets.PREFIX_RULES
     finally:
         targets.unregister_deferral_rule("gap_rule")
@@ -156,6 +177,8 @@ def test_chi_square_keeps_two_cells_with_few_draws():
     law = torch.full((50,), 1 / 50, dtype=torch.float64)
     statistic, p_value, cells = engines.chi_square_test(np.arange(10) % 50, law)
     assert cells == 2 and np.isfinite(p_value)
-    assert engines.chi_square_test(np.zeros(40, dtype=int), law)[1] < 1e-6      # every draw on one token: not uniform
+    assert (
+        engines.chi_square_test(np.zeros(40, dtype=int), law)[1] < 1e-6
+    )  # every draw on one token: not uniform
     assert engines.chi_square_test(np.zeros(10, dtype=int), torch.tensor([1.0, 0.0]))[1] == 1.0
     assert engines.chi_square_test(np.ones(10, dtype=int), torch.tensor([1.0, 0.0]))[1] == 0.0

@@ -1,4 +1,5 @@
 """Lossless on a real model: SmolLM2-135M verifying its own bf16 copy gives the verifier's greedy text."""
+
 import pytest
 import torch
 
@@ -25,10 +26,16 @@ def prompt_and_reference(smollm2_pair):
     ids = torch.tensor([prompt])
     with torch.inference_mode():
         # An explicit mask: pad id 2 is also <|im_end|>, which the chat prompt contains.
-        out = verifier.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                      max_new_tokens=N_TOKENS, min_new_tokens=N_TOKENS, eos_token_id=None,
-                                      pad_token_id=2)
-    return prompt, out[0, len(prompt):].tolist()
+        out = verifier.model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=False,
+            max_new_tokens=N_TOKENS,
+            min_new_tokens=N_TOKENS,
+            eos_token_id=None,
+            pad_token_id=2,
+        )
+    return prompt, out[0, len(prompt) :].tolist()
 
 
 def test_pair_shares_the_tokenizer(smollm2_pair):
@@ -41,8 +48,15 @@ def test_pair_shares_the_tokenizer(smollm2_pair):
 @pytest.mark.parametrize("gamma", [1, 3, 5])
 def test_speculative_decoding_is_lossless_on_smollm2(smollm2_pair, prompt_and_reference, gamma):
     prompt, reference = prompt_and_reference
-    g = generate(*smollm2_pair, prompt, method="speculative", rule="spec", gamma=gamma,
-                 max_new_tokens=N_TOKENS, eos_token_id=())
+    g = generate(
+        *smollm2_pair,
+        prompt,
+        method="speculative",
+        rule="spec",
+        gamma=gamma,
+        max_new_tokens=N_TOKENS,
+        eos_token_id=(),
+    )
     assert g.tokens == reference
     assert g.n_accepted > 0 and g.n_verifier_calls < N_TOKENS
     assert g.text == smollm2_pair.verifier.decode(reference)
@@ -50,14 +64,18 @@ def test_speculative_decoding_is_lossless_on_smollm2(smollm2_pair, prompt_and_re
 
 def test_verifier_method_matches_transformers(smollm2_pair, prompt_and_reference):
     prompt, reference = prompt_and_reference
-    assert generate(*smollm2_pair, prompt, method="verifier", max_new_tokens=N_TOKENS, eos_token_id=()).tokens == reference
+    assert (
+        generate(*smollm2_pair, prompt, method="verifier", max_new_tokens=N_TOKENS, eos_token_id=()).tokens
+        == reference
+    )
 
 
 def test_a_pair_with_different_tokenizers_is_refused(smollm2_pair):
     from transformers import AutoTokenizer
+
     drafter, verifier = smollm2_pair
     other = AutoTokenizer.from_pretrained(tl_model_dir())
-    other.add_tokens(["<speculative-cascade>"])     # one more entry: the ids no longer mean the same
+    other.add_tokens(["<speculative-cascade>"])  # one more entry: the ids no longer mean the same
     renamed = models.LanguageModel(drafter.model, other, name="smollm2 with an extra token")
     with pytest.raises(ValueError, match="token ids of .* mean different things"):
         generate(renamed, verifier, "Hello", method="speculative")
@@ -67,4 +85,5 @@ def test_a_pair_with_different_tokenizers_is_refused(smollm2_pair):
 
 def tl_model_dir():
     from tutorial_lib.models.files import offline_model_dir
+
     return offline_model_dir("smollm2-135m", progress=False)

@@ -1,4 +1,5 @@
 """The evaluation harness and its analysis: the paper's table on curves with known answers, resumable sweeps, configurations."""
+
 import json
 
 import pandas as pd
@@ -11,32 +12,61 @@ from tutorial_lib.sweeps import evaluation as ev
 
 # ---- the table on synthetic curves ------------------------------------------------------------------
 
+
 def _summary(curves, verifier_quality=20.0, task="t", temperature=0.0):
     """A summary table from {label: [(latency, quality, rejection_rate), ...]} plus the verifier point."""
-    rows = [dict(task=task, label="Verifier", method="verifier", rule="-", alpha=0.0, beta="1.0", gamma=5,
-                 temperature=temperature, quality=verifier_quality, quality_ci=0.0, latency=1.0,
-                 rejection_rate=1.0)]
+    rows = [
+        dict(
+            task=task,
+            label="Verifier",
+            method="verifier",
+            rule="-",
+            alpha=0.0,
+            beta="1.0",
+            gamma=5,
+            temperature=temperature,
+            quality=verifier_quality,
+            quality_ci=0.0,
+            latency=1.0,
+            rejection_rate=1.0,
+        )
+    ]
     for label, points in curves.items():
         for i, (latency, quality, rejection) in enumerate(points):
-            rows.append(dict(task=task, label=label, method="speculative", rule="x", alpha=float(i), beta="1.0",
-                             gamma=5, temperature=temperature, quality=quality, quality_ci=0.0, latency=latency,
-                             rejection_rate=rejection))
+            rows.append(
+                dict(
+                    task=task,
+                    label=label,
+                    method="speculative",
+                    rule="x",
+                    alpha=float(i),
+                    beta="1.0",
+                    gamma=5,
+                    temperature=temperature,
+                    quality=quality,
+                    quality_ci=0.0,
+                    latency=latency,
+                    rejection_rate=rejection,
+                )
+            )
     return pd.DataFrame(rows)
 
 
 def test_table_matched_not_matched_and_crossing():
-    summary = _summary({
-        # a straight line from (0.4, 10) to (1.2, 30): reaches 20 at latency 0.8; at latency 1 it is at 25
-        "matched": [(0.4, 10.0, 0.1), (1.2, 30.0, 0.9)],
-        # never reaches 20; best within latency 1 is the point at 0.9
-        "not matched": [(0.3, 12.0, 0.1), (0.9, 15.0, 0.5), (1.5, 19.0, 0.9)],
-        # goes above 20 and back below: the FIRST crossing counts (between 0.5 and 0.7, at 0.6)
-        "crossing": [(0.5, 18.0, 0.1), (0.7, 22.0, 0.3), (0.9, 19.0, 0.5)],
-        # already at the verifier's quality at its cheapest point
-        "cheap": [(0.25, 21.0, 0.0), (0.5, 20.5, 0.2)],
-        # every point slower than the verifier
-        "slow": [(1.1, 25.0, 0.5), (1.3, 26.0, 0.6)],
-    })
+    summary = _summary(
+        {
+            # a straight line from (0.4, 10) to (1.2, 30): reaches 20 at latency 0.8; at latency 1 it is at 25
+            "matched": [(0.4, 10.0, 0.1), (1.2, 30.0, 0.9)],
+            # never reaches 20; best within latency 1 is the point at 0.9
+            "not matched": [(0.3, 12.0, 0.1), (0.9, 15.0, 0.5), (1.5, 19.0, 0.9)],
+            # goes above 20 and back below: the FIRST crossing counts (between 0.5 and 0.7, at 0.6)
+            "crossing": [(0.5, 18.0, 0.1), (0.7, 22.0, 0.3), (0.9, 19.0, 0.5)],
+            # already at the verifier's quality at its cheapest point
+            "cheap": [(0.25, 21.0, 0.0), (0.5, 20.5, 0.2)],
+            # every point slower than the verifier
+            "slow": [(1.1, 25.0, 0.5), (1.3, 26.0, 0.6)],
+        }
+    )
     table = an.paper_table(summary).set_index("method")
     reduction = "latency_reduction_at_verifier_quality"
     best = "best_quality_at_latency<=verifier"
@@ -47,7 +77,7 @@ def test_table_matched_not_matched_and_crossing():
     assert table.loc["crossing", reduction] == pytest.approx(0.4)
     assert table.loc["crossing", best] == pytest.approx(22.0)
     assert table.loc["cheap", reduction] == pytest.approx(0.75)
-    assert table.loc["slow", reduction] == pytest.approx(-0.1)   # matches, but only by being slower
+    assert table.loc["slow", reduction] == pytest.approx(-0.1)  # matches, but only by being slower
     assert table.loc["slow", best] == an.NOT_REACHED
     assert "Verifier" not in table.index
 
@@ -73,6 +103,7 @@ def test_table_needs_the_verifier():
 
 # ---- configurations ---------------------------------------------------------------------------------
 
+
 def test_every_curve_of_the_paper_is_swept_over_its_range():
     configs = ev.sweep_configs(ev.T5_CURVES, gammas=(3, 5), temperatures=(0.0, 1.0), n_alpha=4)
     labels = {c.label for c in configs}
@@ -92,9 +123,14 @@ def test_every_curve_of_the_paper_is_swept_over_its_range():
     assert lossy and all(c.beta == "normalize" for c in lossy)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(n_alpha=1), "two ends"), (dict(gammas=(0,)), "gamma"), (dict(temperatures=(-1.0,)), "T = 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_alpha=1), "two ends"),
+        (dict(gammas=(0,)), "gamma"),
+        (dict(temperatures=(-1.0,)), "T = 0"),
+    ],
+)
 def test_bad_sweep_settings_say_what_to_change(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ev.sweep_configs(**kwargs)
@@ -104,19 +140,26 @@ def test_bad_sweep_settings_say_what_to_change(kwargs, match):
 
 # ---- a resumable sweep on the toy world -------------------------------------------------------------
 
+
 def _exact_word_match(prediction, example):
     return float(prediction.split()[:1] == example["references"][0].split()[:1])
 
 
 def _toy_task(n=4):
-    examples = [{"id": f"ex{i}", "prompt": "ka lo" if i % 2 else "mi", "references": ["ka"]} for i in range(n)]
+    examples = [
+        {"id": f"ex{i}", "prompt": "ka lo" if i % 2 else "mi", "references": ["ka"]} for i in range(n)
+    ]
     return ev.Task("toy", _exact_word_match, examples, max_new_tokens=6)
 
 
 def test_sweep_resumes_without_redoing_rows(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter", "Verifier", "SpecCascade [OPT]", "BiLD", "SeqCascade [Chow]"],
-                               n_alpha=2, temperatures=(1.0,), gammas=(3,))
+    configs = ev.sweep_configs(
+        ["Drafter", "Verifier", "SpecCascade [OPT]", "BiLD", "SeqCascade [Chow]"],
+        n_alpha=2,
+        temperatures=(1.0,),
+        gammas=(3,),
+    )
     task = _toy_task()
     total = len(configs) * len(task.examples)
     partial = ev.run_sweep(pair, task, configs, name="toy", root=tmp_path, max_rows=7, progress=False)
@@ -127,15 +170,17 @@ def test_sweep_resumes_without_redoing_rows(tmp_path, one_thread):
     full = ev.run_sweep(pair, task, configs, name="toy", root=tmp_path, progress=False)
     lines_after = (sweep_dir / "rows.jsonl").read_text().splitlines()
     assert len(full) == total
-    assert len(lines_after) == total and lines_after[:7] == lines_before   # finished rows kept, not redone
+    assert len(lines_after) == total and lines_after[:7] == lines_before  # finished rows kept, not redone
     again = ev.run_sweep(pair, task, configs, name="toy", root=tmp_path, progress=False)
-    assert len((sweep_dir / "rows.jsonl").read_text().splitlines()) == total   # nothing rerun
+    assert len((sweep_dir / "rows.jsonl").read_text().splitlines()) == total  # nothing rerun
     # the same table as one uninterrupted sweep in a fresh folder (seeded rows: identical outputs)
     fresh = ev.run_sweep(pair, task, configs, name="toy", root=tmp_path / "fresh", progress=False)
     columns = ["config", "example_id", "text", "quality", "n_rejected", "n_accepted", "n_verifier_calls"]
     key = ["config", "example_id"]
-    pd.testing.assert_frame_equal(again[columns].sort_values(key).reset_index(drop=True),
-                                  fresh[columns].sort_values(key).reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        again[columns].sort_values(key).reset_index(drop=True),
+        fresh[columns].sort_values(key).reset_index(drop=True),
+    )
     # wall times differ between runs; the table on the rejection-rate axis must not
     table = an.paper_table(an.summarize(again), x="rejection_rate")
     table_fresh = an.paper_table(an.summarize(fresh), x="rejection_rate")
@@ -152,11 +197,13 @@ def test_a_cut_off_last_line_is_redone(tmp_path, one_thread):
     ev.run_sweep(pair, task, configs, name="cut", root=tmp_path, progress=False)
     rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
     text = rows_file.read_text()
-    rows_file.write_text(text[: len(text) - 20])   # an interruption in the middle of writing a row
+    rows_file.write_text(text[: len(text) - 20])  # an interruption in the middle of writing a row
     with pytest.warns(UserWarning, match="cut short"):
         table = ev.run_sweep(pair, task, configs, name="cut", root=tmp_path, progress=False)
     assert len(table) == 3 and sorted(table["example_id"]) == ["ex0", "ex1", "ex2"]
-    assert (rows_file.parent / "rows.jsonl.corrupt").read_text() == text[len(text) - len(text.splitlines()[-1]) - 1:-20] + "\n"
+    assert (rows_file.parent / "rows.jsonl.corrupt").read_text() == text[
+        len(text) - len(text.splitlines()[-1]) - 1 : -20
+    ] + "\n"
 
 
 def test_a_last_row_without_its_newline_is_kept_not_redone(tmp_path, one_thread):
@@ -165,10 +212,10 @@ def test_a_last_row_without_its_newline_is_kept_not_redone(tmp_path, one_thread)
     ev.run_sweep(pair, _toy_task(3), configs, name="nl", root=tmp_path, progress=False)
     rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
     text = rows_file.read_text()
-    rows_file.write_text(text.rstrip("\n"))             # the final newline lost
+    rows_file.write_text(text.rstrip("\n"))  # the final newline lost
     table = ev.run_sweep(pair, _toy_task(4), configs, name="nl", root=tmp_path, progress=False)
     assert len(table) == 4
-    assert rows_file.read_text().splitlines()[:3] == text.splitlines()   # kept, and only ex3 was added
+    assert rows_file.read_text().splitlines()[:3] == text.splitlines()  # kept, and only ex3 was added
 
 
 def test_a_malformed_row_stops_the_sweep_with_the_line_to_repair(tmp_path, one_thread):
@@ -178,7 +225,9 @@ def test_a_malformed_row_stops_the_sweep_with_the_line_to_repair(tmp_path, one_t
     rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
     lines = rows_file.read_text().splitlines()
     rows_file.write_text("\n".join([lines[0], "42", *lines[1:]]) + "\n")
-    with pytest.raises(ValueError, match=r"rows.jsonl, line 2 is JSON but not an object.*delete or fix line 2"):
+    with pytest.raises(
+        ValueError, match=r"rows.jsonl, line 2 is JSON but not an object.*delete or fix line 2"
+    ):
         ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)
     assert tl.sweeps.rows_file.set_aside_bad_lines(rows_file) == 1
     assert len(ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)) == 3
@@ -189,7 +238,7 @@ def test_rows_are_keyed_by_task_too(tmp_path, one_thread):
     configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
     first, second = _toy_task(2), ev.Task("other", _exact_word_match, _toy_task(2).examples, max_new_tokens=3)
     rows = ev.run_sweep(pair, [first, second], configs, name="two", root=tmp_path, progress=False)
-    assert len(rows) == 4 and sorted(set(rows["task"])) == ["other", "toy"]   # same example ids, both kept
+    assert len(rows) == 4 and sorted(set(rows["task"])) == ["other", "toy"]  # same example ids, both kept
 
 
 def test_saved_rows_reload_without_the_models(tmp_path, one_thread):
@@ -200,8 +249,14 @@ def test_saved_rows_reload_without_the_models(tmp_path, one_thread):
     again = ev.run_sweep(records, _toy_task(3), configs, name="saved", root=tmp_path, progress=False)
     pd.testing.assert_frame_equal(rows, again)
     with pytest.raises(ev.MissingRowsError, match="3 of the 9 requested rows are not saved.*make toy"):
-        ev.run_sweep(records, _toy_task(3), configs + ev.sweep_configs(["SpecDecode"], temperatures=(1.0,)),
-                     name="saved", root=tmp_path, progress=False)
+        ev.run_sweep(
+            records,
+            _toy_task(3),
+            configs + ev.sweep_configs(["SpecDecode"], temperatures=(1.0,)),
+            name="saved",
+            root=tmp_path,
+            progress=False,
+        )
 
 
 def test_a_sweep_returns_only_the_configurations_asked_for(tmp_path, one_thread):
@@ -222,8 +277,12 @@ def test_a_different_configuration_gets_its_own_folder(tmp_path, one_thread):
 
 def test_summary_points(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]"], n_alpha=2,
-                               temperatures=(1.0,), gammas=(2,))
+    configs = ev.sweep_configs(
+        ["Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]"],
+        n_alpha=2,
+        temperatures=(1.0,),
+        gammas=(2,),
+    )
     rows = ev.run_sweep(pair, _toy_task(6), configs, name="sum", root=tmp_path, progress=False)
     summary = an.summarize(rows).set_index("label")
     assert summary.loc["Verifier", "latency"] == pytest.approx(1.0)
@@ -246,33 +305,61 @@ def test_task_checks():
 
 
 def test_quality_by_group_shows_where_each_model_wins():
-    task = ev.Task("t", "bleu", [{"id": f"e{i}", "prompt": "x", "references": ["y"], "info": {"context": g}}
-                                 for i, g in enumerate("aabb")])
-    rows = pd.DataFrame([
-        dict(task="t", example_id=f"e{i}", label=label, alpha=0.0, temperature=0.0, quality=q)
-        for label, qualities in {"Drafter": [10, 20, 0, 0], "Verifier": [5, 5, 50, 30]}.items()
-        for i, q in enumerate(qualities)])
+    task = ev.Task(
+        "t",
+        "bleu",
+        [
+            {"id": f"e{i}", "prompt": "x", "references": ["y"], "info": {"context": g}}
+            for i, g in enumerate("aabb")
+        ],
+    )
+    rows = pd.DataFrame(
+        [
+            dict(task="t", example_id=f"e{i}", label=label, alpha=0.0, temperature=0.0, quality=q)
+            for label, qualities in {"Drafter": [10, 20, 0, 0], "Verifier": [5, 5, 50, 30]}.items()
+            for i, q in enumerate(qualities)
+        ]
+    )
     table = an.quality_by_group(rows, task)
     assert table.loc["a", "Drafter"] == 15 and table.loc["a", "Verifier"] == 5
     assert table.loc["b", "Verifier"] == 40 and list(table["n"]) == [2, 2]
 
 
 def test_rule_ends_come_from_the_drafter_and_specdecode_points():
-    rows = [dict(task="t", label=label, method=method, rule=rule, alpha=0.3, beta="1.0", gamma=1, temperature=1.0,
-                 quality=q, quality_ci=0.0, latency=1.0, rejection_rate=r)
-            for label, method, rule, q, r in [("Drafter", "drafter", "-", 1.0, 0.0), ("Verifier", "verifier", "-", 3.0, 1.0),
-                                              ("SpecDecode", "speculative", "spec", 3.0, 0.4),
-                                              ("SpecCascade [Chow]", "speculative", "chow", 2.5, 0.2),
-                                              ("SpecCascade [Token-V3]", "speculative", "token_v3", 3.2, 0.5)]]
+    rows = [
+        dict(
+            task="t",
+            label=label,
+            method=method,
+            rule=rule,
+            alpha=0.3,
+            beta="1.0",
+            gamma=1,
+            temperature=1.0,
+            quality=q,
+            quality_ci=0.0,
+            latency=1.0,
+            rejection_rate=r,
+        )
+        for label, method, rule, q, r in [
+            ("Drafter", "drafter", "-", 1.0, 0.0),
+            ("Verifier", "verifier", "-", 3.0, 1.0),
+            ("SpecDecode", "speculative", "spec", 3.0, 0.4),
+            ("SpecCascade [Chow]", "speculative", "chow", 2.5, 0.2),
+            ("SpecCascade [Token-V3]", "speculative", "token_v3", 3.2, 0.5),
+        ]
+    ]
     extended = an.with_rule_ends(pd.DataFrame(rows))
     chow = extended[extended["label"] == "SpecCascade [Chow]"].set_index("end")
     assert list(chow.index) == ["", "drafter", "spec"]
     assert chow.loc["drafter", "rejection_rate"] == 0.0 and chow.loc["spec", "quality"] == 3.0
     token_v3 = extended[extended["label"] == "SpecCascade [Token-V3]"]
-    assert sorted(token_v3["end"]) == ["", "drafter"]            # its alpha = 0 end is not SpecDecode
+    assert sorted(token_v3["end"]) == ["", "drafter"]  # its alpha = 0 end is not SpecDecode
     table = an.paper_table(extended, x="rejection_rate").set_index("method")
     # Chow: from (0, 1.0) to (0.2, 2.5) to (0.4, 3.0): reaches 3.0 only at r = 0.4
-    assert table.loc["SpecCascade [Chow]", "rejection_rate_reduction_at_verifier_quality"] == pytest.approx(0.6)
+    assert table.loc["SpecCascade [Chow]", "rejection_rate_reduction_at_verifier_quality"] == pytest.approx(
+        0.6
+    )
 
 
 def test_call_based_latency(tmp_path, one_thread):
@@ -284,7 +371,8 @@ def test_call_based_latency(tmp_path, one_thread):
     drafter = rows[rows["label"] == "Drafter"]
     verifier = rows[rows["label"] == "Verifier"]
     assert summary.loc["Drafter", "latency_calls"] == pytest.approx(
-        0.5 * drafter["n_drafter_calls"].sum() / verifier["n_verifier_calls"].sum())
+        0.5 * drafter["n_drafter_calls"].sum() / verifier["n_verifier_calls"].sum()
+    )
     with pytest.raises(ValueError, match="cost_ratio"):
         an.summarize(rows, cost_ratio=-1)
 
@@ -292,6 +380,7 @@ def test_call_based_latency(tmp_path, one_thread):
 def test_a_sweep_that_fails_at_its_first_row_leaves_no_folder(tmp_path):
     def failing(prediction, example):
         raise RuntimeError("metric failed")
+
     pair = tl.load_pair("toy-drafter", "toy-verifier")
     task = ev.Task("toy", failing, [{"id": "a", "prompt": "mi", "references": ["x"]}], max_new_tokens=2)
     with pytest.raises(RuntimeError, match="metric failed"):

@@ -1,5 +1,6 @@
 """Exercise checks that do not tell the answer: no notebook cell holds an expected value, a wrong answer gets
 a hint (not the number), a non-numeric one a message (not a traceback), and teachers can see the solution."""
+
 import ast
 import re
 from pathlib import Path
@@ -43,40 +44,53 @@ def test_every_exercise_is_checked_in_its_notebook_and_every_check_is_an_exercis
     for name, _, source in _code_cells():
         for exercise_id in CHECK_CALL.findall(source):
             checked.setdefault(exercise_id, name)
-    assert set(checked) == set(exercises.EXERCISES), "a notebook checks an unknown exercise, or one is never checked"
+    assert set(checked) == set(exercises.EXERCISES), (
+        "a notebook checks an unknown exercise, or one is never checked"
+    )
     for exercise_id, name in checked.items():
         assert name.startswith(exercise_id.split("-")[0]), f"{exercise_id} is checked in {name}"
 
 
 def test_check_cells_hold_no_computation_of_the_answer():
     for name, i, source in _code_cells():
-        assert "check_answer" not in source, f"{name} cell {i} still compares with a value computed in the cell"
+        assert "check_answer" not in source, (
+            f"{name} cell {i} still compares with a value computed in the cell"
+        )
         if "tl.lessons.notebook.check(" not in source:
             continue
         for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, (int, float))
+                and not isinstance(node.value, bool)
+            ):
                 assert node.value == 0, f"{name} cell {i}: the number {node.value} sits in a check cell"
             if isinstance(node, ast.BinOp):
-                pytest.fail(f"{name} cell {i}: arithmetic in a check cell computes an answer: {ast.unparse(node)}")
+                pytest.fail(
+                    f"{name} cell {i}: arithmetic in a check cell computes an answer: {ast.unparse(node)}"
+                )
 
 
 def test_no_notebook_holds_an_expected_value():
     solutions = _standalone_solutions()
-    assert len(solutions) >= 8, sorted(solutions)   # the scan below must look for something
+    assert len(solutions) >= 8, sorted(solutions)  # the scan below must look for something
     text = "\n".join(script.read_text() for script in SCRIPTS)
     for exercise_id, value in solutions.items():
         value = float(value)
         written = {f"{value:.{digits}f}" for digits in (3, 4, 6)} | {f"{value:.4g}", repr(value)}
-        written = {w for w in written if len(w.strip("0.-")) >= 3}   # "0.000" would match anything
+        written = {w for w in written if len(w.strip("0.-")) >= 3}  # "0.000" would match anything
         found = [w for w in written if re.search(rf"(?<![\d.]){re.escape(w)}(?!\d)", text)]
         assert not found, f"exercise {exercise_id}'s answer {value} is written in a notebook as {found}"
 
 
-@pytest.mark.parametrize("exercise_id,objects", [
-    ("04-1", {}),
-    ("01-2", {"examples": tl.toy.examples.toy_examples(0)}),
-    ("02-3", {}),
-])
+@pytest.mark.parametrize(
+    "exercise_id,objects",
+    [
+        ("04-1", {}),
+        ("01-2", {"examples": tl.toy.examples.toy_examples(0)}),
+        ("02-3", {}),
+    ],
+)
 def test_number_check_right_wrong_and_not_a_number(capsys, exercise_id, objects):
     right = notebook.solution(exercise_id, **objects)
     capsys.readouterr()
@@ -92,16 +106,17 @@ def test_number_check_right_wrong_and_not_a_number(capsys, exercise_id, objects)
     for shown in {f"{float(right):.3f}", f"{float(right):.4g}", repr(float(right))}:
         assert shown not in said, f"the hint gives the answer away: {said}"
     for odd in ("about a half", [0.1, 0.2], float("nan"), True):
-        assert notebook.check(exercise_id, odd, **objects) is None   # a message, not a traceback
+        assert notebook.check(exercise_id, odd, **objects) is None  # a message, not a traceback
         assert "expected a single" in capsys.readouterr().out
     assert notebook.check(exercise_id, None, **objects) is None
     assert "not answered yet" in capsys.readouterr().out
 
 
 def test_integer_check():
-    class Calibration:   # what 09-3 reads: the block-cost model's choice
+    class Calibration:  # what 09-3 reads: the block-cost model's choice
         def best_gamma(self, acceptance):
             return 4 if acceptance > 0.9 else 1
+
     assert notebook.check("09-3", 4, calibration=Calibration()) is True
     assert notebook.check("09-3", 3, calibration=Calibration()) is False
     assert notebook.check("09-3", 4.5, calibration=Calibration()) is None
@@ -115,16 +130,22 @@ def test_choice_and_method_checks(capsys):
     assert notebook.check("06-2", 0.5, claims_table=claims) is None
     assert exercises.verdict_of_interval(0.02, 0.2) == "holds"
     assert exercises.verdict_of_interval(-0.3, 0.0) == "does not hold"
-    table = pd.DataFrame({"task": ["code", "code"], "temperature": [0.0, 0.0], "gamma": [1, 1],
-                          "method": ["SpecCascade [OPT]", "Drafter"],
-                          "reduction_at_verifier_quality": [0.75, "not reached"]})
+    table = pd.DataFrame(
+        {
+            "task": ["code", "code"],
+            "temperature": [0.0, 0.0],
+            "gamma": [1, 1],
+            "method": ["SpecCascade [OPT]", "Drafter"],
+            "reduction_at_verifier_quality": [0.75, "not reached"],
+        }
+    )
     where = dict(table=table, task="code", temperature=0.0)
     capsys.readouterr()
     assert notebook.check("07-1", ("SpecCascade [OPT]", 0.25), **where) is True
     assert notebook.check("07-1", ("SpecCascade [OPT]", 0.75), **where) is False
     assert notebook.check("07-1", ("Drafter", "not reached"), **where) is True
     assert notebook.check("07-1", ("Drafter", 0.1), **where) is False
-    assert notebook.check("07-1", ("Nobody", 0.1), **where) is None     # names the methods there are
+    assert notebook.check("07-1", ("Nobody", 0.1), **where) is None  # names the methods there are
     assert "pick one of Drafter, SpecCascade [OPT]" in capsys.readouterr().out
     assert notebook.check("07-1", 0.25, **where) is None
     assert notebook.check("06-1", "SpecCascade [OPT]", table=table, temperature=0.0, gamma=1) is True

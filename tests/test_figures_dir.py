@@ -2,6 +2,7 @@
 notebook runs in (never its committed figures/: `make refresh-figures` sets the variable to regenerate those;
 `make tutorial` sets it to build/figures), else
 ./figures beside the notebook - never a folder of the checkout the package happens to be imported from."""
+
 import re
 import subprocess
 from pathlib import Path
@@ -29,7 +30,7 @@ def test_environment_variable_wins(tmp_path, monkeypatch):
 def test_a_notebook_writes_into_its_own_checkouts_build_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("TUTORIAL_LIB_FIGURES", raising=False)
     here = checkout(tmp_path / "second-clone")
-    monkeypatch.chdir(here / "notebooks")   # papermill --cwd notebooks, or JupyterLab opening the notebook
+    monkeypatch.chdir(here / "notebooks")  # papermill --cwd notebooks, or JupyterLab opening the notebook
     package_checkout = Path(figures.__file__).resolve().parent.parent
     assert figures.figures_dir() == here.resolve() / "build" / "figures"
     assert figures.figures_dir() not in (here.resolve() / "figures", package_checkout / "figures")
@@ -37,14 +38,14 @@ def test_a_notebook_writes_into_its_own_checkouts_build_folder(tmp_path, monkeyp
     path = figures.savefig(fig, "where")
     plt.close(fig)
     assert path == here.resolve() / "build" / "figures" / "where.png" and path.stat().st_size > 0
-    assert not (here / "figures").exists()   # the committed figures are left alone
+    assert not (here / "figures").exists()  # the committed figures are left alone
 
 
 def test_outside_any_checkout_the_current_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("TUTORIAL_LIB_FIGURES", raising=False)
     elsewhere = tmp_path / "copy-of-a-notebook"
     elsewhere.mkdir()
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "someone-else"\n')   # not our project
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "someone-else"\n')  # not our project
     monkeypatch.chdir(elsewhere)
     assert figures.checkout_of(elsewhere) is None
     assert figures.figures_dir() == elsewhere.resolve() / "figures"
@@ -59,8 +60,9 @@ def test_checkout_of_finds_the_nearest_project(tmp_path):
 
 def _figure_folders(target: str) -> set:
     """The `TUTORIAL_LIB_FIGURES` folders `make <target>` would run the notebooks with (`make -n`: nothing runs)."""
-    out = subprocess.run(["make", "-n", "--no-print-directory", target], cwd=REPO, capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["make", "-n", "--no-print-directory", target], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
     return set(re.findall(r"TUTORIAL_LIB_FIGURES=(\S+)", out))
 
 

@@ -1,4 +1,5 @@
 """gamma="auto": the policy's decisions on fake calibrations, and exactness through the engine."""
+
 import pytest
 
 from tutorial_lib.decoding.calibration import Calibration
@@ -15,7 +16,7 @@ FREE = Calibration.synthetic(0.0, lambda k: 0.1, max_k=9, note="blocks cost one 
 def test_expensive_blocks_mean_no_speculation():
     policy = AutoGamma(EXPENSIVE, prior_acceptance=0.9)
     assert policy.next_gamma() == 0
-    policy.observe(100, 100)                      # even after a run of perfect drafts
+    policy.observe(100, 100)  # even after a run of perfect drafts
     assert policy.next_gamma() == 0
     assert policy.gammas == [0, 0]
 
@@ -23,7 +24,7 @@ def test_expensive_blocks_mean_no_speculation():
 def test_free_blocks_mean_the_longest_block():
     policy = AutoGamma(FREE, prior_acceptance=0.7)
     assert policy.next_gamma() == 8 == policy.max_gamma
-    assert policy.next_gamma(remaining=3) == 3    # never more drafts than tokens left to emit
+    assert policy.next_gamma(remaining=3) == 3  # never more drafts than tokens left to emit
 
 
 def test_the_estimate_moves_from_the_prior_to_the_counts():
@@ -33,7 +34,7 @@ def test_the_estimate_moves_from_the_prior_to_the_counts():
     assert policy.acceptance == pytest.approx(0.8)
     first = policy.next_gamma()
     assert first >= 2
-    policy.observe(0, 40)                         # the drafter is never right
+    policy.observe(0, 40)  # the drafter is never right
     assert policy.acceptance == pytest.approx(3.2 / 44)
     assert policy.next_gamma() == 0
     assert policy.decisions[1] == (0, pytest.approx(3.2 / 44))
@@ -47,17 +48,21 @@ QWEN_CPU = Calibration.synthetic(0.158, lambda k: 0.399 * (1.0 if k == 1 else 2.
 
 def test_a_pessimistic_prior_does_not_stop_the_policy_from_learning():
     at_the_mean = AutoGamma(QWEN_CPU, prior_acceptance=0.7, optimism=None, explore=False)
-    assert at_the_mean.next_gamma() == 0          # stuck: a plain step judges no draft, the estimate never moves
-    assert AutoGamma(QWEN_CPU, prior_acceptance=0.7, optimism=None).next_gamma() >= 1   # exploring drafts first
+    assert at_the_mean.next_gamma() == 0  # stuck: a plain step judges no draft, the estimate never moves
+    assert (
+        AutoGamma(QWEN_CPU, prior_acceptance=0.7, optimism=None).next_gamma() >= 1
+    )  # exploring drafts first
     policy = AutoGamma(QWEN_CPU, prior_acceptance=0.7)
     assert policy.decision_acceptance > policy.acceptance == pytest.approx(0.7)
-    assert policy.next_gamma() >= 1               # optimism drafts first and so learns the acceptance
-    for _ in range(20):                           # the drafts are kept 95% of the time: keep speculating
+    assert policy.next_gamma() >= 1  # optimism drafts first and so learns the acceptance
+    for _ in range(20):  # the drafts are kept 95% of the time: keep speculating
         policy.observe(19, 20)
     assert policy.next_gamma() >= 3
-    assert policy.decision_acceptance == pytest.approx(policy.acceptance, abs=0.02)   # the quantile closes on the mean
+    assert policy.decision_acceptance == pytest.approx(
+        policy.acceptance, abs=0.02
+    )  # the quantile closes on the mean
     doubtful = AutoGamma(QWEN_CPU, prior_acceptance=0.7)
-    doubtful.observe(10, 40)                      # kept a quarter of the time: not worth a block
+    doubtful.observe(10, 40)  # kept a quarter of the time: not worth a block
     assert doubtful.next_gamma() == 0
 
 
@@ -80,12 +85,15 @@ def test_fresh_keeps_the_settings_and_drops_the_counts():
     assert (again.max_gamma, again.prior_acceptance) == (4, 0.6)
 
 
-@pytest.mark.parametrize("options,error,match", [
-    (dict(calibration={"t_q": 0.1}), TypeError, "Calibration"),
-    (dict(calibration=FREE, max_gamma=0), ValueError, "max_gamma"),
-    (dict(calibration=FREE, prior_acceptance=1.5), ValueError, "probability"),
-    (dict(calibration=FREE, prior_strength=0), ValueError, "prior_strength"),
-])
+@pytest.mark.parametrize(
+    "options,error,match",
+    [
+        (dict(calibration={"t_q": 0.1}), TypeError, "Calibration"),
+        (dict(calibration=FREE, max_gamma=0), ValueError, "max_gamma"),
+        (dict(calibration=FREE, prior_acceptance=1.5), ValueError, "probability"),
+        (dict(calibration=FREE, prior_strength=0), ValueError, "prior_strength"),
+    ],
+)
 def test_bad_settings_are_refused(options, error, match):
     with pytest.raises(error, match=match):
         AutoGamma(**options)
@@ -122,6 +130,7 @@ FLIPPING = Calibration.synthetic(0.01, lambda k: 0.1 + 0.03 * (k - 1), max_k=6)
 @dataclass
 class CyclePolicy(AutoGamma):
     """Block sizes from a fixed cycle, 0 included: every order of plain steps and blocks the engine must handle."""
+
     cycle: tuple = (2, 0, 3, 1, 0, 0, 4)
 
     def next_gamma(self, remaining=None):
@@ -159,63 +168,111 @@ def assert_lossless(tokens, reference, verifier, prompt):
     assert float(top2[0] - top2[1]) < 0.25, f"diverged at {i} without a near-tie"
 
 
-@pytest.mark.parametrize("policy", [1, 4, CyclePolicy(FLIPPING), AutoGamma(FLIPPING, prior_strength=1),
-                                    AutoGamma(FREE), AutoGamma(EXPENSIVE)],
-                         ids=["gamma=1", "gamma=4", "cycle", "flipping", "free", "expensive"])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        1,
+        4,
+        CyclePolicy(FLIPPING),
+        AutoGamma(FLIPPING, prior_strength=1),
+        AutoGamma(FREE),
+        AutoGamma(EXPENSIVE),
+    ],
+    ids=["gamma=1", "gamma=4", "cycle", "flipping", "free", "expensive"],
+)
 def test_lossless_at_t0_on_device(device_pair, policy):
     drafter, verifier = device_pair
     used = set()
     for prompt in PROMPTS:
-        reference = tl.generate(drafter, verifier, prompt, method="verifier", max_new_tokens=20, eos_token_id=()).tokens
-        g = tl.generate(drafter, verifier, prompt, method="speculative", gamma=policy, max_new_tokens=20, eos_token_id=())
+        reference = tl.generate(
+            drafter, verifier, prompt, method="verifier", max_new_tokens=20, eos_token_id=()
+        ).tokens
+        g = tl.generate(
+            drafter, verifier, prompt, method="speculative", gamma=policy, max_new_tokens=20, eos_token_id=()
+        )
         assert_lossless(g.tokens, reference, verifier, prompt)
         if isinstance(policy, int):
             assert g.gamma == policy and g.gammas == []
             continue
-        assert g.gamma == "auto" and len(g.gammas) >= 1 and policy.decisions == []   # the engine ran a fresh copy
+        assert (
+            g.gamma == "auto" and len(g.gammas) >= 1 and policy.decisions == []
+        )  # the engine ran a fresh copy
         used |= set(g.gammas)
     if isinstance(policy, CyclePolicy):
         assert {0, 1, 2, 3} <= used
 
 
 def test_expensive_blocks_never_start_the_drafter():
-    pair = models.ModelPair(models.perturbed(models.tiny_random_llama(0), 0.3, seed=1), models.tiny_random_llama(0))
-    g = tl.generate(*pair, PROMPTS[0], method="speculative", gamma=AutoGamma(EXPENSIVE, explore=False),
-                    max_new_tokens=12, eos_token_id=())
+    pair = models.ModelPair(
+        models.perturbed(models.tiny_random_llama(0), 0.3, seed=1), models.tiny_random_llama(0)
+    )
+    g = tl.generate(
+        *pair,
+        PROMPTS[0],
+        method="speculative",
+        gamma=AutoGamma(EXPENSIVE, explore=False),
+        max_new_tokens=12,
+        eos_token_id=(),
+    )
     assert g.gammas == [0] * 12 and g.n_drafter_calls == 0 and g.n_verifier_calls == 12
-    probing = tl.generate(*pair, PROMPTS[0], method="speculative", gamma=AutoGamma(EXPENSIVE), max_new_tokens=12,
-                          eos_token_id=())
-    assert probing.gammas[:8] == [0] * 8 and probing.gammas[8] >= 1    # by default it measures a block after 8 steps
-    free = tl.generate(*pair, PROMPTS[0], method="speculative", gamma=AutoGamma(FREE), max_new_tokens=12, eos_token_id=())
+    probing = tl.generate(
+        *pair,
+        PROMPTS[0],
+        method="speculative",
+        gamma=AutoGamma(EXPENSIVE),
+        max_new_tokens=12,
+        eos_token_id=(),
+    )
+    assert (
+        probing.gammas[:8] == [0] * 8 and probing.gammas[8] >= 1
+    )  # by default it measures a block after 8 steps
+    free = tl.generate(
+        *pair, PROMPTS[0], method="speculative", gamma=AutoGamma(FREE), max_new_tokens=12, eos_token_id=()
+    )
     assert free.gammas[0] == 8 and 0 not in free.gammas and free.n_verifier_calls < 12
 
 
 def test_other_rules_never_take_a_plain_step():
     pair = models.toy_pair()
-    g = tl.generate(*pair, [0], method="speculative", rule="opt", alpha=0.5, gamma=AutoGamma(EXPENSIVE),
-                    temperature=1.0, max_new_tokens=10, eos_token_id=())
+    g = tl.generate(
+        *pair,
+        [0],
+        method="speculative",
+        rule="opt",
+        alpha=0.5,
+        gamma=AutoGamma(EXPENSIVE),
+        temperature=1.0,
+        max_new_tokens=10,
+        eos_token_id=(),
+    )
     assert g.gammas and min(g.gammas) == 1
 
 
 def test_gamma_auto_calibrates_the_pair_once():
-    pair = models.ModelPair(models.perturbed(models.tiny_random_llama(2), 0.3, seed=1), models.tiny_random_llama(2))
+    pair = models.ModelPair(
+        models.perturbed(models.tiny_random_llama(2), 0.3, seed=1), models.tiny_random_llama(2)
+    )
     g = tl.generate(*pair, PROMPTS[1], method="speculative", gamma="auto", max_new_tokens=8, eos_token_id=())
     assert g.gamma == "auto" and len(g.gammas) >= 1
     assert calibration_for(*pair) is calibration_for(*pair)
 
 
-@pytest.mark.parametrize("options,match", [
-    (dict(method="speculative", gamma="fast"), "'auto'"),
-    (dict(method="verifier", gamma="auto"), "method='speculative'"),
-    (dict(method="bild", gamma=AutoGamma(FREE)), "method='speculative'"),
-    (dict(method="speculative", gamma="auto", bonus="none"), "bonus='verifier'"),
-])
+@pytest.mark.parametrize(
+    "options,match",
+    [
+        (dict(method="speculative", gamma="fast"), "'auto'"),
+        (dict(method="verifier", gamma="auto"), "method='speculative'"),
+        (dict(method="bild", gamma=AutoGamma(FREE)), "method='speculative'"),
+        (dict(method="speculative", gamma="auto", bonus="none"), "bonus='verifier'"),
+    ],
+)
 def test_auto_refuses_what_it_cannot_price(options, match):
     with pytest.raises(ValueError, match=match):
         tl.generate(*models.toy_pair(), [0], max_new_tokens=4, **options)
 
 
 # ---- in distribution at T = 1: each token follows p, whatever block sizes were picked ---------
+
 
 def two_token_law(pair, prompt):
     """p(x_1) p(x_2 | x_1): the law of the first two tokens of any lossless method at T = 1."""
@@ -232,16 +289,30 @@ def sample_two_tokens(pair, prompt, policy, n_runs):
     V = pair.verifier.vocab_size
     counts, used = np.zeros((V, V)), set()
     for seed in range(n_runs):
-        g = tl.generate(*pair, prompt, method="speculative", gamma=policy, temperature=1.0, max_new_tokens=2,
-                        seed=seed, eos_token_id=())
+        g = tl.generate(
+            *pair,
+            prompt,
+            method="speculative",
+            gamma=policy,
+            temperature=1.0,
+            max_new_tokens=2,
+            seed=seed,
+            eos_token_id=(),
+        )
         counts[g.tokens[0], g.tokens[1]] += 1
         used.add(tuple(g.gammas))  # (empty for a fixed gamma)
     return counts, used
 
 
-@pytest.mark.parametrize("policy", [CyclePolicy(FLIPPING, cycle=(0, 2)), CyclePolicy(FLIPPING, cycle=(1, 0)),
-                                    AutoGamma(FLIPPING, prior_strength=1, prior_acceptance=0.6)],
-                         ids=["plain-then-block", "block-then-plain", "flipping"])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        CyclePolicy(FLIPPING, cycle=(0, 2)),
+        CyclePolicy(FLIPPING, cycle=(1, 0)),
+        AutoGamma(FLIPPING, prior_strength=1, prior_acceptance=0.6),
+    ],
+    ids=["plain-then-block", "block-then-plain", "flipping"],
+)
 def test_auto_follows_the_verifier_on_the_toy_pair(policy):
     pair, prompt, n_runs = models.toy_pair(), [0], 4000
     joint = two_token_law(pair, prompt)

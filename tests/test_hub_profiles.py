@@ -1,4 +1,5 @@
 """The hub profiles, checked before anyone with a network meets them: ids, schemas, duplicates, input cuts."""
+
 import re
 
 import pytest
@@ -25,14 +26,31 @@ def _trivia_rows(n_questions):
     rows = []
     for i in range(n_questions):
         for _ in range(1 + i % 3):
-            rows.append({"question": f"Who is {i}?", "question_id": f"tc_{i}", "question_source": "http://x",
-                         "entity_pages": {"doc_source": [], "filename": [], "title": [], "wiki_context": []},
-                         "search_results": {"description": [], "filename": [], "rank": [], "title": [], "url": [],
-                                            "search_context": []},
-                         "answer": {"aliases": [f"Person {i}", f"P{i}"], "normalized_aliases": [f"person {i}"],
-                                    "matched_wiki_entity_name": "", "normalized_matched_wiki_entity_name": "",
-                                    "normalized_value": f"person {i}", "type": "WikipediaEntity",
-                                    "value": f"Person {i}"}})
+            rows.append(
+                {
+                    "question": f"Who is {i}?",
+                    "question_id": f"tc_{i}",
+                    "question_source": "http://x",
+                    "entity_pages": {"doc_source": [], "filename": [], "title": [], "wiki_context": []},
+                    "search_results": {
+                        "description": [],
+                        "filename": [],
+                        "rank": [],
+                        "title": [],
+                        "url": [],
+                        "search_context": [],
+                    },
+                    "answer": {
+                        "aliases": [f"Person {i}", f"P{i}"],
+                        "normalized_aliases": [f"person {i}"],
+                        "matched_wiki_entity_name": "",
+                        "normalized_matched_wiki_entity_name": "",
+                        "normalized_value": f"person {i}",
+                        "type": "WikipediaEntity",
+                        "value": f"Person {i}",
+                    },
+                }
+            )
     return rows
 
 
@@ -53,10 +71,12 @@ def fake_trivia(monkeypatch):
 def test_triviaqa_repeated_question_ids_are_dropped_before_sampling(fake_trivia):
     task = hub_tasks.hub_task("trivia_qa", 30, seed=0, shots=2)
     ids = [e["id"] for e in task["examples"]]
-    assert len(ids) == 30 == len(set(ids))                     # without the fix a draw of 30 of 79 rows repeats
+    assert len(ids) == 30 == len(set(ids))  # without the fix a draw of 30 of 79 rows repeats
     assert task["repeated_ids_dropped"] == len(_trivia_rows(40)) - 40
     whole = hub_tasks.hub_task("trivia_qa", None, shots=0)
-    assert [e["id"] for e in whole["examples"]] == [f"tc_{i}" for i in range(40)]   # the first of each, in order
+    assert [e["id"] for e in whole["examples"]] == [
+        f"tc_{i}" for i in range(40)
+    ]  # the first of each, in order
     # and the harness takes it as a task (it refuses repeated ids)
     task = ev.Task.from_dict(task)
     assert len(task.examples) == 30
@@ -67,6 +87,7 @@ def test_sampling_is_unchanged_where_no_id_repeats(monkeypatch):
     rows = [{"question": f"q{i}", "answer": [f"a{i}"]} for i in range(50)]
     monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: datasets.Dataset.from_list(rows))
     import random
+
     expected = random.Random(7).sample(range(50), 5)
     task = hub_tasks.hub_task("nq_open", 5, seed=7, shots=0)
     assert [e["info"]["question"] for e in task["examples"]] == [f"q{i}" for i in expected]
@@ -75,6 +96,7 @@ def test_sampling_is_unchanged_where_no_id_repeats(monkeypatch):
 
 class _WordModel:
     """Just enough of an engine model for `prompt_ids`: one id per word, then end-of-sequence (1)."""
+
     class tokenizer:
         eos_token_id = 1
 
@@ -83,8 +105,12 @@ class _WordModel:
 
 
 def test_inputs_are_cut_in_the_models_tokens_keeping_the_end_of_sequence():
-    task = ev.Task("t", "bleu", [{"id": "a", "prompt": "one two three four five", "references": ["x"]}],
-                   max_input_tokens=4)
+    task = ev.Task(
+        "t",
+        "bleu",
+        [{"id": "a", "prompt": "one two three four five", "references": ["x"]}],
+        max_input_tokens=4,
+    )
     assert ev.prompt_ids(_WordModel(), task, task.examples[0]) == [10, 11, 12, 1]
     whole = ev.Task("t", "bleu", task.examples)
     assert ev.prompt_ids(_WordModel(), whole, task.examples[0]) == [10, 11, 12, 13, 14, 1]
@@ -98,8 +124,13 @@ def test_inputs_are_cut_in_the_models_tokens_keeping_the_end_of_sequence():
 def test_the_t5_hub_profile_cuts_inputs_as_the_paper(monkeypatch):
     datasets = pytest.importorskip("datasets")
     long = " ".join(["word"] * 2000)
-    monkeypatch.setattr(datasets, "load_dataset", lambda path, name=None, **kwargs: datasets.Dataset.from_dict(
-        {"document": [long], "summary": ["s"], "id": ["1"]}))
+    monkeypatch.setattr(
+        datasets,
+        "load_dataset",
+        lambda path, name=None, **kwargs: datasets.Dataset.from_dict(
+            {"document": [long], "summary": ["s"], "id": ["1"]}
+        ),
+    )
     task = reruns.t5_hub_task("xsum", 1)
     assert task.max_input_tokens == 1024
     assert len(ev.prompt_ids(_WordModel(), task, task.examples[0])) == 1024
@@ -110,6 +141,7 @@ def test_a_gated_gemma_says_how_to_get_access(monkeypatch):
 
     def refuse(*args, **kwargs):
         raise OSError("401 Client Error: access to model google/gemma-2-9b-it is restricted")
+
     monkeypatch.setattr(adapter, "load_pair", refuse)  # what reruns.load_gemma_pair calls
     with pytest.raises(OSError, match="HF_TOKEN"):
         reruns.load_gemma_pair(reruns.gemma_profile("hub"))

@@ -1,4 +1,5 @@
 """The HumanEval task: read offline from the package, every canonical solution passes, wrong ones fail."""
+
 import ast
 import socket
 
@@ -62,21 +63,30 @@ def test_a_reply_of_the_body_alone_completes_the_prompt(index):
 def test_wrong_solutions_fail(index):
     problem, example = PROBLEMS[index], TASK["examples"][index]
     entry = problem["entry_point"]
-    signature = next(n for n in ast.parse(problem["prompt"] + "\n    pass\n").body
-                     if isinstance(n, ast.FunctionDef) and n.name == entry)
+    signature = next(
+        n
+        for n in ast.parse(problem["prompt"] + "\n    pass\n").body
+        if isinstance(n, ast.FunctionDef) and n.name == entry
+    )
     arguments = ", ".join(a.arg for a in signature.args.args)
-    for body in ("return None", "return 0", "raise ValueError('no idea')",
-                 # an object that claims to equal anything: judged outside, the lie is never asked
-                 "class Liar:\n        def __eq__(self, other):\n            return True\n"
-                 "        def __lt__(self, other):\n            return True\n    return Liar()"):
+    for body in (
+        "return None",
+        "return 0",
+        "raise ValueError('no idea')",
+        # an object that claims to equal anything: judged outside, the lie is never asked
+        "class Liar:\n        def __eq__(self, other):\n            return True\n"
+        "        def __lt__(self, other):\n            return True\n    return Liar()",
+    ):
         reply = f"```python\ndef {entry}({arguments}):\n    {body}\n```"
         assert metrics.humaneval_pass(reply, example) == 0.0, (problem["task_id"], body)
 
 
 def test_an_almost_right_solution_fails():
     example = TASK["examples"][0]  # has_close_elements: < threshold, not <=
-    wrong = ("```python\ndef has_close_elements(numbers, threshold):\n"
-             "    return any(abs(a - b) <= threshold + 1 for i, a in enumerate(numbers) for b in numbers[i + 1:])\n```")
+    wrong = (
+        "```python\ndef has_close_elements(numbers, threshold):\n"
+        "    return any(abs(a - b) <= threshold + 1 for i, a in enumerate(numbers) for b in numbers[i + 1:])\n```"
+    )
     assert metrics.humaneval_pass(wrong, example) == 0.0
 
 
@@ -84,7 +94,10 @@ def test_the_prompt_asks_for_the_whole_function_zero_shot():
     example = TASK["examples"][0]
     assert example["prompt"].startswith(task_prompts.INSTRUCTIONS["code_completion"])
     assert PROBLEMS[0]["prompt"].strip("\n") in example["prompt"] and example["prompt"].endswith("```")
-    assert tasksets.postprocess("humaneval", "```python\ndef f():\n    return 1\n```") == "def f():\n    return 1"
+    assert (
+        tasksets.postprocess("humaneval", "```python\ndef f():\n    return 1\n```")
+        == "def f():\n    return 1"
+    )
     with pytest.raises(ValueError, match="shots=2"):
         tasksets.offline_task("humaneval", shots=2)
 

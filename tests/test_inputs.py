@@ -1,6 +1,7 @@
 """Every public input that used to pass silently or crash with a raw traceback
 now gives a ValueError / TypeError that says what to change (or, where the value is meaningful,
 works)."""
+
 import math
 
 import numpy as np
@@ -32,6 +33,7 @@ def run(pair, prompt=(0, 5), **options):
 
 # ---- pairs whose ids mean different things --------------------------------------------------------
 
+
 def test_toy_and_tiny_random_pair_is_refused_although_sizes_agree():
     d, v = tl.load_model("toy-drafter"), tl.load_model("tiny-random-llama")
     assert d.vocab_size == v.vocab_size == 16
@@ -50,7 +52,7 @@ def test_models_without_a_tokenizer_must_be_declared_to_share_ids():
         tl.generate(a, b, [1, 2], method="speculative", max_new_tokens=2)
     g = tl.generate(a, b, [1, 2], method="speculative", max_new_tokens=2, shared_vocabulary=True)
     assert len(g.tokens) == 2
-    pair = models.ModelPair(a, b, shared_vocabulary=True)   # recorded on both models: generate accepts them
+    pair = models.ModelPair(a, b, shared_vocabulary=True)  # recorded on both models: generate accepts them
     assert len(tl.generate(*pair, [1, 2], method="speculative", max_new_tokens=2).tokens) == 2
 
 
@@ -65,6 +67,7 @@ def test_toy_worlds_with_other_words_are_refused():
 
 # ---- temperature ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("temperature", [math.inf, math.nan, -0.5])
 def test_infinite_nan_or_negative_temperature_is_refused(toy, temperature):
     with pytest.raises(ValueError, match="use T = 0 for greedy decoding or a finite T > 0"):
@@ -73,8 +76,10 @@ def test_infinite_nan_or_negative_temperature_is_refused(toy, temperature):
 
 def test_a_tiny_temperature_is_the_greedy_limit_not_a_crash(toy, llama_pair):
     for pair in (toy, llama_pair):
-        assert run(pair, (1, 2, 3), temperature=1e-300, max_new_tokens=8).tokens == \
-            run(pair, (1, 2, 3), temperature=0.0, max_new_tokens=8).tokens
+        assert (
+            run(pair, (1, 2, 3), temperature=1e-300, max_new_tokens=8).tokens
+            == run(pair, (1, 2, 3), temperature=0.0, max_new_tokens=8).tokens
+        )
     law = tl.probabilities(torch.tensor([1.0, 1.0, 0.0]), 1e-300)
     assert law.tolist() == [0.5, 0.5, 0.0]
 
@@ -85,6 +90,7 @@ def test_a_temperature_string_is_refused(toy):
 
 
 # ---- prompts -----------------------------------------------------------------------------------------
+
 
 def test_fractional_token_ids_are_refused(toy):
     with pytest.raises(ValueError, match="not a whole number.*whole numbers"):
@@ -106,6 +112,7 @@ def test_integral_floats_and_numpy_ids_are_token_ids(toy):
 
 # ---- alpha, gamma, seed -------------------------------------------------------------------------
 
+
 def test_alpha_as_a_string_is_refused(toy):
     with pytest.raises(TypeError, match=r"alpha='0.3' is not a number"):
         run(toy, rule="chow", alpha="0.3")
@@ -118,9 +125,16 @@ def test_numpy_and_integral_gammas_are_accepted(toy, gamma):
     assert run(toy, gamma=gamma).tokens == run(toy, gamma=3).tokens
 
 
-@pytest.mark.parametrize("gamma,error,match", [
-    (0, ValueError, "gamma >= 1"), (2.5, ValueError, "not a whole number"), (True, TypeError, "not a whole number"),
-    ("3", (TypeError, ValueError), "whole number"), (None, TypeError, "not a whole number")])
+@pytest.mark.parametrize(
+    "gamma,error,match",
+    [
+        (0, ValueError, "gamma >= 1"),
+        (2.5, ValueError, "not a whole number"),
+        (True, TypeError, "not a whole number"),
+        ("3", (TypeError, ValueError), "whole number"),
+        (None, TypeError, "not a whole number"),
+    ],
+)
 def test_bad_gammas_say_what_to_pass(toy, gamma, error, match):
     with pytest.raises(error, match=match):
         run(toy, gamma=gamma)
@@ -141,6 +155,7 @@ def test_seed_none_is_refused_and_numpy_seeds_work(toy):
 
 # ---- devices -----------------------------------------------------------------------------------------
 
+
 def test_cuda_without_cuda_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="no CUDA device.*device='cpu'"):
@@ -150,6 +165,7 @@ def test_cuda_without_cuda_is_a_clear_error(monkeypatch):
 
 
 # ---- BiLD's two thresholds ----------------------------------------------------------------------------
+
 
 def test_bild_method_takes_its_own_threshold(toy):
     with pytest.raises(ValueError, match="ambiguous.*bild_threshold"):
@@ -175,6 +191,7 @@ def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
     # a view redrawn on a timer thread while the main thread decodes: the blocks interleave
     import threading
     from tutorial_lib.maths import targets
+
     a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
 
     def first():
@@ -200,23 +217,27 @@ def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
 
 # ---- sweeps, tasks and model loading: named when given, not at the first row -----------------------
 
+
 def _one_example_task(**example):
     from tutorial_lib.sweeps import evaluation as ev
+
     examples = [{"id": "a", "prompt": "mi", "references": ["x"], **example}]
     return ev.Task("t", "qa_em", examples, max_new_tokens=2)
 
 
 def test_a_sweep_pair_of_one_model_or_of_names_says_what_to_pass(toy, tmp_path):
     from tutorial_lib.sweeps import evaluation as ev
+
     task, configs = _one_example_task(), ev.sweep_configs(["Drafter"])
     with pytest.raises(ValueError, match=r"pair holds 1 model; a sweep needs two, \(drafter, verifier\)"):
         ev.run_sweep((toy.drafter,), task, configs, name="one", root=tmp_path, progress=False)
     with pytest.raises(ValueError, match="pair holds 3 models"):
         ev.run_sweep((*toy, toy.verifier), task, configs, name="three", root=tmp_path, progress=False)
     with pytest.raises(TypeError, match="the drafter is 'toy-drafter', not a loaded model; load the pair"):
-        ev.run_sweep(("toy-drafter", "toy-verifier"), task, configs, name="names", root=tmp_path,
-                     progress=False)
-    with pytest.raises(ValueError, match=r"tasks=\[\]: pass at least one Task"):   # was an empty table
+        ev.run_sweep(
+            ("toy-drafter", "toy-verifier"), task, configs, name="names", root=tmp_path, progress=False
+        )
+    with pytest.raises(ValueError, match=r"tasks=\[\]: pass at least one Task"):  # was an empty table
         ev.run_sweep(toy, [], configs, name="none", root=tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []
 
@@ -224,23 +245,27 @@ def test_a_sweep_pair_of_one_model_or_of_names_says_what_to_pass(toy, tmp_path):
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int8, torch.bool])
 def test_a_dtype_that_is_not_floating_point_is_refused_before_loading(dtype):
     from tutorial_lib.models.adapter import pretrained
+
     wanted = rf"dtype={dtype} is not a floating-point type.*use torch.float32, torch.bfloat16"
     with pytest.raises(ValueError, match=wanted):
         tl.load_model("tiny-random-llama:0", dtype=dtype)
     with pytest.raises(ValueError, match=wanted):
         tl.load_pair("tiny-random-llama:0", "tiny-random-llama:1", dtype=(torch.float32, dtype))
-    with pytest.raises(ValueError, match=wanted):   # loaders called directly (synthetic T5, offline models)
+    with pytest.raises(ValueError, match=wanted):  # loaders called directly (synthetic T5, offline models)
         pretrained(object, "never-read", dtype=dtype, device="cpu")
 
 
-@pytest.mark.parametrize("prompt, error, message", [
-    ("", ValueError, r"example 'a' has an empty prompt \(''\); give it some text"),
-    ("  \n", ValueError, r"example 'a' has an empty prompt"),
-    ([], ValueError, r"example 'a' has an empty list of token ids as its prompt"),
-    (None, TypeError, r"example 'a' has prompt=None; pass text, or a list of token ids"),
-    ([3, -1], ValueError, r"prompt token id=-1 is below 0"),
-    ([3, 2.5], ValueError, r"prompt token id=2.5 is not a whole number"),
-])
+@pytest.mark.parametrize(
+    "prompt, error, message",
+    [
+        ("", ValueError, r"example 'a' has an empty prompt \(''\); give it some text"),
+        ("  \n", ValueError, r"example 'a' has an empty prompt"),
+        ([], ValueError, r"example 'a' has an empty list of token ids as its prompt"),
+        (None, TypeError, r"example 'a' has prompt=None; pass text, or a list of token ids"),
+        ([3, -1], ValueError, r"prompt token id=-1 is below 0"),
+        ([3, 2.5], ValueError, r"prompt token id=2.5 is not a whole number"),
+    ],
+)
 def test_a_task_with_an_empty_or_unreadable_prompt_fails_when_built(prompt, error, message):
     with pytest.raises(error, match=message):
         _one_example_task(prompt=prompt)
@@ -254,6 +279,7 @@ def test_references_given_as_one_string_are_refused_not_split_into_letters():
 
 def test_a_chat_task_needs_text_prompts():
     from tutorial_lib.sweeps import evaluation as ev
+
     with pytest.raises(TypeError, match="chat=True but example 'a' gives token ids"):
         ev.Task("t", "qa_em", [{"id": "a", "prompt": [1, 2], "references": ["x"]}], chat=True)
 
@@ -268,27 +294,37 @@ def test_task_head_refuses_what_would_drop_examples_silently(n):
 
 def test_sweep_configs_takes_gamma_auto_as_config_does():
     from tutorial_lib.sweeps import evaluation as ev
+
     assert ev.Config("SpecDecode", "speculative", "spec", gamma="auto").key.endswith("|gauto|T0")
-    configs = ev.sweep_configs(gammas=("auto",))                     # every curve of the T5 sweep
+    configs = ev.sweep_configs(gammas=("auto",))  # every curve of the T5 sweep
     gammas = {c.label: c.gamma for c in configs}
     assert gammas["SpecDecode"] == gammas["SpecCascade [OPT]"] == gammas["Lossy*"] == "auto"
-    assert gammas["BiLD"] == gammas["Drafter"] == gammas["TokenCascade [Chow]"] == 5   # Config's default
+    assert gammas["BiLD"] == gammas["Drafter"] == gammas["TokenCascade [Chow]"] == 5  # Config's default
     both = ev.sweep_configs(["Drafter", "BiLD", "SpecDecode"], gammas=["auto", 3])
     assert sorted((c.label, str(c.gamma)) for c in both if c.label != "BiLD") == [
-        ("Drafter", "3"), ("SpecDecode", "3"), ("SpecDecode", "auto")]
+        ("Drafter", "3"),
+        ("SpecDecode", "3"),
+        ("SpecDecode", "auto"),
+    ]
     assert {c.gamma for c in both if c.label == "BiLD"} == {3}
     # a block size per row: run one example at a time, also under runner="batch"
     auto = [c for c in configs if c.gamma == "auto"]
     assert ev.batch_plan(auto, tl.load_model("toy-verifier")) == ([], [], auto)
 
 
-@pytest.mark.parametrize("options, message", [
-    (dict(label="Drafter", method="drafter"), r"gamma='auto' with method='drafter'.*pass a whole number"),
-    (dict(label="SpecDecode", method="speculative", rule="spec", bonus="none"),
-     r"gamma='auto' with bonus='none'.*pass bonus='verifier'"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (dict(label="Drafter", method="drafter"), r"gamma='auto' with method='drafter'.*pass a whole number"),
+        (
+            dict(label="SpecDecode", method="speculative", rule="spec", bonus="none"),
+            r"gamma='auto' with bonus='none'.*pass bonus='verifier'",
+        ),
+    ],
+)
 def test_gamma_auto_where_the_engine_cannot_size_blocks_is_named(options, message):
     from tutorial_lib.sweeps import evaluation as ev
+
     with pytest.raises(ValueError, match=message):
         ev.Config(**options, gamma="auto")
     with pytest.raises(ValueError, match="'auto' prices blocks"):
@@ -298,5 +334,6 @@ def test_gamma_auto_where_the_engine_cannot_size_blocks_is_named(options, messag
 @pytest.mark.parametrize("argument", ["curves", "gammas", "temperatures"])
 def test_an_empty_list_of_curves_gammas_or_temperatures_is_refused(argument):
     from tutorial_lib.sweeps import evaluation as ev
-    with pytest.raises(ValueError, match=rf"{argument}=\[\]: pass at least one"):   # was an empty sweep
+
+    with pytest.raises(ValueError, match=rf"{argument}=\[\]: pass at least one"):  # was an empty sweep
         ev.sweep_configs(**{"curves": ["Drafter"], argument: []})

@@ -1,5 +1,6 @@
 """The package's one recipe for intervals: resampled items, one quantile convention, one rule for
 tiny and constant samples, and bounds that hold for several configurations at once."""
+
 import numpy as np
 import pytest
 
@@ -8,8 +9,9 @@ from tutorial_lib.stats import intervals
 
 def test_resampling_items_recomputes_the_whole_statistic_on_each_resample():
     values = np.arange(10.0)
-    point, distribution = intervals.resample_items(lambda idx: [values[idx].mean(), values[idx].max()], 10,
-                                                   n_resamples=200, seed=1)
+    point, distribution = intervals.resample_items(
+        lambda idx: [values[idx].mean(), values[idx].max()], 10, n_resamples=200, seed=1
+    )
     assert point.tolist() == [4.5, 9.0] and distribution.shape == (2, 200)
     assert (distribution[1] <= 9).all() and (distribution[0] <= distribution[1]).all()
 
@@ -24,7 +26,7 @@ def test_one_rule_for_tiny_and_constant_samples():
 
 
 def test_the_percentile_interval_is_two_resampled_values_and_safe_with_infinities():
-    values = np.concatenate([[-np.inf] * 12, np.linspace(0, 1, 388)])   # 3% not reached
+    values = np.concatenate([[-np.inf] * 12, np.linspace(0, 1, 388)])  # 3% not reached
     low, high = intervals.percentile_interval(values)
     assert np.isneginf(low) and high in values
     low, high = intervals.percentile_interval(np.linspace(0, 1, 401))
@@ -42,8 +44,13 @@ def test_ratio_of_means_is_total_over_total():
 def test_simultaneous_bounds_cover_every_configuration_and_mark_unreached_ones():
     rng = np.random.default_rng(0)
     points = np.array([0.1, 0.2, -np.inf])
-    distribution = np.vstack([0.1 + rng.normal(0, 0.05, 400), 0.2 + rng.normal(0, 0.05, 400),
-                              np.where(rng.random(400) < 0.1, 0.3, -np.inf)])
+    distribution = np.vstack(
+        [
+            0.1 + rng.normal(0, 0.05, 400),
+            0.2 + rng.normal(0, 0.05, 400),
+            np.where(rng.random(400) < 0.1, 0.3, -np.inf),
+        ]
+    )
     low, high = intervals.simultaneous_bounds(points, distribution)
     assert (low[:2] < points[:2]).all() and (high[:2] > points[:2]).all()
     # wider than each configuration's own percentile interval: they hold together

@@ -1,5 +1,6 @@
 """The learned deferral rule: features from one more pass, split by item, never trained on a held-out
 answer, its curves equal to the exact statistics of its own target, and exact in the engine."""
+
 import numpy as np
 import pytest
 import torch
@@ -23,7 +24,9 @@ def toy(tmp_path_factory):
     world = pair.drafter.world
     items = [tc.Item(f"toy-{i}", "ab"[i % 2], [0], r) for i, r in enumerate(world.sample(24, seed=3))]
     analysis = tc.analyse(pair, items, grid=ta.default_grid(5), cache=root, progress=False)
-    first = dp.feature_pass(pair, analysis, [i.id for i in items[:10]], items=items, cache=root, progress=False)
+    first = dp.feature_pass(
+        pair, analysis, [i.id for i in items[:10]], items=items, cache=root, progress=False
+    )
     features = dp.feature_pass(pair, analysis, [i.id for i in items], items=items, cache=root, progress=False)
     return dict(pair=pair, items=items, analysis=analysis, first=first, features=features, root=root)
 
@@ -31,15 +34,20 @@ def toy(tmp_path_factory):
 def test_feature_pass_lines_up_with_the_analysis_and_resumes(toy):
     analysis, features, first = toy["analysis"], toy["features"], toy["first"]
     assert features.alignment_error < 1e-5
-    assert sorted(features.positions) == list(range(len(analysis.oracle)))       # every position, once
+    assert sorted(features.positions) == list(range(len(analysis.oracle)))  # every position, once
     # the second call reused the first ten answers and added the rest to the same folder
     assert features.path == first.path and len(dp.FeatureSet.load(features.path).item_ids) == 24
-    again = dp.feature_pass(toy["pair"], analysis, first.item_ids, items=toy["items"], cache=toy["root"], progress=False)
+    again = dp.feature_pass(
+        toy["pair"], analysis, first.item_ids, items=toy["items"], cache=toy["root"], progress=False
+    )
     np.testing.assert_array_equal(again.features, first.features)
     assert dp.load_features(analysis, toy["root"]).path == features.path
     # the D_TV column equals the analysis' own
-    np.testing.assert_allclose(features.features[:, list(tl.maths.deferral_features.FEATURES).index("tv")],
-                               analysis.oracle[features.positions, 0], atol=1e-6)
+    np.testing.assert_allclose(
+        features.features[:, list(tl.maths.deferral_features.FEATURES).index("tv")],
+        analysis.oracle[features.positions, 0],
+        atol=1e-6,
+    )
 
 
 def test_split_is_by_item_and_training_never_sees_a_held_out_answer(toy):
@@ -50,8 +58,16 @@ def test_split_is_by_item_and_training_never_sees_a_held_out_answer(toy):
     rule = ld.train_rule(analysis, features, train, held_out_ids=test)
     assert rule.train_items == sorted(train)
     # scrambling every held-out label leaves the fitted rule unchanged: no held-out answer reached the fit
-    scrambled = tc.TokenAnalysis(analysis.grid, analysis.item_ids, analysis.tasks, analysis.counts, analysis.sums,
-                                 analysis.oracle.copy(), analysis.position_item, path=analysis.path)
+    scrambled = tc.TokenAnalysis(
+        analysis.grid,
+        analysis.item_ids,
+        analysis.tasks,
+        analysis.counts,
+        analysis.sums,
+        analysis.oracle.copy(),
+        analysis.position_item,
+        path=analysis.path,
+    )
     held_rows = np.isin(scrambled.position_item, [analysis.item_ids.index(i) for i in test])
     scrambled.oracle[held_rows, 1:] = np.random.default_rng(0).random((held_rows.sum(), 6))
     again = ld.train_rule(scrambled, features, train, held_out_ids=test)
@@ -87,7 +103,10 @@ def test_learned_curves_are_the_exact_statistics_of_the_rule_target(toy):
                 np.testing.assert_allclose(held.sums[k, column], direct.numpy(), atol=1e-6)
             # the constant mixture at alpha: a straight line between the two models
             mixture = held.sums[k, held.grid.slice("mixture")]
-            drafter, verifier = held.sums[k, held.grid.slice("drafter")][0], held.sums[k, held.grid.slice("verifier")][0]
+            drafter, verifier = (
+                held.sums[k, held.grid.slice("drafter")][0],
+                held.sums[k, held.grid.slice("verifier")][0],
+            )
             np.testing.assert_allclose(mixture[0], verifier, atol=1e-9)
             np.testing.assert_allclose(mixture[-1, 2:], drafter[2:], atol=1e-9)
     finally:
@@ -113,16 +132,20 @@ def test_learned_rule_is_exact_in_distribution_in_the_engine(toy):
         decisions = set()
         for prompt in ([0], [0, 1], [0, 2], [0, 3]):
             q, p = (x.double() for x in tl.models.next_token_distributions(pair, prompt))
-            for alpha in (-50.0, 50.0):   # far ends: defer everywhere, keep everywhere (|g_hat| < 50 D_TV)
+            for alpha in (-50.0, 50.0):  # far ends: defer everywhere, keep everywhere (|g_hat| < 50 D_TV)
                 defers = bool(targets.deferral_decision("learned_engine", q, p, alpha))
                 if defers in decisions or float(targets.tv_distance(p, q)) < 0.1:
-                    continue   # one run per decision, on laws far enough apart to tell q from p
+                    continue  # one run per decision, on laws far enough apart to tell q from p
                 decisions.add(defers)
                 target = targets.target_distribution("learned_engine", q, p, alpha)
-                tokens, drafted, kept = engines.engine_first_tokens(pair, prompt, alpha, 800, seed=11, rule="learned_engine")
+                tokens, drafted, kept = engines.engine_first_tokens(
+                    pair, prompt, alpha, 800, seed=11, rule="learned_engine"
+                )
                 assert engines.chi_square_test(tokens, target)[1] > 1e-4
                 expected = 1 - float(targets.rejection_probability(target, q))
-                assert abs(kept / drafted - expected) < 4.5 * np.sqrt(max(expected * (1 - expected), 1e-6) / drafted)
+                assert abs(kept / drafted - expected) < 4.5 * np.sqrt(
+                    max(expected * (1 - expected), 1e-6) / drafted
+                )
                 # the test can see a wrong law: the other model's
                 assert engines.chi_square_test(tokens, q if defers else p)[1] < 1e-3
         assert decisions == {True, False}

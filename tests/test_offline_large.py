@@ -1,4 +1,5 @@
 """The offline-large Gemma-style profile: its tasks, its configurations, its T = 0 alphas (no model needed)."""
+
 from collections import Counter
 from pathlib import Path
 
@@ -22,7 +23,8 @@ def test_the_profile_reads_the_three_large_task_sets_without_a_model():
     assert [(t.name, len(t.examples), t.max_new_tokens, t.metric_name) for t in tasks] == [
         ("humaneval", 164, settings["max_new_tokens"]["humaneval"], "humaneval"),
         ("arithmetic-300", 300, settings["max_new_tokens"]["arithmetic-300"], "gsm8k"),
-        ("facts", 49, settings["max_new_tokens"]["facts"], "qa_em")]
+        ("facts", 49, settings["max_new_tokens"]["facts"], "qa_em"),
+    ]
     assert all(t.chat for t in tasks)
     # the arithmetic prompts of offline-all's 60 items are the first 60 here (same shots, same order)
     old = {t.name: t for t in reruns.gemma_tasks(reruns.gemma_profile("offline-all"))}
@@ -38,7 +40,11 @@ def test_t1_runs_every_curve_once_and_t0_only_what_can_differ():
     old_keys = {c.key for c in reruns.gemma_configs(reruns.gemma_profile("offline-all"))}
     assert {c.key for c in ones} <= old_keys
     greedy = [c for c in configs if c.temperature == 0.0]
-    assert Counter(c.label for c in greedy) == {"Verifier": 1, "SpecDecode": 1, **{label: 1 for label in TOKEN_LABELS}}
+    assert Counter(c.label for c in greedy) == {
+        "Verifier": 1,
+        "SpecDecode": 1,
+        **{label: 1 for label in TOKEN_LABELS},
+    }
     assert len(configs) == len({c.key for c in configs}) == 15
     for config in greedy:
         if config.label in TOKEN_LABELS:
@@ -67,7 +73,9 @@ def test_the_greedy_alphas_are_placed_from_the_committed_t0_token_analysis():
     result = token_curves.TokenAnalysis.load(GREEDY_ANALYSIS)
     assert result.settings["temperature"] == 0.0
     placed = alpha_grids.placed_alphas(result, 1, curves=("token_v1", "token_v2", "token_v3"))
-    placed["SpecCascade [Token-V3]"] = [a for a in placed["SpecCascade [Token-V3]"] if a != 0.0]  # = SpecDecode at T = 0
+    placed["SpecCascade [Token-V3]"] = [
+        a for a in placed["SpecCascade [Token-V3]"] if a != 0.0
+    ]  # = SpecDecode at T = 0
     assert placed.keys() == reruns.GEMMA_GREEDY_ALPHAS.keys()
     for label, alphas in placed.items():
         assert alphas == pytest.approx(reruns.GEMMA_GREEDY_ALPHAS[label], abs=1e-4), label

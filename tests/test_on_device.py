@@ -8,6 +8,7 @@ decodes on one device: the engine feeds it where it reads its input ids, and its
 its layers are, also when the batched engines drop or regroup cache rows (`batch_select_indices` on
 layers that sit on different devices).
 """
+
 import os
 
 import pytest
@@ -41,12 +42,17 @@ def test_batched_rows_equal_single_runs_on_device(pair, rule):
     options = dict(rule=rule, alpha=RULES[rule], temperature=0.0, max_new_tokens=12, eos_token_id=())
     assert pair.verifier.device.type == torch.device(DEVICE).type
     for i, (prompt, row) in enumerate(zip(PROMPTS, generate_batch(*pair, PROMPTS, **options))):
-        assert_same_run(row, generate(*pair, prompt, method="speculative", gamma=1, bonus="none", seed=i, **options))
+        assert_same_run(
+            row, generate(*pair, prompt, method="speculative", gamma=1, bonus="none", seed=i, **options)
+        )
 
 
 def test_every_configuration_in_one_batch_on_device(pair):
-    configurations = [dict(method="verifier"), dict(method="speculative", rule="chow", alpha=RULES["chow"]),
-                      dict(method="speculative", rule="token_v2", alpha=RULES["token_v2"])]
+    configurations = [
+        dict(method="verifier"),
+        dict(method="speculative", rule="chow", alpha=RULES["chow"]),
+        dict(method="speculative", rule="token_v2", alpha=RULES["token_v2"]),
+    ]
     shared = generate_configs(*pair, PROMPTS, configurations, max_new_tokens=12, eos_token_id=())
     for configuration, rows in zip(configurations, shared.generations):
         alone = generate_batch(*pair, PROMPTS, max_new_tokens=12, eos_token_id=(), **configuration)
@@ -56,35 +62,58 @@ def test_every_configuration_in_one_batch_on_device(pair):
 
 def _spread(path):
     """The tiny LLaMA at `path` with its embeddings and first layer on one device, the rest on another."""
-    first, second = (0, 1 if torch.cuda.device_count() > 1 else "cpu") if DEVICE.startswith("cuda") else ("cpu", "cpu")
-    device_map = {"model.embed_tokens": first, "model.layers.0": first, "model.layers.1": second,
-                  "model.norm": second, "model.rotary_emb": second, "lm_head": second}
-    return adapter.pretrained(transformers.LlamaForCausalLM, path, dtype=torch.float32, device="cpu",
-                              device_map=device_map), first
+    first, second = (
+        (0, 1 if torch.cuda.device_count() > 1 else "cpu") if DEVICE.startswith("cuda") else ("cpu", "cpu")
+    )
+    device_map = {
+        "model.embed_tokens": first,
+        "model.layers.0": first,
+        "model.layers.1": second,
+        "model.norm": second,
+        "model.rotary_emb": second,
+        "lm_head": second,
+    }
+    return adapter.pretrained(
+        transformers.LlamaForCausalLM, path, dtype=torch.float32, device="cpu", device_map=device_map
+    ), first
 
 
 def test_a_verifier_spread_over_two_devices_decodes_as_on_one(pair, tmp_path):
     pair.verifier.model.save_pretrained(tmp_path)
     spread, first = _spread(tmp_path)
-    verifier = adapter.LanguageModel(spread, None, name="spread", eos_token_id=None,
-                                     vocabulary=pair.verifier.vocabulary)
+    verifier = adapter.LanguageModel(
+        spread, None, name="spread", eos_token_id=None, vocabulary=pair.verifier.vocabulary
+    )
     assert verifier.device == torch.device(first if first == "cpu" else f"cuda:{first}")
     placed = models.ModelPair(pair.drafter, verifier)
-    options = dict(rule="token_v2", alpha=RULES["token_v2"], temperature=0.0, max_new_tokens=12, eos_token_id=())
+    options = dict(
+        rule="token_v2", alpha=RULES["token_v2"], temperature=0.0, max_new_tokens=12, eos_token_id=()
+    )
     for i, prompt in enumerate(PROMPTS[:3]):
         for gamma in (1, 3):
             want = tl.generate(*pair, prompt, method="speculative", gamma=gamma, seed=i, **options)
-            assert tl.generate(*placed, prompt, method="speculative", gamma=gamma, seed=i, **options).tokens == \
-                want.tokens
+            assert (
+                tl.generate(*placed, prompt, method="speculative", gamma=gamma, seed=i, **options).tokens
+                == want.tokens
+            )
     # the batched engines too: their caches keep each layer where it runs, also when rows leave the batch
     # (a row stops at its end-of-sequence token) or regroup (configurations whose tokens part)
     stop = generate_batch(*pair, PROMPTS, **options)[0].tokens[2]
     stopping = {**options, "eos_token_id": stop}
-    for got, want in zip(generate_batch(*placed, PROMPTS, **stopping), generate_batch(*pair, PROMPTS, **stopping)):
+    for got, want in zip(
+        generate_batch(*placed, PROMPTS, **stopping), generate_batch(*pair, PROMPTS, **stopping)
+    ):
         assert got.tokens == want.tokens
-    assert len({len(g.tokens) for g in generate_batch(*pair, PROMPTS, **stopping)}) > 1   # rows did leave early
-    configurations = [dict(method="verifier"), dict(method="speculative", rule="chow", alpha=RULES["chow"]),
-                      dict(method="speculative", rule="token_v2", alpha=RULES["token_v2"])]
-    got, want = (generate_configs(*p, PROMPTS, configurations, max_new_tokens=12, eos_token_id=()).generations
-                 for p in (placed, pair))
+    assert (
+        len({len(g.tokens) for g in generate_batch(*pair, PROMPTS, **stopping)}) > 1
+    )  # rows did leave early
+    configurations = [
+        dict(method="verifier"),
+        dict(method="speculative", rule="chow", alpha=RULES["chow"]),
+        dict(method="speculative", rule="token_v2", alpha=RULES["token_v2"]),
+    ]
+    got, want = (
+        generate_configs(*p, PROMPTS, configurations, max_new_tokens=12, eos_token_id=()).generations
+        for p in (placed, pair)
+    )
     assert [[g.tokens for g in rows] for rows in got] == [[g.tokens for g in rows] for rows in want]

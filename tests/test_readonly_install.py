@@ -13,6 +13,7 @@ few minutes for the lessons and the smoke reruns each; the read-only checks are 
 is the reruns' own writes (sweep rows, tables, 08's results cache, 09's calibration) that make each
 notebook worth running here.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,13 @@ FOLDER_SETTINGS = ("TUTORIAL_LIB_FIGURES", "TUTORIAL_LIB_RESULTS", "TUTORIAL_LIB
 
 
 def _git_status() -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def _listing(folder: Path) -> dict:
@@ -45,8 +51,9 @@ def _listing(folder: Path) -> dict:
 def readonly_site(tmp_path_factory):
     """`<tmp>/site` holding a read-only copy of `tutorial_lib/` and `data/` (no pyproject: not a checkout)."""
     site = tmp_path_factory.mktemp("site")
-    shutil.copytree(REPO / "tutorial_lib", site / "tutorial_lib",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        REPO / "tutorial_lib", site / "tutorial_lib", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     shutil.copytree(REPO / "data", site / "data", ignore=shutil.ignore_patterns("cache"))
     for path in [site, *site.rglob("*")]:
         mode = path.stat().st_mode
@@ -54,7 +61,7 @@ def readonly_site(tmp_path_factory):
     before = _listing(site)
     yield site
     assert _listing(site) == before, "a notebook changed the read-only install"
-    for path in [site, *site.rglob("*")]:   # let pytest clean it up
+    for path in [site, *site.rglob("*")]:  # let pytest clean it up
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
@@ -63,19 +70,33 @@ def test_notebook_writes_only_to_the_students_folder(readonly_site, tmp_path, mo
     for setting in FOLDER_SETTINGS:
         monkeypatch.delenv(setting, raising=False)
     monkeypatch.setenv("PYTHONPATH", str(readonly_site))
-    imported = subprocess.run([sys.executable, "-c", "import tutorial_lib; print(tutorial_lib.__file__)"],
-                              cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, check=True).stdout
+    imported = subprocess.run(
+        [sys.executable, "-c", "import tutorial_lib; print(tutorial_lib.__file__)"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert imported.strip() == str(readonly_site / "tutorial_lib" / "__init__.py")
     student = tmp_path / "student"
     student.mkdir()
     status_before = _git_status()
-    papermill.execute_notebook(str(NOTEBOOK_DIR / f"{name}.ipynb"), str(student / f"{name}.ipynb"),
-                               parameters=dict(SMALL_PARAMETERS[name], output_dir=str(student / "out")),
-                               kernel_name=kernel_name(), cwd=str(student), progress_bar=False,
-                               execution_timeout=2400)   # 07's smoke sweep passed 900 s beside heavy jobs
+    papermill.execute_notebook(
+        str(NOTEBOOK_DIR / f"{name}.ipynb"),
+        str(student / f"{name}.ipynb"),
+        parameters=dict(SMALL_PARAMETERS[name], output_dir=str(student / "out")),
+        kernel_name=kernel_name(),
+        cwd=str(student),
+        progress_bar=False,
+        execution_timeout=2400,
+    )  # 07's smoke sweep passed 900 s beside heavy jobs
     assert _git_status() == status_before, f"{name} wrote into the repository"
     written = _listing(student)
     assert f"out/{name}.metrics.json" in written, sorted(written)
-    outside = [p for p in written if not p.startswith(("out/", "figures/", "results/", "data/results/"))
-               and p != f"{name}.ipynb"]
+    outside = [
+        p
+        for p in written
+        if not p.startswith(("out/", "figures/", "results/", "data/results/")) and p != f"{name}.ipynb"
+    ]
     assert not outside, f"{name} wrote outside its output folders: {outside}"

@@ -1,5 +1,6 @@
 """The maths behind notebooks 01 and 02: the example pairs, the read-outs of one pair, rejection rate
 against alpha, Lemma 3 by simulation (`tutorial_lib.toy.examples`, `rejection`, `latency`)."""
+
 import math
 
 import pytest
@@ -49,7 +50,9 @@ def test_readouts_match_targets_and_lemma3(rule, temperature):
             q, p = rejection.scaled(example.q, temperature), rejection.scaled(example.p, temperature)
             pi = tl.target_distribution(rule, q, p, alpha, q_unscaled=example.q, p_unscaled=example.p)
             assert torch.allclose(out["pi"], pi)
-            assert out["rejection_probability"] == pytest.approx(float(tl.rejection_probability(pi, q)), abs=1e-12)
+            assert out["rejection_probability"] == pytest.approx(
+                float(tl.rejection_probability(pi, q)), abs=1e-12
+            )
             assert out["tv_distance"] == pytest.approx(float(tl.tv_distance(p, q)), abs=1e-12)
             # Lemma 3: a mixture's rejection probability is delta * D_TV.
             assert out["rejection_probability"] == pytest.approx(out["lemma3_rejection"], abs=1e-9)
@@ -88,7 +91,9 @@ def test_rejection_curves_match_the_toy_world(world):
     assert set(result["curves"]) == {label for label, _, _ in rejection.CURVE_VARIANTS}
     for label, alpha_index in (("Chow", 2), ("OPT", 1), ("Token-V3", 3), ("Lossy (β=1)", 2)):
         curve = result["curves"][label]
-        exact = world.evaluate(curve["rule"], curve["alpha"][alpha_index], beta=curve["beta"], prefixes="truth")
+        exact = world.evaluate(
+            curve["rule"], curve["alpha"][alpha_index], beta=curve["beta"], prefixes="truth"
+        )
         assert curve["rejection"][alpha_index] == pytest.approx(exact.rejection_rate, abs=1e-9)
     assert result["spec"] == pytest.approx(world.evaluate("spec", prefixes="truth").rejection_rate, abs=1e-9)
     # The common ends: SpecDecode at the low end, the drafter (no rejection) at the high end.
@@ -98,7 +103,8 @@ def test_rejection_curves_match_the_toy_world(world):
         assert result["curves"][label]["rejection"][-1] == pytest.approx(0.0, abs=1e-12), label
     # beta changes the residual, never the acceptance: the two lossy curves coincide.
     assert result["curves"]["Lossy (β=1)"]["rejection"] == pytest.approx(
-        result["curves"]["Lossy* (β normalises)"]["rejection"], abs=1e-9)
+        result["curves"]["Lossy* (β normalises)"]["rejection"], abs=1e-9
+    )
 
 
 def test_opt_only_moves_inside_minus_one_one_at_temperature_one():
@@ -130,7 +136,9 @@ def test_lemma3_simulation_within_four_standard_errors():
             assert row["empirical"] == 0.0  # pi = q: nothing is ever rejected
     disjoint = [row for row in rows if row["example"] == "disjoint" and row["r"] == 1.0]
     assert disjoint[0]["empirical"] == 1.0
-    assert rejection.lemma3_check(rs=(0.3,), n=500, seed=4) == rejection.lemma3_check(rs=(0.3,), n=500, seed=4)
+    assert rejection.lemma3_check(rs=(0.3,), n=500, seed=4) == rejection.lemma3_check(
+        rs=(0.3,), n=500, seed=4
+    )
 
 
 def test_simulation_detects_a_wrong_prediction():
@@ -149,8 +157,15 @@ def test_binomial_z_at_certain_outcomes():
 
 def test_rule_rejection_check():
     rows = rejection.rule_rejection_check(lenience=0.5, n=3000, seed=1)
-    assert {row["rule"] for row in rows} == {"Lossy (β=1)", "Lossy* (β normalises)", "Token-V1", "Token-V2", "Token-V3"}
+    assert {row["rule"] for row in rows} == {
+        "Lossy (β=1)",
+        "Lossy* (β normalises)",
+        "Token-V1",
+        "Token-V2",
+        "Token-V3",
+    }
     assert all(abs(row["z"]) < 4 for row in rows)
+
 
 def test_rejection_at_matches_the_curves_and_refuses_nothing_in_range():
     curves = rejection.rejection_curves(None, 1.0, n_alpha=5)

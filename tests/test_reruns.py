@@ -1,4 +1,5 @@
 """Profiles of the T5 and Gemma reruns, the hub loaders (without a network) and the layer-skip drafter."""
+
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,12 @@ from tutorial_lib.sweeps import reruns
 @pytest.mark.parametrize("profile", list(reruns.T5_PROFILES))
 def test_t5_profiles_build_their_sweeps(profile):
     settings = reruns.t5_profile(profile)
-    configs = ev.sweep_configs(settings["curves"], gammas=settings["gammas"], temperatures=settings["temperatures"],
-                               n_alpha=settings["n_alpha"])
+    configs = ev.sweep_configs(
+        settings["curves"],
+        gammas=settings["gammas"],
+        temperatures=settings["temperatures"],
+        n_alpha=settings["n_alpha"],
+    )
     assert {c.label for c in configs} == set(ev.CURVES)
 
 
@@ -29,18 +34,24 @@ def test_profile_overrides_and_errors():
 
 def test_t5_hub_tasks_use_the_prefixes_t5_was_trained_with(monkeypatch):
     import datasets
+
     fake = {  # the real schemas (and the only calls datasets >= 4 accepts: namespace/name, XSum's Parquet branch)
-        ("wmt/wmt14", "de-en", None): datasets.Dataset.from_dict({"translation": [{"de": "Hallo.", "en": "Hello."}] * 3}),
+        ("wmt/wmt14", "de-en", None): datasets.Dataset.from_dict(
+            {"translation": [{"de": "Hallo.", "en": "Hello."}] * 3}
+        ),
         ("abisee/cnn_dailymail", "3.0.0", None): datasets.Dataset.from_dict(
-            {"article": ["A long story."] * 3, "highlights": ["Story."] * 3, "id": ["a", "b", "c"]}),
+            {"article": ["A long story."] * 3, "highlights": ["Story."] * 3, "id": ["a", "b", "c"]}
+        ),
         ("EdinburghNLP/xsum", None, "refs/convert/parquet"): datasets.Dataset.from_dict(
-            {"document": ["Text."] * 3, "summary": ["T."] * 3, "id": ["1", "2", "3"]}),
+            {"document": ["Text."] * 3, "summary": ["T."] * 3, "id": ["1", "2", "3"]}
+        ),
     }
     calls = []
 
     def load_dataset(path, name=None, *, split=None, revision=None):
         calls.append((path, name, split, revision))
         return fake[(path, name, revision)]
+
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
     wmt = reruns.t5_hub_task("wmt_en_de", 2)
     assert wmt.metric == "bleu" and wmt.examples[0].prompt == "translate English to German: Hello."
@@ -48,8 +59,8 @@ def test_t5_hub_tasks_use_the_prefixes_t5_was_trained_with(monkeypatch):
     cnn = reruns.t5_hub_task("cnn_dailymail", 3)
     assert cnn.metric == "rouge2" and cnn.examples[0].prompt.startswith("summarize: ")
     assert reruns.t5_hub_task("xsum", 1).examples[0].references == ["T."]
-    assert all(split == "validation" for _, _, split, _ in calls)          # the paper's validation samples
-    assert [(t.max_input_tokens) for t in (wmt, cnn)] == [80, 1024]         # inputs cut as the paper does
+    assert all(split == "validation" for _, _, split, _ in calls)  # the paper's validation samples
+    assert [(t.max_input_tokens) for t in (wmt, cnn)] == [80, 1024]  # inputs cut as the paper does
     with pytest.raises(ValueError, match="unknown"):
         reruns.t5_hub_task("squad", 1)
 
@@ -59,6 +70,7 @@ def test_hub_task_without_a_network_says_what_to_do(monkeypatch):
 
     def offline(*args, **kwargs):
         raise ConnectionError("no network")
+
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(OSError, match="profile='offline'"):
         reruns.t5_hub_task("wmt_en_de", 2)
@@ -91,13 +103,21 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
     # every item of the three offline sets, every configuration, and its latency runs and
     # calibration, so notebook 07 redraws at its default without the models
     from tutorial_lib.stats import pricing
+
     settings = reruns.gemma_profile("offline-all")
     pair = reruns.saved_pair("gemma-offline-all", settings)
     tasks = reruns.gemma_tasks(settings)
     assert [len(t.examples) for t in tasks] == [53, 60, 49]
     configs = reruns.gemma_configs(settings)
-    rows = ev.run_sweep(pair, tasks, configs, name="gemma-offline-all", runner="batch",
-                        extra_config=reruns.run_config(settings), progress=False)
+    rows = ev.run_sweep(
+        pair,
+        tasks,
+        configs,
+        name="gemma-offline-all",
+        runner="batch",
+        extra_config=reruns.run_config(settings),
+        progress=False,
+    )
     assert len(rows) == len(configs) * 162 == 5022
     sizes = rows.groupby(["task", "config"]).size()
     items = {t.name: len(t.examples) for t in tasks}
@@ -105,12 +125,21 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
     calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
     priced = pricing.price_rows(rows, calibration)
     assert priced[pricing.LATENCY_COLUMN].gt(0).all()
-    latency = ev.run_sweep(pair, [t.head(settings["latency_items"]) for t in tasks], reruns.latency_configs(settings),
-                           name="gemma-offline-all-latency", runner="single",
-                           extra_config=reruns.latency_run_config(settings),
-                           progress=False)
+    latency = ev.run_sweep(
+        pair,
+        [t.head(settings["latency_items"]) for t in tasks],
+        reruns.latency_configs(settings),
+        name="gemma-offline-all-latency",
+        runner="single",
+        extra_config=reruns.latency_run_config(settings),
+        progress=False,
+    )
     assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
-    assert pricing.model_error(pricing.price_rows(latency, calibration))["n_items"].eq(settings["latency_items"]).all()
+    assert (
+        pricing.model_error(pricing.price_rows(latency, calibration))["n_items"]
+        .eq(settings["latency_items"])
+        .all()
+    )
 
 
 def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_default():
@@ -118,19 +147,37 @@ def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_def
     # configuration, its calibration and latency rows; notebook 07 redraws it and its results page quotes it
     import re
     from tutorial_lib.stats import pricing, report
+
     settings = reruns.gemma_profile("offline-large")
     pair = reruns.saved_pair("gemma-offline-large", settings)
     tasks = reruns.gemma_tasks(settings)
-    assert [(t.name, len(t.examples)) for t in tasks] == [("humaneval", 164), ("arithmetic-300", 300), ("facts", 49)]
+    assert [(t.name, len(t.examples)) for t in tasks] == [
+        ("humaneval", 164),
+        ("arithmetic-300", 300),
+        ("facts", 49),
+    ]
     configs = reruns.gemma_configs(settings)
-    rows = ev.run_sweep(pair, tasks, configs, name="gemma-offline-large", runner="batch",
-                        extra_config=reruns.run_config(settings), progress=False)
+    rows = ev.run_sweep(
+        pair,
+        tasks,
+        configs,
+        name="gemma-offline-large",
+        runner="batch",
+        extra_config=reruns.run_config(settings),
+        progress=False,
+    )
     assert len(rows) == len(configs) * 513 == 7695 and Path(rows.attrs["path"]).name == report.GEMMA_RUN
     calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
     assert pricing.price_rows(rows, calibration)[pricing.LATENCY_COLUMN].gt(0).all()
-    latency = ev.run_sweep(reruns.latency_pair(settings, pair), [t.head(settings["latency_items"]) for t in tasks],
-                           reruns.latency_configs(settings), name="gemma-offline-large-latency", runner="single",
-                           extra_config=reruns.latency_run_config(settings), progress=False)
+    latency = ev.run_sweep(
+        reruns.latency_pair(settings, pair),
+        [t.head(settings["latency_items"]) for t in tasks],
+        reruns.latency_configs(settings),
+        name="gemma-offline-large-latency",
+        runner="single",
+        extra_config=reruns.latency_run_config(settings),
+        progress=False,
+    )
     assert settings["latency_items"] >= 16 and latency["wall_time_s"].gt(0).all()
     assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
     assert Path(latency.attrs["path"]).name == report.GEMMA_LATENCY_RUN
@@ -145,6 +192,7 @@ def test_describe_pair_and_task_table_with_loaded_models():
     settings = reruns.gemma_profile("smoke")
     tasks = reruns.gemma_tasks(settings)
     from test_model_files import use_shared_model_cache
+
     use_shared_model_cache()
     smol = tl.load_model("smollm2-135m")
     table = reruns.task_table(tasks, smol)
@@ -160,8 +208,9 @@ def test_the_committed_t5_run_reloads_complete_under_exact_alpha_keys():
     configs = reruns.t5_configs(settings)
     changed = [c for c in configs if c.key != c.legacy_key]
     assert changed, "the T5 grid has alphas that 6 digits do not write exactly"
-    rows = ev.run_sweep(pair, tasks, configs, name="t5-offline", extra_config=reruns.run_config(settings),
-                        progress=False)
+    rows = ev.run_sweep(
+        pair, tasks, configs, name="t5-offline", extra_config=reruns.run_config(settings), progress=False
+    )
     assert len(rows) == len(configs) * sum(len(t.examples) for t in tasks)
     assert set(rows["config"]) == {c.key for c in configs}
     assert not rows.duplicated(["task", "config", "example_id"]).any()
@@ -177,8 +226,10 @@ def test_the_latency_settings_stay_out_of_the_batched_sweeps_hash():
     other["latency_paths"] = ["fp32", "fp32"]
     assert reruns.run_config(other) == reruns.run_config(settings)
     assert reruns.latency_run_config(other) != reruns.latency_run_config(settings)
-    assert ev.Sweep("gemma-offline-large", reruns.run_config(settings)).hash != \
-        ev.Sweep("gemma-offline-large", reruns.latency_run_config(settings)).hash
+    assert (
+        ev.Sweep("gemma-offline-large", reruns.run_config(settings)).hash
+        != ev.Sweep("gemma-offline-large", reruns.latency_run_config(settings)).hash
+    )
 
 
 def test_latency_rows_take_the_alpha_of_the_quality_rows_at_their_temperature():
@@ -186,17 +237,22 @@ def test_latency_rows_take_the_alpha_of_the_quality_rows_at_their_temperature():
     alphas = {c.label: c.alpha for c in reruns.latency_configs(settings) if c.method == "speculative"}
     assert min(settings["temperatures"]) == 0.0
     assert alphas["SpecCascade [Token-V2]"] == settings["greedy_alphas"]["SpecCascade [Token-V2]"][0] == 0.515
-    quality = {c.alpha for c in reruns.gemma_configs(settings)
-               if c.label == "SpecCascade [Token-V2]" and c.temperature == 0.0}
+    quality = {
+        c.alpha
+        for c in reruns.gemma_configs(settings)
+        if c.label == "SpecCascade [Token-V2]" and c.temperature == 0.0
+    }
     assert quality == {0.515}
     # a profile without T = 0 placements keeps its one list of alphas
     earlier = reruns.gemma_profile("offline-all")
-    assert {c.alpha for c in reruns.latency_configs(earlier) if c.label == "SpecCascade [Token-V2]"} == \
-        {earlier["alphas"]["SpecCascade [Token-V2]"][0]}
+    assert {c.alpha for c in reruns.latency_configs(earlier) if c.label == "SpecCascade [Token-V2]"} == {
+        earlier["alphas"]["SpecCascade [Token-V2]"][0]
+    }
 
 
 def test_latency_pair_puts_loaded_models_on_the_latency_paths_and_finds_saved_ones():
     from tutorial_lib.models import kernel_paths
+
     settings = reruns.gemma_profile("smoke")
     pair = tl.models.load_pair("tiny-random-llama:1", "tiny-random-llama:0")
     assert reruns.latency_pair(settings, pair) is pair  # no latency_paths: the pair as loaded

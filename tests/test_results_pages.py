@@ -1,6 +1,7 @@
 """Numbers beside the cells that computed them: every glued name a results page's prose quotes is glued by
 that notebook's own cells (a static check of the `.py` pairs), the table functions compute what the pages
 show, and the book's hand-written pages (manual, teaching, reference) hold together."""
+
 import ast
 import json
 import re
@@ -20,8 +21,13 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 #: `{glue:text}`name:.3f`` (and the other glue roles) in a markdown cell
 GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`]+)`")
 #: The results pages whose findings prose quotes its numbers by glue.
-GLUED_PAGES = ("06_t5_evaluation", "07_gemma_evaluation", "08_real_pair_token_analysis", "09_speed_on_your_hardware",
-               "10_rules_in_engines")
+GLUED_PAGES = (
+    "06_t5_evaluation",
+    "07_gemma_evaluation",
+    "08_real_pair_token_analysis",
+    "09_speed_on_your_hardware",
+    "10_rules_in_engines",
+)
 
 
 def _cells(path: Path):
@@ -43,8 +49,12 @@ def _cells(path: Path):
 
 def quoted_names(path: Path) -> set:
     """The glued names the notebook's markdown quotes (`{glue:text}`name:fmt``: the name before the format)."""
-    return {role.split(":")[0] for kind, source in _cells(path) if kind == "markdown"
-            for role in GLUE_ROLE.findall(source)}
+    return {
+        role.split(":")[0]
+        for kind, source in _cells(path)
+        if kind == "markdown"
+        for role in GLUE_ROLE.findall(source)
+    }
 
 
 def glued_names(path: Path) -> set:
@@ -57,14 +67,18 @@ def glued_names(path: Path) -> set:
         for node in ast.walk(ast.parse(source)):
             if not isinstance(node, ast.Call):
                 continue
-            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            called = (
+                node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            )
             if called == "glue_values":
                 assert all(k.arg for k in node.keywords), (
-                    f"{path.name}: glue_values(**...) hides the glued names from this check; name each one")
+                    f"{path.name}: glue_values(**...) hides the glued names from this check; name each one"
+                )
                 names.update(k.arg for k in node.keywords)
             elif called == "glue":
                 assert node.args and isinstance(node.args[0], ast.Constant), (
-                    f"{path.name}: glue(...) with a computed name; spell the name")
+                    f"{path.name}: glue(...) with a computed name; spell the name"
+                )
                 names.add(node.args[0].value)
     return names
 
@@ -83,8 +97,10 @@ def test_the_results_pages_quote_their_numbers_by_glue():
 
 def test_the_static_check_sees_a_quoted_name_nothing_glues(tmp_path):
     page = tmp_path / "x.py"
-    page.write_text('# %% [markdown]\n# The verifier scores {glue:text}`bleu:.1f` and {glue:text}`gap`.\n\n'
-                    '# %%\ntl.lessons.notebook.glue_values(bleu=86.5)\n')
+    page.write_text(
+        "# %% [markdown]\n# The verifier scores {glue:text}`bleu:.1f` and {glue:text}`gap`.\n\n"
+        "# %%\ntl.lessons.notebook.glue_values(bleu=86.5)\n"
+    )
     assert quoted_names(page) == {"bleu", "gap"} and glued_names(page) == {"bleu"}
     page.write_text('# %%\nvalues = {"a": 1}\ntl.lessons.notebook.glue_values(**values)\n')
     with pytest.raises(AssertionError, match="hides the glued names"):
@@ -93,25 +109,35 @@ def test_the_static_check_sees_a_quoted_name_nothing_glues(tmp_path):
 
 def test_glue_values_glues_plain_numbers_and_refuses_a_table(monkeypatch):
     import myst_nb
+
     seen = {}
-    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: seen.update({name: (value, display)}))
+    monkeypatch.setattr(
+        myst_nb, "glue", lambda name, value, display=True: seen.update({name: (value, display)})
+    )
     notebook.glue_values(bleu=np.float64(86.5), n=np.int64(200), method="TokenCascade [Chow]")
     assert seen == {"bleu": (86.5, False), "n": (200, False), "method": ("TokenCascade [Chow]", False)}
-    assert type(seen["bleu"][0]) is float and type(seen["n"][0]) is int   # a format spec applies to them
+    assert type(seen["bleu"][0]) is float and type(seen["n"][0]) is int  # a format spec applies to them
     with pytest.raises(TypeError, match="show a table with its own cell"):
         notebook.glue_values(table=pd.DataFrame({"a": [1]}))
 
 
 def test_notebook_times_takes_each_notebooks_newest_run(tmp_path):
     path = tmp_path / "notebook_times.jsonl"
-    path.write_text('{"notebook": "00_quickstart", "seconds": 30, "load": "1.0 1.0 1.0", "finished": "2026-12-01 10:00", "beside": ""}\n'
-                    '{"notebook": "09_speed", "seconds": 200, "slowest_cell_s": 151.0, "load": "1 1 1", "finished": "x"}\n'
-                    '{"notebook": "00_quickstart", "seconds": 12, "load": "0.5 0.6 0.7", "finished": "2026-12-02 10:00", "beside": "make test"}\n')
+    path.write_text(
+        '{"notebook": "00_quickstart", "seconds": 30, "load": "1.0 1.0 1.0", "finished": "2026-12-01 10:00", "beside": ""}\n'
+        '{"notebook": "09_speed", "seconds": 200, "slowest_cell_s": 151.0, "load": "1 1 1", "finished": "x"}\n'
+        '{"notebook": "00_quickstart", "seconds": 12, "load": "0.5 0.6 0.7", "finished": "2026-12-02 10:00", "beside": "make test"}\n'
+    )
     table = notebook.notebook_times(path)
     assert list(table.columns) == list(notebook.NOTEBOOK_TIME_COLUMNS)
     assert table["notebook"].tolist() == ["00_quickstart", "09_speed"]
     first = table.iloc[0]
-    assert (first["seconds"], first["needs"], first["load"], first["beside"]) == (12, "nothing", "0.5 0.6 0.7", "make test")
+    assert (first["seconds"], first["needs"], first["load"], first["beside"]) == (
+        12,
+        "nothing",
+        "0.5 0.6 0.7",
+        "make test",
+    )
     assert pd.isna(first["slowest_cell_s"]) and table.iloc[1]["slowest_cell_s"] == 151.0
     assert table.iloc[1]["needs"] == "SmolLM2-135M"
     with path.open("a") as f:
@@ -122,10 +148,18 @@ def test_notebook_times_takes_each_notebooks_newest_run(tmp_path):
 
 # ---- the book's pages ---------------------------------------------------------------------------
 
-PAGES = sorted(p for folder in ("manual", "teaching", "reference") for p in (ROOT / "book" / folder).glob("*.md")
-               if (folder, p.name) != ("reference", "api.md"))
-MOVED_PAGES = [ROOT / "book" / "manual" / "index.md", ROOT / "book" / "teaching" / "index.md",
-               ROOT / "book" / "teaching" / "exercises.md", ROOT / "book" / "reference" / "equations.md"]
+PAGES = sorted(
+    p
+    for folder in ("manual", "teaching", "reference")
+    for p in (ROOT / "book" / folder).glob("*.md")
+    if (folder, p.name) != ("reference", "api.md")
+)
+MOVED_PAGES = [
+    ROOT / "book" / "manual" / "index.md",
+    ROOT / "book" / "teaching" / "index.md",
+    ROOT / "book" / "teaching" / "exercises.md",
+    ROOT / "book" / "reference" / "equations.md",
+]
 
 
 def test_the_moved_pages_exist():
@@ -133,17 +167,22 @@ def test_the_moved_pages_exist():
     assert len(list((ROOT / "book" / "manual").glob("*.md"))) >= 8
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p in MOVED_PAGES or p.parent.name == "manual"],
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "page",
+    [p for p in PAGES if p in MOVED_PAGES or p.parent.name == "manual"],
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_each_page_has_one_title_and_its_links_resolve(page):
     text = page.read_text(encoding="utf-8")
     assert text.startswith("# ") and not text.startswith("# ", 1)
     outside_code = re.sub(r"```.*?```", "", text, flags=re.S)
     assert len(re.findall(r"^# ", outside_code, flags=re.M)) == 1, "one `# Title` line per page"
-    assert "<!-- results:" not in text, "generated README regions are gone: show the numbers on a results page"
+    assert "<!-- results:" not in text, (
+        "generated README regions are gone: show the numbers on a results page"
+    )
     for target in re.findall(r"\]\(([^)#:]+\.(?:md|ipynb))(?:#[^)]*)?\)", text):
         path = (page.parent / target).resolve()
-        if path.suffix == ".ipynb":   # a lesson or results page: the executed copy of a committed notebook
+        if path.suffix == ".ipynb":  # a lesson or results page: the executed copy of a committed notebook
             assert (ROOT / "notebooks" / f"{path.stem}.py").exists(), f"{page.name} links to {target}"
             assert path.parent.name in ("lessons", "reruns"), f"{page.name} links to {target}"
         else:
@@ -157,7 +196,9 @@ def test_the_exercises_page_lists_every_exercise_with_a_solution_hidden_until_op
     for exercise_id, question in listed:
         spec = EXERCISES[exercise_id]
         assert question == spec.question
-        solution = re.search(rf"```\{{solution\}} exercise-{exercise_id}\n:class: dropdown\n(.*?)```", text, flags=re.S)
+        solution = re.search(
+            rf"```\{{solution\}} exercise-{exercise_id}\n:class: dropdown\n(.*?)```", text, flags=re.S
+        )
         assert solution, f"{exercise_id}: no solution in a dropdown"
         assert spec.hint in solution.group(1) and spec.explain in solution.group(1)
 
@@ -165,13 +206,22 @@ def test_the_exercises_page_lists_every_exercise_with_a_solution_hidden_until_op
 def test_the_teaching_time_table_is_the_committed_times():
     times = notebook.notebook_times(ROOT / "data" / "benchmarks" / "notebook_times.jsonl")
     text = (ROOT / "book" / "teaching" / "index.md").read_text(encoding="utf-8")
-    rows = [[cell.strip() for cell in line.strip("|").split("|")]
-            for line in text.splitlines() if re.match(r"^\| \d\d_", line)]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in text.splitlines()
+        if re.match(r"^\| \d\d_", line)
+    ]
     assert [row[0] for row in rows] == times["notebook"].tolist()
     for row, (_, entry) in zip(rows, times.iterrows()):
         slowest = "" if pd.isna(entry["slowest_cell_s"]) else f"{entry['slowest_cell_s']}"
-        assert row == [entry["notebook"], entry["needs"], str(entry["seconds"]), slowest, entry["load"],
-                       entry["finished"]], f"the time table's row of {entry['notebook']} differs from the file"
+        assert row == [
+            entry["notebook"],
+            entry["needs"],
+            str(entry["seconds"]),
+            slowest,
+            entry["load"],
+            entry["finished"],
+        ], f"the time table's row of {entry['notebook']} differs from the file"
 
 
 def test_the_readme_is_one_screen_and_links_into_the_book():
@@ -185,6 +235,7 @@ def test_the_readme_is_one_screen_and_links_into_the_book():
 
 
 # ---- result files are checked against their stamp before they are shown ---------------------------
+
 
 def _stamped_t5_copy(tmp_path: Path, monkeypatch) -> Path:
     """The committed T5 run's result files and stamp in tmp_path, with the stamp of their inputs taken as
@@ -200,14 +251,17 @@ def _stamped_t5_copy(tmp_path: Path, monkeypatch) -> Path:
 
     def barred(*args, **kwargs):
         raise AssertionError("the result files were computed again")
+
     monkeypatch.setattr(claims, "t5_claims", barred)
     return folder
 
 
 def _write_t5(folder, **options):
     from types import SimpleNamespace
-    return report.write_t5_results(pd.DataFrame({"wall_time_s": [0.0]}), [], folder,
-                                   SimpleNamespace(to_dict=dict), **options)
+
+    return report.write_t5_results(
+        pd.DataFrame({"wall_time_s": [0.0]}), [], folder, SimpleNamespace(to_dict=dict), **options
+    )
 
 
 def test_the_committed_t5_stamp_records_the_hashes_of_its_result_files():
@@ -220,7 +274,7 @@ def test_the_committed_t5_stamp_records_the_hashes_of_its_result_files():
 def test_a_flipped_verdict_in_claims_csv_is_refused_on_read_back(tmp_path, monkeypatch):
     folder = _stamped_t5_copy(tmp_path, monkeypatch)
     committed = pd.read_csv(ROOT / "data" / "results" / report.T5_RUN / "claims.csv")
-    pd.testing.assert_frame_equal(_write_t5(folder)["claims"], committed)   # untouched: read back
+    pd.testing.assert_frame_equal(_write_t5(folder)["claims"], committed)  # untouched: read back
     text = (folder / "claims.csv").read_text()
     assert ",does not hold," in text
     (folder / "claims.csv").write_text(text.replace(",does not hold,", ",holds,", 1))
@@ -230,8 +284,8 @@ def test_a_flipped_verdict_in_claims_csv_is_refused_on_read_back(tmp_path, monke
     assert "claims.csv: recorded sha256" in message and "recompute=True" in message
     assert "git checkout" in message
     for name in report.T5_RESULT_FILES[1:]:
-        assert f"{name}:" not in message   # only the changed file is named
-    assert ",holds," in (folder / "claims.csv").read_text()   # refused, not recomputed over
+        assert f"{name}:" not in message  # only the changed file is named
+    assert ",holds," in (folder / "claims.csv").read_text()  # refused, not recomputed over
 
 
 def test_missing_result_files_or_hashes_are_refused_not_recomputed(tmp_path, monkeypatch):
@@ -247,26 +301,32 @@ def test_missing_result_files_or_hashes_are_refused_not_recomputed(tmp_path, mon
 
 def test_written_t5_results_are_stamped_with_hashes_and_recomputed_only_when_asked(tmp_path, monkeypatch):
     from tutorial_lib.stats import claims, hardware, pricing
+
     calls = []
 
     def table(name):
         def computed(*args, **kwargs):
             calls.append(name)
             return pd.DataFrame({"claim": ["A"], "verdict": ["holds"]})
+
         return computed
+
     monkeypatch.setattr(claims, "t5_claims", table("claims"))
     monkeypatch.setattr(pricing, "signed_error", table("signed_error"))
     monkeypatch.setattr(hardware, "machine_c", lambda calibration: 0.5)
     monkeypatch.setattr(hardware, "verdict_grid", table("grid"))
     monkeypatch.setattr(hardware, "flip_points", table("flips"))
-    monkeypatch.setattr(report, "write_t5_facts",
-                        lambda rows, folder, *args, **kwargs: (folder / "facts.json").write_text("{}"))
+    monkeypatch.setattr(
+        report,
+        "write_t5_facts",
+        lambda rows, folder, *args, **kwargs: (folder / "facts.json").write_text("{}"),
+    )
     monkeypatch.setattr(report, "results_stamp", lambda *args, **kwargs: "inputs")
     _write_t5(tmp_path)
     assert calls == ["claims", "signed_error", "grid", "flips"]
     stamp = json.loads((tmp_path / report.RESULTS_STAMP).read_text())
     assert stamp["t5_results"] == "inputs" and set(stamp["files"]) == set(report.T5_RESULT_FILES)
-    assert _write_t5(tmp_path)["claims"]["verdict"].tolist() == ["holds"] and len(calls) == 4   # read back
+    assert _write_t5(tmp_path)["claims"]["verdict"].tolist() == ["holds"] and len(calls) == 4  # read back
     (tmp_path / "facts.json").write_text('{"c": 0.01}')
     with pytest.raises(report.ResultFilesChanged, match=r"facts.json: recorded sha256"):
         _write_t5(tmp_path)

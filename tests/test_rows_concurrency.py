@@ -4,6 +4,7 @@ meanwhile deletes none.
 The writers load `rows_file` straight from its file (it needs nothing else of the package), so the
 test times appends, not imports. The file lives on /dev/shm where there is one: the locking is the
 same there, and fsync is free, which keeps 100,000 appends to a few tens of seconds."""
+
 import json
 import os
 import subprocess
@@ -64,10 +65,17 @@ def test_two_writers_and_a_repairer_lose_no_row_over_100000_appends(fast_folder)
     path = fast_folder / "rows.jsonl"
     stop = fast_folder / "stop"
     started = time.monotonic()
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(ROWS_FILE_SOURCE), str(path), name,
-                                 str(APPENDS_PER_WRITER)]) for name in ("a", "b")]
-    repairer = subprocess.Popen([sys.executable, "-c", REPAIRER, str(ROWS_FILE_SOURCE), str(path), str(stop)],
-                                stdout=subprocess.PIPE, text=True)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(ROWS_FILE_SOURCE), str(path), name, str(APPENDS_PER_WRITER)]
+        )
+        for name in ("a", "b")
+    ]
+    repairer = subprocess.Popen(
+        [sys.executable, "-c", REPAIRER, str(ROWS_FILE_SOURCE), str(path), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert [writer.wait(timeout=300) for writer in writers] == [0, 0]
     finally:
@@ -77,8 +85,10 @@ def test_two_writers_and_a_repairer_lose_no_row_over_100000_appends(fast_folder)
     rows = rows_file.read_rows(path)
     keys = [(row["config"], row["example_id"]) for row in rows]
     expected = {(name, str(i)) for name in ("a", "b") for i in range(APPENDS_PER_WRITER)}
-    print(f"{2 * APPENDS_PER_WRITER} appends by 2 writers with {repairs} repairs meanwhile: {len(rows)} rows, "
-          f"{len(expected - set(keys))} lost, {len(keys) - len(set(keys))} duplicated, {elapsed:.1f} s")
+    print(
+        f"{2 * APPENDS_PER_WRITER} appends by 2 writers with {repairs} repairs meanwhile: {len(rows)} rows, "
+        f"{len(expected - set(keys))} lost, {len(keys) - len(set(keys))} duplicated, {elapsed:.1f} s"
+    )
     assert len(keys) == len(set(keys)) == len(expected) and set(keys) == expected
     assert not rows_file.corrupt_path(path).exists()  # no writer ever saw another's half-written row
 
@@ -87,7 +97,7 @@ def test_a_repair_waits_for_the_writer_and_a_writer_reopens_a_replaced_file(tmp_
     path = tmp_path / "rows.jsonl"
     good = {"task": "t", "config": "c", "example_id": "0", "quality": 1.0}
     path.write_bytes(json.dumps(good).encode() + b"\n{broken\n")
-    assert rows_file.set_aside_bad_lines(path) == 1      # replaces the file (a new inode)
+    assert rows_file.set_aside_bad_lines(path) == 1  # replaces the file (a new inode)
     rows_file.append_rows(path, [{**good, "example_id": "1"}])
     assert [row["example_id"] for row in rows_file.read_rows(path)] == ["0", "1"]
 
@@ -123,14 +133,20 @@ def test_two_sweep_processes_on_one_run_leave_every_row_exactly_once(tmp_path):
     """Two `run_sweep` processes working on one sweep once returned 63 of 64 rows; now the
     folder reads as one run with each of the 64 rows once (a row both computed is read once: its
     copies agree)."""
-    processes = [subprocess.Popen([sys.executable, "-c", SWEEP, str(tmp_path)], stdout=subprocess.PIPE, text=True)
-                 for _ in range(2)]
+    processes = [
+        subprocess.Popen([sys.executable, "-c", SWEEP, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outputs = [process.communicate(timeout=600)[0] for process in processes]
     assert [process.returncode for process in processes] == [0, 0]
     folder = next(tmp_path.glob("split-*"))
     rows = rows_file.read_rows(folder / "rows.jsonl")
     keys = {(row["config"], row["example_id"]) for row in rows}
     assert len(keys) == 64
-    rows_file.check_rows(rows_file.read_numbered_rows(folder / "rows.jsonl"), folder / "rows.jsonl")  # copies agree
-    last = subprocess.run([sys.executable, "-c", SWEEP, str(tmp_path)], capture_output=True, text=True, timeout=600)
+    rows_file.check_rows(
+        rows_file.read_numbered_rows(folder / "rows.jsonl"), folder / "rows.jsonl"
+    )  # copies agree
+    last = subprocess.run(
+        [sys.executable, "-c", SWEEP, str(tmp_path)], capture_output=True, text=True, timeout=600
+    )
     assert "ROWS 64" in last.stdout, (outputs, last.stderr[-2000:])

@@ -1,11 +1,18 @@
 """A sweep's rows file: a last row without a newline is kept, a cut line is set aside, a bad line is named."""
+
 import json
 import warnings
 
 import pytest
 
 from tutorial_lib.sweeps import rows_file
-from tutorial_lib.sweeps.rows_file import RowsFileError, append_rows, corrupt_path, read_rows, set_aside_bad_lines
+from tutorial_lib.sweeps.rows_file import (
+    RowsFileError,
+    append_rows,
+    corrupt_path,
+    read_rows,
+    set_aside_bad_lines,
+)
 
 
 def _row(i):
@@ -20,16 +27,16 @@ def test_round_trip_and_missing_file(tmp_path):
     path = tmp_path / "rows.jsonl"
     assert read_rows(path) == []
     append_rows(path, [_row(0), _row(1)])
-    append_rows(path, iter([_row(2)]))   # any iterable
+    append_rows(path, iter([_row(2)]))  # any iterable
     assert read_rows(path) == [_row(0), _row(1), _row(2)]
     assert path.read_bytes().endswith(b"\n") and path.read_bytes().count(b"\n") == 3
 
 
 def test_a_last_row_without_a_newline_is_kept_and_its_line_completed(tmp_path):
     path = tmp_path / "rows.jsonl"
-    path.write_bytes(_line(0) + b"\n" + _line(1))             # complete row, newline missing
+    path.write_bytes(_line(0) + b"\n" + _line(1))  # complete row, newline missing
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                         # nothing to warn about: no row is lost
+        warnings.simplefilter("error")  # nothing to warn about: no row is lost
         assert read_rows(path) == [_row(0), _row(1)]
         append_rows(path, [_row(2)])
     assert path.read_bytes() == _line(0) + b"\n" + _line(1) + b"\n" + _line(2) + b"\n"
@@ -47,20 +54,22 @@ def test_a_single_row_without_a_newline_is_kept(tmp_path):
 def test_a_line_cut_short_is_skipped_then_moved_aside_never_deleted(tmp_path):
     path = tmp_path / "rows.jsonl"
     cut = _line(1)[:-7]
-    path.write_bytes(_line(0) + b"\n" + cut)                   # an interruption in the middle of a row
+    path.write_bytes(_line(0) + b"\n" + cut)  # an interruption in the middle of a row
     with pytest.warns(UserWarning, match="line 2 was cut short"):
         assert read_rows(path) == [_row(0)]
-    assert path.read_bytes() == _line(0) + b"\n" + cut         # reading changes nothing
+    assert path.read_bytes() == _line(0) + b"\n" + cut  # reading changes nothing
     with pytest.warns(UserWarning, match="moved to .*rows.jsonl.corrupt"):
         append_rows(path, [_row(1)])
     assert read_rows(path) == [_row(0), _row(1)]
-    assert corrupt_path(path).read_bytes() == cut + b"\n"      # the cut bytes are kept aside
+    assert corrupt_path(path).read_bytes() == cut + b"\n"  # the cut bytes are kept aside
 
 
 def test_a_line_cut_inside_a_utf8_character_is_a_cut_line(tmp_path):
     path = tmp_path / "rows.jsonl"
-    whole = json.dumps({"task": "t", "config": "c", "example_id": "e", "text": "Grüße"}, ensure_ascii=False).encode()
-    cut = whole[:whole.index("ü".encode()) + 1]                # half of a two-byte character
+    whole = json.dumps(
+        {"task": "t", "config": "c", "example_id": "e", "text": "Grüße"}, ensure_ascii=False
+    ).encode()
+    cut = whole[: whole.index("ü".encode()) + 1]  # half of a two-byte character
     path.write_bytes(_line(0) + b"\n" + cut)
     with pytest.warns(UserWarning, match="cut short"):
         assert read_rows(path) == [_row(0)]
@@ -69,16 +78,19 @@ def test_a_line_cut_inside_a_utf8_character_is_a_cut_line(tmp_path):
     assert corrupt_path(path).read_bytes() == cut + b"\n"
 
 
-@pytest.mark.parametrize("bad, problem", [
-    (b"{not json", "is not valid JSON"),
-    (b"42", "is JSON but not an object"),
-    (b"null", "is JSON but not an object"),
-    (b"[1, 2]", "is JSON but not an object"),
-    (b'"a string"', "is JSON but not an object"),
-    (b'{"task": "t", "config": "c"}', "is an object without example_id"),
-    (b'{"config": "c", "example_id": "e"}', "is an object without task"),
-    (b'{"task": "t", "config": "c", "example_id": "\xff\xfe"}', "is not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "bad, problem",
+    [
+        (b"{not json", "is not valid JSON"),
+        (b"42", "is JSON but not an object"),
+        (b"null", "is JSON but not an object"),
+        (b"[1, 2]", "is JSON but not an object"),
+        (b'"a string"', "is JSON but not an object"),
+        (b'{"task": "t", "config": "c"}', "is an object without example_id"),
+        (b'{"config": "c", "example_id": "e"}', "is an object without task"),
+        (b'{"task": "t", "config": "c", "example_id": "\xff\xfe"}', "is not UTF-8"),
+    ],
+)
 @pytest.mark.parametrize("where", ["middle", "last with newline"])
 def test_a_malformed_line_names_the_file_the_line_and_the_repair(tmp_path, bad, problem, where):
     path = tmp_path / "rows.jsonl"
@@ -122,7 +134,7 @@ def test_appending_checks_its_rows(tmp_path):
 
 
 def test_a_long_cut_tail_is_found_from_the_end(tmp_path, monkeypatch):
-    monkeypatch.setattr(rows_file, "_TAIL_BLOCK", 8)             # the tail spans several blocks
+    monkeypatch.setattr(rows_file, "_TAIL_BLOCK", 8)  # the tail spans several blocks
     path = tmp_path / "rows.jsonl"
     cut = _line(1)[:-3]
     path.write_bytes(_line(0) + b"\n" + cut)
@@ -137,4 +149,4 @@ def test_appending_after_a_last_line_that_is_json_but_not_a_row_refuses(tmp_path
     path.write_bytes(_line(0) + b"\n" + _line(1) + b"\nnull")
     with pytest.raises(RowsFileError, match="line 3 is JSON but not an object"):
         append_rows(path, [_row(2)])
-    assert path.read_bytes() == _line(0) + b"\n" + _line(1) + b"\nnull"   # untouched
+    assert path.read_bytes() == _line(0) + b"\n" + _line(1) + b"\nnull"  # untouched

@@ -1,5 +1,6 @@
 """Rows that are wrong are refused with the file and the line; configuration keys
 tell every distinct alpha apart; a folder written by several processes reads as one run."""
+
 import json
 import math
 from pathlib import Path
@@ -13,8 +14,12 @@ from tutorial_lib.sweeps.rows_file import RowsFileError
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TOY = tl.load_pair("toy-drafter", "toy-verifier")
-TASK = ev.Task("t", "qa_em", [{"id": "a", "prompt": "mi", "references": ["x"]},
-                              {"id": "b", "prompt": "mi", "references": ["y"]}], max_new_tokens=2)
+TASK = ev.Task(
+    "t",
+    "qa_em",
+    [{"id": "a", "prompt": "mi", "references": ["x"]}, {"id": "b", "prompt": "mi", "references": ["y"]}],
+    max_new_tokens=2,
+)
 CONFIGS = [ev.Config("Drafter", "drafter")]
 
 
@@ -35,14 +40,20 @@ def _append_line(path: Path, row: dict) -> int:
     return len(path.read_text().splitlines())
 
 
-@pytest.mark.parametrize("change, problem", [
-    (dict(example_id="zz"), "is a row of task 't' for example_id='zz', which that task does not have"),
-    (dict(example_id=7), "has example_id=7 of type int (it must be a string)"),
-    (dict(quality=math.nan), "has quality=nan (it must be a finite number)"),
-    (dict(quality="1.0"), "has quality=1.0 (it must be a finite number)"),
-    (dict(quality=0.5, text="other"), "repeats the row of line 1 (t, Drafter|drafter|None|0|1.0|g5|T0, a) with another "
-                                      "quality and text"),
-])
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (dict(example_id="zz"), "is a row of task 't' for example_id='zz', which that task does not have"),
+        (dict(example_id=7), "has example_id=7 of type int (it must be a string)"),
+        (dict(quality=math.nan), "has quality=nan (it must be a finite number)"),
+        (dict(quality="1.0"), "has quality=1.0 (it must be a finite number)"),
+        (
+            dict(quality=0.5, text="other"),
+            "repeats the row of line 1 (t, Drafter|drafter|None|0|1.0|g5|T0, a) with another "
+            "quality and text",
+        ),
+    ],
+)
 def test_a_wrong_row_is_refused_with_the_file_and_the_line(saved, change, problem):
     path, rows = saved
     number = _append_line(path, {**rows[0], **change})
@@ -62,8 +73,8 @@ def test_a_copy_with_the_same_result_is_read_once(saved):
 def test_rows_files_of_several_writers_read_as_one_run(saved):
     path, rows = saved
     other = path.with_name("rows.writer-1.jsonl")
-    other.write_text(json.dumps(rows[1]) + "\n")            # a copy of one row in a second writer's file
-    path.write_text(json.dumps(rows[0]) + "\n")             # and the first writer holds the other row
+    other.write_text(json.dumps(rows[1]) + "\n")  # a copy of one row in a second writer's file
+    path.write_text(json.dumps(rows[0]) + "\n")  # and the first writer holds the other row
     table = _sweep(path.parent.parent)
     assert sorted(table["example_id"]) == ["a", "b"] and len(table) == 2
     other.write_text(json.dumps({**rows[0], "quality": 0.25}) + "\n")  # disagreeing copies across files
@@ -72,11 +83,16 @@ def test_rows_files_of_several_writers_read_as_one_run(saved):
 
 
 def test_alphas_that_differ_in_the_seventh_digit_get_their_own_rows(tmp_path):
-    close = [ev.Config("SpecCascade [Chow]", "speculative", "chow", alpha, gamma=1)
-             for alpha in (0.3000001, 0.3000002)]
+    close = [
+        ev.Config("SpecCascade [Chow]", "speculative", "chow", alpha, gamma=1)
+        for alpha in (0.3000001, 0.3000002)
+    ]
     assert close[0].legacy_key == close[1].legacy_key  # what the 6-digit keys did
     assert close[0].key != close[1].key
-    assert ev.Config("Drafter", "drafter", alpha=0.25).key == ev.Config("Drafter", "drafter", alpha=0.25).legacy_key
+    assert (
+        ev.Config("Drafter", "drafter", alpha=0.25).key
+        == ev.Config("Drafter", "drafter", alpha=0.25).legacy_key
+    )
     table = _sweep(tmp_path, close)
     assert len(table) == 4 and table.groupby("config").size().tolist() == [2, 2]
 

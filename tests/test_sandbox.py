@@ -1,6 +1,7 @@
 """The code sandbox: misbehaving solutions fail with a reason, the parent carries on, the judge is outside.
 
 Hostile solutions (cheating and harming) are in tests/test_sandbox_hostile.py."""
+
 import os
 import socket
 import textwrap
@@ -17,7 +18,8 @@ from tutorial_lib.tasks.sandbox import SandboxResult, SandboxUnavailableError, r
 FAST = dict(timeout_s=3.0, cpu_s=1.0, memory_mb=256)
 needs_bwrap = pytest.mark.skipif(
     not sandbox.sandbox_available(),
-    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT} (CI installs it)")
+    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT} (CI installs it)",
+)
 
 
 def run(code, tests=None, **options):
@@ -34,6 +36,7 @@ def run(code, tests=None, **options):
 # The judge (no child process)
 # --------------------------------------------------------------------------------------------------
 
+
 def test_plan_splits_calls_from_the_tests_logic():
     plan = plan_test("assert second_largest([4, 1, 7]) == 4")
     assert plan.holes == ("second_largest([4, 1, 7])",) and plan.skeleton is not None
@@ -45,17 +48,35 @@ def test_plan_splits_calls_from_the_tests_logic():
     assert plan.holes == ("f(x)",)
 
 
-@pytest.mark.parametrize("test", ["assert all(f(i) == i for i in range(3))", "print(f(1))",
-                                  "assert (lambda: f(1))() == 1", "x = f(1); assert x == 1"])
+@pytest.mark.parametrize(
+    "test",
+    [
+        "assert all(f(i) == i for i in range(3))",
+        "print(f(1))",
+        "assert (lambda: f(1))() == 1",
+        "x = f(1); assert x == 1",
+    ],
+)
 def test_tests_whose_logic_would_run_in_the_child_are_not_judged_outside(test):
     assert plan_test(test).skeleton is None and plan_test(test).unjudged_reason
 
 
-@pytest.mark.parametrize("encoded, expected", [
-    (["N"], None), (["b", True], True), (["i", "12"], 12), (["f", "0.5"], 0.5), (["f", "nan"], None),
-    (["s", "a"], "a"), (["t", [["i", "1"]]], (1,)), (["l", []], []), (["S", [["s", "a"]]], {"a"}),
-    (["d", [[["t", [["i", "1"]]], ["y", "6162"]]]], {(1,): b"ab"}), (["c", ["1.0", "-2.0"]], 1 - 2j),
-])
+@pytest.mark.parametrize(
+    "encoded, expected",
+    [
+        (["N"], None),
+        (["b", True], True),
+        (["i", "12"], 12),
+        (["f", "0.5"], 0.5),
+        (["f", "nan"], None),
+        (["s", "a"], "a"),
+        (["t", [["i", "1"]]], (1,)),
+        (["l", []], []),
+        (["S", [["s", "a"]]], {"a"}),
+        (["d", [[["t", [["i", "1"]]], ["y", "6162"]]]], {(1,): b"ab"}),
+        (["c", ["1.0", "-2.0"]], 1 - 2j),
+    ],
+)
 def test_decoding_plain_data(encoded, expected):
     value = decode_value(encoded)
     if expected is None and encoded[0] == "f":
@@ -64,8 +85,19 @@ def test_decoding_plain_data(encoded, expected):
         assert value == expected and type(value) is type(expected)
 
 
-@pytest.mark.parametrize("encoded", [["x", "Liar"], {"i": 1}, ["i", "1e3"], ["S", [["l", []]]], ["q", 1], 42,
-                                     ["l", [["x", "generator"]]], ["d", [["s", "a"]]]])
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        ["x", "Liar"],
+        {"i": 1},
+        ["i", "1e3"],
+        ["S", [["l", []]]],
+        ["q", 1],
+        42,
+        ["l", [["x", "generator"]]],
+        ["d", [["s", "a"]]],
+    ],
+)
 def test_anything_else_is_not_plain_data(encoded):
     with pytest.raises(ValueError):
         decode_value(encoded)
@@ -77,7 +109,9 @@ def test_without_bwrap_code_does_not_run_unless_asked(monkeypatch, tmp_path):
     monkeypatch.delenv(sandbox.UNSANDBOXED_ENV, raising=False)
     canary = tmp_path / "ran.txt"
     try:
-        with pytest.raises(SandboxUnavailableError, match="apt-get install bubblewrap.*TUTORIAL_LIB_UNSANDBOXED=1"):
+        with pytest.raises(
+            SandboxUnavailableError, match="apt-get install bubblewrap.*TUTORIAL_LIB_UNSANDBOXED=1"
+        ):
             run_python(f"open({str(canary)!r}, 'w').write('x')", ["assert True"])
         assert not canary.exists()
         monkeypatch.setattr(sandbox, "_warned_unsandboxed", False)
@@ -96,6 +130,7 @@ def test_without_bwrap_code_does_not_run_unless_asked(monkeypatch, tmp_path):
 # Ordinary behaviour under bwrap
 # --------------------------------------------------------------------------------------------------
 
+
 @needs_bwrap
 def test_correct_solution_passes_and_wrong_one_fails():
     code = "def double(x):\n    return 2 * x\n"
@@ -107,16 +142,30 @@ def test_correct_solution_passes_and_wrong_one_fails():
 
 
 @needs_bwrap
-@pytest.mark.parametrize("code, tests", [
-    ("def f():\n    return (1, 2)\n", ["assert f() == (1, 2)", "assert f() != [1, 2]"]),
-    ("from collections import Counter\ndef f(s):\n    return Counter(s)\n", ["assert f('aab') == {'a': 2, 'b': 1}"]),
-    ("def f():\n    return {1, 2}\n", ["assert f() == {2, 1}", "assert sorted(f()) == [1, 2]", "assert 1 in f()"]),
-    ("def f():\n    return 0.1 + 0.2\n", ["assert math.isclose(f(), 0.3)", "assert abs(f() - 0.3) < 1e-9"]),
-    ("def f(n):\n    return [str(i) for i in range(1, n + 1)]\n",
-     ["assert f(15)[-1] == '15'", "assert len(f(3)) == 3"]),
-    ("def f():\n    return None\n", ["assert f() is None", "assert not f()"]),
-    ("def f(x):\n    return x > 1\n", ["assert f(2)", "assert f(0) == False"]),
-])
+@pytest.mark.parametrize(
+    "code, tests",
+    [
+        ("def f():\n    return (1, 2)\n", ["assert f() == (1, 2)", "assert f() != [1, 2]"]),
+        (
+            "from collections import Counter\ndef f(s):\n    return Counter(s)\n",
+            ["assert f('aab') == {'a': 2, 'b': 1}"],
+        ),
+        (
+            "def f():\n    return {1, 2}\n",
+            ["assert f() == {2, 1}", "assert sorted(f()) == [1, 2]", "assert 1 in f()"],
+        ),
+        (
+            "def f():\n    return 0.1 + 0.2\n",
+            ["assert math.isclose(f(), 0.3)", "assert abs(f() - 0.3) < 1e-9"],
+        ),
+        (
+            "def f(n):\n    return [str(i) for i in range(1, n + 1)]\n",
+            ["assert f(15)[-1] == '15'", "assert len(f(3)) == 3"],
+        ),
+        ("def f():\n    return None\n", ["assert f() is None", "assert not f()"]),
+        ("def f(x):\n    return x > 1\n", ["assert f(2)", "assert f(0) == False"]),
+    ],
+)
 def test_values_of_builtin_types_are_judged_like_python(code, tests):
     result = run(code, tests)
     assert result.passed, result.reason
@@ -124,11 +173,17 @@ def test_values_of_builtin_types_are_judged_like_python(code, tests):
 
 @needs_bwrap
 def test_setup_runs_before_the_tests():
-    result = run("def scale(xs, k):\n    return [k * x for x in xs]\n", ["assert scale(DATA, 2) == [2, 4]"],
-                 setup="DATA = [1, 2]")
+    result = run(
+        "def scale(xs, k):\n    return [k * x for x in xs]\n",
+        ["assert scale(DATA, 2) == [2, 4]"],
+        setup="DATA = [1, 2]",
+    )
     assert result.passed, result.reason
-    result = run("def scale(xs, k):\n    return [k * x for x in xs]\n", ["assert scale(data(), 2) == [2, 4]"],
-                 setup="def data():\n    return [1, 2]\n")
+    result = run(
+        "def scale(xs, k):\n    return [k * x for x in xs]\n",
+        ["assert scale(data(), 2) == [2, 4]"],
+        setup="def data():\n    return [1, 2]\n",
+    )
     assert result.passed, result.reason
 
 
@@ -158,8 +213,9 @@ def test_infinite_loop_fails_on_a_limit():
 
 
 @needs_bwrap
-@pytest.mark.parametrize("code", ["x = bytearray(10**10)\n",
-                                  "blocks = []\nwhile True:\n    blocks.append(bytearray(10**7))\n"])
+@pytest.mark.parametrize(
+    "code", ["x = bytearray(10**10)\n", "blocks = []\nwhile True:\n    blocks.append(bytearray(10**7))\n"]
+)
 def test_memory_blow_up_fails(code):
     result = run(code)
     assert not result.passed and result.reason.startswith(("code memory limit", "killed")), result.reason
@@ -167,8 +223,10 @@ def test_memory_blow_up_fails(code):
 
 @needs_bwrap
 def test_writing_inside_the_sandbox_folder_is_allowed():
-    code = ("import os, tempfile\nopen('notes.txt', 'w').write('ok')\nfd, path = tempfile.mkstemp()\nos.close(fd)\n"
-            "os.remove(path)\ndef read():\n    return open('notes.txt').read()\n")
+    code = (
+        "import os, tempfile\nopen('notes.txt', 'w').write('ok')\nfd, path = tempfile.mkstemp()\nos.close(fd)\n"
+        "os.remove(path)\ndef read():\n    return open('notes.txt').read()\n"
+    )
     assert run(code, ["assert read() == 'ok'"]).passed
 
 
@@ -178,8 +236,13 @@ def test_the_project_home_and_tasks_are_not_visible(tmp_path):
     home_file = Path.home() / ".tutorial_lib_sandbox_canary"
     home_file.write_text("secret")
     try:
-        paths = [str(project), str(project / "data" / "tasks" / "code.jsonl"), str(home_file), str(tmp_path),
-                 str(Path(sys.prefix) / "lib")]  # the venv, with its site-packages
+        paths = [
+            str(project),
+            str(project / "data" / "tasks" / "code.jsonl"),
+            str(home_file),
+            str(tmp_path),
+            str(Path(sys.prefix) / "lib"),
+        ]  # the venv, with its site-packages
         code = f"import os\ndef seen():\n    return [p for p in {paths!r} if os.path.exists(p)]\n"
         result = run(code, ["assert seen() == []"])
         assert result.passed, result.reason
@@ -195,13 +258,16 @@ def test_huge_output_fails():
 
 
 @needs_bwrap
-@pytest.mark.parametrize("code, reason", [
-    ("raise ValueError('boom')\n", "code raised ValueError"),
-    ("def f(:\n", "code has a syntax error"),
-    ("import sys\nsys.exit(0)\n", "code called exit"),
-    ("import faulthandler\nfaulthandler._sigsegv()\n", "crashed"),
-    ("x = input()\n", "code raised EOFError"),
-])
+@pytest.mark.parametrize(
+    "code, reason",
+    [
+        ("raise ValueError('boom')\n", "code raised ValueError"),
+        ("def f(:\n", "code has a syntax error"),
+        ("import sys\nsys.exit(0)\n", "code called exit"),
+        ("import faulthandler\nfaulthandler._sigsegv()\n", "crashed"),
+        ("x = input()\n", "code raised EOFError"),
+    ],
+)
 def test_crashes_fail_with_a_reason(code, reason):
     result = run(code)
     assert not result.passed and result.reason.startswith(reason), result.reason
@@ -221,8 +287,10 @@ def test_network_connection_fails():
     listener.settimeout(0.2)
     try:
         port = listener.getsockname()[1]
-        code = (f"import socket\ndef talk():\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
-                "    return 'connected'\n")
+        code = (
+            f"import socket\ndef talk():\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+            "    return 'connected'\n"
+        )
         result = run(code, ["assert talk() == 'connected'"])
         assert not result.passed and "OSError" in result.reason or "Refused" in result.reason, result.reason
         with pytest.raises(socket.timeout):
@@ -246,6 +314,7 @@ def test_bad_arguments_raise():
 def test_no_temporary_folders_are_left_behind(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
+
     monkeypatch.setattr(tempfile, "tempdir", None)
     run("open('a.txt', 'w').write('x')\nimport os\nos.mkdir('sub')\nos.chmod('sub', 0)\n")
     run("while True:\n    pass\n", timeout_s=1.0)
@@ -272,7 +341,11 @@ def test_what_the_code_sees_inside():
             return [os.getuid(), os.getppid(), os.path.exists('/dev/shm'), os.path.exists('/proc'),
                     sorted(os.listdir('/tmp')), os.getcwd()]
         """)
-    tests = ["assert fork() == 1", "assert write_root() == 30", "assert interfaces() == ['lo']",
-             "assert seen() == [65534, 1, False, False, [], '/tmp']"]
+    tests = [
+        "assert fork() == 1",
+        "assert write_root() == 30",
+        "assert interfaces() == ['lo']",
+        "assert seen() == [65534, 1, False, False, [], '/tmp']",
+    ]
     result = run(code, tests)
     assert result.passed, result.reason

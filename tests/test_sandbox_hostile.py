@@ -4,6 +4,7 @@ the sweep). Each must fail, leave every canary outside untouched, and let a swee
 Every solution below is WRONG for the problem (`sum_of_squares`: 14, 0, 29), so any pass is a false
 pass. The placeholders OUTSIDE, CANARY, PROJECT, INTERPRETER, PARENT_PID and PORT are replaced by real
 paths, the pid of the process running the sweep and a listening port on the host."""
+
 import json
 import os
 import socket
@@ -22,10 +23,14 @@ from tutorial_lib.tasks.metrics import METRICS
 pytestmark = pytest.mark.skipif(
     not sandbox.sandbox_available(),
     reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it "
-           "(.ci/run), and these tests then run")
+    "(.ci/run), and these tests then run",
+)
 
-TESTS = ["assert sum_of_squares([1, 2, 3]) == 14", "assert sum_of_squares([]) == 0",
-         "assert sum_of_squares([-2, 5]) == 29"]
+TESTS = [
+    "assert sum_of_squares([1, 2, 3]) == 14",
+    "assert sum_of_squares([]) == 0",
+    "assert sum_of_squares([-2, 5]) == 29",
+]
 PROJECT = Path(__file__).resolve().parents[1]
 MARKER = "tutorial_lib_hostile_marker"
 WRONG = "def sum_of_squares(xs):\n    return -1\n"
@@ -33,8 +38,9 @@ WRONG = "def sum_of_squares(xs):\n    return -1\n"
 HOSTILE = {
     # ---- the first cases found --------------------------------------------------------------------
     "exec_made_a_no_op": WRONG + "import builtins\nbuiltins.exec = lambda *a, **k: None\n"
-                                 "builtins.eval = lambda *a, **k: True\nbuiltins.compile = lambda *a, **k: None\n",
-    "frame_locals_rewrite_the_tests": WRONG + textwrap.dedent("""
+    "builtins.eval = lambda *a, **k: True\nbuiltins.compile = lambda *a, **k: None\n",
+    "frame_locals_rewrite_the_tests": WRONG
+    + textwrap.dedent("""
         import sys
         frame = sys._getframe(1)
         while frame is not None:
@@ -45,7 +51,8 @@ HOSTILE = {
                     value[:] = ["assert True"] * len(value)
             frame = frame.f_back
         """),
-    "forged_report_then_exit": WRONG + textwrap.dedent("""
+    "forged_report_then_exit": WRONG
+    + textwrap.dedent("""
         import json, os, stat
         forged = json.dumps({"error": None,
                              "tests": [{"values": [["b", True]]}, {"ok": True}, {"values": [["i", "29"]]}]})
@@ -57,7 +64,8 @@ HOSTILE = {
                 pass
         os._exit(0)
         """),
-    "forged_report_then_carry_on": WRONG + textwrap.dedent("""
+    "forged_report_then_carry_on": WRONG
+    + textwrap.dedent("""
         import os, stat
         for fd in range(3, 64):
             try:
@@ -81,7 +89,8 @@ HOSTILE = {
         def sum_of_squares(xs):
             return Liar(-1)
         """),
-    "pidfd_sigkill_to_parent": WRONG + textwrap.dedent("""
+    "pidfd_sigkill_to_parent": WRONG
+    + textwrap.dedent("""
         import os, signal
         for pid in (os.getppid(), PARENT_PID, 1):
             try:
@@ -93,7 +102,8 @@ HOSTILE = {
             except OSError:
                 pass
         """),
-    "dir_fd_write_and_rmtree_outside": WRONG + textwrap.dedent("""
+    "dir_fd_write_and_rmtree_outside": WRONG
+    + textwrap.dedent("""
         import os, shutil
         for base in ("/", "OUTSIDE"):
             try:
@@ -107,7 +117,8 @@ HOSTILE = {
             except OSError:
                 pass
         """),
-    "chmod_through_a_descriptor": WRONG + textwrap.dedent("""
+    "chmod_through_a_descriptor": WRONG
+    + textwrap.dedent("""
         import os
         for path in ("CANARY", "INTERPRETER"):
             try:
@@ -116,7 +127,8 @@ HOSTILE = {
             except OSError:
                 pass
         """),
-    "fork_exec_shell_that_outlives_the_sandbox": WRONG + textwrap.dedent("""
+    "fork_exec_shell_that_outlives_the_sandbox": WRONG
+    + textwrap.dedent("""
         import os
         shell = "sleep 1; echo owned > OUTSIDE/from_shell; MARKER"
         try:
@@ -133,7 +145,8 @@ HOSTILE = {
             except Exception:
                 pass
         """),
-    "audit_hook_off_then_write_delete_spawn_signal": WRONG + textwrap.dedent("""
+    "audit_hook_off_then_write_delete_spawn_signal": WRONG
+    + textwrap.dedent("""
         import os, sys, signal, subprocess
         try:
             import ctypes
@@ -177,7 +190,8 @@ HOSTILE = {
         def sum_of_squares(xs):
             return ANSWERS.get(f"sum_of_squares({xs!r})", -1)
         """),
-    "monkeypatch_json_and_the_encoder": WRONG + textwrap.dedent("""
+    "monkeypatch_json_and_the_encoder": WRONG
+    + textwrap.dedent("""
         import json, sys
         forged = '{"error": null, "tests": [{"ok": true}, {"ok": true}, {"ok": true}]}'
         json.dumps = lambda *a, **k: forged
@@ -187,7 +201,8 @@ HOSTILE = {
         """),
     "system_exit_zero": WRONG + "raise SystemExit(0)\n",
     "os_exit_zero_before_the_tests": WRONG + "import os\nos._exit(0)\n",
-    "print_the_expected_outputs_and_a_fake_report": WRONG + textwrap.dedent("""
+    "print_the_expected_outputs_and_a_fake_report": WRONG
+    + textwrap.dedent("""
         import sys
         print("14\\n0\\n29\\npassed")
         print('{"error": null, "tests": [{"ok": true}, {"ok": true}, {"ok": true}]}')
@@ -196,7 +211,8 @@ HOSTILE = {
     "generator_instead_of_a_value": "def sum_of_squares(xs):\n    return (x * x for x in xs)\n",
     "self_referential_value": "def sum_of_squares(xs):\n    a = []\n    a.append(a)\n    return a\n",
     "value_too_large_for_the_report": "def sum_of_squares(xs):\n    return 'x' * 10**7\n",
-    "hard_coded_raise_limits_then_loop": WRONG + textwrap.dedent("""
+    "hard_coded_raise_limits_then_loop": WRONG
+    + textwrap.dedent("""
         import resource
         for limit in (resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC):
             try:
@@ -204,7 +220,8 @@ HOSTILE = {
             except (ValueError, OSError):
                 pass
         """),
-    "thread_forges_a_report_late": WRONG + textwrap.dedent("""
+    "thread_forges_a_report_late": WRONG
+    + textwrap.dedent("""
         import os, threading, time
         def forge():
             time.sleep(0.01)
@@ -217,7 +234,8 @@ HOSTILE = {
         """),
     # ---- more: harming ----------------------------------------------------------------------------
     "infinite_loop": WRONG + "while True:\n    pass\n",
-    "fork_bomb": WRONG + textwrap.dedent("""
+    "fork_bomb": WRONG
+    + textwrap.dedent("""
         import os
         for _ in range(2000):
             try:
@@ -230,7 +248,8 @@ HOSTILE = {
     "memory_bomb": WRONG + "hog = [bytearray(10**8) for _ in range(100)]\n",
     "huge_output": WRONG + "while True:\n    print('x' * 10000)\n",
     "sleep_past_the_timeout": WRONG + "import time\ntime.sleep(120)\n",
-    "fill_dev_shm_and_tmp": WRONG + textwrap.dedent("""
+    "fill_dev_shm_and_tmp": WRONG
+    + textwrap.dedent("""
         for path in ["/dev/shm/hog"] + [f"/tmp/hog{i}" for i in range(2000)]:
             try:
                 with open(path, "wb") as f:
@@ -238,7 +257,8 @@ HOSTILE = {
             except OSError:
                 pass
         """),
-    "network_connect": WRONG + textwrap.dedent("""
+    "network_connect": WRONG
+    + textwrap.dedent("""
         import socket
         for address in (("127.0.0.1", PORT), ("8.8.8.8", 53), ("10.0.0.1", 80)):
             try:
@@ -246,7 +266,8 @@ HOSTILE = {
             except OSError:
                 pass
         """),
-    "kill_pid_1_and_everything": WRONG + textwrap.dedent("""
+    "kill_pid_1_and_everything": WRONG
+    + textwrap.dedent("""
         import os, signal
         for pid in (1, -1):
             try:
@@ -254,13 +275,15 @@ HOSTILE = {
             except OSError:
                 pass
         """),
-    "ptrace_pid_1": WRONG + textwrap.dedent("""
+    "ptrace_pid_1": WRONG
+    + textwrap.dedent("""
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.ptrace(16, 1, 0, 0) == 0:  # PTRACE_ATTACH
             raise SystemExit("attached")
         """),
-    "delete_the_interpreter": WRONG + textwrap.dedent("""
+    "delete_the_interpreter": WRONG
+    + textwrap.dedent("""
         import os, shutil, sys
         for path in (os.path.dirname(os.__file__), sys.executable, "/usr/lib"):
             try:
@@ -268,7 +291,8 @@ HOSTILE = {
             except OSError:
                 pass
         """),
-    "escape_with_a_new_user_namespace": WRONG + textwrap.dedent("""
+    "escape_with_a_new_user_namespace": WRONG
+    + textwrap.dedent("""
         import ctypes, os
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.unshare(0x10000000 | 0x00020000) == 0:  # CLONE_NEWUSER | CLONE_NEWNS
@@ -278,9 +302,15 @@ HOSTILE = {
 
 
 def _fill(code: str, outside: Path, canary: Path, port: int, parent_pid) -> str:
-    return (code.replace("OUTSIDE", str(outside)).replace("CANARY", str(canary)).replace("PROJECT", str(PROJECT))
-            .replace("INTERPRETER", sandbox.interpreter_files()[0]).replace("PARENT_PID", str(parent_pid))
-            .replace("PORT", str(port)).replace("MARKER", MARKER))
+    return (
+        code.replace("OUTSIDE", str(outside))
+        .replace("CANARY", str(canary))
+        .replace("PROJECT", str(PROJECT))
+        .replace("INTERPRETER", sandbox.interpreter_files()[0])
+        .replace("PARENT_PID", str(parent_pid))
+        .replace("PORT", str(port))
+        .replace("MARKER", MARKER)
+    )
 
 
 @pytest.fixture
@@ -311,7 +341,9 @@ def _assert_no_escape(folder: Path, canary: Path, listener: socket.socket) -> No
             text = cmdline.read_bytes()
         except OSError:
             continue
-        assert MARKER.encode() not in text or b"pytest" in text, f"a process outlived its sandbox: {text[:200]}"
+        assert MARKER.encode() not in text or b"pytest" in text, (
+            f"a process outlived its sandbox: {text[:200]}"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
@@ -323,9 +355,18 @@ def test_hostile_solution_fails_without_escape(name, outside):
     assert not result.passed, f"{name}: false pass ({result.reason})"
     assert time.monotonic() - started < 6.0
     # through the metric the sweep uses, too
-    example = {"id": "p", "prompt": "", "references": [""],
-               "info": {"tests": TESTS, "setup": "", "entry_point": "sum_of_squares"}}
-    if name not in ("infinite_loop", "sleep_past_the_timeout", "fork_bomb", "hard_coded_raise_limits_then_loop"):
+    example = {
+        "id": "p",
+        "prompt": "",
+        "references": [""],
+        "info": {"tests": TESTS, "setup": "", "entry_point": "sum_of_squares"},
+    }
+    if name not in (
+        "infinite_loop",
+        "sleep_past_the_timeout",
+        "fork_bomb",
+        "hard_coded_raise_limits_then_loop",
+    ):
         assert METRICS["mbpp"](f"```python\n{code}\n```", example) == 0.0
     time.sleep(0.1 if "shell" not in name else 1.5)  # a shell that outlived the sandbox would write by now
     _assert_no_escape(folder, canary, listener)
@@ -337,10 +378,20 @@ def test_hard_coded_answers_pass_as_documented():
     assert sandbox.run_python(code, TESTS).passed
 
 
-SWEEP_CASES = ["exec_made_a_no_op", "frame_locals_rewrite_the_tests", "forged_report_then_exit", "eq_always_true",
-               "pidfd_sigkill_to_parent", "kill_pid_1_and_everything", "fork_exec_shell_that_outlives_the_sandbox",
-               "fork_bomb", "sleep_past_the_timeout", "os_exit_zero_before_the_tests",
-               "monkeypatch_json_and_the_encoder", "read_the_answers_from_the_task_files"]
+SWEEP_CASES = [
+    "exec_made_a_no_op",
+    "frame_locals_rewrite_the_tests",
+    "forged_report_then_exit",
+    "eq_always_true",
+    "pidfd_sigkill_to_parent",
+    "kill_pid_1_and_everything",
+    "fork_exec_shell_that_outlives_the_sandbox",
+    "fork_bomb",
+    "sleep_past_the_timeout",
+    "os_exit_zero_before_the_tests",
+    "monkeypatch_json_and_the_encoder",
+    "read_the_answers_from_the_task_files",
+]
 SWEEP_SCRIPT = """
 import json, os, sys
 import tutorial_lib as tl
@@ -361,17 +412,26 @@ print("RESULT " + json.dumps({f"{t}|{l}": q for t, l, q in zip(table["task"], ta
 
 def test_a_sweep_over_hostile_solutions_finishes_and_scores_them_zero(tmp_path, outside):
     folder, canary, listener = outside
-    cases = {name: _fill(HOSTILE[name], folder, canary, listener.getsockname()[1], "SWEEP_PID") for name in SWEEP_CASES}
+    cases = {
+        name: _fill(HOSTILE[name], folder, canary, listener.getsockname()[1], "SWEEP_PID")
+        for name in SWEEP_CASES
+    }
     (tmp_path / "cases.json").write_text(json.dumps(cases))
     (tmp_path / "tests.json").write_text(json.dumps(TESTS))
     sandbox_tmp = tmp_path / "tmp"
     sandbox_tmp.mkdir()
     arguments = [str(tmp_path / "cases.json"), str(tmp_path / "tests.json"), str(tmp_path / "results")]
-    completed = subprocess.run([sys.executable, "-c", SWEEP_SCRIPT, *arguments], capture_output=True, text=True,
-                               timeout=600, cwd=tmp_path, env={**os.environ, "TMPDIR": str(sandbox_tmp)})
+    completed = subprocess.run(
+        [sys.executable, "-c", SWEEP_SCRIPT, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(sandbox_tmp)},
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
-    quality = json.loads(line[len("RESULT "):])
+    quality = json.loads(line[len("RESULT ") :])
     assert len(quality) == 2 * len(SWEEP_CASES)  # every case, for the drafter and for the verifier
     assert all(value == 0.0 for value in quality.values()), quality
     assert list(sandbox_tmp.iterdir()) == []  # no sandbox folder left behind
@@ -379,11 +439,11 @@ def test_a_sweep_over_hostile_solutions_finishes_and_scores_them_zero(tmp_path, 
     _assert_no_escape(folder, canary, listener)
 
 
-
-
 def test_killing_the_sweep_mid_run_leaves_no_sandbox_and_no_folder(tmp_path):
-    script = ("import tutorial_lib.tasks.sandbox as s\n"
-              "s.run_python('import time\\ntime.sleep(60)\\n', ['assert True'], timeout_s=60, cpu_s=60)\n")
+    script = (
+        "import tutorial_lib.tasks.sandbox as s\n"
+        "s.run_python('import time\\ntime.sleep(60)\\n', ['assert True'], timeout_s=60, cpu_s=60)\n"
+    )
     sweep = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)})
     try:
         deadline = time.monotonic() + 30
@@ -395,11 +455,13 @@ def test_killing_the_sweep_mid_run_leaves_no_sandbox_and_no_folder(tmp_path):
         sweep.kill()
         sweep.wait()
     time.sleep(1.0)
+
     def running(pid):
         try:
             return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
         except OSError:
             return False
+
     alive = [pid for pid in sandboxed if running(pid)]
     assert alive == [], "sandbox processes outlived the sweep"
     assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@ runs with the solution, and the limits hold on the host (threads, disk, output).
 
 Every solution below is WRONG for its tests, so any pass is a false pass; every run must return a
 `SandboxResult` (a raise or a hang would stop a sweep) within a few seconds."""
+
 import os
 import textwrap
 import time
@@ -17,11 +18,15 @@ from tutorial_lib.tasks.sandbox import SandboxResult, run_python
 
 pytestmark = pytest.mark.skipif(
     not sandbox.sandbox_available(),
-    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it")
+    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it",
+)
 
 LIMITS = dict(timeout_s=4.0, cpu_s=2.0, memory_mb=256, max_output_bytes=20_000)
-TESTS = ["assert sum_of_squares([1, 2, 3]) == 14", "assert sum_of_squares([]) == 0",
-         "assert sum_of_squares([-2, 5]) == 29"]
+TESTS = [
+    "assert sum_of_squares([1, 2, 3]) == 14",
+    "assert sum_of_squares([]) == 0",
+    "assert sum_of_squares([-2, 5]) == 29",
+]
 WRONG = "def sum_of_squares(xs):\n    return -1\n"
 
 
@@ -47,48 +52,94 @@ def _write_report(text_expression: str) -> str:
 HOSTILE = {
     # ---- reports the parent must read without raising ----------------------------------------------
     "report_nested_100000_deep": (_write_report('"[" * 100000 + "]" * 100000'), TESTS, ""),
-    "report_error_nested_5000_deep": (_write_report("'{\"error\": ' + '[' * 5000 + ']' * 5000 + ', \"tests\": []}'"),
-                                      TESTS, ""),
-    "report_tests_nested_5000_deep": (_write_report(
-        "'{\"error\": null, \"tests\": [{\"values\": [' + '[\"l\", [' * 5000 + ']]' * 5000 + ']}]}'"), TESTS, ""),
-    "report_integer_of_100000_digits": (_write_report(
-        "'{\"error\": null, \"tests\": [{\"values\": [[\"i\", \"' + '9' * 100000 + '\"]]}]}'"), TESTS, ""),
-    "report_bare_number_of_100000_digits": (_write_report("'{\"error\": null, \"tests\": [' + '9' * 100000 + ']}'"),
-                                            TESTS, ""),
-    "report_error_not_text": (_write_report("'{\"error\": {\"a\": [1, 2]}, \"tests\": []}'"), TESTS, ""),
-    "report_too_large": (_write_report("'{\"error\": \"' + 'x' * (8 * 1024 * 1024) + '\", \"tests\": []}'"), TESTS, ""),
-    "report_not_utf8": (_write_report("'\\udcff{}'").replace(".encode()", ".encode('utf-8', 'surrogateescape')"),
-                        TESTS, ""),
+    "report_error_nested_5000_deep": (
+        _write_report("'{\"error\": ' + '[' * 5000 + ']' * 5000 + ', \"tests\": []}'"),
+        TESTS,
+        "",
+    ),
+    "report_tests_nested_5000_deep": (
+        _write_report(
+            "'{\"error\": null, \"tests\": [{\"values\": [' + '[\"l\", [' * 5000 + ']]' * 5000 + ']}]}'"
+        ),
+        TESTS,
+        "",
+    ),
+    "report_integer_of_100000_digits": (
+        _write_report('\'{"error": null, "tests": [{"values": [["i", "\' + \'9\' * 100000 + \'"]]}]}\''),
+        TESTS,
+        "",
+    ),
+    "report_bare_number_of_100000_digits": (
+        _write_report("'{\"error\": null, \"tests\": [' + '9' * 100000 + ']}'"),
+        TESTS,
+        "",
+    ),
+    "report_error_not_text": (_write_report('\'{"error": {"a": [1, 2]}, "tests": []}\''), TESTS, ""),
+    "report_too_large": (
+        _write_report("'{\"error\": \"' + 'x' * (8 * 1024 * 1024) + '\", \"tests\": []}'"),
+        TESTS,
+        "",
+    ),
+    "report_not_utf8": (
+        _write_report("'\\udcff{}'").replace(".encode()", ".encode('utf-8', 'surrogateescape')"),
+        TESTS,
+        "",
+    ),
     # ---- values whose judging would take the parent minutes or gigabytes ------------------------------
-    "huge_power_in_the_judge": ("def sum_of_squares(xs):\n    return 10 ** 4000 - 1\n",
-                                ["assert sum_of_squares([1]) ** 9999 == 1"], ""),
-    "huge_shift_in_the_judge": ("def sum_of_squares(xs):\n    return 10 ** 4000\n",
-                                ["assert sum_of_squares([1]) << 9999 == 1"], ""),
-    "400_mb_string_in_the_judge": ("def sum_of_squares(xs):\n    return 'x' * 1_000_000\n",
-                                   ["assert sum_of_squares([1]) * 400 == 'x'"], ""),
-    "huge_range_in_the_judge": ("def sum_of_squares(xs):\n    return 10 ** 18\n",
-                                ["assert len(range(sum_of_squares([1]))) == 1"], ""),
+    "huge_power_in_the_judge": (
+        "def sum_of_squares(xs):\n    return 10 ** 4000 - 1\n",
+        ["assert sum_of_squares([1]) ** 9999 == 1"],
+        "",
+    ),
+    "huge_shift_in_the_judge": (
+        "def sum_of_squares(xs):\n    return 10 ** 4000\n",
+        ["assert sum_of_squares([1]) << 9999 == 1"],
+        "",
+    ),
+    "400_mb_string_in_the_judge": (
+        "def sum_of_squares(xs):\n    return 'x' * 1_000_000\n",
+        ["assert sum_of_squares([1]) * 400 == 'x'"],
+        "",
+    ),
+    "huge_range_in_the_judge": (
+        "def sum_of_squares(xs):\n    return 10 ** 18\n",
+        ["assert len(range(sum_of_squares([1]))) == 1"],
+        "",
+    ),
     # ---- the expected side of a test, patched in the solution's interpreter --------------------------
     "mbpp_596_patched_getsizeof": (
         "import sys\nsys.getsizeof = lambda *args: -1\ndef tuple_size(t):\n    return -1\n",
-        ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'], ""),
+        ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'],
+        "",
+    ),
     "method_call_on_the_expected_side_forged": (
-        _write_report("'{\"error\": null, \"tests\": [{\"values\": [[\"s\", \"Z!\"], [\"s\", \"Z\"]]}]}'")
-        .replace(WRONG, "def shout(s):\n    return 'Z'\n"),
-        ['assert shout("abc") == "abc".upper() + "!"'], ""),
+        _write_report('\'{"error": null, "tests": [{"values": [["s", "Z!"], ["s", "Z"]]}]}\'').replace(
+            WRONG, "def shout(s):\n    return 'Z'\n"
+        ),
+        ['assert shout("abc") == "abc".upper() + "!"'],
+        "",
+    ),
     "setup_not_literal_patched_builtin": (
         "import builtins\nbuiltins.sum = lambda *a, **k: -1\ndef sum_of_squares(xs):\n    return -1\n",
-        ["assert sum_of_squares(data) == expected"], "data = [3, 1, 2]\nexpected = sum(sorted(x * x for x in data))"),
+        ["assert sum_of_squares(data) == expected"],
+        "data = [3, 1, 2]\nexpected = sum(sorted(x * x for x in data))",
+    ),
     "setup_helper_patched": (
         "import math\nmath.fsum = lambda values: -1\ndef sum_of_squares(xs):\n    return -1\n",
         ["assert sum_of_squares(data) == expected"],
-        "import math\ndata = [3, 1, 2]\nexpected = math.fsum(x * x for x in data)"),
+        "import math\ndata = [3, 1, 2]\nexpected = math.fsum(x * x for x in data)",
+    ),
     "entry_point_named_max": ("def max(xs):\n    return -1\n", ["assert max([1, 5, 3]) == 5"], ""),
-    "entry_point_named_sorted_via_globals": ("globals()['sorted'] = lambda xs: -1\n",
-                                             ["assert sorted([3, 1]) == [1, 3]"], ""),
+    "entry_point_named_sorted_via_globals": (
+        "globals()['sorted'] = lambda xs: -1\n",
+        ["assert sorted([3, 1]) == [1, 3]"],
+        "",
+    ),
     "setup_check_applied_to_the_solution": (
         "import builtins\nbuiltins.abs = lambda x: 0\ndef area(r):\n    return -1\n",
-        ["assert close(area(2), 12.566)"], "def close(a, b):\n    return abs(a - b) < 0.01\n"),
+        ["assert close(area(2), 12.566)"],
+        "def close(a, b):\n    return abs(a - b) < 0.01\n",
+    ),
 }
 
 
@@ -104,14 +155,23 @@ def test_nothing_a_solution_writes_breaks_the_judge(name):
     assert "sandbox error" not in result.reason, f"{name}: the judge broke: {result.reason}"
 
 
-@pytest.mark.parametrize("code, tests, setup", [
-    ("import sys\ndef tuple_size(t):\n    return sys.getsizeof(t)\n",
-     ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'], ""),
-    ("def shout(s):\n    return s.upper() + '!'\n", ['assert shout("abc") == "abc".upper() + "!"'], ""),
-    ("def sum_of_squares(xs):\n    return sum(x * x for x in xs)\n", ["assert sum_of_squares(data) == expected"],
-     "data = [3, 1, 2]\nexpected = sum(sorted(x * x for x in data))"),
-    ("def max(xs):\n    return sorted(xs)[-1]\n", ["assert max([1, 5, 3]) == 5"], ""),
-])
+@pytest.mark.parametrize(
+    "code, tests, setup",
+    [
+        (
+            "import sys\ndef tuple_size(t):\n    return sys.getsizeof(t)\n",
+            ['assert tuple_size(("A", 1, "B", 2, "C", 3)) == sys.getsizeof(("A", 1, "B", 2, "C", 3))'],
+            "",
+        ),
+        ("def shout(s):\n    return s.upper() + '!'\n", ['assert shout("abc") == "abc".upper() + "!"'], ""),
+        (
+            "def sum_of_squares(xs):\n    return sum(x * x for x in xs)\n",
+            ["assert sum_of_squares(data) == expected"],
+            "data = [3, 1, 2]\nexpected = sum(sorted(x * x for x in data))",
+        ),
+        ("def max(xs):\n    return sorted(xs)[-1]\n", ["assert max([1, 5, 3]) == 5"], ""),
+    ],
+)
 def test_the_same_forms_pass_for_a_correct_solution(code, tests, setup):
     entry_point = code.split("def ", 1)[1].split("(", 1)[0]  # MBPP and HumanEval name it; `max` needs it
     result = run_python(code, tests, setup=setup, entry_point=entry_point, **LIMITS)
@@ -120,24 +180,37 @@ def test_the_same_forms_pass_for_a_correct_solution(code, tests, setup):
 
 def test_the_expected_side_is_planned_outside_the_solutions_run():
     """Which run evaluates a hole depends on the test, the setup and the entry point, never on the code."""
-    tests = ['assert tuple_size((1, 2)) == sys.getsizeof((1, 2))', 'assert max([1]) == 1', 'assert check(f(1))']
+    tests = [
+        "assert tuple_size((1, 2)) == sys.getsizeof((1, 2))",
+        "assert max([1]) == 1",
+        "assert check(f(1))",
+    ]
     setup = "def check(v):\n    return v\n"
-    for code in ("", "import sys as sys\ndef tuple_size(t):\n    return 0\ndef max(x):\n    return 0\n",
-                 "exec('max = len')\nset = 'sys'\n"):
+    for code in (
+        "",
+        "import sys as sys\ndef tuple_size(t):\n    return 0\ndef max(x):\n    return 0\n",
+        "exec('max = len')\nset = 'sys'\n",
+    ):
         plans, _ = plan_tests(tests, setup, code)
         assert plans[0].sides == ("solution", "expected") and plans[0].modules == ("sys",)
-        assert plans[1].refused and "never calls" in plans[1].unjudged_reason  # builtins.max: nothing to judge
+        assert (
+            plans[1].refused and "never calls" in plans[1].unjudged_reason
+        )  # builtins.max: nothing to judge
         assert plans[2].skeleton is None and "solution's interpreter" in plans[2].unjudged_reason
-    plan = plan_tests(['assert max([1]) == 1'], "", "", entry_point="max")[0][0]
+    plan = plan_tests(["assert max([1]) == 1"], "", "", entry_point="max")[0][0]
     assert plan.holes == ("max([1])",) and plan.sides == ("solution",)
-    refused = plan_tests(['assert tuple_size((1, 2)) == 3'], "", "", entry_point="other")[0][0]
+    refused = plan_tests(["assert tuple_size((1, 2)) == 3"], "", "", entry_point="other")[0][0]
     assert refused.refused and "`other`" in refused.unjudged_reason
 
 
 def test_parse_report_is_bounded_and_linear():
     started = time.monotonic()
-    for data in (b"[" * 1_000_000 + b"]" * 1_000_000, b"[" + b"9" * 1_000_000 + b"]", b"\xff{}",
-                 b'{"a": ' + b"[" * (MAX_REPORT_DEPTH + 1) + b"]" * (MAX_REPORT_DEPTH + 1) + b"}"):
+    for data in (
+        b"[" * 1_000_000 + b"]" * 1_000_000,
+        b"[" + b"9" * 1_000_000 + b"]",
+        b"\xff{}",
+        b'{"a": ' + b"[" * (MAX_REPORT_DEPTH + 1) + b"]" * (MAX_REPORT_DEPTH + 1) + b"}",
+    ):
         with pytest.raises(MalformedReport):
             parse_report(data)
     assert time.monotonic() - started < 2.0
@@ -176,7 +249,7 @@ def test_a_thread_bomb_is_stopped_below_a_few_hundred_tasks():
 
 def test_without_a_pids_cgroup_seccomp_refuses_every_thread(monkeypatch):
     """The path CI takes where no pids cgroup is writable."""
-    monkeypatch.setattr(isolation, "_pids_cgroup_root", lambda: None)   # where sandbox finds its cgroup
+    monkeypatch.setattr(isolation, "_pids_cgroup_root", lambda: None)  # where sandbox finds its cgroup
     assert sandbox.process_limit() == "seccomp"
     result = run_python(THREAD_BOMB, TESTS, **{**LIMITS, "memory_mb": 2048})
     assert not result.passed and _threads_started(result) == 0
@@ -227,12 +300,20 @@ def test_the_sandboxs_writable_space_is_a_capped_tmpfs():
             return written
         """)
     result = run_python(code, ["assert f() == 0"], **{**LIMITS, "max_output_bytes": 1 << 30})
-    written = int(next(line for line in result.stdout_tail.splitlines() if line.startswith("WRITTEN")).split()[1])
+    written = int(
+        next(line for line in result.stdout_tail.splitlines() if line.startswith("WRITTEN")).split()[1]
+    )
     assert written <= sandbox.TMPFS_BYTES and not result.passed
 
 
-SWEEP_CASES = ["report_nested_100000_deep", "report_error_nested_5000_deep", "report_integer_of_100000_digits",
-               "report_too_large", "huge_power_in_the_judge", "mbpp_596_patched_getsizeof"]
+SWEEP_CASES = [
+    "report_nested_100000_deep",
+    "report_error_nested_5000_deep",
+    "report_integer_of_100000_digits",
+    "report_too_large",
+    "huge_power_in_the_judge",
+    "mbpp_596_patched_getsizeof",
+]
 
 
 def test_a_sweep_records_every_hostile_row_and_resumes_without_dying(tmp_path):
@@ -244,8 +325,13 @@ def test_a_sweep_records_every_hostile_row_and_resumes_without_dying(tmp_path):
     def task(name):
         code, tests, setup = HOSTILE[name]
         info = {"tests": tests, "setup": setup, "entry_point": "sum_of_squares"}
-        return ev.Task(name, "mbpp", [{"id": "p", "prompt": "mi", "references": [""], "info": info}],
-                       max_new_tokens=2, postprocess=lambda text, code=code: f"```python\n{code}\n```")
+        return ev.Task(
+            name,
+            "mbpp",
+            [{"id": "p", "prompt": "mi", "references": [""], "info": info}],
+            max_new_tokens=2,
+            postprocess=lambda text, code=code: f"```python\n{code}\n```",
+        )
 
     tasks = [task(name) for name in SWEEP_CASES]
     configs = [ev.Config("Drafter", "drafter", gamma=1)]

@@ -1,4 +1,5 @@
 """A shared prompt prefix run once and reused: every row sees exactly what it would see alone."""
+
 import pytest
 import torch
 
@@ -71,19 +72,42 @@ def test_batched_decoding_over_a_shared_prefix_equals_single_runs(pair):
     prompts = ROWS + [PREFIX + [3]]
     prefill = prefill_batch(*pair, prompts, batch_size=3)
     for rule, alpha in (("spec", 0.0), ("opt", 0.0), ("token_v2", 0.05)):
-        batched = generate_batch(*pair, prompts, rule=rule, alpha=alpha, prefill=prefill, max_new_tokens=6,
-                                 temperature=0.0, eos_token_id=())
+        batched = generate_batch(
+            *pair,
+            prompts,
+            rule=rule,
+            alpha=alpha,
+            prefill=prefill,
+            max_new_tokens=6,
+            temperature=0.0,
+            eos_token_id=(),
+        )
         for i, prompt in enumerate(prompts):
-            single = generate(*pair, prompt, method="speculative", rule=rule, alpha=alpha, gamma=1, bonus="none", seed=i,
-                              max_new_tokens=6, temperature=0.0, eos_token_id=())
+            single = generate(
+                *pair,
+                prompt,
+                method="speculative",
+                rule=rule,
+                alpha=alpha,
+                gamma=1,
+                bonus="none",
+                seed=i,
+                max_new_tokens=6,
+                temperature=0.0,
+                eos_token_id=(),
+            )
             assert batched[i].tokens == single.tokens, (rule, i)
 
 
 def test_greedy_references_batched_equal_one_at_a_time(pair):
     items = [tc.Item(f"i{i}", "t", row, None) for i, row in enumerate(ROWS)]
     stops = set()
-    got = {it.id: it.reference for it in tc.greedy_references(pair, items, max_new_tokens=5, chat=False,
-                                                              cache=False, batch_size=3, progress=False)}
+    got = {
+        it.id: it.reference
+        for it in tc.greedy_references(
+            pair, items, max_new_tokens=5, chat=False, cache=False, batch_size=3, progress=False
+        )
+    }
     for item in items:
         session = pair.verifier.start(item.prompt)
         logits, answer = session.feed(item.prompt, keep=1)[-1], []

@@ -3,6 +3,7 @@
 The models are trained with the "tiny" budget (seconds, no quality): these tests check the plumbing
 (caching, loading through `load_pair`, every engine method), not BLEU.
 """
+
 import hashlib
 import json
 import random
@@ -58,19 +59,26 @@ def test_splits_never_share_a_sentence(grammar, test_examples):
 def test_translation_rules_on_hand_checked_sentences(grammar):
     # SOV, adjective after the noun, verb agreeing with the plural subject in the past tense
     assert sorted(grammar.translations("the big dog saw some cats")) == sorted(
-        f"lu hundo {a} unas mikas {v}" for a in ("grando", "magno") for v in ("mire", "vide"))
+        f"lu hundo {a} unas mikas {v}" for a in ("grando", "magno") for v in ("mire", "vide")
+    )
     assert grammar.translations("the dogs followed a cat") == ["lus hundos una mika sekven"]
     # adjectives mirrored, agreeing with the noun's gender and number
-    assert grammar.translations("some brave young mice heard a wolf") == ["unas muzas nuvas fortas un lupo auden"]
+    assert grammar.translations("some brave young mice heard a wolf") == [
+        "unas muzas nuvas fortas un lupo auden"
+    ]
     # relative clause before its noun, its verb agreeing with that noun
     assert sorted(grammar.translations("the dog that likes a cat helps the baker")) == [
-        "una mika ama ke lu hundo lu pano aida", "una mika luba ke lu hundo lu pano aida"]
+        "una mika ama ke lu hundo lu pano aida",
+        "una mika luba ke lu hundo lu pano aida",
+    ]
     assert grammar.translations("a bird calls the wolves that heard some mice") == [
-        "una pipa unas muzas auden ke lus lupos voka"]
+        "una pipa unas muzas auden ke lus lupos voka"
+    ]
     # negation circumfix; with-phrase before or after the object; adverb before the verb
     assert grammar.translations("a bird does not find the horse") == ["una pipa nu lu kabo trova ka"]
     assert sorted(grammar.translations("the cat helps a dog with the horse")) == sorted(
-        ["li mika lu kabo kun un hundo aida", "li mika un hundo lu kabo kun aida"])
+        ["li mika lu kabo kun un hundo aida", "li mika un hundo lu kabo kun aida"]
+    )
     assert grammar.translations("the cat helps a dog slowly") == ["li mika un hundo lenti aida"]
     assert not grammar.is_valid_translation("the dogs followed a cat", "lus hundos una mika sekve")
     assert grammar.is_valid_translation("the dogs followed a cat", " lus hundos  una mika sekven ")
@@ -81,9 +89,16 @@ def test_parse_round_trips_and_rejects_what_the_grammar_cannot_say(grammar):
     for _ in range(200):
         clause = grammar.sample_clause(rng)
         assert grammar.parse(grammar.render_source(clause)) == clause
-    for bad in ["the dog see the cat", "a dogs sees the cat", "the dog sees", "the dog sees the cat today",
-                "the dogs does not see the cat", "the dog sees the cat the",
-                "the dog that the cat sees likes a bird", "the dog that see the cat likes a bird"]:
+    for bad in [
+        "the dog see the cat",
+        "a dogs sees the cat",
+        "the dog sees",
+        "the dog sees the cat today",
+        "the dogs does not see the cat",
+        "the dog sees the cat the",
+        "the dog that the cat sees likes a bird",
+        "the dog that see the cat likes a bird",
+    ]:
         with pytest.raises(ValueError, match="not a sentence of the grammar"):
             grammar.translations(bad)
     with pytest.raises(ValueError, match="split"):
@@ -92,6 +107,7 @@ def test_parse_round_trips_and_rejects_what_the_grammar_cannot_say(grammar):
 
 def test_tokenizer_round_trips_and_appends_eos(tmp_path, grammar, test_examples):
     from transformers import AutoTokenizer
+
     tokenizer = mt.build_tokenizer()
     tokenizer.save_pretrained(tmp_path)
     reloaded = AutoTokenizer.from_pretrained(tmp_path)
@@ -150,17 +166,23 @@ def test_cached_models_are_not_retrained(tiny_pair):
         synthetic_t5.model_dir("teacher", "tiny")
 
 
-def test_a_shipped_model_is_copied_not_trained_and_training_here_replaces_the_copy(tiny_pair, tmp_path, monkeypatch):
+def test_a_shipped_model_is_copied_not_trained_and_training_here_replaces_the_copy(
+    tiny_pair, tmp_path, monkeypatch
+):
     # a fake shipped folder holding the tiny pair as the shared cache trained it
     shipped = tmp_path / "shipped"
     for role in mt.ROLES:
-        shutil.copytree(synthetic_t5.model_dir(role, "tiny"), shipped / synthetic_t5.model_dir(role, "tiny").name)
+        shutil.copytree(
+            synthetic_t5.model_dir(role, "tiny"), shipped / synthetic_t5.model_dir(role, "tiny").name
+        )
     monkeypatch.setattr(synthetic_t5, "SHIPPED_DIR", shipped)
     synthetic_t5.record_shipped_hashes()
     cache = tmp_path / "cache"
     trained = []
     real_train = synthetic_t5._train_one
-    monkeypatch.setattr(synthetic_t5, "_train_one", lambda role, *a, **k: (trained.append(role), real_train(role, *a, **k)))
+    monkeypatch.setattr(
+        synthetic_t5, "_train_one", lambda role, *a, **k: (trained.append(role), real_train(role, *a, **k))
+    )
 
     def weights(folder):
         return (folder / "model.safetensors").read_bytes()
@@ -189,12 +211,15 @@ def test_a_shipped_model_is_copied_not_trained_and_training_here_replaces_the_co
     assert "shipped model" not in described
     # a model trained here whose weights changed is refused; repair=True trains it again
     _flip_bits(paths["drafter"] / "model.safetensors", 1)
-    with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"(?s)trained on this machine.*shipped=False, "
-                                                            r"repair=True"):
+    with pytest.raises(
+        synthetic_t5.ModelFilesDiffer,
+        match=r"(?s)trained on this machine.*shipped=False, "
+        r"repair=True",
+    ):
         synthetic_t5.load_trained_t5("drafter", "tiny", cache=cache)
     synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False, repair=True)
     assert trained == ["drafter", "verifier", "drafter"]
-    assert hashlib.sha256(weights(paths["drafter"])).hexdigest() == own   # seeded: the same weights again
+    assert hashlib.sha256(weights(paths["drafter"])).hexdigest() == own  # seeded: the same weights again
     # 4. a model trained here is kept by shipped=False, replaced by the shipped copy again by shipped=True
     synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False)
     assert trained == ["drafter", "verifier", "drafter"]
@@ -212,12 +237,13 @@ def test_the_shipped_default_pair_has_the_weights_of_the_committed_t5_rows():
     from transformers import AutoTokenizer, T5ForConditionalGeneration
     from tutorial_lib.models.adapter import LanguageModel
     from tutorial_lib.sweeps.evaluation import model_identity
+
     configs = [json.loads(f.read_text()) for f in sorted(RESULTS_DIR.glob("t5-offline-*/config.json"))]
     assert len(configs) == 1, "one committed offline T5 run"
     for role in mt.ROLES:
         folder = synthetic_t5.shipped_model_dir(role, "default")
         assert folder is not None, f"data/models/ ships no default {role}"
-        assert synthetic_t5._check_shipped(folder) == synthetic_t5.model_file_hashes(folder)   # as recorded
+        assert synthetic_t5._check_shipped(folder) == synthetic_t5.model_file_hashes(folder)  # as recorded
         assert json.loads((folder / mt.TRAINING_RECORD).read_text())["trained_with"]["torch"]
         model = T5ForConditionalGeneration.from_pretrained(folder)
         lm = LanguageModel(model, AutoTokenizer.from_pretrained(folder), name=f"synthetic-t5-{role}")
@@ -236,7 +262,9 @@ def test_loading_after_the_explicit_training_call_keeps_the_alias_name(tiny_pair
     drafter, verifier = tiny_pair
     assert (drafter.name, verifier.name) == ("synthetic-t5-drafter:tiny", "synthetic-t5-verifier:tiny")
     again = synthetic_t5.load_trained_t5("drafter", "tiny")
-    assert sum(p.numel() for p in again.model.parameters()) == sum(p.numel() for p in drafter.model.parameters())
+    assert sum(p.numel() for p in again.model.parameters()) == sum(
+        p.numel() for p in drafter.model.parameters()
+    )
 
 
 def test_each_budget_role_and_cache_has_its_own_folder(tmp_path):
@@ -245,12 +273,29 @@ def test_each_budget_role_and_cache_has_its_own_folder(tmp_path):
     assert synthetic_t5.model_dir("drafter", "tiny", cache=tmp_path).parent == tmp_path / "models"
 
 
-CALLS = [dict(method="drafter"), dict(method="verifier")] + \
-    [dict(method="speculative", rule=r, alpha=a) for r, a in
-     [("spec", 0.0), ("lossy", 0.3), ("chow", 0.3), ("diff", 0.1), ("opt", 1.0), ("bild", 0.3),
-      ("token_v1", 0.1), ("token_v2", 0.1), ("token_v3", 0.3)]] + \
-    [dict(method="token_cascade", alpha=0.3), dict(method="oracle", rule="chow", alpha=0.3),
-     dict(method="seq_cascade", alpha=0.3), dict(method="bild", bild_threshold=1.0)]
+CALLS = (
+    [dict(method="drafter"), dict(method="verifier")]
+    + [
+        dict(method="speculative", rule=r, alpha=a)
+        for r, a in [
+            ("spec", 0.0),
+            ("lossy", 0.3),
+            ("chow", 0.3),
+            ("diff", 0.1),
+            ("opt", 1.0),
+            ("bild", 0.3),
+            ("token_v1", 0.1),
+            ("token_v2", 0.1),
+            ("token_v3", 0.3),
+        ]
+    ]
+    + [
+        dict(method="token_cascade", alpha=0.3),
+        dict(method="oracle", rule="chow", alpha=0.3),
+        dict(method="seq_cascade", alpha=0.3),
+        dict(method="bild", bild_threshold=1.0),
+    ]
+)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
@@ -258,8 +303,17 @@ def test_every_engine_method_runs_on_the_pair(tiny_pair, test_examples, temperat
     drafter, verifier = tiny_pair
     prompt = test_examples[4]["prompt"]  # a negation sentence
     for options in CALLS:
-        g = tl.generate(drafter, verifier, prompt, gamma=3, temperature=temperature, max_new_tokens=6,
-                        eos_token_id=(), seed=1, **options)
+        g = tl.generate(
+            drafter,
+            verifier,
+            prompt,
+            gamma=3,
+            temperature=temperature,
+            max_new_tokens=6,
+            eos_token_id=(),
+            seed=1,
+            **options,
+        )
         assert len(g.tokens) == 6 and isinstance(g.text, str), options
         assert g.text == verifier.tokenizer.decode(g.tokens, skip_special_tokens=True)
 
@@ -268,8 +322,9 @@ def test_speculative_decoding_at_t0_is_the_verifiers_greedy_output(tiny_pair, te
     drafter, verifier = tiny_pair
     for e in test_examples[:5]:
         alone = tl.generate(drafter, verifier, e["prompt"], method="verifier", max_new_tokens=12)
-        spec = tl.generate(drafter, verifier, e["prompt"], method="speculative", rule="spec", gamma=4,
-                           max_new_tokens=12)
+        spec = tl.generate(
+            drafter, verifier, e["prompt"], method="speculative", rule="spec", gamma=4, max_new_tokens=12
+        )
         assert spec.tokens == alone.tokens
 
 
@@ -279,17 +334,20 @@ def test_the_t5_profiles_alphas_were_placed_on_the_shipped_pair():
     placement = json.loads((RESULTS_DIR.parent / "benchmarks" / "t5_alpha_placement.json").read_text())
     configs = [json.loads(f.read_text()) for f in sorted(RESULTS_DIR.glob("t5-offline-*/config.json"))]
     assert placement["weights"] == {role: configs[0][role]["weights"] for role in mt.ROLES}
-    assert {label: v["alphas"] for label, v in placement["T=0"].items()} == tl.sweeps.reruns.T5_OFFLINE_ALPHAS_T0
+    assert {
+        label: v["alphas"] for label, v in placement["T=0"].items()
+    } == tl.sweeps.reruns.T5_OFFLINE_ALPHAS_T0
     assert {label: v["alphas"] for label, v in placement["T=1"].items()} == tl.sweeps.reruns.T5_OFFLINE_ALPHAS
 
 
 # ---- the shipped pair and its cache copy are checked against their recorded hashes -------------------
 
+
 def _flip_bits(path, n_bytes: int) -> None:
     """Flip every bit of `n_bytes` bytes in the middle of `path` (inside a weights file: its tensors)."""
     data = bytearray(path.read_bytes())
     middle = len(data) // 2
-    data[middle:middle + n_bytes] = bytes(b ^ 0xFF for b in data[middle:middle + n_bytes])
+    data[middle : middle + n_bytes] = bytes(b ^ 0xFF for b in data[middle : middle + n_bytes])
     path.write_bytes(bytes(data))
 
 
@@ -301,6 +359,7 @@ def _sha256(path) -> str:
 def no_training(monkeypatch):
     def refuse(role, *args, **kwargs):
         raise AssertionError(f"the {role} was trained")
+
     monkeypatch.setattr(synthetic_t5, "_train_one", refuse)
 
 
@@ -332,14 +391,14 @@ def test_64_flipped_bytes_in_the_shipped_verifier_are_refused_before_any_copy(sh
     expected = recorded["model.safetensors"]
     assert f"model.safetensors: expected sha256 {expected}, found {_sha256(weights)}" in message
     assert "git" in message and f"checkout -- {weights.parent.name}" in message
-    assert not synthetic_t5.model_dir("verifier", cache=cache).exists()   # not copied, not trained
+    assert not synthetic_t5.model_dir("verifier", cache=cache).exists()  # not copied, not trained
 
 
 def test_a_missing_shipped_weights_file_is_reported_with_the_repair_not_trained_over(shipped_copy, tmp_path):
     (synthetic_t5.shipped_model_dir("drafter") / "model.safetensors").unlink()
     with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"(?s)model.safetensors: missing.*checkout"):
         synthetic_t5.train_t5_pair(cache=tmp_path / "cache", progress=False)
-    shutil.rmtree(synthetic_t5.shipped_model_dir("drafter"))   # the whole folder gone: still not trained over
+    shutil.rmtree(synthetic_t5.shipped_model_dir("drafter"))  # the whole folder gone: still not trained over
     with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"(?s)model.safetensors: missing.*checkout"):
         synthetic_t5.train_t5_pair(cache=tmp_path / "cache", progress=False)
 
@@ -352,15 +411,17 @@ def test_a_bit_flip_in_the_cache_copy_is_refused_and_repaired_only_when_asked(ca
     data[len(data) // 2] ^= 0x01
     weights.write_bytes(bytes(data))
     found = _sha256(weights)
-    for attempt in (lambda: synthetic_t5.load_trained_t5("verifier", cache=cache),
-                    lambda: synthetic_t5.train_t5_pair(cache=cache, progress=False),
-                    lambda: synthetic_t5.describe_training(paths)):
+    for attempt in (
+        lambda: synthetic_t5.load_trained_t5("verifier", cache=cache),
+        lambda: synthetic_t5.train_t5_pair(cache=cache, progress=False),
+        lambda: synthetic_t5.describe_training(paths),
+    ):
         with pytest.raises(synthetic_t5.ModelFilesDiffer) as refused:
             attempt()
         message = str(refused.value)
         assert f"model.safetensors: expected sha256 {_sha256(shipped)}, found {found}" in message
         assert "repair=True" in message and "copy of the repository's shipped" in message
-    assert _sha256(weights) == found   # nothing copied over it unasked
+    assert _sha256(weights) == found  # nothing copied over it unasked
     synthetic_t5.train_t5_pair(cache=cache, progress=False, repair=True)
     assert _sha256(weights) == _sha256(shipped)
     assert "the repository's shipped model" in synthetic_t5.describe_training(paths)
@@ -370,12 +431,13 @@ def test_a_bit_flip_in_the_cache_copy_is_refused_and_repaired_only_when_asked(ca
 def test_another_same_shape_model_in_the_cache_is_refused_not_described_as_shipped(cached_copy):
     import torch
     from safetensors.torch import load_file, save_file
+
     cache, paths = cached_copy
     weights = paths["verifier"] / "model.safetensors"
     tensors = load_file(weights)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(1)
-        other = {name: t + 1e-3 * torch.randn_like(t) for name, t in tensors.items()}   # same names, shapes
+        other = {name: t + 1e-3 * torch.randn_like(t) for name, t in tensors.items()}  # same names, shapes
     save_file(other, weights, metadata={"format": "pt"})
     with pytest.raises(synthetic_t5.ModelFilesDiffer, match=r"model.safetensors: expected sha256"):
         synthetic_t5.describe_training(paths)
@@ -402,7 +464,7 @@ def test_deleted_cached_weights_give_the_repair_hint_not_a_raw_oserror(cached_co
         tl.load_model("synthetic-t5-verifier")
     message = str(refused.value)
     assert "model.safetensors: missing (expected sha256" in message
-    assert "train_t5_pair(budget='default', repair=True)" in message   # the default cache: no cache= to pass
+    assert "train_t5_pair(budget='default', repair=True)" in message  # the default cache: no cache= to pass
     synthetic_t5.train_t5_pair(progress=False, repair=True)
     assert tl.load_model("synthetic-t5-verifier").model.num_parameters() > 0
 
@@ -410,8 +472,9 @@ def test_deleted_cached_weights_give_the_repair_hint_not_a_raw_oserror(cached_co
 def test_a_model_trained_here_without_hashes_is_trained_again_not_trusted(tiny_pair, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     for role in mt.ROLES:
-        shutil.copytree(synthetic_t5.model_dir(role, "tiny"),
-                        synthetic_t5.model_dir(role, "tiny", cache=cache))
+        shutil.copytree(
+            synthetic_t5.model_dir(role, "tiny"), synthetic_t5.model_dir(role, "tiny", cache=cache)
+        )
     record_path = synthetic_t5.model_dir("drafter", "tiny", cache=cache) / mt.TRAINING_RECORD
     record = json.loads(record_path.read_text())
     record_path.write_text(json.dumps({k: v for k, v in record.items() if k != "files"}))
@@ -419,8 +482,9 @@ def test_a_model_trained_here_without_hashes_is_trained_again_not_trusted(tiny_p
         synthetic_t5.load_trained_t5("drafter", "tiny", cache=cache)
     trained = []
     real_train = synthetic_t5._train_one
-    monkeypatch.setattr(synthetic_t5, "_train_one",
-                        lambda role, *a, **k: (trained.append(role), real_train(role, *a, **k)))
+    monkeypatch.setattr(
+        synthetic_t5, "_train_one", lambda role, *a, **k: (trained.append(role), real_train(role, *a, **k))
+    )
     with pytest.warns(UserWarning, match="before model files were hashed"):
         synthetic_t5.train_t5_pair(budget="tiny", cache=cache, progress=False, shipped=False)
     assert trained == ["drafter"]

@@ -1,4 +1,5 @@
 """Every rule against examples computed by hand from the digest's formulas."""
+
 import math
 
 import pytest
@@ -12,8 +13,9 @@ p = torch.tensor([0.2, 0.5, 0.3], dtype=torch.float64)
 
 
 def close(a, b):
-    torch.testing.assert_close(torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64),
-                               atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64), atol=1e-12, rtol=0
+    )
 
 
 def test_tv_distance_and_symmetry():
@@ -21,17 +23,20 @@ def test_tv_distance_and_symmetry():
     close(tl.tv_distance(q, p), 0.4)
 
 
-@pytest.mark.parametrize("rule,alpha,defers", [
-    ("chow", 0.3, True),    # 0.6 < 1 - 0.3
-    ("chow", 0.5, False),   # 0.6 < 0.5 fails
-    ("diff", -0.2, True),   # 0.6 < 0.5 + 0.2
-    ("diff", 0.0, False),
-    ("opt", -0.5, True),    # 0.6 < 0.5 + 0.5 * 0.4
-    ("opt", 0.0, False),
-    ("opt", -0.2, False),   # 0.6 < 0.5 + 0.08 fails
-    ("bild", 0.3, True),    # 0.4 > 0.3
-    ("bild", 0.5, False),
-])
+@pytest.mark.parametrize(
+    "rule,alpha,defers",
+    [
+        ("chow", 0.3, True),  # 0.6 < 1 - 0.3
+        ("chow", 0.5, False),  # 0.6 < 0.5 fails
+        ("diff", -0.2, True),  # 0.6 < 0.5 + 0.2
+        ("diff", 0.0, False),
+        ("opt", -0.5, True),  # 0.6 < 0.5 + 0.5 * 0.4
+        ("opt", 0.0, False),
+        ("opt", -0.2, False),  # 0.6 < 0.5 + 0.08 fails
+        ("bild", 0.3, True),  # 0.4 > 0.3
+        ("bild", 0.5, False),
+    ],
+)
 def test_prefix_rules(rule, alpha, defers):
     assert bool(tl.deferral_decision(rule, q, p, alpha)) is defers
     close(tl.target_distribution(rule, q, p, alpha), p if defers else q)
@@ -64,14 +69,25 @@ def test_token_v3():
     close(tl.rejection_probability(tl.target_distribution("token_v3", q, p, 0.3), q), 0.46)
 
 
-@pytest.mark.parametrize("rule,alpha", [("token_v1", -1.0), ("token_v2", -1.0), ("chow", 0.0),
-                                        ("diff", -1.0), ("opt", -1e9)])
+@pytest.mark.parametrize(
+    "rule,alpha", [("token_v1", -1.0), ("token_v2", -1.0), ("chow", 0.0), ("diff", -1.0), ("opt", -1e9)]
+)
 def test_spec_end_of_alpha(rule, alpha):
     close(tl.target_distribution(rule, q, p, alpha), p)
 
 
-@pytest.mark.parametrize("rule,alpha", [("token_v1", 1.0), ("token_v2", 1.0), ("token_v3", 1.0),
-                                        ("chow", 1.0), ("diff", 1.0), ("opt", 1e9), ("bild", 1.0)])
+@pytest.mark.parametrize(
+    "rule,alpha",
+    [
+        ("token_v1", 1.0),
+        ("token_v2", 1.0),
+        ("token_v3", 1.0),
+        ("chow", 1.0),
+        ("diff", 1.0),
+        ("opt", 1e9),
+        ("bild", 1.0),
+    ],
+)
 def test_drafter_end_of_alpha(rule, alpha):
     close(tl.target_distribution(rule, q, p, alpha), q)
 
@@ -87,7 +103,9 @@ def test_lossy_beta_one():
     # min(q, p / 0.5) = [0.4, 0.3, 0.1]; max with p = [0.4, 0.5, 0.3] (sums to 1.2)
     pi = tl.target_distribution("lossy", q, p, 0.5)
     close(pi, [0.4, 0.5, 0.3])
-    close(tl.acceptance_probability(pi.expand(3, 3), q.expand(3, 3), torch.tensor([0, 1, 2])), [2 / 3, 1.0, 1.0])
+    close(
+        tl.acceptance_probability(pi.expand(3, 3), q.expand(3, 3), torch.tensor([0, 1, 2])), [2 / 3, 1.0, 1.0]
+    )
     close(tl.rejection_probability(pi, q), 0.2)
     close(tl.residual_distribution(pi, q), [0.0, 0.5, 0.5])
     close(tl.output_distribution(pi, q), [0.4, 0.4, 0.2])
@@ -144,7 +162,7 @@ def test_decisions_use_unscaled_probabilities_at_t0():
 
 
 def test_batched_shapes():
-    Q = torch.stack([q, p, q]).unsqueeze(0)   # (1, 3, V)
+    Q = torch.stack([q, p, q]).unsqueeze(0)  # (1, 3, V)
     Pp = torch.stack([p, q, q]).unsqueeze(0)
     for rule in tl.RULES:
         alpha = 0.5 if rule in tl.ALPHA_RANGES else 0.0
@@ -164,18 +182,30 @@ def test_residual_never_nan_when_pi_equals_q():
 # At T = 0 the drafter's one-hot is on token 0 and the verifier's on token 1; decisions still read the
 # unscaled q = [0.6, 0.3, 0.1] and p = [0.2, 0.5, 0.3], so each case below follows the T = 1 arithmetic
 # of the decision and mixes the one-hot vectors.
-@pytest.mark.parametrize("rule,alpha,beta,expected", [
-    ("spec", 0.0, 1.0, "p"), ("verifier", 0.0, 1.0, "p"), ("drafter", 0.0, 1.0, "q"),
-    ("lossy", 0.5, 1.0, "p"),            # min(qT, 2 pT) = 0, so max(0, pT) = pT
-    ("lossy", 0.5, "normalize", "p"),    # sum max(0, s pT) = s = 1 at beta = 1
-    ("bild", 0.3, 1.0, "p"), ("bild", 0.5, 1.0, "q"),        # D_TV(p, q) = 0.4
-    ("chow", 0.3, 1.0, "p"), ("chow", 0.5, 1.0, "q"),        # 0.6 < 1 - alpha ?
-    ("diff", -0.2, 1.0, "p"), ("diff", 0.0, 1.0, "q"),       # 0.6 < 0.5 - alpha ?
-    ("opt", -0.15, 1.0, "p"), ("opt", 0.0, 1.0, "q"),        # 0.6 < 0.5 - alpha * 1 (one-hot TV) ?
-    ("token_v1", 0.2, 1.0, "q"), ("token_v1", -0.2, 1.0, "p"),   # A = {0, 1} / {}
-    ("token_v2", 0.25, 1.0, "p"), ("token_v2", 1.0, 1.0, "q"),   # A = {1, 2} / all
-    ("token_v3", 0.0, 1.0, "p"), ("token_v3", 0.7, 1.0, "q"),    # A = {1} / {v : p(v) >= 0.15} = all
-])
+@pytest.mark.parametrize(
+    "rule,alpha,beta,expected",
+    [
+        ("spec", 0.0, 1.0, "p"),
+        ("verifier", 0.0, 1.0, "p"),
+        ("drafter", 0.0, 1.0, "q"),
+        ("lossy", 0.5, 1.0, "p"),  # min(qT, 2 pT) = 0, so max(0, pT) = pT
+        ("lossy", 0.5, "normalize", "p"),  # sum max(0, s pT) = s = 1 at beta = 1
+        ("bild", 0.3, 1.0, "p"),
+        ("bild", 0.5, 1.0, "q"),  # D_TV(p, q) = 0.4
+        ("chow", 0.3, 1.0, "p"),
+        ("chow", 0.5, 1.0, "q"),  # 0.6 < 1 - alpha ?
+        ("diff", -0.2, 1.0, "p"),
+        ("diff", 0.0, 1.0, "q"),  # 0.6 < 0.5 - alpha ?
+        ("opt", -0.15, 1.0, "p"),
+        ("opt", 0.0, 1.0, "q"),  # 0.6 < 0.5 - alpha * 1 (one-hot TV) ?
+        ("token_v1", 0.2, 1.0, "q"),
+        ("token_v1", -0.2, 1.0, "p"),  # A = {0, 1} / {}
+        ("token_v2", 0.25, 1.0, "p"),
+        ("token_v2", 1.0, 1.0, "q"),  # A = {1, 2} / all
+        ("token_v3", 0.0, 1.0, "p"),
+        ("token_v3", 0.7, 1.0, "q"),  # A = {1} / {v : p(v) >= 0.15} = all
+    ],
+)
 def test_every_rule_at_temperature_zero(rule, alpha, beta, expected):
     qT, pT = tl.probabilities(q_logits, 0), tl.probabilities(p_logits, 0)
     pi = tl.target_distribution(rule, qT, pT, alpha, q_unscaled=q, p_unscaled=p, beta=beta)

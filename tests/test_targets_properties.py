@@ -1,4 +1,5 @@
 """Properties over random q, p, alpha (hypothesis): targets and residuals are distributions, Lemma 3."""
+
 import math
 import os
 
@@ -58,7 +59,7 @@ def test_lossy_with_beta_one(pair, u):
     q, p = pair
     alpha = alpha_for("lossy", u)
     pi = tl.target_distribution("lossy", q, p, alpha)
-    assert pi.sum() >= 1 - 1e-12                      # sums to at least one
+    assert pi.sum() >= 1 - 1e-12  # sums to at least one
     assert_distribution(tl.residual_distribution(pi, q))
     assert_distribution(tl.output_distribution(pi, q))
     beta = tl.lossy_beta(q, p, alpha)
@@ -90,7 +91,7 @@ def test_token_rules_reject_only_outside_the_acceptance_set(pair, u, rule):
     alpha = alpha_for(rule, u)
     A = tl.acceptance_set(rule, q, p, alpha)
     pi = tl.target_distribution(rule, q, p, alpha)
-    assert (pi[A] >= q[A] - 1e-12).all()              # tokens in A are always accepted
+    assert (pi[A] >= q[A] - 1e-12).all()  # tokens in A are always accepted
     weight = tl.deferral_weight(rule, q, p, alpha)
     torch.testing.assert_close(weight, 1 - q[A].sum(), atol=1e-12, rtol=0)
 

@@ -1,4 +1,5 @@
 """The offline task sets are right, and the hub task builders make the right prompts (fake datasets)."""
+
 import re
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,12 +25,19 @@ def test_offline_sets_have_enough_unique_items_and_separate_shots(name):
     ids = [example["id"] for example in task["examples"]]
     assert len(ids) == len(set(ids)) == len(evaluated)
     # the text each shot contributes appears in every prompt, and no shot is an evaluated item
-    question_key = {"code": "text", "arithmetic": "question", "arithmetic-300": "question", "facts": "question"}[name]
+    question_key = {
+        "code": "text",
+        "arithmetic": "question",
+        "arithmetic-300": "question",
+        "facts": "question",
+    }[name]
     shot_texts = {r[question_key] for r in shots}
     assert not shot_texts & {r[question_key] for r in evaluated}
     for example in task["examples"]:
         assert all(text in example["prompt"] for text in shot_texts)
-        assert example["references"] and all(isinstance(ref, str) and ref.strip() for ref in example["references"])
+        assert example["references"] and all(
+            isinstance(ref, str) and ref.strip() for ref in example["references"]
+        )
     assert len(tasksets.offline_task(name, 5)["examples"]) == 5
     assert tasksets.offline_task(name, 1, shots=0)["examples"][0]["prompt"].count("Answer:") <= 1
 
@@ -40,10 +48,14 @@ def test_every_reference_solution_passes_its_own_tests():
 
     def check(record):
         assert len(record["test_list"]) == 3 and all(t.startswith("assert ") for t in record["test_list"])
-        return record["task_id"], run_python(record["code"], record["test_list"], setup=record["test_setup_code"])
+        return record["task_id"], run_python(
+            record["code"], record["test_list"], setup=record["test_setup_code"]
+        )
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        failures = {task_id: result.reason for task_id, result in pool.map(check, problems) if not result.passed}
+        failures = {
+            task_id: result.reason for task_id, result in pool.map(check, problems) if not result.passed
+        }
     assert failures == {}
 
 
@@ -81,9 +93,14 @@ def test_every_arithmetic_answer_is_right():
     for record in records:
         values, answer = record["values"], record["answer"]
         assert FORMULAS[record["template"]](values) == answer, record["id"]
-        assert arithmetic_problems.evaluate_integer_expression(record["expression"]) == answer  # exact: no rounding of "/"
+        assert (
+            arithmetic_problems.evaluate_integer_expression(record["expression"]) == answer
+        )  # exact: no rounding of "/"
         for expression, value in record["steps"]:
-            assert arithmetic_problems.evaluate_integer_expression(expression) == value, (record["id"], expression)
+            assert arithmetic_problems.evaluate_integer_expression(expression) == value, (
+                record["id"],
+                expression,
+            )
         assert record["steps"][-1][1] == answer
         assert metrics.extract_number(record["solution"]) == answer
         assert record["solution"].endswith(f"The answer is {answer}.")
@@ -109,7 +126,7 @@ def test_the_large_arithmetic_set_extends_the_committed_one_line_for_line():
     large = (tasksets.TASKS_DIR / "arithmetic_300.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(small) == arithmetic_problems.ARITHMETIC_SHOTS + arithmetic_problems.ARITHMETIC_COUNT
     assert len(large) == arithmetic_problems.ARITHMETIC_SHOTS + 300
-    assert large[:len(small)] == small
+    assert large[: len(small)] == small
     assert len(tasksets.offline_task("arithmetic")["examples"]) == 60
     assert len(tasksets.offline_task("arithmetic-300")["examples"]) == 300
     large_prompts = [e["prompt"] for e in tasksets.offline_task("arithmetic-300")["examples"]]
@@ -150,22 +167,55 @@ def test_bad_names_and_sizes_raise():
 def test_postprocess():
     assert tasksets.postprocess("facts", "Answer: Paris\nQuestion: next") == "Paris"
     assert tasksets.postprocess("trivia_qa", "  **Rome**  ") == "Rome"
-    assert tasksets.postprocess("arithmetic", "2 + 2 = 4. The answer is 4.\n\nQuestion: more") == "2 + 2 = 4. The answer is 4."
+    assert (
+        tasksets.postprocess("arithmetic", "2 + 2 = 4. The answer is 4.\n\nQuestion: more")
+        == "2 + 2 = 4. The answer is 4."
+    )
     assert tasksets.postprocess("code", "```python\nx = 1\n```") == "x = 1"
     assert tasksets.postprocess("wmt14", "German: Hallo Welt\nEnglish: x") == "Hallo Welt"
     assert tasksets.postprocess("cnn_dailymail", "Summary: One.\nTwo.\n\nArticle: next") == "One.\nTwo."
 
 
-@pytest.mark.parametrize("task_name, metric, reply, example", [
-    ("facts", "qa_em", "Answer: **Paris**\nQuestion: next", {"references": ["Paris"], "info": {}}),
-    ("trivia_qa", "qa_f1", "the Paris.\n\nQuestion: x", {"references": ["Paris"], "info": {}}),
-    ("squad_v2", "squad_v2", "Unanswerable.\n\nPassage: x", {"references": [], "info": {"no_answer": True}}),
-    ("wmt", "bleu", "German: Das Haus ist klein.\nEnglish: more", {"references": ["Das Haus ist klein."], "info": {}}),
-    ("cnn_dm", "rouge2", "Summary: police arrest two men\n\nArticle: x", {"references": ["police arrest two men"], "info": {}}),
-    ("arithmetic", "gsm8k", "3 * 4 = 12. The answer is 12.\n\nQuestion: 99", {"references": ["12"], "info": {}}),
-    ("code", "mbpp", "Use it like this:\n```python\nprint(add(1, 2))\n```\n```python\ndef add(a, b):\n    return a + b\n```",
-     {"references": [""], "info": {"tests": ["assert add(1, 2) == 3"], "setup": "", "entry_point": "add"}}),
-])
+@pytest.mark.parametrize(
+    "task_name, metric, reply, example",
+    [
+        ("facts", "qa_em", "Answer: **Paris**\nQuestion: next", {"references": ["Paris"], "info": {}}),
+        ("trivia_qa", "qa_f1", "the Paris.\n\nQuestion: x", {"references": ["Paris"], "info": {}}),
+        (
+            "squad_v2",
+            "squad_v2",
+            "Unanswerable.\n\nPassage: x",
+            {"references": [], "info": {"no_answer": True}},
+        ),
+        (
+            "wmt",
+            "bleu",
+            "German: Das Haus ist klein.\nEnglish: more",
+            {"references": ["Das Haus ist klein."], "info": {}},
+        ),
+        (
+            "cnn_dm",
+            "rouge2",
+            "Summary: police arrest two men\n\nArticle: x",
+            {"references": ["police arrest two men"], "info": {}},
+        ),
+        (
+            "arithmetic",
+            "gsm8k",
+            "3 * 4 = 12. The answer is 12.\n\nQuestion: 99",
+            {"references": ["12"], "info": {}},
+        ),
+        (
+            "code",
+            "mbpp",
+            "Use it like this:\n```python\nprint(add(1, 2))\n```\n```python\ndef add(a, b):\n    return a + b\n```",
+            {
+                "references": [""],
+                "info": {"tests": ["assert add(1, 2) == 3"], "setup": "", "entry_point": "add"},
+            },
+        ),
+    ],
+)
 def test_postprocessing_before_scoring_changes_nothing(task_name, metric, reply, example):
     """A harness may post-process replies before scoring; the scorers clean them the same way."""
     raw = metrics.METRICS[metric](reply, example)
@@ -179,22 +229,53 @@ def test_postprocessing_before_scoring_changes_nothing(task_name, metric, reply,
 
 FAKE_ROWS = {
     "wmt/wmt14": lambda i: {"translation": {"en": f"English sentence {i}.", "de": f"Deutscher Satz {i}."}},
-    "abisee/cnn_dailymail": lambda i: {"article": f"Article body {i}. More text.", "highlights": f"Point {i}.\nSecond point {i}.",
-                                       "id": f"cnn{i}"},
-    "openai/gsm8k": lambda i: {"question": f"Question number {i}?",
-                               "answer": f"Half of {2 * i} is <<{2 * i}/2={i}>>{i}.\n#### {i},000"},
+    "abisee/cnn_dailymail": lambda i: {
+        "article": f"Article body {i}. More text.",
+        "highlights": f"Point {i}.\nSecond point {i}.",
+        "id": f"cnn{i}",
+    },
+    "openai/gsm8k": lambda i: {
+        "question": f"Question number {i}?",
+        "answer": f"Half of {2 * i} is <<{2 * i}/2={i}>>{i}.\n#### {i},000",
+    },
     "google-research-datasets/mbpp": lambda i: {
-        "task_id": i, "text": f"Write a function to return {i}.", "code": f"def give_{i}():\n    return {i}\n",
-        "test_list": [f"assert give_{i}() == {i}", f"assert give_{i}() + 1 == {i + 1}", f"assert isinstance(give_{i}(), int)"],
-        "test_setup_code": "", "challenge_test_list": []},
-    "rajpurkar/squad_v2": lambda i: {"id": f"sq{i}", "title": "T", "context": f"Context {i} says the value is v{i}.",
-                                     "question": f"What is value {i}?",
-                                     "answers": {"text": [f"v{i}", f"v{i}"] if i % 2 else [], "answer_start": [0, 0] if i % 2 else []}},
-    "stanfordnlp/web_questions": lambda i: {"url": "u", "question": f"webq {i}?", "answers": [f"answer {i}", f"alias {i}"]},
-    "google-research-datasets/nq_open": lambda i: {"question": f"nq question {i}", "answer": [f"nq answer {i}"]},
-    "mandarjoshi/trivia_qa": lambda i: {"question": f"trivia {i}?", "question_id": f"tq{i}",
-                                        "answer": {"value": f"Value {i}", "aliases": [f"Value {i}", f"Other {i}"],
-                                                   "normalized_aliases": [], "normalized_value": ""}},
+        "task_id": i,
+        "text": f"Write a function to return {i}.",
+        "code": f"def give_{i}():\n    return {i}\n",
+        "test_list": [
+            f"assert give_{i}() == {i}",
+            f"assert give_{i}() + 1 == {i + 1}",
+            f"assert isinstance(give_{i}(), int)",
+        ],
+        "test_setup_code": "",
+        "challenge_test_list": [],
+    },
+    "rajpurkar/squad_v2": lambda i: {
+        "id": f"sq{i}",
+        "title": "T",
+        "context": f"Context {i} says the value is v{i}.",
+        "question": f"What is value {i}?",
+        "answers": {"text": [f"v{i}", f"v{i}"] if i % 2 else [], "answer_start": [0, 0] if i % 2 else []},
+    },
+    "stanfordnlp/web_questions": lambda i: {
+        "url": "u",
+        "question": f"webq {i}?",
+        "answers": [f"answer {i}", f"alias {i}"],
+    },
+    "google-research-datasets/nq_open": lambda i: {
+        "question": f"nq question {i}",
+        "answer": [f"nq answer {i}"],
+    },
+    "mandarjoshi/trivia_qa": lambda i: {
+        "question": f"trivia {i}?",
+        "question_id": f"tq{i}",
+        "answer": {
+            "value": f"Value {i}",
+            "aliases": [f"Value {i}", f"Other {i}"],
+            "normalized_aliases": [],
+            "normalized_value": "",
+        },
+    },
 }
 SPLIT_OFFSET = {"train": 1000, "test": 0, "validation": 0, "prompt": 500}
 # WMT and CNN/DM evaluate test and take shots from validation: number those rows apart too.
@@ -220,7 +301,11 @@ def fake_hub(monkeypatch):
 def test_hub_task_builds_prompts_from_the_dataset(fake_hub, name):
     spec = hub_tasks.HUB_TASKS[name]
     task = tasksets.hub_task(name, 3, seed=1, shots=2)
-    assert task["name"] == name and task["metric"] == spec.metric and task["max_new_tokens"] == spec.max_new_tokens
+    assert (
+        task["name"] == name
+        and task["metric"] == spec.metric
+        and task["max_new_tokens"] == spec.max_new_tokens
+    )
     assert (spec.dataset, spec.config, spec.eval_split) in fake_hub
     assert (spec.dataset, spec.config, spec.shot_split) in fake_hub
     examples = task["examples"]
@@ -242,11 +327,15 @@ def test_hub_prompt_contents(fake_hub):
     example = wmt["examples"][0]
     assert example["prompt"].splitlines()[-1] == "German:"
     source = example["info"]["source"]
-    assert f"English: {source}\nGerman:" in example["prompt"] and example["references"] == [source.replace("English sentence", "Deutscher Satz")]
+    assert f"English: {source}\nGerman:" in example["prompt"] and example["references"] == [
+        source.replace("English sentence", "Deutscher Satz")
+    ]
 
     gsm = tasksets.hub_task("gsm8k", 2, shots=1)
     assert "<<" not in gsm["examples"][0]["prompt"]  # calculator annotations removed from the shots
-    assert re.search(r"Answer: Half of \d+ is 10\d\d\. The answer is 10\d\d000\.\n", gsm["examples"][0]["prompt"])
+    assert re.search(
+        r"Answer: Half of \d+ is 10\d\d\. The answer is 10\d\d000\.\n", gsm["examples"][0]["prompt"]
+    )
     assert all(e["references"][0].endswith("000") and "," not in e["references"][0] for e in gsm["examples"])
 
     mbpp = tasksets.hub_task("mbpp", 2, shots=3)
@@ -260,12 +349,17 @@ def test_hub_prompt_contents(fake_hub):
     assert len(squad["examples"]) == 8
     no_answer = [e for e in squad["examples"] if e["info"]["no_answer"]]
     assert no_answer and all(e["references"] == [] for e in no_answer)
-    assert all(len(e["references"]) == 1 for e in squad["examples"] if not e["info"]["no_answer"])  # deduplicated
+    assert all(
+        len(e["references"]) == 1 for e in squad["examples"] if not e["info"]["no_answer"]
+    )  # deduplicated
     assert "Answer: unanswerable" in squad["examples"][0]["prompt"]  # one shot of each kind
     assert metrics.METRICS["squad_v2"]("unanswerable", no_answer[0]) == 1.0
 
     trivia = tasksets.hub_task("triviaqa", 2, shots=1)
-    assert trivia["examples"][0]["references"][0].startswith("Value") and len(trivia["examples"][0]["references"]) == 2
+    assert (
+        trivia["examples"][0]["references"][0].startswith("Value")
+        and len(trivia["examples"][0]["references"]) == 2
+    )
 
     nq = tasksets.hub_task("naturalqa", 2, shots=0)
     assert nq["examples"][0]["prompt"].endswith("?\nAnswer:") and nq["shots"] == 0

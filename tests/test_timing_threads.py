@@ -14,14 +14,17 @@ def keep_threads():
     torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("busy, n_logical, physical, expected", [
-    (0.05, 2, 2, 2),     # quiet: every core
-    (1.9, 2, 2, 1),      # a two-thread job beside it: one thread, never zero
-    (1.0, 4, 4, 3),
-    (3.6, 4, 4, 1),
-    (0.0, 8, 4, 4),      # at most the physical cores, torch's default
-    (4.0, 8, 4, 2),      # two hardware threads per core: four busy logical CPUs are two busy cores
-])
+@pytest.mark.parametrize(
+    "busy, n_logical, physical, expected",
+    [
+        (0.05, 2, 2, 2),  # quiet: every core
+        (1.9, 2, 2, 1),  # a two-thread job beside it: one thread, never zero
+        (1.0, 4, 4, 3),
+        (3.6, 4, 4, 1),
+        (0.0, 8, 4, 4),  # at most the physical cores, torch's default
+        (4.0, 8, 4, 2),  # two hardware threads per core: four busy logical CPUs are two busy cores
+    ],
+)
 def test_free_cores_are_the_cores_others_leave(monkeypatch, busy, n_logical, physical, expected):
     monkeypatch.setattr(speed_runs, "busy_cores", lambda interval_s=0.5: busy)
     monkeypatch.setattr(speed_runs.os, "sched_getaffinity", lambda pid: set(range(n_logical)), raising=False)
@@ -53,14 +56,14 @@ def test_free_cores_respect_affinity_and_omp_num_threads(monkeypatch):
 
 
 def test_the_heavy_job_computes_once_started_and_busy_cores_sees_it():
-    job = speed_runs.start_heavy_job(1)   # returns once the job has computed
+    job = speed_runs.start_heavy_job(1)  # returns once the job has computed
     try:
         child = psutil.Process(job.pid)
         before = sum(child.cpu_times()[:2])
         busy = speed_runs.busy_cores(1.0)
         used = sum(child.cpu_times()[:2]) - before
         assert used >= 0.5, f"the heavy job used {used:.2f} s of CPU in about 1 s"
-        assert busy >= 0.8 * used   # what it used is part of what the others used
+        assert busy >= 0.8 * used  # what it used is part of what the others used
     finally:
         job.terminate()
         job.join(5)

@@ -1,6 +1,7 @@
 """Exact token-level analysis (tutorial_lib.maths.token_analysis / token_curves): agreement with `targets` on
 the same rows, the curves' ends, the oracle envelope, the toy world's exact expectations, chunking,
 and clear errors."""
+
 import itertools
 
 import numpy as np
@@ -40,14 +41,29 @@ def test_statistics_equal_targets_on_the_same_rows(V, head, temperature):
             pi = q
         else:
             pi = tl.target_distribution(rule, q, p, alpha, q_unscaled=qu, p_unscaled=pu, beta=beta)
-        np.testing.assert_allclose(got[:, j, 0], tl.rejection_probability(pi, q), rtol=0, atol=1e-10,
-                                   err_msg=f"{curve} alpha={alpha}")
+        np.testing.assert_allclose(
+            got[:, j, 0],
+            tl.rejection_probability(pi, q),
+            rtol=0,
+            atol=1e-10,
+            err_msg=f"{curve} alpha={alpha}",
+        )
         for i in range(len(y)):
-            want = ta.direct_statistics(curve, alpha, q[i], p[i], int(y[i]), q_unscaled=qu[i], p_unscaled=pu[i])
+            want = ta.direct_statistics(
+                curve, alpha, q[i], p[i], int(y[i]), q_unscaled=qu[i], p_unscaled=pu[i]
+            )
             # deferral, expected 0-1 and greedy losses; log loss relative (targets' w = 1 - sum q can be 1e-16)
-            np.testing.assert_allclose(got[i, j, 1:4], want[1:4], rtol=0, atol=1e-10, equal_nan=True,
-                                       err_msg=f"{curve} alpha={alpha} row {i}")
-            np.testing.assert_allclose(got[i, j, 4], want[4], rtol=1e-5, err_msg=f"{curve} alpha={alpha} row {i}")
+            np.testing.assert_allclose(
+                got[i, j, 1:4],
+                want[1:4],
+                rtol=0,
+                atol=1e-10,
+                equal_nan=True,
+                err_msg=f"{curve} alpha={alpha} row {i}",
+            )
+            np.testing.assert_allclose(
+                got[i, j, 4], want[4], rtol=1e-5, err_msg=f"{curve} alpha={alpha} row {i}"
+            )
 
 
 def _ends(grid):
@@ -68,11 +84,14 @@ def test_curve_ends_are_the_drafter_and_the_verifier():
     cols = [0, 2, 3, 4]  # rejection, expected 0-1, greedy 0-1, log loss
     for curve, drafter_end, verifier_end in _ends(grid):
         at = s[:, grid.points.index((curve, drafter_end))]
-        torch.testing.assert_close(at[:, cols], drafter[:, cols], rtol=0, atol=1e-12, msg=f"{curve} drafter end")
+        torch.testing.assert_close(
+            at[:, cols], drafter[:, cols], rtol=0, atol=1e-12, msg=f"{curve} drafter end"
+        )
         if verifier_end is not None:
             at = s[:, grid.points.index((curve, verifier_end))]
-            torch.testing.assert_close(at[:, cols], verifier[:, cols], rtol=0, atol=1e-12,
-                                       msg=f"{curve} verifier end")
+            torch.testing.assert_close(
+                at[:, cols], verifier[:, cols], rtol=0, atol=1e-12, msg=f"{curve} verifier end"
+            )
     # Token-V3 at alpha = 0 still keeps the verifier's top token when drafted: not SpecDecode
     v3 = s[:, grid.points.index(("token_v3", 0.0))]
     assert (v3[:, 0] < verifier[:, 0] - 1e-6).any()
@@ -103,7 +122,7 @@ def test_toy_world_numbers_match_exact_expectations(toy_analysis):
     """References drawn from the toy world's P: the means are the exact teacher-forced expectations of
     `ToyWorld.evaluate(prefixes="truth")` within sampling error (5 standard errors, ratio estimator)."""
     world, result = toy_analysis
-    table = report.toy_world_check(world, result)     # the function notebook 08 shows
+    table = report.toy_world_check(world, result)  # the function notebook 08 shows
     assert len(table) > 100
     too_far = table[(table["module"] - table["exact"]).abs() > 5 * table["se"] + 1e-9]
     assert too_far.empty, too_far
@@ -114,7 +133,9 @@ def test_envelope_below_every_deferral_rule_on_the_toy_world(toy_analysis):
     summary = tc.summarise(result, losses=("expected_01", "greedy_01", "log_loss"), n_resamples=50)
     rejection = ta.STATS.index("rejection")
     for loss in ("expected_01", "greedy_01", "log_loss"):
-        R, L = ta.oracle_envelope(result.oracle[:, 0], *(result.oracle[:, c] for c in tc._ORACLE_COLUMNS[loss]))
+        R, L = ta.oracle_envelope(
+            result.oracle[:, 0], *(result.oracle[:, c] for c in tc._ORACLE_COLUMNS[loss])
+        )
         column = ta.STATS.index(loss)
         for j, (curve, _) in enumerate(result.grid.points):
             if curve in ("bild", "chow", "diff", "opt", "drafter", "verifier", "spec"):
@@ -135,14 +156,23 @@ def tiny_pair():
 def _tiny_items(n=5):
     g = torch.Generator().manual_seed(0)
     shared = [2, 3, 4, 5, 6, 7]
-    return [tc.Item(f"i{k}", "t", shared + torch.randint(2, 16, (3,), generator=g).tolist(),
-                    torch.randint(2, 16, (4 + k,), generator=g).tolist()) for k in range(n)]
+    return [
+        tc.Item(
+            f"i{k}",
+            "t",
+            shared + torch.randint(2, 16, (3,), generator=g).tolist(),
+            torch.randint(2, 16, (4 + k,), generator=g).tolist(),
+        )
+        for k in range(n)
+    ]
 
 
 def test_results_identical_for_any_chunk_size(tiny_pair):
     items = _tiny_items()
-    runs = [tc.analyse(tiny_pair, items, n_alpha=7, chunk_size=size, cache=False, progress=False)
-            for size in (1, 3, 100)]
+    runs = [
+        tc.analyse(tiny_pair, items, n_alpha=7, chunk_size=size, cache=False, progress=False)
+        for size in (1, 3, 100)
+    ]
     for other in runs[1:]:
         np.testing.assert_array_equal(other.sums, runs[0].sums)
         np.testing.assert_array_equal(other.oracle, runs[0].oracle)
@@ -213,6 +243,7 @@ def test_offline_items_have_references_in_the_shot_format():
 
 def test_token_html_callback(tiny_pair):
     from tutorial_lib.views import token_analysis as view
+
     items = _tiny_items(2)
     result = tc.analyse(tiny_pair, items, n_alpha=5, cache=False, progress=False, showcase=["i1"])
     html_low = view.token_html(result, "i1", "chow", 0.0)

@@ -1,4 +1,5 @@
 """The toy world: ground truth, the drafter/verifier it derives, exact expectations against Monte Carlo."""
+
 import math
 
 import pytest
@@ -14,8 +15,8 @@ def test_shapes_and_vocabulary(world):
     assert world.vocab_size <= 64 and len(world.tokens) == world.vocab_size
     for table in (world.P, world.q, world.p):
         torch.testing.assert_close(table.sum(-1), torch.ones(table.shape[:-1], dtype=torch.float64))
-        assert (table[..., BOS] == 0).all()               # nobody predicts <bos>
-    assert world.P[BOS, BOS, EOS] == 0                    # no empty sequences
+        assert (table[..., BOS] == 0).all()  # nobody predicts <bos>
+    assert world.P[BOS, BOS, EOS] == 0  # no empty sequences
 
 
 def test_verifier_beats_drafter_on_average_under_both_losses(world):
@@ -58,7 +59,9 @@ def test_next_token_interface_matches_the_tables(world):
     ids = torch.tensor([[BOS, 5, 7, 2], [BOS, 3, 3, 9]])
     logits = world.verifier(ids)
     assert logits.shape == (2, 4, world.vocab_size)
-    torch.testing.assert_close(tl.probabilities(logits[0, 0], 1.0).double(), world.p[BOS, BOS], atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        tl.probabilities(logits[0, 0], 1.0).double(), world.p[BOS, BOS], atol=1e-6, rtol=0
+    )
     torch.testing.assert_close(tl.probabilities(logits[0, 3], 1.0).double(), world.p[7, 2], atol=1e-6, rtol=0)
     torch.testing.assert_close(world.drafter.next_token_logits(ids), world.drafter(ids)[:, -1])
     assert torch.isfinite(logits).all()
@@ -89,19 +92,31 @@ def assert_within_4_se(exact, estimate, keys=METRICS):
         assert abs(s - e) <= 4 * se + 1e-9, (key, e, s, se)
 
 
-@pytest.mark.parametrize("rule,alpha,beta", [
-    ("spec", 0.0, 1.0), ("drafter", 0.0, 1.0), ("chow", 0.4, 1.0), ("diff", 0.05, 1.0),
-    ("opt", 0.5, 1.0), ("bild", 0.3, 1.0), ("token_v1", 0.1, 1.0), ("token_v3", 0.5, 1.0),
-    ("lossy", 0.5, 1.0), ("lossy", 0.5, "normalize"),
-])
+@pytest.mark.parametrize(
+    "rule,alpha,beta",
+    [
+        ("spec", 0.0, 1.0),
+        ("drafter", 0.0, 1.0),
+        ("chow", 0.4, 1.0),
+        ("diff", 0.05, 1.0),
+        ("opt", 0.5, 1.0),
+        ("bild", 0.3, 1.0),
+        ("token_v1", 0.1, 1.0),
+        ("token_v3", 0.5, 1.0),
+        ("lossy", 0.5, 1.0),
+        ("lossy", 0.5, "normalize"),
+    ],
+)
 def test_exact_expectations_match_monte_carlo(world, rule, alpha, beta):
     exact = world.evaluate(rule, alpha, beta=beta)
     estimate = world.simulate(rule, alpha, beta=beta, n=20000, seed=11)
     assert_within_4_se(exact, estimate)
 
 
-@pytest.mark.parametrize("rule,alpha,gamma,T", [("spec", 0.0, 3, 1.0), ("opt", 0.5, 5, 1.0),
-                                                ("token_v2", 0.2, 1, 1.0), ("chow", 0.3, 3, 0.5)])
+@pytest.mark.parametrize(
+    "rule,alpha,gamma,T",
+    [("spec", 0.0, 3, 1.0), ("opt", 0.5, 5, 1.0), ("token_v2", 0.2, 1, 1.0), ("chow", 0.3, 3, 0.5)],
+)
 def test_exact_block_accounting_matches_monte_carlo(world, rule, alpha, gamma, T):
     exact = world.evaluate(rule, alpha, gamma=gamma, temperature=T)
     estimate = world.simulate(rule, alpha, gamma=gamma, temperature=T, n=20000, seed=5)
@@ -113,17 +128,19 @@ def test_temperature_zero(world):
     exact = world.evaluate("diff", 0.1, temperature=0.0)
     estimate = world.simulate("diff", 0.1, temperature=0.0, n=5000, seed=3)
     assert_within_4_se(exact, estimate, ("zero_one_loss", "deferral_rate", "rejection_rate", "mean_length"))
-    assert math.isinf(exact.log_loss)          # a one-hot law misses true tokens
+    assert math.isinf(exact.log_loss)  # a one-hot law misses true tokens
 
 
 def test_ends_of_the_curve(world):
     spec, drafter = world.evaluate("spec"), world.evaluate("drafter")
     assert drafter.rejection_rate == 0 and drafter.deferral_rate == 0
     assert spec.deferral_rate == pytest.approx(1.0)
-    torch.testing.assert_close(torch.tensor(world.evaluate("chow", 0.0).zero_one_loss),
-                               torch.tensor(spec.zero_one_loss))
-    torch.testing.assert_close(torch.tensor(world.evaluate("chow", 1.0).zero_one_loss),
-                               torch.tensor(drafter.zero_one_loss))
+    torch.testing.assert_close(
+        torch.tensor(world.evaluate("chow", 0.0).zero_one_loss), torch.tensor(spec.zero_one_loss)
+    )
+    torch.testing.assert_close(
+        torch.tensor(world.evaluate("chow", 1.0).zero_one_loss), torch.tensor(drafter.zero_one_loss)
+    )
     assert spec.zero_one_loss < drafter.zero_one_loss
 
 
@@ -145,5 +162,9 @@ def test_teacher_forced_expectation_by_hand(world):
     """Under prefixes from P, the drafter's loss is the P-occupancy average of 1 - sum_v P(v) q(v)."""
     t = world.contexts()
     by_hand = (t.weight * (1 - (t.P * t.q).sum(-1))).sum() / t.weight.sum()
-    assert world.evaluate("drafter", prefixes="truth").zero_one_loss == pytest.approx(float(by_hand), abs=1e-12)
-    assert world.evaluate("drafter", prefixes="truth").mean_length == pytest.approx(float(t.weight.sum()), abs=1e-12)
+    assert world.evaluate("drafter", prefixes="truth").zero_one_loss == pytest.approx(
+        float(by_hand), abs=1e-12
+    )
+    assert world.evaluate("drafter", prefixes="truth").mean_length == pytest.approx(
+        float(t.weight.sum()), abs=1e-12
+    )

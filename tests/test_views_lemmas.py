@@ -1,5 +1,6 @@
 """The views of the lemma notebooks (03-05, `tutorial_lib.views.lemmas`): every slider range draws, the
 figures move with alpha, bad input says what to change, and the widget helper wires them."""
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import plotly.graph_objects as go
@@ -44,17 +45,20 @@ def test_total_risk_view_over_the_sharpness_range(world, lemma, loss):
         fig = vl.total_risk_view(lemma, loss, drafter_sharpness, verifier_sharpness, world=world, n_alpha=5)
         assert isinstance(fig, go.Figure)
     # Miscalibrated worlds also draw the plug-ins of the models as built, for comparison.
-    assert len(vl.total_risk_view(lemma, loss, 2.0, 1.0, world=world, n_alpha=5).data) > \
-        len(vl.total_risk_view(lemma, loss, 1.0, 1.0, world=world, n_alpha=5).data)
+    assert len(vl.total_risk_view(lemma, loss, 2.0, 1.0, world=world, n_alpha=5).data) > len(
+        vl.total_risk_view(lemma, loss, 1.0, 1.0, world=world, n_alpha=5).data
+    )
 
 
 def test_figure1_view_over_its_range(world):
     for temperature in (0.0, 2.0):
         for gamma in (1, 8):
             for prefixes in ("generated", "truth"):
-                assert isinstance(vl.figure1_view(temperature, gamma, prefixes, world=world, n_alpha=3), go.Figure)
+                assert isinstance(
+                    vl.figure1_view(temperature, gamma, prefixes, world=world, n_alpha=3), go.Figure
+                )
     spec_x = [vl.figure1_view(1.0, gamma, world=world, n_alpha=3).data[2].x[0] for gamma in (1, 8)]
-    assert spec_x[1] < spec_x[0]                                       # longer blocks, fewer calls
+    assert spec_x[1] < spec_x[0]  # longer blocks, fewer calls
 
 
 def test_lemma2_and_beta_views_over_their_range(world):
@@ -65,8 +69,14 @@ def test_lemma2_and_beta_views_over_their_range(world):
                     assert isinstance(vl.lemma2_view(row, alpha, beta, temperature, world=world), go.Figure)
                 assert isinstance(vl.beta_view(alpha, row, temperature, world=world), go.Figure)
     row = examples.default_context(world)
-    assert vl.lemma2_view(row, 0.0, world=world).layout.title.text != vl.lemma2_view(row, 0.9, world=world).layout.title.text
-    assert vl.beta_view(0.0, row, world=world).layout.title.text != vl.beta_view(0.9, row, world=world).layout.title.text
+    assert (
+        vl.lemma2_view(row, 0.0, world=world).layout.title.text
+        != vl.lemma2_view(row, 0.9, world=world).layout.title.text
+    )
+    assert (
+        vl.beta_view(0.0, row, world=world).layout.title.text
+        != vl.beta_view(0.9, row, world=world).layout.title.text
+    )
 
 
 def test_tradeoff_view_for_every_method_over_its_range(world):
@@ -76,26 +86,29 @@ def test_tradeoff_view_for_every_method_over_its_range(world):
                 fig = vl.tradeoff_view(gamma, 0.1, temperature, world=world, n_alpha=3, methods=[method])
                 assert isinstance(fig, go.Figure)
     cheap, dear = (vl.tradeoff_view(5, c, world=world, n_alpha=3, methods=["OPT"]) for c in (0.0, 1.0))
-    assert max(cheap.data[1].x) < min(dear.data[1].x)                  # the latency axis moves with c
+    assert max(cheap.data[1].x) < min(dear.data[1].x)  # the latency axis moves with c
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda w: vl.lemma1_view(0, 1.5, "zero_one", world=w), "outside"),
-    (lambda w: vl.lemma4_view(0, -0.1, "log", world=w), "outside"),
-    (lambda w: vl.lemma1_view(0, 0.1, "hinge", world=w), "unknown"),
-    (lambda w: vl.lemma1_view(10 ** 6, 0.1, world=w), "context_index"),
-    (lambda w: vl.lemma1_view(0.5, 0.1, world=w), "context_index"),
-    (lambda w: vl.total_risk_view(2, world=w), "pass 1 or 4"),
-    (lambda w: vl.total_risk_view(1, "zero_one", 0.0, world=w), "must be > 0"),
-    (lambda w: vl.lemma2_view(0, 1.0, world=w), "alpha"),
-    (lambda w: vl.lemma2_view(0, 0.5, "tuned", world=w), "normalize"),
-    (lambda w: vl.lemma2_view(0, 0.5, 0.1, world=w), "beta"),
-    (lambda w: vl.figure1_view(-1.0, 5, world=w), "temperature"),
-    (lambda w: vl.tradeoff_view(0, 0.1, world=w), "gamma"),
-    (lambda w: vl.tradeoff_view(5, -0.5, world=w), "cost_ratio"),
-    (lambda w: vl.tradeoff_view(5, 0.1, world=w, methods=["Medusa"]), "choose one or more"),
-    (lambda w: examples.reshaped_world(w, drafter_temperature=2.0), "unknown ToyWorld setting"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda w: vl.lemma1_view(0, 1.5, "zero_one", world=w), "outside"),
+        (lambda w: vl.lemma4_view(0, -0.1, "log", world=w), "outside"),
+        (lambda w: vl.lemma1_view(0, 0.1, "hinge", world=w), "unknown"),
+        (lambda w: vl.lemma1_view(10**6, 0.1, world=w), "context_index"),
+        (lambda w: vl.lemma1_view(0.5, 0.1, world=w), "context_index"),
+        (lambda w: vl.total_risk_view(2, world=w), "pass 1 or 4"),
+        (lambda w: vl.total_risk_view(1, "zero_one", 0.0, world=w), "must be > 0"),
+        (lambda w: vl.lemma2_view(0, 1.0, world=w), "alpha"),
+        (lambda w: vl.lemma2_view(0, 0.5, "tuned", world=w), "normalize"),
+        (lambda w: vl.lemma2_view(0, 0.5, 0.1, world=w), "beta"),
+        (lambda w: vl.figure1_view(-1.0, 5, world=w), "temperature"),
+        (lambda w: vl.tradeoff_view(0, 0.1, world=w), "gamma"),
+        (lambda w: vl.tradeoff_view(5, -0.5, world=w), "cost_ratio"),
+        (lambda w: vl.tradeoff_view(5, 0.1, world=w, methods=["Medusa"]), "choose one or more"),
+        (lambda w: examples.reshaped_world(w, drafter_temperature=2.0), "unknown ToyWorld setting"),
+    ],
+)
 def test_bad_input_says_what_to_change(world, call, match):
     with pytest.raises(ValueError, match=match):
         call(world)
@@ -104,11 +117,13 @@ def test_bad_input_says_what_to_change(world, call, match):
 def test_static_figures_are_labelled(world, tmp_path):
     row = examples.default_context(world)
     figures = {
-        "context": vl.lemma1_figure(row, 0.1, world=world), "context4": vl.lemma4_figure(row, 0.3, world=world),
+        "context": vl.lemma1_figure(row, 0.1, world=world),
+        "context4": vl.lemma4_figure(row, 0.3, world=world),
         "total": vl.total_risk_figure(4, world=world, n_alpha=5),
         "misc": vl.miscalibration_figure(dr.miscalibration_sweep(world, [0.5, 2.0], n_alpha=5)),
         "figure1": vl.figure1_figure(tradeoff.figure1_curves(world, n_alpha=3)),
-        "lemma2": vl.lemma2_figure(row, 0.5, world=world), "beta": vl.beta_figure(lossy.beta_sweep(world, [0.0, 0.5])),
+        "lemma2": vl.lemma2_figure(row, 0.5, world=world),
+        "beta": vl.beta_figure(lossy.beta_sweep(world, [0.0, 0.5])),
         "tradeoff": vl.tradeoff_figure(tradeoff.tradeoff_curves(world, n_alpha=3, cost_ratio=0.1), 5, 0.1),
     }
     for name, fig in figures.items():
@@ -119,17 +134,29 @@ def test_static_figures_are_labelled(world, tmp_path):
 
 def test_interactive_draws_redraws_and_reports_errors(world):
     slider = widgets.FloatSlider(value=0.1, min=0.0, max=1.0)
-    box = vw.interactive(vl.lemma1_view, context_index=widgets.fixed(0), alpha=slider,
-                         loss=widgets.fixed("zero_one"), world=widgets.fixed(world))
+    box = vw.interactive(
+        vl.lemma1_view,
+        context_index=widgets.fixed(0),
+        alpha=slider,
+        loss=widgets.fixed("zero_one"),
+        world=widgets.fixed(world),
+    )
     out = box.children[-1]
     first = out.outputs[0]["data"]["text/plain"]
     assert "alpha = 0.10" in first
     slider.value = 0.7
     assert "alpha = 0.70" in out.outputs[0]["data"]["text/plain"]
-    broken = vw.interactive(vl.tradeoff_view, gamma=widgets.fixed(5), cost_ratio=widgets.fixed(0.1),
-                            world=widgets.fixed(world), methods=widgets.fixed(()))
+    broken = vw.interactive(
+        vl.tradeoff_view,
+        gamma=widgets.fixed(5),
+        cost_ratio=widgets.fixed(0.1),
+        world=widgets.fixed(world),
+        methods=widgets.fixed(()),
+    )
     error = broken.children[-1].outputs[0]
-    assert error["output_type"] == "stream" and "methods=[]: choose one or more of SpecDecode" in error["text"]
+    assert (
+        error["output_type"] == "stream" and "methods=[]: choose one or more of SpecDecode" in error["text"]
+    )
 
 
 @pytest.mark.parametrize("lemma,cost", [(1, "deferral"), (4, "rejection")])

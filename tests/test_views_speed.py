@@ -1,4 +1,5 @@
 """Notebook 09's views: the numbers they draw come from the block-cost model; the slider callback is a plain function."""
+
 import plotly.graph_objects as go
 import pytest
 import tutorial_lib as tl
@@ -36,7 +37,10 @@ def test_what_if_callback():
     for c, a in zip(numbers["cost_ratios"], numbers["break_even_textbook"]):
         assert a is None or a == pytest.approx(c, abs=1e-6)
     # blocks that cost more than one step need a higher acceptance, or never pay
-    assert all(h is None or h >= t - 1e-12 for h, t in zip(numbers["break_even_here"], numbers["break_even_textbook"]))
+    assert all(
+        h is None or h >= t - 1e-12
+        for h, t in zip(numbers["break_even_here"], numbers["break_even_textbook"])
+    )
     assert "on this machine" in speed.describe_what_if(numbers)
 
 

@@ -1,5 +1,6 @@
 """The views of notebooks 01 and 02 (`tutorial_lib.views.targets`, `views.widgets`): every callback across
 its whole slider range, the figures move with the sliders, bad input says what to change."""
+
 import math
 
 import matplotlib.pyplot as plt
@@ -58,7 +59,7 @@ def test_target_view_across_the_whole_slider_range(rule):
 def test_target_view_gamma(gamma):
     _, out = vt.target_view("verifier blind spot", "opt", 0.0, 1.0, gamma)
     a = out["acceptance_rate"]
-    assert out["expected_tokens_per_call"] == pytest.approx(sum(a ** j for j in range(gamma + 1)))
+    assert out["expected_tokens_per_call"] == pytest.approx(sum(a**j for j in range(gamma + 1)))
 
 
 def test_chow_target_changes_with_alpha_where_the_drafter_is_unsure():
@@ -98,20 +99,26 @@ def test_every_rule_view(lenience, temperature):
 def test_every_rule_view_moves_with_lenience():
     _, low = vt.every_rule_view("unsure drafter, confident verifier", 0.0)
     _, high = vt.every_rule_view("unsure drafter, confident verifier", 1.0)
-    assert all(high[label]["rejection"] < low[label]["rejection"]
-               for label in ("Chow", "Diff", "BiLD*", "Token-V1", "Token-V3"))
+    assert all(
+        high[label]["rejection"] < low[label]["rejection"]
+        for label in ("Chow", "Diff", "BiLD*", "Token-V1", "Token-V3")
+    )
 
 
 def test_static_twins_save(tmp_path):
-    figures = [vt.target_figure("verifier blind spot", "token_v3", 0.4, 0.7, 3),
-               vt.target_figure("agree", "lossy", 0.2, beta="normalize"),
-               vt.every_rule_figure("disjoint", 0.5, 0.0), vt.examples_figure()]
+    figures = [
+        vt.target_figure("verifier blind spot", "token_v3", 0.4, 0.7, 3),
+        vt.target_figure("agree", "lossy", 0.2, beta="normalize"),
+        vt.every_rule_figure("disjoint", 0.5, 0.0),
+        vt.examples_figure(),
+    ]
     for k, fig in enumerate(figures):
         assert tl.savefig(fig, f"explore_{k}", tmp_path).stat().st_size > 5_000
 
 
 def test_link_alpha_slider_keeps_lenience():
     import ipywidgets as widgets
+
     rule = widgets.Dropdown(options=list(tl.RULES), value="chow")
     alpha = widgets.FloatSlider(min=-10, max=10, value=0.25)
     vw.link_alpha_slider(rule, alpha)
@@ -129,12 +136,15 @@ def test_link_alpha_slider_keeps_lenience():
 
 def test_live_view_redraws_and_reports_bad_input():
     import ipywidgets as widgets
+
     rule = widgets.Dropdown(options=list(tl.RULES), value="chow")
     alpha = widgets.FloatSlider(min=0.0, max=1.0, value=0.0)
     gamma = widgets.IntSlider(min=0, max=10, value=5)  # 0 is out of range on purpose
-    box = vw.live_view(vt.target_view, dict(example=widgets.Dropdown(options=EXAMPLES, value="agree"),
-                                            rule=rule, alpha=alpha, gamma=gamma),
-                       describe=vt.format_readouts)
+    box = vw.live_view(
+        vt.target_view,
+        dict(example=widgets.Dropdown(options=EXAMPLES, value="agree"), rule=rule, alpha=alpha, gamma=gamma),
+        describe=vt.format_readouts,
+    )
     out = box.children[-1]
     figure, text = out.outputs
     assert figure["output_type"] == "display_data" and "Chow" in figure["data"]["text/plain"]
@@ -142,8 +152,13 @@ def test_live_view_redraws_and_reports_bad_input():
     alpha.value = 1.0
     assert "max q = 0.700 >= 1 - alpha = 0.000: keep q" in out.outputs[1]["text"]
     gamma.value = 0
-    assert out.outputs == ({"output_type": "stream", "name": "stderr",
-                            "text": "gamma=0 is below 1 (the draft block holds at least one token); pass an integer gamma >= 1.\n"},)
+    assert out.outputs == (
+        {
+            "output_type": "stream",
+            "name": "stderr",
+            "text": "gamma=0 is below 1 (the draft block holds at least one token); pass an integer gamma >= 1.\n",
+        },
+    )
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
@@ -160,40 +175,52 @@ def test_lemma3_figures():
     assert isinstance(vt.lemma3_view(rows), go.Figure) and vt.lemma3_figure(rows).axes
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda: vt.target_view("nope", "chow", 0.5), "unknown example 'nope'; choose one of"),
-    (lambda: vt.target_view("agree", "nope", 0.5), "rule='nope' is unknown; choose one of"),
-    (lambda: vt.target_view("agree", "chow", 1.5), r"outside the range \[0.0, 1.0\]"),
-    (lambda: vt.target_view("agree", "lossy", 1.0), r"outside \[0, 1\)"),
-    (lambda: vt.target_view("agree", "chow", 0.5, gamma=0), "gamma >= 1"),
-    (lambda: vt.target_view("agree", "chow", 0.5, gamma=2.5), "whole number"),
-    (lambda: vt.target_view("agree", "chow", 0.5, temperature=-1), "use T = 0 for greedy"),
-    (lambda: vt.target_view("agree", "chow", 0.5, temperature=math.inf), "finite T > 0"),
-    (lambda: vt.target_view(examples.toy_world_inputs(), "chow", 0.5), "pick a single-context example"),
-    (lambda: vt.every_rule_view("agree", 1.5), r"lenience=1.5 must lie in \[0, 1\]"),
-    (lambda: vt.every_rule_view("agree", 0.5, -0.1), "use T = 0 for greedy"),
-    (lambda: rejection.rejection_curves("agree", 1.0, n_alpha=1), "n_alpha >= 2"),
-    (lambda: rejection.rejection_curves("nope"), "unknown example"),
-    (lambda: rejection.lemma3_check(rs=(1.5,), n=10), r"a mixture weight lies in \[0, 1\]"),
-    (lambda: rejection.simulate_rejections([0.5, 0.5], [0.5, 0.5], 0), "at least one draft"),
-    (lambda: latency.expected_tokens_per_call(1.2, 3), r"pass a value in \[0, 1\]"),
-    (lambda: examples.example_from_distributions("x", [0.5, 0.5], [0.5, 0.5], labels=["a"]), "one label per token"),
-    (lambda: examples.example_from_distributions("x", [0.5, 0.6], [0.5, 0.5]), "does not sum to one"),
-    (lambda: examples.example_from_distributions("x", [[0.5, 0.5]], [[0.5, 0.5]]), r"shape \(V,\)"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: vt.target_view("nope", "chow", 0.5), "unknown example 'nope'; choose one of"),
+        (lambda: vt.target_view("agree", "nope", 0.5), "rule='nope' is unknown; choose one of"),
+        (lambda: vt.target_view("agree", "chow", 1.5), r"outside the range \[0.0, 1.0\]"),
+        (lambda: vt.target_view("agree", "lossy", 1.0), r"outside \[0, 1\)"),
+        (lambda: vt.target_view("agree", "chow", 0.5, gamma=0), "gamma >= 1"),
+        (lambda: vt.target_view("agree", "chow", 0.5, gamma=2.5), "whole number"),
+        (lambda: vt.target_view("agree", "chow", 0.5, temperature=-1), "use T = 0 for greedy"),
+        (lambda: vt.target_view("agree", "chow", 0.5, temperature=math.inf), "finite T > 0"),
+        (lambda: vt.target_view(examples.toy_world_inputs(), "chow", 0.5), "pick a single-context example"),
+        (lambda: vt.every_rule_view("agree", 1.5), r"lenience=1.5 must lie in \[0, 1\]"),
+        (lambda: vt.every_rule_view("agree", 0.5, -0.1), "use T = 0 for greedy"),
+        (lambda: rejection.rejection_curves("agree", 1.0, n_alpha=1), "n_alpha >= 2"),
+        (lambda: rejection.rejection_curves("nope"), "unknown example"),
+        (lambda: rejection.lemma3_check(rs=(1.5,), n=10), r"a mixture weight lies in \[0, 1\]"),
+        (lambda: rejection.simulate_rejections([0.5, 0.5], [0.5, 0.5], 0), "at least one draft"),
+        (lambda: latency.expected_tokens_per_call(1.2, 3), r"pass a value in \[0, 1\]"),
+        (
+            lambda: examples.example_from_distributions("x", [0.5, 0.5], [0.5, 0.5], labels=["a"]),
+            "one label per token",
+        ),
+        (lambda: examples.example_from_distributions("x", [0.5, 0.6], [0.5, 0.5]), "does not sum to one"),
+        (lambda: examples.example_from_distributions("x", [[0.5, 0.5]], [[0.5, 0.5]]), r"shape \(V,\)"),
+    ],
+)
 def test_bad_input_says_what_to_change(call, match):
     with pytest.raises(ValueError, match=match):
         call()
 
+
 # ---- polish: readable labels, rounded titles, the chosen alpha of notebook 02 ---------------------
+
 
 def test_live_view_labels_are_readable_and_wide():
     import ipywidgets as widgets
-    sharp = widgets.FloatLogSlider(value=2 ** -0.25, base=2, min=-2, max=2, step=0.25)
-    box = vw.interactive(lambda lemma, drafter_sharpness: go.Figure(layout_title_text=vw.number(drafter_sharpness)),
-                         lemma=widgets.fixed(1), drafter_sharpness=sharp)
+
+    sharp = widgets.FloatLogSlider(value=2**-0.25, base=2, min=-2, max=2, step=0.25)
+    box = vw.interactive(
+        lambda lemma, drafter_sharpness: go.Figure(layout_title_text=vw.number(drafter_sharpness)),
+        lemma=widgets.fixed(1),
+        drafter_sharpness=sharp,
+    )
     assert sharp.description == "drafter sharpness" and sharp.style.description_width == "initial"
-    assert sharp.layout.width == vw.SLIDER_WIDTH           # the label does not squeeze the track away
+    assert sharp.layout.width == vw.SLIDER_WIDTH  # the label does not squeeze the track away
     assert box.children[-1].outputs[0]["data"]["text/plain"] == "<Figure: 0.841>"
 
 
@@ -208,13 +235,15 @@ def test_rejection_curves_view_marks_the_chosen_alpha_on_every_curve():
     plain, _ = vt.rejection_curves_view(None, 1.0, n_alpha=5)
     fig, result = vt.rejection_curves_view(None, 1.0, alpha=0.3, n_alpha=5)
     markers = [trace for trace in fig.data if trace.name == "chosen α"]
-    assert len(markers) == len(rejection.CURVE_VARIANTS)            # 0.3 lies in every rule's span
+    assert len(markers) == len(rejection.CURVE_VARIANTS)  # 0.3 lies in every rule's span
     assert all(m.x == (0.3,) for m in markers)
     assert [m.y[0] for m in markers] == [result["at_alpha"][label] for label in result["curves"]]
     titles = [a.text for a in fig.layout.annotations]
     assert f"Chow: {result['at_alpha']['Chow']:.3f} at α=0.30" in titles
     text = vt.format_rejection_at(result)
-    assert text.startswith("rejection rate at alpha = 0.30") and f"Chow {result['at_alpha']['Chow']:.4f}" in text
+    assert (
+        text.startswith("rejection rate at alpha = 0.30") and f"Chow {result['at_alpha']['Chow']:.4f}" in text
+    )
     _, moved = vt.rejection_curves_view(None, 1.0, alpha=0.6, n_alpha=5)
     assert vt.format_rejection_at(moved) != text
     below, _ = vt.rejection_curves_view(None, 1.0, alpha=-0.5, n_alpha=5)

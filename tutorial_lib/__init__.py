@@ -24,6 +24,7 @@ Every module is named by its wing: `tl.decoding.engine`, `tl.stats.claims`,
 `from tutorial_lib.sweeps import evaluation` (tests/test_structure.py imports each such path the notebooks,
 the README and the docstrings name).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,16 +40,40 @@ MODULES = {name: name for name in ("checks", "paths", *WINGS)}
 
 #: `tl.<name>`: the functions, classes and constants the notebooks and the README use, by their module.
 NAMES = {
-    "generate": "decoding.engine", "generate_many": "decoding.engine", "Generation": "decoding.engine",
+    "generate": "decoding.engine",
+    "generate_many": "decoding.engine",
+    "Generation": "decoding.engine",
     "calibrate": "decoding.engine",
-    "generate_batch": "decoding.batch", "prefill_batch": "decoding.batch",
-    "speculative_cascade": "decoding.hf_generate", "SpeculativeCascade": "decoding.hf_generate",
-    "load_model": "models", "load_pair": "models",
-    "savefig": "views.figures", "ToyWorld": "toy.toyworld",
-    **{name: "maths.targets" for name in (
-        "ALPHA_RANGES", "LIVE_ALPHA_RANGES", "PREFIX_RULES", "RULES", "TOKEN_RULES", "acceptance_probability",
-        "acceptance_set", "alpha_grid", "deferral_decision", "deferral_weight", "lossy_beta", "output_distribution",
-        "probabilities", "rejection_probability", "residual_distribution", "target_distribution", "tv_distance")},
+    "generate_batch": "decoding.batch",
+    "prefill_batch": "decoding.batch",
+    "speculative_cascade": "decoding.hf_generate",
+    "SpeculativeCascade": "decoding.hf_generate",
+    "load_model": "models",
+    "load_pair": "models",
+    "savefig": "views.figures",
+    "ToyWorld": "toy.toyworld",
+    **{
+        name: "maths.targets"
+        for name in (
+            "ALPHA_RANGES",
+            "LIVE_ALPHA_RANGES",
+            "PREFIX_RULES",
+            "RULES",
+            "TOKEN_RULES",
+            "acceptance_probability",
+            "acceptance_set",
+            "alpha_grid",
+            "deferral_decision",
+            "deferral_weight",
+            "lossy_beta",
+            "output_distribution",
+            "probabilities",
+            "rejection_probability",
+            "residual_distribution",
+            "target_distribution",
+            "tv_distance",
+        )
+    },
 }
 
 __all__ = sorted({*MODULES, *NAMES})
@@ -61,7 +86,7 @@ def __getattr__(name: str):
         module = getattr(importlib.import_module(f"{__name__}.{NAMES[name]}"), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}; see tutorial_lib.__all__")
-    globals()[name] = module      # later lookups skip this function
+    globals()[name] = module  # later lookups skip this function
     return module
 
 

@@ -12,6 +12,7 @@ message everywhere:
 
 Each raises `TypeError` for a value of the wrong kind and `ValueError` for one out of range.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,17 @@ import numbers
 import operator
 from typing import Optional, Sequence
 
-__all__ = ["LOSSES", "check_whole_number", "check_gamma", "check_real", "check_temperature",
-           "check_choice", "check_loss", "check_seed", "check_device"]
+__all__ = [
+    "LOSSES",
+    "check_whole_number",
+    "check_gamma",
+    "check_real",
+    "check_temperature",
+    "check_choice",
+    "check_loss",
+    "check_seed",
+    "check_device",
+]
 
 #: The losses of the lemmas: 0-1 loss and log loss.
 LOSSES = ("zero_one", "log")
@@ -57,8 +67,11 @@ def check_real(value, name: str, *, finite: bool = False, allow_nan: bool = Fals
     """`value` as a `float`: ints, floats and numpy scalars pass; strings, booleans and NaN do not."""
     if isinstance(value, bool) or isinstance(value, (str, bytes)) or not isinstance(value, numbers.Real):
         try:  # a 0-d tensor or array holds one number too
-            if getattr(value, "ndim", None) == 0 and getattr(value, "dtype", None) is not None \
-                    and str(value.dtype) != "bool":
+            if (
+                getattr(value, "ndim", None) == 0
+                and getattr(value, "dtype", None) is not None
+                and str(value.dtype) != "bool"
+            ):
                 value = value.item()
                 if isinstance(value, numbers.Real) and not isinstance(value, bool):
                     return check_real(value, name, finite=finite, allow_nan=allow_nan)
@@ -78,7 +91,9 @@ def check_temperature(temperature) -> float:
     `targets.probabilities` divides in float64 where float32 would round $T$ to 0)."""
     temperature = check_real(temperature, "temperature", allow_nan=True)
     if not math.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"temperature={temperature} is invalid; use T = 0 for greedy decoding or a finite T > 0.")
+        raise ValueError(
+            f"temperature={temperature} is invalid; use T = 0 for greedy decoding or a finite T > 0."
+        )
     return temperature
 
 
@@ -97,28 +112,36 @@ def check_loss(loss) -> str:
 def check_seed(seed, name: str = "seed") -> int:
     """A random seed: a whole number >= 0. `None` is refused: every run of this package is reproducible."""
     if seed is None:
-        raise TypeError(f"{name}=None: runs are reproducible by design, so pass an integer seed "
-                        f"(e.g. {name}=0; different seeds give different samples).")
+        raise TypeError(
+            f"{name}=None: runs are reproducible by design, so pass an integer seed "
+            f"(e.g. {name}=0; different seeds give different samples)."
+        )
     seed = check_whole_number(seed, name, 0, "torch seeds are non-negative")
     if seed > 2**64 - 1:
-        raise ValueError(f"{name}={seed} is larger than torch's largest seed, 2**64 - 1; pass a smaller integer.")
+        raise ValueError(
+            f"{name}={seed} is larger than torch's largest seed, 2**64 - 1; pass a smaller integer."
+        )
     return seed
 
 
 def check_device(device) -> str:
     """A torch device that exists on this machine: `"cpu"`, or `"cuda[:i]"` / `"mps"` where available."""
     import torch
+
     try:
         parsed = torch.device(device)
     except (RuntimeError, TypeError) as error:
         raise ValueError(f"device={device!r} is not a torch device; use 'cpu' or 'cuda'.") from error
     if parsed.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device={device!r} but this machine has no CUDA device available to torch; "
-                             "use device='cpu'.")
+            raise ValueError(
+                f"device={device!r} but this machine has no CUDA device available to torch; use device='cpu'."
+            )
         if parsed.index is not None and parsed.index >= torch.cuda.device_count():
-            raise ValueError(f"device={device!r} but there are only {torch.cuda.device_count()} CUDA devices; "
-                             "use a smaller index.")
+            raise ValueError(
+                f"device={device!r} but there are only {torch.cuda.device_count()} CUDA devices; "
+                "use a smaller index."
+            )
     elif parsed.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
         raise ValueError(f"device={device!r} but MPS is not available here; use device='cpu'.")
     return str(parsed)

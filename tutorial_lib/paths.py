@@ -1,4 +1,5 @@
 """Where the checkout keeps its data: the floor every wing may import (like `checks`)."""
+
 import os
 import re
 from pathlib import Path

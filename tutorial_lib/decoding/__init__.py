@@ -14,9 +14,23 @@ r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and w
 - `speed_tables`  - those measurements as tables: the engine benchmark's methods and aims (verdicts from the numbers), batches.
 - `hf_generate`   - `speculative_cascade`: the engine as transformers' `model.generate(..., custom_generate=...)`.
 """
+
 import importlib
 
-__all__ = ['engine', 'options', 'gamma_policy', 'calibration', 'shared_prefix', 'lockstep', 'batch', 'block_batch', 'config_batch', 'speed_runs', 'speed_tables', 'hf_generate']
+__all__ = [
+    "engine",
+    "options",
+    "gamma_policy",
+    "calibration",
+    "shared_prefix",
+    "lockstep",
+    "batch",
+    "block_batch",
+    "config_batch",
+    "speed_runs",
+    "speed_tables",
+    "hf_generate",
+]
 
 
 def __getattr__(name: str):

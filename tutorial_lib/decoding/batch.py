@@ -40,6 +40,7 @@ The shared steps live in `lockstep` (also used by `config_batch`).
   output equals that single run: token for token at $T = 0$, and at $T > 0$ except where float
   noise between a batched and a single forward pass moves a draw across a boundary.
 """
+
 from __future__ import annotations
 
 import copy
@@ -52,17 +53,39 @@ from ..checks import check_gamma
 from ..maths import targets
 from ..models.adapter import LanguageModel
 from .engine import Generation
-from .lockstep import (BATCH_METHODS, BatchPrefill, Chunk, MODELS_USED, Rows, build_feed_log, check_batch_size,
-                       check_prefill, check_seeds, encode_prompts, forward_step, load_models, plain_step,
-                       prefill_chunks, row_generation, speculative_step)
+from .lockstep import (
+    BATCH_METHODS,
+    BatchPrefill,
+    Chunk,
+    MODELS_USED,
+    Rows,
+    build_feed_log,
+    check_batch_size,
+    check_prefill,
+    check_seeds,
+    encode_prompts,
+    forward_step,
+    load_models,
+    plain_step,
+    prefill_chunks,
+    row_generation,
+    speculative_step,
+)
 from .options import check_generate_options, stop_tokens
 from .block_batch import BLOCK_BONUS, CASCADE_METHODS, Side, decode_blocks, encode_batch
 
 __all__ = ["BATCH_METHODS", "BatchPrefill", "prefill_batch", "generate_batch"]
 
 
-def prefill_batch(drafter, verifier, prompts, *, batch_size: Optional[int] = None,
-                  progress: bool = False, shared_vocabulary: bool = False) -> BatchPrefill:
+def prefill_batch(
+    drafter,
+    verifier,
+    prompts,
+    *,
+    batch_size: Optional[int] = None,
+    progress: bool = False,
+    shared_vocabulary: bool = False,
+) -> BatchPrefill:
     """Run each model once on the left-padded prompts (minus their last token) and keep the caches.
 
     `prompts` are texts or token-id lists (as for `generate_batch`, which must get the same
@@ -77,19 +100,34 @@ def prefill_batch(drafter, verifier, prompts, *, batch_size: Optional[int] = Non
 
 # ---- decoding ---------------------------------------------------------------------------------
 
-def _decode_chunk(chunk: Chunk, lms: Dict[str, LanguageModel], verifier: LanguageModel, prompt_ids, seeds, *,
-                  method, rule, alpha, beta, temperature, max_new_tokens, eos, bar) -> List[Generation]:
+
+def _decode_chunk(
+    chunk: Chunk,
+    lms: Dict[str, LanguageModel],
+    verifier: LanguageModel,
+    prompt_ids,
+    seeds,
+    *,
+    method,
+    rule,
+    alpha,
+    beta,
+    temperature,
+    max_new_tokens,
+    eos,
+    bar,
+) -> List[Generation]:
     start = time.perf_counter()
     ids = [prompt_ids[i] for i in chunk.rows]
     rows = Rows(ids, [seeds[i] for i in chunk.rows], max_new_tokens, eos)
     # Copies: the prefill stays as it was, for the next configuration of a sweep.
     caches = {which: copy.deepcopy(chunk.caches[which]) for which in lms}
-    mask = chunk.mask                                                            # (b, M + steps so far)
+    mask = chunk.mask  # (b, M + steps so far)
     time_s = {which: chunk.time_s.get(which, 0.0) for which in lms}
-    live = list(range(len(ids)))             # the rows still running, in the caches' batch order
+    live = list(range(len(ids)))  # the rows still running, in the caches' batch order
     with targets.trusted_inputs():  # every law below comes from `probabilities`
         while live:
-            feed = rows.last[live]                                               # (k,)
+            feed = rows.last[live]  # (k,)
             mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype)], dim=1)  # (k, M + steps + 1)
             logits = {}
             for which, lm in lms.items():
@@ -101,7 +139,9 @@ def _decode_chunk(chunk: Chunk, lms: Dict[str, LanguageModel], verifier: Languag
             else:
                 plain_step(rows, logits[method], live, method, temperature)
             if bar is not None:  # the bar counts the token budget: a row that stops hands in the rest
-                bar.update(sum(1 if rows.active[r] else max_new_tokens - len(rows.tokens[r]) + 1 for r in live))
+                bar.update(
+                    sum(1 if rows.active[r] else max_new_tokens - len(rows.tokens[r]) + 1 for r in live)
+                )
             # Rows that stopped leave the batch (and their cache entries with them): the next step
             # computes only running rows, so a long answer no longer makes every finished row pay.
             keep = [k for k, r in enumerate(live) if rows.active[r]]
@@ -109,7 +149,9 @@ def _decode_chunk(chunk: Chunk, lms: Dict[str, LanguageModel], verifier: Languag
                 if keep:
                     index = torch.tensor(keep)
                     for cache in caches.values():
-                        cache.batch_select_indices(index.cpu())  # a CPU index serves every layer's device (device_map)
+                        cache.batch_select_indices(
+                            index.cpu()
+                        )  # a CPU index serves every layer's device (device_map)
                     mask = mask[index]
                 live = [live[k] for k in keep]
     # The batch's cost, prefill included, split evenly among its rows.
@@ -117,18 +159,48 @@ def _decode_chunk(chunk: Chunk, lms: Dict[str, LanguageModel], verifier: Languag
     prefill_s = sum(chunk.time_s.get(which, 0.0) for which in lms)  # only the models this method used
     wall = (prefill_s + time.perf_counter() - start) / b
     used = tuple(lms)
-    return [row_generation(rows, r, ids[r], verifier, method=method, rule=rule, alpha=alpha, temperature=temperature,
-                            used=used, wall_s=wall, time_s={w: time_s.get(w, 0.0) / b for w in used},
-                            feed_log=build_feed_log(ids[r], rows.tokens[r], used))
-            for r in range(b)]
+    return [
+        row_generation(
+            rows,
+            r,
+            ids[r],
+            verifier,
+            method=method,
+            rule=rule,
+            alpha=alpha,
+            temperature=temperature,
+            used=used,
+            wall_s=wall,
+            time_s={w: time_s.get(w, 0.0) / b for w in used},
+            feed_log=build_feed_log(ids[r], rows.tokens[r], used),
+        )
+        for r in range(b)
+    ]
 
 
-def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", rule: Optional[str] = None,
-                   alpha: Optional[float] = None, beta=1.0, temperature: float = 0.0, max_new_tokens: int = 64,
-                   seeds: Optional[Sequence[int]] = None, eos_token_id=None, prefill: Optional[BatchPrefill] = None,
-                   batch_size: Optional[int] = None, progress: bool = False, gamma: int = 1,
-                   bonus: Optional[str] = None, aggregate: str = "sequence", bild_threshold: Optional[float] = None,
-                   bild_fallback: float = 0.5, shared_vocabulary: bool = False) -> List[Generation]:
+def generate_batch(
+    drafter,
+    verifier,
+    prompts,
+    *,
+    method: str = "speculative",
+    rule: Optional[str] = None,
+    alpha: Optional[float] = None,
+    beta=1.0,
+    temperature: float = 0.0,
+    max_new_tokens: int = 64,
+    seeds: Optional[Sequence[int]] = None,
+    eos_token_id=None,
+    prefill: Optional[BatchPrefill] = None,
+    batch_size: Optional[int] = None,
+    progress: bool = False,
+    gamma: int = 1,
+    bonus: Optional[str] = None,
+    aggregate: str = "sequence",
+    bild_threshold: Optional[float] = None,
+    bild_fallback: float = 0.5,
+    shared_vocabulary: bool = False,
+) -> List[Generation]:
     r"""Generate continuations of many `prompts` at once; one `Generation` per prompt, in order.
 
     `method="speculative"` (at the default `gamma=1`) is speculative execution at $\gamma = 1$ with target
@@ -165,21 +237,37 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
     BiLD (`"bild"` with `bild_threshold`, `bild_fallback`: rows draft blocks of their own lengths).
     """
     if method not in BATCH_METHODS + CASCADE_METHODS:
-        raise ValueError(f"method={method!r} is not batched; generate_batch runs "
-                         f"{', '.join(BATCH_METHODS + CASCADE_METHODS)}. Use tutorial_lib.generate (or generate_many) "
-                         "for the other methods.")
+        raise ValueError(
+            f"method={method!r} is not batched; generate_batch runs "
+            f"{', '.join(BATCH_METHODS + CASCADE_METHODS)}. Use tutorial_lib.generate (or generate_many) "
+            "for the other methods."
+        )
     if isinstance(gamma, str) or not isinstance(gamma, int) and hasattr(gamma, "next_gamma"):
-        raise ValueError(f"gamma={gamma!r}: generate_batch runs a fixed block size (a batch shares one verifier "
-                         "call per block); pick one, or use tutorial_lib.generate(..., gamma='auto') per prompt.")
+        raise ValueError(
+            f"gamma={gamma!r}: generate_batch runs a fixed block size (a batch shares one verifier "
+            "call per block); pick one, or use tutorial_lib.generate(..., gamma='auto') per prompt."
+        )
     gamma = check_gamma(gamma)
     if bonus is None:
         bonus = "none" if gamma == 1 else "verifier"
     if bonus not in BLOCK_BONUS:
-        raise ValueError(f"bonus={bonus!r}: generate_batch runs bonus in {BLOCK_BONUS}; bonus='target' needs one "
-                         "more drafter step per row, use tutorial_lib.generate(..., bonus='target').")
+        raise ValueError(
+            f"bonus={bonus!r}: generate_batch runs bonus in {BLOCK_BONUS}; bonus='target' needs one "
+            "more drafter step per row, use tutorial_lib.generate(..., bonus='target')."
+        )
     drafter, verifier = load_models(drafter, verifier, shared_vocabulary, encoder_decoder=True)
-    o = check_generate_options(method, rule, alpha, gamma, temperature, max_new_tokens, aggregate, bonus,
-                               bild_threshold, bild_fallback)
+    o = check_generate_options(
+        method,
+        rule,
+        alpha,
+        gamma,
+        temperature,
+        max_new_tokens,
+        aggregate,
+        bonus,
+        bild_threshold,
+        bild_fallback,
+    )
     rule, alpha, temperature, max_new_tokens = o.rule, o.alpha, o.temperature, o.max_new_tokens
     batch_size = check_batch_size(batch_size)
     prompt_ids = encode_prompts(verifier, prompts)
@@ -187,61 +275,148 @@ def generate_batch(drafter, verifier, prompts, *, method: str = "speculative", r
     eos = stop_tokens(eos_token_id, verifier)
     which = MODELS_USED.get(method, ("drafter", "verifier"))
     if verifier.is_encoder_decoder or gamma > 1 or bonus != "none" or method in CASCADE_METHODS:
-        return _generate_blocks(drafter, verifier, prompt_ids, seeds, which, prefill, batch_size, progress,
-                                method=method, rule=rule, alpha=alpha, beta=beta, gamma=gamma, bonus=bonus,
-                                temperature=temperature, max_new_tokens=max_new_tokens, eos=eos,
-                                aggregate=o.aggregate, bild_threshold=o.bild_threshold, bild_fallback=o.bild_fallback)
+        return _generate_blocks(
+            drafter,
+            verifier,
+            prompt_ids,
+            seeds,
+            which,
+            prefill,
+            batch_size,
+            progress,
+            method=method,
+            rule=rule,
+            alpha=alpha,
+            beta=beta,
+            gamma=gamma,
+            bonus=bonus,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            eos=eos,
+            aggregate=o.aggregate,
+            bild_threshold=o.bild_threshold,
+            bild_fallback=o.bild_fallback,
+        )
     if prefill is None:
         prefill = prefill_chunks(drafter, verifier, prompt_ids, which, batch_size, progress)
     else:
         check_prefill(prefill, drafter, verifier, prompt_ids, which, batch_size)
     lms = {name: lm for name, lm in (("drafter", drafter), ("verifier", verifier)) if name in which}
     from tqdm.auto import tqdm
-    bar = tqdm(total=len(prompt_ids) * max_new_tokens, desc=method if rule is None else f"{rule} {alpha:g}",
-               unit="tok", disable=not progress)
+
+    bar = tqdm(
+        total=len(prompt_ids) * max_new_tokens,
+        desc=method if rule is None else f"{rule} {alpha:g}",
+        unit="tok",
+        disable=not progress,
+    )
     try:
         out = []
         for chunk in prefill.chunks:
-            out += _decode_chunk(chunk, lms, verifier, prompt_ids, seeds, method=method, rule=rule, alpha=alpha,
-                                 beta=beta, temperature=temperature, max_new_tokens=max_new_tokens, eos=eos,
-                                 bar=bar if progress else None)
+            out += _decode_chunk(
+                chunk,
+                lms,
+                verifier,
+                prompt_ids,
+                seeds,
+                method=method,
+                rule=rule,
+                alpha=alpha,
+                beta=beta,
+                temperature=temperature,
+                max_new_tokens=max_new_tokens,
+                eos=eos,
+                bar=bar if progress else None,
+            )
     finally:
         bar.close()
     return out
 
 
-def _generate_blocks(drafter, verifier, prompt_ids, seeds, which, prefill, batch_size, progress, *, method, rule,
-                     alpha, beta, gamma, bonus, temperature, max_new_tokens, eos, aggregate, bild_threshold,
-                     bild_fallback) -> List[Generation]:
+def _generate_blocks(
+    drafter,
+    verifier,
+    prompt_ids,
+    seeds,
+    which,
+    prefill,
+    batch_size,
+    progress,
+    *,
+    method,
+    rule,
+    alpha,
+    beta,
+    gamma,
+    bonus,
+    temperature,
+    max_new_tokens,
+    eos,
+    aggregate,
+    bild_threshold,
+    bild_fallback,
+) -> List[Generation]:
     """`generate_batch` at any gamma and for encoder-decoders: each chunk's models set up (prefill or
     encoder passes), then `block_batch.decode_blocks`."""
     from tqdm.auto import tqdm
+
     lms = {name: lm for name, lm in (("drafter", drafter), ("verifier", verifier)) if name in which}
-    options = dict(method=method, rule=rule, alpha=alpha, beta=beta, gamma=gamma, bonus=bonus,
-                   temperature=temperature, max_new_tokens=max_new_tokens, eos=eos, aggregate=aggregate,
-                   bild_threshold=bild_threshold, bild_fallback=bild_fallback)
-    bar = tqdm(total=len(prompt_ids) * max_new_tokens, unit="tok", disable=not progress,
-               desc=f"{method if rule is None else f'{rule} {alpha:g}'} gamma={gamma}")
+    options = dict(
+        method=method,
+        rule=rule,
+        alpha=alpha,
+        beta=beta,
+        gamma=gamma,
+        bonus=bonus,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        eos=eos,
+        aggregate=aggregate,
+        bild_threshold=bild_threshold,
+        bild_fallback=bild_fallback,
+    )
+    bar = tqdm(
+        total=len(prompt_ids) * max_new_tokens,
+        unit="tok",
+        disable=not progress,
+        desc=f"{method if rule is None else f'{rule} {alpha:g}'} gamma={gamma}",
+    )
     out = []
     try:
         if verifier.is_encoder_decoder:
             if prefill is not None:
-                raise ValueError("prefill is for decoder-only pairs; an encoder-decoder's prompts go through its "
-                                 "encoder, which generate_batch runs once per chunk. Leave prefill out.")
+                raise ValueError(
+                    "prefill is for decoder-only pairs; an encoder-decoder's prompts go through its "
+                    "encoder, which generate_batch runs once per chunk. Leave prefill out."
+                )
             size = batch_size or len(prompt_ids)
             for start in range(0, len(prompt_ids), size):
-                ids = prompt_ids[start:start + size]
+                ids = prompt_ids[start : start + size]
                 sides, setup = {}, 0.0
                 from transformers import DynamicCache, EncoderDecoderCache
+
                 for name, lm in lms.items():
                     tic = time.perf_counter()
                     encoder = encode_batch(lm, ids)
-                    sides[name] = Side(lm, EncoderDecoderCache(DynamicCache(), DynamicCache()),
-                                        torch.zeros((len(ids), 0), dtype=torch.long), [[] for _ in ids], encoder)
+                    sides[name] = Side(
+                        lm,
+                        EncoderDecoderCache(DynamicCache(), DynamicCache()),
+                        torch.zeros((len(ids), 0), dtype=torch.long),
+                        [[] for _ in ids],
+                        encoder,
+                    )
                     sides[name].time_s = time.perf_counter() - tic
                     setup += sides[name].time_s
-                out += decode_blocks(lms, verifier, ids, seeds[start:start + size], sides, setup_s=setup,
-                                     bar=bar if progress else None, **options)
+                out += decode_blocks(
+                    lms,
+                    verifier,
+                    ids,
+                    seeds[start : start + size],
+                    sides,
+                    setup_s=setup,
+                    bar=bar if progress else None,
+                    **options,
+                )
             return out
         if prefill is None:
             prefill = prefill_chunks(drafter, verifier, prompt_ids, which, batch_size, progress)
@@ -250,13 +425,22 @@ def _generate_blocks(drafter, verifier, prompt_ids, seeds, which, prefill, batch
         for chunk in prefill.chunks:
             ids = [prompt_ids[i] for i in chunk.rows]
             # copies: the prefill stays as it was, for the next configuration of a sweep
-            sides = {name: Side(lm, copy.deepcopy(chunk.caches[name]), chunk.mask.clone(), [p[:-1] for p in ids])
-                     for name, lm in lms.items()}
+            sides = {
+                name: Side(lm, copy.deepcopy(chunk.caches[name]), chunk.mask.clone(), [p[:-1] for p in ids])
+                for name, lm in lms.items()
+            }
             for name in lms:
                 sides[name].time_s = chunk.time_s.get(name, 0.0)
-            out += decode_blocks(lms, verifier, ids, [seeds[i] for i in chunk.rows], sides,
-                                 bar=bar if progress else None,
-                                 setup_s=sum(chunk.time_s.get(name, 0.0) for name in lms), **options)
+            out += decode_blocks(
+                lms,
+                verifier,
+                ids,
+                [seeds[i] for i in chunk.rows],
+                sides,
+                bar=bar if progress else None,
+                setup_s=sum(chunk.time_s.get(name, 0.0) for name in lms),
+                **options,
+            )
     finally:
         bar.close()
     return out

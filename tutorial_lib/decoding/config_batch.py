@@ -25,6 +25,7 @@ Each row then takes its configuration's step on its slot's logits, exactly as `g
 `generate_batch` returns for prompt $i$ under configuration $c$ (token for token at $T = 0$; at
 $T > 0$ up to draws that float noise between differently composed batches moves across a boundary).
 """
+
 from __future__ import annotations
 
 import copy
@@ -35,7 +36,24 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from ..maths import targets
-from .batch import BATCH_METHODS, BatchPrefill, check_batch_size, check_prefill, check_seeds, Chunk, build_feed_log, forward_step, load_models, plain_step, prefill_chunks, encode_prompts, row_generation, Rows, speculative_step, MODELS_USED
+from .batch import (
+    BATCH_METHODS,
+    BatchPrefill,
+    check_batch_size,
+    check_prefill,
+    check_seeds,
+    Chunk,
+    build_feed_log,
+    forward_step,
+    load_models,
+    plain_step,
+    prefill_chunks,
+    encode_prompts,
+    row_generation,
+    Rows,
+    speculative_step,
+    MODELS_USED,
+)
 from ..checks import check_whole_number
 from .engine import Generation
 from .options import check_generate_options, stop_tokens
@@ -47,6 +65,7 @@ __all__ = ["SharedDecoding", "generate_configs"]
 class SharedDecoding:
     """`generations[c][i]`: configuration `c` on prompt `i`. Per model, `rows_needed` counts the
     (row, step) pairs that needed its logits, `rows_computed` the rows its forward passes computed."""
+
     generations: List[List[Generation]]
     rows_needed: Dict[str, int]
     rows_computed: Dict[str, int]
@@ -60,21 +79,42 @@ class SharedDecoding:
 
 def _settings(configurations: Sequence[dict]) -> List[dict]:
     if isinstance(configurations, dict) or not len(configurations):
-        raise ValueError("configurations must be a non-empty list of dicts such as "
-                         "{'method': 'speculative', 'rule': 'chow', 'alpha': 0.3, 'temperature': 1.0}.")
+        raise ValueError(
+            "configurations must be a non-empty list of dicts such as "
+            "{'method': 'speculative', 'rule': 'chow', 'alpha': 0.3, 'temperature': 1.0}."
+        )
     out = []
     for c, given in enumerate(configurations):
         unknown = set(given) - {"method", "rule", "alpha", "beta", "temperature"}
         if unknown:
-            raise ValueError(f"configurations[{c}] has keys {sorted(unknown)}; each takes method, rule, alpha, "
-                             "beta and temperature (gamma is 1, one token per step).")
+            raise ValueError(
+                f"configurations[{c}] has keys {sorted(unknown)}; each takes method, rule, alpha, "
+                "beta and temperature (gamma is 1, one token per step)."
+            )
         method = given.get("method", "speculative")
         if method not in BATCH_METHODS:
-            raise ValueError(f"configurations[{c}]: method={method!r} is not batched; use one of {BATCH_METHODS}.")
-        o = check_generate_options(method, given.get("rule"), given.get("alpha"), 1,
-                                   given.get("temperature", 0.0), 1, "sequence", "none")
-        out.append(dict(method=method, rule=o.rule, alpha=o.alpha, beta=given.get("beta", 1.0),
-                        temperature=o.temperature))
+            raise ValueError(
+                f"configurations[{c}]: method={method!r} is not batched; use one of {BATCH_METHODS}."
+            )
+        o = check_generate_options(
+            method,
+            given.get("rule"),
+            given.get("alpha"),
+            1,
+            given.get("temperature", 0.0),
+            1,
+            "sequence",
+            "none",
+        )
+        out.append(
+            dict(
+                method=method,
+                rule=o.rule,
+                alpha=o.alpha,
+                beta=given.get("beta", 1.0),
+                temperature=o.temperature,
+            )
+        )
     return out
 
 
@@ -82,16 +122,20 @@ def _decode_chunk(chunk: Chunk, lms, verifier, prompt_ids, seeds, settings, max_
     start = time.perf_counter()
     ids = [prompt_ids[i] for i in chunk.rows]
     n, C = len(ids), len(settings)
-    rows = Rows([ids[i] for _ in range(C) for i in range(n)],           # row c * n + i
-                 [seeds[chunk.rows[i]] for _ in range(C) for i in range(n)], max_new_tokens, eos)
+    rows = Rows(
+        [ids[i] for _ in range(C) for i in range(n)],  # row c * n + i
+        [seeds[chunk.rows[i]] for _ in range(C) for i in range(n)],
+        max_new_tokens,
+        eos,
+    )
     uses = [MODELS_USED[s["method"]] for s in settings]
-    slot_of = {c * n + i: i for c in range(C) for i in range(n)}          # live row -> its slot
-    slot_rows = [[c * n + i for c in range(C)] for i in range(n)]         # slot -> its live rows
+    slot_of = {c * n + i: i for c in range(C) for i in range(n)}  # live row -> its slot
+    slot_rows = [[c * n + i for c in range(C)] for i in range(n)]  # slot -> its live rows
     # Each model's cache holds the slots some row of which needs that model (a slot of the drafter's
     # rows alone never calls the verifier), in the order of `held[which]`; its mask rows follow it.
     held = {which: list(range(n)) for which in lms}
     caches = {which: copy.deepcopy(chunk.caches[which]) for which in lms}
-    masks = {which: chunk.mask for which in lms}                           # (S_w, M + steps so far)
+    masks = {which: chunk.mask for which in lms}  # (S_w, M + steps so far)
     time_s = {which: chunk.time_s.get(which, 0.0) for which in lms}
     needed = {which: 0 for which in lms}
     computed = {which: 0 for which in lms}
@@ -101,7 +145,7 @@ def _decode_chunk(chunk: Chunk, lms, verifier, prompt_ids, seeds, settings, max_
             for which, lm in lms.items():
                 if not held[which]:
                     continue
-                feed = rows.last[[slot_rows[j][0] for j in held[which]]]   # (S_w,) one history per slot
+                feed = rows.last[[slot_rows[j][0] for j in held[which]]]  # (S_w,) one history per slot
                 masks[which] = torch.cat([masks[which], torch.ones(len(feed), 1, dtype=torch.long)], dim=1)
                 tic = time.perf_counter()
                 logits[which] = forward_step(lm, caches[which], feed.unsqueeze(1), masks[which])  # (S_w, V)
@@ -147,17 +191,43 @@ def _decode_chunk(chunk: Chunk, lms, verifier, prompt_ids, seeds, settings, max_
     wall = (sum(chunk.time_s.get(w, 0.0) for w in lms) + time.perf_counter() - start) / (n * C)
     # the batch's cost split evenly among its rows, as in generate_batch
     shares = {w: time_s.get(w, 0.0) / (n * C) for w in lms}
-    out = [[row_generation(rows, c * n + i, ids[i], verifier, method=s["method"], rule=s["rule"], alpha=s["alpha"],
-                            temperature=s["temperature"], used=uses[c], wall_s=wall, time_s=shares,
-                            feed_log=build_feed_log(ids[i], rows.tokens[c * n + i], uses[c]))
-            for i in range(n)] for c, s in enumerate(settings)]
+    out = [
+        [
+            row_generation(
+                rows,
+                c * n + i,
+                ids[i],
+                verifier,
+                method=s["method"],
+                rule=s["rule"],
+                alpha=s["alpha"],
+                temperature=s["temperature"],
+                used=uses[c],
+                wall_s=wall,
+                time_s=shares,
+                feed_log=build_feed_log(ids[i], rows.tokens[c * n + i], uses[c]),
+            )
+            for i in range(n)
+        ]
+        for c, s in enumerate(settings)
+    ]
     return out, needed, computed
 
 
-def generate_configs(drafter, verifier, prompts, configurations: Sequence[dict], *, max_new_tokens: int = 64,
-                     seeds: Optional[Sequence[int]] = None, eos_token_id=None,
-                     prefill: Optional[BatchPrefill] = None, batch_size: Optional[int] = None,
-                     progress: bool = False, shared_vocabulary: bool = False) -> SharedDecoding:
+def generate_configs(
+    drafter,
+    verifier,
+    prompts,
+    configurations: Sequence[dict],
+    *,
+    max_new_tokens: int = 64,
+    seeds: Optional[Sequence[int]] = None,
+    eos_token_id=None,
+    prefill: Optional[BatchPrefill] = None,
+    batch_size: Optional[int] = None,
+    progress: bool = False,
+    shared_vocabulary: bool = False,
+) -> SharedDecoding:
     r"""Decode every prompt under every configuration at $\gamma = 1$, all in one batch.
 
     `configurations`: dicts of `generate_batch`'s options (`method`, `rule`, `alpha`, `beta`,
@@ -168,7 +238,9 @@ def generate_configs(drafter, verifier, prompts, configurations: Sequence[dict],
     """
     settings = _settings(configurations)
     drafter, verifier = load_models(drafter, verifier, shared_vocabulary)
-    max_new_tokens = check_whole_number(max_new_tokens, "max_new_tokens", 1, "each row emits at least one token")
+    max_new_tokens = check_whole_number(
+        max_new_tokens, "max_new_tokens", 1, "each row emits at least one token"
+    )
     prompt_ids = encode_prompts(verifier, prompts)
     seeds = check_seeds(seeds, len(prompt_ids))
     eos = stop_tokens(eos_token_id, verifier)
@@ -179,16 +251,30 @@ def generate_configs(drafter, verifier, prompts, configurations: Sequence[dict],
         check_prefill(prefill, drafter, verifier, prompt_ids, which, batch_size)
     lms = {name: lm for name, lm in (("drafter", drafter), ("verifier", verifier)) if name in which}
     from tqdm.auto import tqdm
-    bar = tqdm(total=len(prompt_ids) * len(settings), desc=f"{len(settings)} configurations", unit="row",
-               disable=not progress)
+
+    bar = tqdm(
+        total=len(prompt_ids) * len(settings),
+        desc=f"{len(settings)} configurations",
+        unit="row",
+        disable=not progress,
+    )
     start = time.perf_counter()
     generations: List[List[Generation]] = [[] for _ in settings]
     needed: Dict[str, int] = {}
     computed: Dict[str, int] = {}
     try:
         for chunk in prefill.chunks:
-            out, need, done = _decode_chunk(chunk, lms, verifier, prompt_ids, seeds, settings, max_new_tokens, eos,
-                                      bar if progress else None)
+            out, need, done = _decode_chunk(
+                chunk,
+                lms,
+                verifier,
+                prompt_ids,
+                seeds,
+                settings,
+                max_new_tokens,
+                eos,
+                bar if progress else None,
+            )
             for c, gens in enumerate(out):
                 generations[c] += gens
             for w in need:

@@ -61,6 +61,7 @@ $k \le 6$, no engine overheads, which the online estimate absorbs) the first tim
 keyed by both models, their dtypes, the device, the thread count, torch's version and the machine, so
 the next process reuses it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -90,19 +91,20 @@ FIRST_PROBE = 8
 @dataclass
 class AutoGamma:
     """The gamma="auto" policy: a calibration, a prior on the acceptance, and the counts so far."""
+
     calibration: Calibration
-    max_gamma: Optional[int] = None          # default: the largest gamma the calibration measured (max_k - 1)
+    max_gamma: Optional[int] = None  # default: the largest gamma the calibration measured (max_k - 1)
     prior_acceptance: float = 0.7
-    prior_strength: float = 4.0              # how many drafts the prior is worth
+    prior_strength: float = 4.0  # how many drafts the prior is worth
     allow_zero: bool = True
     #: decide at this quantile of the Beta posterior of the acceptance (None: at its mean)
     optimism: Optional[float] = 0.9
     #: learn block costs from the engine's timings (False: decide on the calibration alone)
     learn_costs: bool = True
-    cost_prior_blocks: float = 4.0           # how many blocks the calibration's cost is worth
+    cost_prior_blocks: float = 4.0  # how many blocks the calibration's cost is worth
     #: keep measuring what it does not choose: draft before settling on plain steps, and probe while on them
     explore: bool = True
-    min_judged: int = 16                     # drafts judged before a plain step is allowed
+    min_judged: int = 16  # drafts judged before a plain step is allowed
     accepted: int = 0
     judged: int = 0
     #: `(gamma, acceptance estimate)` of every decision, in order.
@@ -110,33 +112,44 @@ class AutoGamma:
     #: per block size: [seconds summed, blocks timed]; and the sum of s_i / B_0(gamma_i) over timed blocks
     timed: Dict[int, List[float]] = field(default_factory=dict)
     ratio_sum: float = 0.0
-    plain_run: int = 0                       # plain steps since the last block
+    plain_run: int = 0  # plain steps since the last block
     next_probe: int = FIRST_PROBE
 
     def __post_init__(self):
         if not isinstance(self.calibration, Calibration):
-            raise TypeError(f"AutoGamma needs a tutorial_lib.decoding.calibration.Calibration, not {type(self.calibration).__name__}; "
-                            "make one with tl.calibrate(pair) or Calibration.synthetic(...).")
+            raise TypeError(
+                f"AutoGamma needs a tutorial_lib.decoding.calibration.Calibration, not {type(self.calibration).__name__}; "
+                "make one with tl.calibrate(pair) or Calibration.synthetic(...)."
+            )
         top = self.calibration.max_k - 1
         if self.max_gamma is None:
             self.max_gamma = top
         if isinstance(self.max_gamma, bool) or not isinstance(self.max_gamma, int) or self.max_gamma < 1:
-            raise ValueError(f"max_gamma={self.max_gamma!r}: allow blocks of at least one draft (max_gamma >= 1).")
+            raise ValueError(
+                f"max_gamma={self.max_gamma!r}: allow blocks of at least one draft (max_gamma >= 1)."
+            )
         latency.expected_tokens_per_call(self.prior_acceptance, 1)  # checks 0 <= a0 <= 1
         if not self.prior_strength > 0:
-            raise ValueError(f"prior_strength={self.prior_strength}: the prior is worth a positive number of drafts.")
+            raise ValueError(
+                f"prior_strength={self.prior_strength}: the prior is worth a positive number of drafts."
+            )
         if self.optimism is not None and not 0.0 < self.optimism < 1.0:
-            raise ValueError(f"optimism={self.optimism!r}: pass a quantile strictly between 0 and 1, or None to "
-                             "decide at the posterior mean.")
+            raise ValueError(
+                f"optimism={self.optimism!r}: pass a quantile strictly between 0 and 1, or None to "
+                "decide at the posterior mean."
+            )
         if not self.cost_prior_blocks > 0:
-            raise ValueError(f"cost_prior_blocks={self.cost_prior_blocks}: the calibration is worth a positive "
-                             "number of blocks.")
+            raise ValueError(
+                f"cost_prior_blocks={self.cost_prior_blocks}: the calibration is worth a positive "
+                "number of blocks."
+            )
 
     @property
     def acceptance(self) -> float:
         """$\\hat a$: the posterior mean of the per-position acceptance."""
-        return ((self.prior_acceptance * self.prior_strength + self.accepted) /
-                (self.prior_strength + self.judged))
+        return (self.prior_acceptance * self.prior_strength + self.accepted) / (
+            self.prior_strength + self.judged
+        )
 
     @property
     def decision_acceptance(self) -> float:
@@ -154,7 +167,9 @@ class AutoGamma:
     # ---- costs ----------------------------------------------------------------------------------
     def prior_block_seconds(self, gamma: int, acceptance: float) -> float:
         r"""$B_0(\gamma)$: the calibration's seconds for one block of `gamma` drafts (0: one plain step)."""
-        return self.calibration.time_per_token(gamma, acceptance) * latency.expected_tokens_per_call(acceptance, gamma)
+        return self.calibration.time_per_token(gamma, acceptance) * latency.expected_tokens_per_call(
+            acceptance, gamma
+        )
 
     @property
     def load_factor(self) -> float:
@@ -208,23 +223,26 @@ class AutoGamma:
         """The block size for the next block (0: one plain verifier step), at most `remaining` drafts."""
         top = self.max_gamma if remaining is None else max(1, min(self.max_gamma, int(remaining)))
         last = self.decisions[-1][0] if self.decisions else None
-        if last == 0 and self.plain_run < self.next_probe:      # between probes: a counter, nothing more
+        if last == 0 and self.plain_run < self.next_probe:  # between probes: a counter, nothing more
             self.decisions.append((0, self.decisions[-1][1]))
             return 0
         a = self.decision_acceptance
         gamma = self._best(a, 0 if self.allow_zero else 1, top)
         if gamma == 0 and self.explore:
-            if last == 0:                                       # a probe: one block, and the next probe later
+            if last == 0:  # a probe: one block, and the next probe later
                 gamma, self.next_probe = self._best(a, 1, top), 2 * self.next_probe
-            elif self.judged < self.min_judged and self._drafting_can_pay(top):   # no evidence about drafting yet
+            elif self.judged < self.min_judged and self._drafting_can_pay(
+                top
+            ):  # no evidence about drafting yet
                 gamma = self._best(a, 1, top)
         elif gamma > 0 and last != 0:
-            self.next_probe = FIRST_PROBE                       # drafting pays again: probes start over
+            self.next_probe = FIRST_PROBE  # drafting pays again: probes start over
         self.decisions.append((gamma, a))
         return gamma
 
-    def observe(self, n_accepted: int, n_judged: int, *, gamma: Optional[int] = None,
-                seconds: Optional[float] = None) -> None:
+    def observe(
+        self, n_accepted: int, n_judged: int, *, gamma: Optional[int] = None, seconds: Optional[float] = None
+    ) -> None:
         """After a block: `n_judged` drafts were judged (kept or rejected), `n_accepted` of them kept; the
         engine also passes the block size and the block's seconds (None: not timed, e.g. it held a prefill)."""
         if not 0 <= n_accepted <= n_judged:
@@ -243,9 +261,18 @@ class AutoGamma:
     def cost_table(self, acceptance: Optional[float] = None) -> List[dict]:
         """Per block size: the calibration's block seconds, the blocks timed, the estimate now."""
         a = self.acceptance if acceptance is None else acceptance
-        return [{"gamma": g, "calibration_s": self.prior_block_seconds(g, a), "blocks_timed": int(self.timed.get(g, (0, 0))[1]),
-                 "measured_mean_s": (self.timed[g][0] / self.timed[g][1]) if self.timed.get(g, (0, 0))[1] else None,
-                 "estimate_s": self.block_seconds(g, a)} for g in range(0, self.max_gamma + 1)]
+        return [
+            {
+                "gamma": g,
+                "calibration_s": self.prior_block_seconds(g, a),
+                "blocks_timed": int(self.timed.get(g, (0, 0))[1]),
+                "measured_mean_s": (self.timed[g][0] / self.timed[g][1])
+                if self.timed.get(g, (0, 0))[1]
+                else None,
+                "estimate_s": self.block_seconds(g, a),
+            }
+            for g in range(0, self.max_gamma + 1)
+        ]
 
     @property
     def gammas(self) -> List[int]:
@@ -253,8 +280,17 @@ class AutoGamma:
 
     def fresh(self, **changes) -> "AutoGamma":
         """A new policy with the same calibration and prior and no counts (one per `generate` call)."""
-        return dataclasses.replace(self, accepted=0, judged=0, decisions=[], timed={}, ratio_sum=0.0, plain_run=0,
-                                   next_probe=FIRST_PROBE, **changes)
+        return dataclasses.replace(
+            self,
+            accepted=0,
+            judged=0,
+            decisions=[],
+            timed={},
+            ratio_sum=0.0,
+            plain_run=0,
+            next_probe=FIRST_PROBE,
+            **changes,
+        )
 
 
 # One calibration per loaded pair (and its devices and dtypes), measured the first time gamma="auto" meets it.
@@ -264,17 +300,28 @@ _CALIBRATIONS: dict = {}
 def _stable(model) -> bool:
     """A model whose name says what it is (an offline alias, a hub id, a path): its timings can be stored."""
     name = str(getattr(model, "name", ""))
-    return not getattr(model, "is_toy", False) and bool(name) and "~" not in name and not name.startswith("tiny-random")
+    return (
+        not getattr(model, "is_toy", False)
+        and bool(name)
+        and "~" not in name
+        and not name.startswith("tiny-random")
+    )
 
 
 def stored_calibration_path(drafter, verifier) -> Optional[Path]:
     """Where the quick calibration of this pair on this machine is kept (None: models without a stable name)."""
     if not (_stable(drafter) and _stable(verifier)):
         return None
-    key = {"drafter": drafter.name, "verifier": verifier.name, "dtypes": [str(drafter.dtype), str(verifier.dtype)],
-           "devices": [str(drafter.device), str(verifier.device)], "threads": torch.get_num_threads(),
-           "torch": torch.__version__, "machine": f"{platform.machine()} {platform.processor()}".strip(),
-           "options": QUICK_CALIBRATION}
+    key = {
+        "drafter": drafter.name,
+        "verifier": verifier.name,
+        "dtypes": [str(drafter.dtype), str(verifier.dtype)],
+        "devices": [str(drafter.device), str(verifier.device)],
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "machine": f"{platform.machine()} {platform.processor()}".strip(),
+        "options": QUICK_CALIBRATION,
+    }
     paths = [getattr(drafter, "kernel_path", None), getattr(verifier, "kernel_path", None)]
     if any(paths):  # a model on a kernel path (models.kernel_paths) costs what that path costs
         key["kernel_paths"] = paths
@@ -288,8 +335,16 @@ def calibration_for(drafter, verifier, *, store: bool = True) -> Calibration:
 
     Kept in memory for as long as both models live, per device and dtype: moving a model measures again.
     """
-    key = (id(drafter), id(verifier), str(drafter.device), str(verifier.device), drafter.dtype, verifier.dtype,
-           getattr(drafter, "kernel_path", None), getattr(verifier, "kernel_path", None))
+    key = (
+        id(drafter),
+        id(verifier),
+        str(drafter.device),
+        str(verifier.device),
+        drafter.dtype,
+        verifier.dtype,
+        getattr(drafter, "kernel_path", None),
+        getattr(verifier, "kernel_path", None),
+    )
     held = _CALIBRATIONS.get(key)
     if held is None or held[0]() is not drafter or held[1]() is not verifier:
         for stale in [k for k, (d, v, _) in _CALIBRATIONS.items() if d() is None or v() is None]:
@@ -300,7 +355,7 @@ def calibration_for(drafter, verifier, *, store: bool = True) -> Calibration:
             try:
                 calibration = Calibration.load(path)
             except (ValueError, KeyError, TypeError, json.JSONDecodeError):
-                calibration = None        # a damaged copy is measured again and replaced
+                calibration = None  # a damaged copy is measured again and replaced
         if calibration is None:
             calibration = calibrate(drafter, verifier, progress=False, **QUICK_CALIBRATION)
             if path is not None:
@@ -322,11 +377,15 @@ def auto_policy(gamma, drafter, verifier, *, method: str, rule: Optional[str], b
     if not (isinstance(gamma, AutoGamma) or (isinstance(gamma, str) and gamma == "auto")):
         raise ValueError(f"gamma={gamma!r}: pass a whole number >= 1, 'auto', or a gamma_policy.AutoGamma.")
     if method != "speculative":
-        raise ValueError(f"gamma='auto' chooses the block size of method='speculative', not method={method!r}; "
-                         "pass a whole number gamma.")
+        raise ValueError(
+            f"gamma='auto' chooses the block size of method='speculative', not method={method!r}; "
+            "pass a whole number gamma."
+        )
     if bonus != "verifier":
-        raise ValueError(f"gamma='auto' prices blocks that end with the verifier's bonus token; use bonus='verifier' "
-                         f"(not {bonus!r}) or a fixed gamma.")
+        raise ValueError(
+            f"gamma='auto' prices blocks that end with the verifier's bonus token; use bonus='verifier' "
+            f"(not {bonus!r}) or a fixed gamma."
+        )
     allow_zero = rule in (None, "spec")
     if isinstance(gamma, AutoGamma):
         return gamma.fresh(allow_zero=gamma.allow_zero and allow_zero)

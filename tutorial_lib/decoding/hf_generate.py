@@ -27,6 +27,7 @@ What a call can set that the engine cannot honour (beam search, `top_k` / `top_p
 processors, stopping criteria besides the length and EOS, scores or hidden states in the output, several
 return sequences, a filled cache) is refused with a `ValueError` that names the option.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -47,23 +48,35 @@ from .options import check_generate_options
 __all__ = ["SpeculativeCascade", "speculative_cascade", "PASSED_THROUGH", "REFUSED_PROCESSORS"]
 
 #: The model inputs `generate` prepares that the engine replaces with its own (caches, masks, positions).
-PASSED_THROUGH = ("attention_mask", "position_ids", "logits_to_keep", "use_cache", "past_key_values",
-                  "encoder_outputs", "cache_position")
+PASSED_THROUGH = (
+    "attention_mask",
+    "position_ids",
+    "logits_to_keep",
+    "use_cache",
+    "past_key_values",
+    "encoder_outputs",
+    "cache_position",
+)
 #: Logits processors `generate` builds from an option, by class name -> the option to drop (the engine samples
 #: from softmax(logits / T) itself; transformers adds `top_k=50` to every `do_sample=True` call by default).
 REFUSED_PROCESSORS = {
     "TopKLogitsWarper": "top_k (transformers' default is 50 with do_sample=True: pass top_k=None)",
-    "TopPLogitsWarper": "top_p", "MinPLogitsWarper": "min_p", "TypicalLogitsWarper": "typical_p",
-    "EpsilonLogitsWarper": "epsilon_cutoff", "EtaLogitsWarper": "eta_cutoff",
+    "TopPLogitsWarper": "top_p",
+    "MinPLogitsWarper": "min_p",
+    "TypicalLogitsWarper": "typical_p",
+    "EpsilonLogitsWarper": "epsilon_cutoff",
+    "EtaLogitsWarper": "eta_cutoff",
     "RepetitionPenaltyLogitsProcessor": "repetition_penalty",
-    "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size", "MinLengthLogitsProcessor": "min_length (or min_new_tokens)",
-    "MinNewTokensLengthLogitsProcessor": "min_new_tokens", "NoBadWordsLogitsProcessor": "bad_words_ids",
+    "NoRepeatNGramLogitsProcessor": "no_repeat_ngram_size",
+    "MinLengthLogitsProcessor": "min_length (or min_new_tokens)",
+    "MinNewTokensLengthLogitsProcessor": "min_new_tokens",
+    "NoBadWordsLogitsProcessor": "bad_words_ids",
     "SuppressTokensLogitsProcessor": "suppress_tokens",
     "SuppressTokensAtBeginLogitsProcessor": "begin_suppress_tokens",
     "ForcedBOSTokenLogitsProcessor": "forced_bos_token_id",
     "ForcedEOSTokenLogitsProcessor": "forced_eos_token_id",
 }
-_ALLOWED_PROCESSORS = ("TemperatureLogitsWarper",)            # honoured: the engine samples at T itself
+_ALLOWED_PROCESSORS = ("TemperatureLogitsWarper",)  # honoured: the engine samples at T itself
 _ALLOWED_CRITERIA = ("MaxLengthCriteria", "EosTokenCriteria")  # honoured: max_new_tokens and the EOS ids
 _WRAPPER = "_tutorial_lib_language_model"
 
@@ -76,8 +89,10 @@ def _language_model(model) -> LanguageModel:
     if isinstance(model, LanguageModel):
         return model
     if not isinstance(model, torch.nn.Module) or not hasattr(model, "get_output_embeddings"):
-        raise TypeError(f"{type(model).__name__} is not a transformers model; pass assistant_model=<a model "
-                        "of the verifier's family> (AutoModelForCausalLM / AutoModelForSeq2SeqLM).")
+        raise TypeError(
+            f"{type(model).__name__} is not a transformers model; pass assistant_model=<a model "
+            "of the verifier's family> (AutoModelForCausalLM / AutoModelForSeq2SeqLM)."
+        )
     held = model.__dict__.get(_WRAPPER)
     if held is None:
         name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
@@ -92,6 +107,7 @@ def _call_arguments() -> dict:
     """`assistant_model` and `streamer` of the `GenerationMixin.generate` call below on the stack (5.23 does
     not hand them to a callable); empty when there is none (the callable called directly)."""
     from transformers.generation.utils import GenerationMixin
+
     code = inspect.unwrap(GenerationMixin.generate).__code__
     frame = sys._getframe(1)
     while frame is not None:
@@ -103,28 +119,38 @@ def _call_arguments() -> dict:
 
 def _refuse_what_cannot_be_honoured(config, logits_processor, stopping_criteria, model_kwargs, synced_gpus):
     if (config.num_beams or 1) > 1:
-        raise ValueError(f"num_beams={config.num_beams}: beam search keeps several hypotheses, a speculative "
-                         "cascade one sampled sequence; pass num_beams=1.")
+        raise ValueError(
+            f"num_beams={config.num_beams}: beam search keeps several hypotheses, a speculative "
+            "cascade one sampled sequence; pass num_beams=1."
+        )
     if (config.num_return_sequences or 1) > 1:
-        raise ValueError(f"num_return_sequences={config.num_return_sequences}: pass 1 (repeat the prompt in "
-                         "the batch for several samples; row i draws from seed + i).")
+        raise ValueError(
+            f"num_return_sequences={config.num_return_sequences}: pass 1 (repeat the prompt in "
+            "the batch for several samples; row i draws from seed + i)."
+        )
     for option in ("output_scores", "output_logits", "output_attentions", "output_hidden_states"):
         if getattr(config, option, False):
-            raise ValueError(f"{option}=True: the speculative cascade returns the sequences only (their laws "
-                             "are in tl.generate's per-token trace); drop it.")
+            raise ValueError(
+                f"{option}=True: the speculative cascade returns the sequences only (their laws "
+                "are in tl.generate's per-token trace); drop it."
+            )
     for processor in logits_processor or ():
         name = type(processor).__name__
         if name not in _ALLOWED_PROCESSORS:
             option = REFUSED_PROCESSORS.get(name, f"the logits processor {name}")
-            raise ValueError(f"{option}: the cascade samples from softmax(logits / temperature) of each "
-                             f"model, as the paper's rules are defined; generate set {name} from it. Drop "
-                             "that option.")
+            raise ValueError(
+                f"{option}: the cascade samples from softmax(logits / temperature) of each "
+                f"model, as the paper's rules are defined; generate set {name} from it. Drop "
+                "that option."
+            )
     for criterion in stopping_criteria or ():
         name = type(criterion).__name__
         if name not in _ALLOWED_CRITERIA:
-            raise ValueError(f"the stopping criterion {name} (from max_time, stop_strings or "
-                             "stopping_criteria) cannot stop the cascade; it stops at max_new_tokens and "
-                             "the EOS ids only. Drop it.")
+            raise ValueError(
+                f"the stopping criterion {name} (from max_time, stop_strings or "
+                "stopping_criteria) cannot stop the cascade; it stops at max_new_tokens and "
+                "the EOS ids only. Drop it."
+            )
     if synced_gpus:
         raise ValueError("synced_gpus=True: the cascade runs on one process; pass synced_gpus=False.")
     unknown = sorted(set(model_kwargs) - set(PASSED_THROUGH))
@@ -132,21 +158,26 @@ def _refuse_what_cannot_be_honoured(config, logits_processor, stopping_criteria,
         raise ValueError(f"model inputs {unknown}: the cascade feeds each model token ids only; drop them.")
     cache = model_kwargs.get("past_key_values")
     if cache is not None and cache.get_seq_length() > 0:
-        raise ValueError("past_key_values holds a filled cache: the cascade keeps a cache per model itself; "
-                         "pass the whole prompt instead.")
+        raise ValueError(
+            "past_key_values holds a filled cache: the cascade keeps a cache per model itself; "
+            "pass the whole prompt instead."
+        )
 
 
 def _prompts(model, input_ids, inputs_tensor, attention_mask) -> List[List[int]]:
     """Each row's prompt without its padding (the rows of the attention mask that are 1, in order)."""
     source = inputs_tensor if model.config.is_encoder_decoder else input_ids
     if model.config.is_encoder_decoder and input_ids.shape[1] != 1:
-        raise ValueError("decoder_input_ids: the cascade starts every answer from the decoder start token; "
-                         "drop decoder_input_ids.")
+        raise ValueError(
+            "decoder_input_ids: the cascade starts every answer from the decoder start token; "
+            "drop decoder_input_ids."
+        )
     mask = torch.ones_like(source) if attention_mask is None else attention_mask.to(source.device)
     rows = [row[keep.bool()].tolist() for row, keep in zip(source, mask)]
     if any(not row for row in rows):
-        raise ValueError("a row of the batch is all padding (its attention_mask is 0 everywhere); give it a "
-                         "prompt.")
+        raise ValueError(
+            "a row of the batch is all padding (its attention_mask is 0 everywhere); give it a prompt."
+        )
     return rows
 
 
@@ -170,6 +201,7 @@ class SpeculativeCascade:
     prompt first) and `return_dict_in_generate` (an output with `sequences`). Greedy calls with `rule="spec"`
     give transformers' own greedy output.
     """
+
     rule: Optional[str] = "spec"
     alpha: Optional[float] = None
     gamma: Union[int, str] = 5
@@ -188,10 +220,22 @@ class SpeculativeCascade:
         if auto and (self.gamma != "auto" if isinstance(self.gamma, str) else False):
             raise ValueError(f"gamma={self.gamma!r}: pass a whole number >= 1 or 'auto'.")
         if auto and (self.method != "speculative" or self.bonus != "verifier"):
-            raise ValueError("gamma='auto' chooses the block size of method='speculative' with "
-                             "bonus='verifier'; pass a whole number gamma for the other methods.")
-        check_generate_options(self.method, self._rule, self.alpha, 1 if auto else self.gamma, 0.0, 1,
-                               self.aggregate, self.bonus, self.bild_threshold, self.bild_fallback)
+            raise ValueError(
+                "gamma='auto' chooses the block size of method='speculative' with "
+                "bonus='verifier'; pass a whole number gamma for the other methods."
+            )
+        check_generate_options(
+            self.method,
+            self._rule,
+            self.alpha,
+            1 if auto else self.gamma,
+            0.0,
+            1,
+            self.aggregate,
+            self.bonus,
+            self.bild_threshold,
+            self.bild_fallback,
+        )
 
     @property
     def _rule(self) -> Optional[str]:
@@ -199,33 +243,60 @@ class SpeculativeCascade:
         return self.rule if self.method == "speculative" or self.rule != "spec" else None
 
     def _engine_options(self, temperature: float, max_new_tokens: int, eos) -> dict:
-        return dict(method=self.method, rule=self._rule, alpha=self.alpha, beta=self.beta, gamma=self.gamma,
-                    temperature=temperature, max_new_tokens=max_new_tokens, eos_token_id=eos,
-                    bonus=self.bonus, aggregate=self.aggregate, bild_threshold=self.bild_threshold,
-                    bild_fallback=self.bild_fallback, shared_vocabulary=True)
+        return dict(
+            method=self.method,
+            rule=self._rule,
+            alpha=self.alpha,
+            beta=self.beta,
+            gamma=self.gamma,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            eos_token_id=eos,
+            bonus=self.bonus,
+            aggregate=self.aggregate,
+            bild_threshold=self.bild_threshold,
+            bild_fallback=self.bild_fallback,
+            shared_vocabulary=True,
+        )
 
-    def __call__(self, model, input_ids, logits_processor=None, stopping_criteria=None,
-                 generation_config=None, synced_gpus=False, streamer=None, assistant_model=None,
-                 inputs_tensor=None, seed=None, **model_kwargs):
+    def __call__(
+        self,
+        model,
+        input_ids,
+        logits_processor=None,
+        stopping_criteria=None,
+        generation_config=None,
+        synced_gpus=False,
+        streamer=None,
+        assistant_model=None,
+        inputs_tensor=None,
+        seed=None,
+        **model_kwargs,
+    ):
         found = _call_arguments()
         assistant_model = assistant_model if assistant_model is not None else found.get("assistant_model")
         streamer = streamer if streamer is not None else found.get("streamer")
         config = generation_config if generation_config is not None else model.generation_config
-        _refuse_what_cannot_be_honoured(config, logits_processor, stopping_criteria, model_kwargs,
-                                        synced_gpus)
+        _refuse_what_cannot_be_honoured(
+            config, logits_processor, stopping_criteria, model_kwargs, synced_gpus
+        )
         verifier = _language_model(model)
         drafter = self.drafter if self.drafter is not None else assistant_model
         if drafter is None:
             if self.method != "verifier":
-                raise ValueError("no drafter: pass assistant_model=<the small model> to generate (or "
-                                 "drafter=... to speculative_cascade).")
+                raise ValueError(
+                    "no drafter: pass assistant_model=<the small model> to generate (or "
+                    "drafter=... to speculative_cascade)."
+                )
             drafter = model
         drafter = _language_model(drafter)
         check_compatible(drafter, verifier, shared_vocabulary=True)
         prompts = _prompts(model, input_ids, inputs_tensor, model_kwargs.get("attention_mask"))
         if streamer is not None and len(prompts) > 1:
-            raise ValueError(f"a streamer takes one sequence, and this batch has {len(prompts)}; stream one "
-                             "prompt at a time (transformers' streamers refuse batches too).")
+            raise ValueError(
+                f"a streamer takes one sequence, and this batch has {len(prompts)}; stream one "
+                "prompt at a time (transformers' streamers refuse batches too)."
+            )
         temperature = 0.0
         if config.do_sample:
             temperature = float(config.temperature if config.temperature is not None else 1.0)
@@ -233,13 +304,19 @@ class SpeculativeCascade:
         eos = config._eos_token_tensor
         eos = () if eos is None else tuple(int(t) for t in eos.reshape(-1).tolist())
         seed = seed if seed is not None else self.seed
-        if seed is None:   # greedy calls stay deterministic (mixtures and lossy targets still draw at T = 0)
+        if seed is None:  # greedy calls stay deterministic (mixtures and lossy targets still draw at T = 0)
             seed = 0 if temperature == 0.0 else int(torch.randint(0, 2**62, (1,)))
         if max_new_tokens < 1:
             outputs = [[] for _ in prompts]
         else:
-            outputs = self._decode(drafter, verifier, prompts, seed, streamer,
-                                   self._engine_options(temperature, max_new_tokens, eos))
+            outputs = self._decode(
+                drafter,
+                verifier,
+                prompts,
+                seed,
+                streamer,
+                self._engine_options(temperature, max_new_tokens, eos),
+            )
         if streamer is not None:
             streamer.end()
         return self._output(model, input_ids, outputs, config)
@@ -250,40 +327,54 @@ class SpeculativeCascade:
             if streamer is not None and self.method != "seq_cascade":
                 put = lambda token: streamer.put(torch.tensor([token]))  # noqa: E731
             tokens = generate(drafter, verifier, prompts[0], seed=seed, on_token=put, **options).tokens
-            if streamer is not None and put is None:      # the sequence cascade settles its answer at the end
+            if streamer is not None and put is None:  # the sequence cascade settles its answer at the end
                 streamer.put(torch.tensor(tokens))
             return [tokens]
-        batched = (self.method in BATCH_METHODS + CASCADE_METHODS and isinstance(self.gamma, int)
-                   and self.bonus in BLOCK_BONUS)
+        batched = (
+            self.method in BATCH_METHODS + CASCADE_METHODS
+            and isinstance(self.gamma, int)
+            and self.bonus in BLOCK_BONUS
+        )
         if batched:
-            rows = generate_batch(drafter, verifier, prompts, seeds=[seed + i for i in range(len(prompts))],
-                                  batch_size=self.batch_size, **options)
+            rows = generate_batch(
+                drafter,
+                verifier,
+                prompts,
+                seeds=[seed + i for i in range(len(prompts))],
+                batch_size=self.batch_size,
+                **options,
+            )
             return [g.tokens for g in rows]
         # gamma="auto", the oracle cascade and bonus="target" run per row (each row its own block sizes)
-        return [generate(drafter, verifier, prompt, seed=seed + i, **options).tokens
-                for i, prompt in enumerate(prompts)]
+        return [
+            generate(drafter, verifier, prompt, seed=seed + i, **options).tokens
+            for i, prompt in enumerate(prompts)
+        ]
 
     @staticmethod
     def _output(model, input_ids, outputs, config):
         width = max(len(t) for t in outputs)
         pad = config._pad_token_tensor
         if pad is None and any(len(t) < width for t in outputs):
-            raise ValueError("rows stopped at different lengths and there is no pad_token_id; pass "
-                             "pad_token_id=...")
+            raise ValueError(
+                "rows stopped at different lengths and there is no pad_token_id; pass pad_token_id=..."
+            )
         pad = 0 if pad is None else int(pad.reshape(-1)[0])
         new = torch.full((len(outputs), width), pad, dtype=input_ids.dtype)
         for i, tokens in enumerate(outputs):
-            new[i, :len(tokens)] = torch.tensor(tokens, dtype=input_ids.dtype)
+            new[i, : len(tokens)] = torch.tensor(tokens, dtype=input_ids.dtype)
         sequences = torch.cat([input_ids, new.to(input_ids.device)], dim=1)
         if not config.return_dict_in_generate:
             return sequences
         from transformers.generation.utils import GenerateDecoderOnlyOutput, GenerateEncoderDecoderOutput
+
         kind = GenerateEncoderDecoderOutput if model.config.is_encoder_decoder else GenerateDecoderOnlyOutput
         return kind(sequences=sequences)
 
 
-def speculative_cascade(rule: Optional[str] = "spec", alpha: Optional[float] = None,
-                        gamma: Union[int, str] = 5, **options) -> SpeculativeCascade:
+def speculative_cascade(
+    rule: Optional[str] = "spec", alpha: Optional[float] = None, gamma: Union[int, str] = 5, **options
+) -> SpeculativeCascade:
     """`tl.speculative_cascade(rule="token_v2", alpha=0.3, gamma="auto")`: a `custom_generate` callable for
     `model.generate(**inputs, assistant_model=drafter, custom_generate=...)` (see `SpeculativeCascade`)."""
     return SpeculativeCascade(rule=rule, alpha=alpha, gamma=gamma, **options)

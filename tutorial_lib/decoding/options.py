@@ -7,6 +7,7 @@ here: `alpha` is the threshold of a deferral *rule* (for `rule="bild"` a bound o
 $D_{TV}(p, q)$), `bild_threshold` the rollback threshold of the original Big-Little Decoder
 (`method="bild"`), a bound on $-\\log p(x)$ of a drafted token.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,14 @@ from typing import Optional
 from ..maths import targets
 from ..checks import check_choice, check_gamma, check_real, check_temperature, check_whole_number
 
-__all__ = ["METHODS", "SEQ_AGGREGATES", "BONUS_OPTIONS", "GenerateOptions", "check_generate_options",
-           "stop_tokens"]
+__all__ = [
+    "METHODS",
+    "SEQ_AGGREGATES",
+    "BONUS_OPTIONS",
+    "GenerateOptions",
+    "check_generate_options",
+    "stop_tokens",
+]
 
 METHODS = ("drafter", "verifier", "speculative", "token_cascade", "oracle", "seq_cascade", "bild")
 SEQ_AGGREGATES = ("sequence", "mean", "min")
@@ -28,6 +35,7 @@ BONUS_OPTIONS = ("verifier", "target", "none")
 @dataclass(frozen=True)
 class GenerateOptions:
     """The checked options of one run (see `engine.generate` for their meaning)."""
+
     method: str
     rule: Optional[str]
     alpha: float
@@ -42,16 +50,22 @@ class GenerateOptions:
 
 def _check_bild(alpha, bild_threshold, bild_fallback):
     if alpha is not None:
-        raise ValueError(f"alpha={alpha!r} with method='bild' is ambiguous: method='bild' rolls back when "
-                         "-log p(draft) exceeds bild_threshold, while alpha is the D_TV threshold of "
-                         "rule='bild' (method='speculative'). Pass bild_threshold=... instead of alpha.")
+        raise ValueError(
+            f"alpha={alpha!r} with method='bild' is ambiguous: method='bild' rolls back when "
+            "-log p(draft) exceeds bild_threshold, while alpha is the D_TV threshold of "
+            "rule='bild' (method='speculative'). Pass bild_threshold=... instead of alpha."
+        )
     if bild_threshold is None:
-        raise ValueError("method='bild' needs bild_threshold=..., its rollback threshold on -log p(draft) "
-                         "(a value >= 0, e.g. 1.0).")
+        raise ValueError(
+            "method='bild' needs bild_threshold=..., its rollback threshold on -log p(draft) "
+            "(a value >= 0, e.g. 1.0)."
+        )
     bild_threshold = check_real(bild_threshold, "bild_threshold")
     if not (math.isfinite(bild_threshold) and bild_threshold >= 0):
-        raise ValueError(f"bild_threshold={bild_threshold} is BiLD's rollback threshold on -log p(draft); "
-                         "use a finite value >= 0.")
+        raise ValueError(
+            f"bild_threshold={bild_threshold} is BiLD's rollback threshold on -log p(draft); "
+            "use a finite value >= 0."
+        )
     bild_fallback = check_real(bild_fallback, "bild_fallback")
     if not 0.0 <= bild_fallback <= 1.0:
         raise ValueError(f"bild_fallback={bild_fallback} is a probability threshold; use a value in [0, 1].")
@@ -63,22 +77,37 @@ def _check_rule_for(method: str, rule) -> Optional[str]:
         return check_choice("spec" if rule is None else rule, targets.RULES, "rule")
     if method in ("token_cascade", "seq_cascade"):
         if rule not in (None, "chow"):
-            raise ValueError(f"method={method!r} runs the Chow rule (it needs only the drafter to decide); "
-                             f"for rule={rule!r} use method='oracle' or 'speculative'.")
+            raise ValueError(
+                f"method={method!r} runs the Chow rule (it needs only the drafter to decide); "
+                f"for rule={rule!r} use method='oracle' or 'speculative'."
+            )
         return "chow"
     if method == "oracle":
         if rule not in targets.PREFIX_RULES:
-            raise ValueError(f"method='oracle' needs a prefix rule: one of {', '.join(targets.PREFIX_RULES)}.")
+            raise ValueError(
+                f"method='oracle' needs a prefix rule: one of {', '.join(targets.PREFIX_RULES)}."
+            )
         return rule
     if rule is not None:  # drafter, verifier, bild: a rule given here would be silently ignored
-        raise ValueError(f"rule={rule!r} with method={method!r}: this method uses no deferral rule; pass rule=None "
-                         "(or method='speculative' to run a rule).")
+        raise ValueError(
+            f"rule={rule!r} with method={method!r}: this method uses no deferral rule; pass rule=None "
+            "(or method='speculative' to run a rule)."
+        )
     return None
 
 
-def check_generate_options(method, rule=None, alpha=None, gamma=5, temperature=0.0, max_new_tokens=128,
-                           aggregate="sequence", bonus="verifier", bild_threshold=None,
-                           bild_fallback=0.5) -> GenerateOptions:
+def check_generate_options(
+    method,
+    rule=None,
+    alpha=None,
+    gamma=5,
+    temperature=0.0,
+    max_new_tokens=128,
+    aggregate="sequence",
+    bonus="verifier",
+    bild_threshold=None,
+    bild_fallback=0.5,
+) -> GenerateOptions:
     """Check the options of `generate` / `generate_batch`; returns them cleaned (`GenerateOptions`).
 
     `alpha=None` means 0 for the methods that use a rule; `method="bild"` takes `bild_threshold`
@@ -94,16 +123,28 @@ def check_generate_options(method, rule=None, alpha=None, gamma=5, temperature=0
         alpha = math.nan  # not used by this method: its threshold is bild_threshold
     else:
         if bild_threshold is not None:
-            raise ValueError(f"bild_threshold is the threshold of method='bild'; method={method!r} does not use it "
-                             "(for the BiLD deferral rule use method='speculative', rule='bild', alpha=...).")
+            raise ValueError(
+                f"bild_threshold is the threshold of method='bild'; method={method!r} does not use it "
+                "(for the BiLD deferral rule use method='speculative', rule='bild', alpha=...)."
+            )
         alpha = 0.0 if alpha is None else check_real(alpha, "alpha")
         if rule is not None:
             alpha = targets.check_alpha(rule, alpha)
     aggregate = check_choice(aggregate, SEQ_AGGREGATES, "aggregate")
     if bonus not in BONUS_OPTIONS:
         raise ValueError(f"bonus={bonus!r} is unknown; use 'verifier' (the paper), 'target' or 'none'.")
-    return GenerateOptions(method, rule, float(alpha), gamma, temperature, max_new_tokens, aggregate, bonus,
-                           bild_threshold, float(bild_fallback))
+    return GenerateOptions(
+        method,
+        rule,
+        float(alpha),
+        gamma,
+        temperature,
+        max_new_tokens,
+        aggregate,
+        bonus,
+        bild_threshold,
+        float(bild_fallback),
+    )
 
 
 def stop_tokens(eos_token_id, verifier) -> frozenset:
@@ -113,13 +154,17 @@ def stop_tokens(eos_token_id, verifier) -> frozenset:
         eos_token_id = verifier.eos_token_id
     if eos_token_id is None or eos_token_id is False:
         return frozenset()
-    ids = [eos_token_id] if not isinstance(eos_token_id, (list, tuple, set, frozenset)) else list(eos_token_id)
+    ids = (
+        [eos_token_id] if not isinstance(eos_token_id, (list, tuple, set, frozenset)) else list(eos_token_id)
+    )
     vocabulary = getattr(verifier, "vocab_size", None)
     checked = []
     for token in ids:
         token = check_whole_number(token, "eos_token_id", 0, "token ids are non-negative")
         if isinstance(vocabulary, int) and token >= vocabulary:
-            raise ValueError(f"eos_token_id={token} is not a token of the verifier (its ids are 0 to {vocabulary - 1}); "
-                             "pass one of its ids, None for its own end-of-sequence token, or () for none.")
+            raise ValueError(
+                f"eos_token_id={token} is not a token of the verifier (its ids are 0 to {vocabulary - 1}); "
+                "pass one of its ids, None for its own end-of-sequence token, or () for none."
+            )
         checked.append(token)
     return frozenset(checked)

@@ -12,9 +12,20 @@ r"""The maths behind lessons 01-05, on the examples and toy worlds, and the note
 - `engines`        - the paper's rules behind engines' knobs: transformers' ensemble weight, relaxed acceptance (10).
 - `first_timing`   - notebook 01's closing clock: plain decoding against speculation, and why `gamma="auto"` chose.
 """
+
 import importlib
 
-__all__ = ['deferral_risks', 'engines', 'exercises', 'first_timing', 'lossy', 'notebook', 'rejection', 'toycheck', 'tradeoff']
+__all__ = [
+    "deferral_risks",
+    "engines",
+    "exercises",
+    "first_timing",
+    "lossy",
+    "notebook",
+    "rejection",
+    "toycheck",
+    "tradeoff",
+]
 
 
 def __getattr__(name: str):

@@ -12,6 +12,7 @@ the entropies $H(q_t)$, $H(p_t)$ for log loss), so it switches somewhere else. S
 each weighted by its expected visits $w_c$ under $P$, the per-token risk is $\sum_c w_c R_c(r_c) / \sum_c w_c$
 (`lemmas.total_risk`). The risks and closed forms themselves live in `lemmas`.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
@@ -24,9 +25,22 @@ from ..toy.examples import check_context, context_name, default_world, reshaped_
 from ..toy.toyworld import ToyWorld
 
 __all__ = [
-    "LEMMA_ALPHA_RANGES", "PLUGINS", "PLUGIN_NAMES", "LOSS_NAMES", "check_lemma", "check_lemma_alpha",
-    "lemma_alpha_grid", "plugin_estimates", "context_risks", "context_risk_lines", "total_risks",
-    "plugin_agreement", "reshaped_total_risks", "excess_risks", "brute_force_check", "miscalibration_sweep",
+    "LEMMA_ALPHA_RANGES",
+    "PLUGINS",
+    "PLUGIN_NAMES",
+    "LOSS_NAMES",
+    "check_lemma",
+    "check_lemma_alpha",
+    "lemma_alpha_grid",
+    "plugin_estimates",
+    "context_risks",
+    "context_risk_lines",
+    "total_risks",
+    "plugin_agreement",
+    "reshaped_total_risks",
+    "excess_risks",
+    "brute_force_check",
+    "miscalibration_sweep",
 ]
 
 #: The `alpha` range each lemma's views and sweeps span, per loss. `alpha >= 0` is a cost (the paper's
@@ -44,7 +58,9 @@ LOSS_NAMES = {"zero_one": "0-1 loss", "log": "log loss"}
 
 def check_lemma(lemma) -> int:
     if lemma not in LEMMA_ALPHA_RANGES:
-        raise ValueError(f"lemma={lemma!r}: these views cover Lemma 1 (eq. 3) and Lemma 4 (eq. 8); pass 1 or 4.")
+        raise ValueError(
+            f"lemma={lemma!r}: these views cover Lemma 1 (eq. 3) and Lemma 4 (eq. 8); pass 1 or 4."
+        )
     return lemma
 
 
@@ -52,8 +68,10 @@ def check_lemma_alpha(lemma: int, loss: str, alpha) -> float:
     low, high = LEMMA_ALPHA_RANGES[check_lemma(lemma)][check_loss(loss)]
     alpha = float(alpha)
     if not low <= alpha <= high:
-        raise ValueError(f"alpha={alpha} is outside [{low}, {high}], the range of Lemma {lemma}'s views for the "
-                         f"{LOSS_NAMES[loss]}; pick alpha in that range.")
+        raise ValueError(
+            f"alpha={alpha} is outside [{low}, {high}], the range of Lemma {lemma}'s views for the "
+            f"{LOSS_NAMES[loss]}; pick alpha in that range."
+        )
     return alpha
 
 
@@ -82,7 +100,9 @@ def plugin_estimates(q: torch.Tensor, p: torch.Tensor, loss: str) -> Tuple[float
     return entropy(q), entropy(p)
 
 
-def context_risks(world: Optional[ToyWorld], context_index: int, loss: str = "zero_one", lemma: int = 1) -> dict:
+def context_risks(
+    world: Optional[ToyWorld], context_index: int, loss: str = "zero_one", lemma: int = 1
+) -> dict:
     r"""The numbers behind one context's risk lines, for Lemma 1 or Lemma 4.
 
     `loss_q`, `loss_p` are $\mathbb{E}_P[\ell(x, q_t)]$, $\mathbb{E}_P[\ell(x, p_t)]$; `weight` is $w_t$
@@ -102,15 +122,26 @@ def context_risks(world: Optional[ToyWorld], context_index: int, loss: str = "ze
     est_q, est_p = plugin_estimates(q, p, loss)
     gap = {"chow": est_q, "diff": est_q - est_p, "opt": est_q - est_p}
     switch = lambda g: g / weight if weight > 0 else None  # noqa: E731  (w = 0: deferring is free, never strictly better)
-    return dict(context=t.contexts[row], name=context_name(world, t, row), blind=bool(t.blind[row]),
-                weight_visits=float(t.weight[row]), loss_q=loss_q, loss_p=loss_p, tv=tv, weight=weight,
-                optimal_switch=switch(loss_q - loss_p),
-                plugin_switch={PLUGIN_NAMES[r]: switch(gap[r]) for r in PLUGINS[lemma]},
-                P=P, q=q, p=p)
+    return dict(
+        context=t.contexts[row],
+        name=context_name(world, t, row),
+        blind=bool(t.blind[row]),
+        weight_visits=float(t.weight[row]),
+        loss_q=loss_q,
+        loss_p=loss_p,
+        tv=tv,
+        weight=weight,
+        optimal_switch=switch(loss_q - loss_p),
+        plugin_switch={PLUGIN_NAMES[r]: switch(gap[r]) for r in PLUGINS[lemma]},
+        P=P,
+        q=q,
+        p=p,
+    )
 
 
-def context_risk_lines(world: Optional[ToyWorld], lemma: int, context_index: int, alpha: float, loss: str,
-                       n: int = 201) -> dict:
+def context_risk_lines(
+    world: Optional[ToyWorld], lemma: int, context_index: int, alpha: float, loss: str, n: int = 201
+) -> dict:
     r"""One context's risk against $\alpha$ on `n` points of the lemma's range: `keep` $R(0)$, `defer` $R(1)$,
     `optimal` $\min\{R(0), R(1)\}$, and per plug-in the true risk of the decision it makes from its own
     estimates (`plugins`) and its decision at `alpha` (`decisions`); `optimal_defers` at `alpha`."""
@@ -121,12 +152,22 @@ def context_risk_lines(world: Optional[ToyWorld], lemma: int, context_index: int
     defer = c["loss_p"] + alphas * c["weight"]
     plugins, decisions = {}, {}
     for rule in PLUGINS[lemma]:
-        defers = torch.tensor([bool(lemmas.plugin_deferral(rule, c["q"], c["p"], float(a), loss)) for a in alphas])
+        defers = torch.tensor(
+            [bool(lemmas.plugin_deferral(rule, c["q"], c["p"], float(a), loss)) for a in alphas]
+        )
         plugins[PLUGIN_NAMES[rule]] = torch.where(defers, defer, keep)
         decisions[PLUGIN_NAMES[rule]] = bool(lemmas.plugin_deferral(rule, c["q"], c["p"], alpha, loss))
-    return dict(c, alpha=alpha, alphas=alphas, keep=keep, defer=defer, optimal=torch.minimum(keep, defer),
-                plugins=plugins, decisions=decisions,
-                optimal_defers=c["optimal_switch"] is not None and alpha < c["optimal_switch"])
+    return dict(
+        c,
+        alpha=alpha,
+        alphas=alphas,
+        keep=keep,
+        defer=defer,
+        optimal=torch.minimum(keep, defer),
+        plugins=plugins,
+        decisions=decisions,
+        optimal_defers=c["optimal_switch"] is not None and alpha < c["optimal_switch"],
+    )
 
 
 def total_risks(world: Optional[ToyWorld], lemma: int, loss: str, alphas) -> dict:
@@ -146,15 +187,20 @@ def total_risks(world: Optional[ToyWorld], lemma: int, loss: str, alphas) -> dic
     out = {"alpha": [], "risk": {}, "deferral_rate": {}}
     for alpha in [float(a) for a in alphas]:
         check_lemma_alpha(lemma, loss, alpha)
-        rules = {"keep q (r = 0)": 0 * ones, "defer to p (r = 1)": ones,
-                 f"optimal (Lemma {lemma})": _optimal_fn(lemma)(t.P, t.q, t.p, alpha, loss).double()}
+        rules = {
+            "keep q (r = 0)": 0 * ones,
+            "defer to p (r = 1)": ones,
+            f"optimal (Lemma {lemma})": _optimal_fn(lemma)(t.P, t.q, t.p, alpha, loss).double(),
+        }
         if lemma == 4:
             rules["Lemma 1's optimal rule"] = lemmas.optimal_deferral(t.P, t.q, t.p, alpha, loss).double()
         for rule in PLUGINS[lemma]:
             rules[PLUGIN_NAMES[rule]] = lemmas.plugin_deferral(rule, t.q, t.p, alpha, loss).double()
         out["alpha"].append(alpha)
         for name, r in rules.items():
-            out["risk"].setdefault(name, []).append(lemmas.total_risk(t.weight, risk(r, t.P, t.q, t.p, alpha, loss)))
+            out["risk"].setdefault(name, []).append(
+                lemmas.total_risk(t.weight, risk(r, t.P, t.q, t.p, alpha, loss))
+            )
             out["deferral_rate"].setdefault(name, []).append(lemmas.total_risk(t.weight, r))
     return out
 
@@ -167,14 +213,28 @@ def plugin_agreement(world: Optional[ToyWorld], lemma: int, loss: str, alphas) -
     alphas = [check_lemma_alpha(lemma, loss, float(a)) for a in alphas]
     out = {}
     for rule in PLUGINS[lemma]:
-        shares = [lemmas.total_risk(t.weight, (lemmas.plugin_deferral(rule, t.q, t.p, a, loss)
-                                               == _optimal_fn(lemma)(t.P, t.q, t.p, a, loss)).double()) for a in alphas]
+        shares = [
+            lemmas.total_risk(
+                t.weight,
+                (
+                    lemmas.plugin_deferral(rule, t.q, t.p, a, loss)
+                    == _optimal_fn(lemma)(t.P, t.q, t.p, a, loss)
+                ).double(),
+            )
+            for a in alphas
+        ]
         out[PLUGIN_NAMES[rule]] = sum(shares) / len(shares)
     return out
 
 
-def reshaped_total_risks(world: Optional[ToyWorld], lemma: int, loss: str, drafter_sharpness: float,
-                         verifier_sharpness: float, n_alpha: int) -> dict:
+def reshaped_total_risks(
+    world: Optional[ToyWorld],
+    lemma: int,
+    loss: str,
+    drafter_sharpness: float,
+    verifier_sharpness: float,
+    n_alpha: int,
+) -> dict:
     """`total_risks` in `world` with its drafter / verifier sharpened (> 1) or flattened (< 1), and in the
     world as built: `{"alpha", "here", "built", "reshaped": whether any sharpness differs}`."""
     base = world or default_world()
@@ -183,13 +243,21 @@ def reshaped_total_risks(world: Optional[ToyWorld], lemma: int, loss: str, draft
             raise ValueError(f"{name}={value} must be > 0 (1 = the models as built).")
     changes = dict(drafter_sharpness=float(drafter_sharpness), verifier_sharpness=float(verifier_sharpness))
     alphas = lemma_alpha_grid(lemma, loss, n_alpha)
-    return dict(alpha=alphas, here=total_risks(reshaped_world(base, **changes), lemma, loss, alphas),
-                built=total_risks(base, lemma, loss, alphas),
-                reshaped=any(base.settings[k] != v for k, v in changes.items()))
+    return dict(
+        alpha=alphas,
+        here=total_risks(reshaped_world(base, **changes), lemma, loss, alphas),
+        built=total_risks(base, lemma, loss, alphas),
+        reshaped=any(base.settings[k] != v for k, v in changes.items()),
+    )
 
 
-def brute_force_check(world: Optional[ToyWorld], lemma: int, alphas_per_loss: Dict[str, Sequence[float]],
-                      temperatures: Sequence[float] = (1.0,), grid: int = 101) -> dict:
+def brute_force_check(
+    world: Optional[ToyWorld],
+    lemma: int,
+    alphas_per_loss: Dict[str, Sequence[float]],
+    temperatures: Sequence[float] = (1.0,),
+    grid: int = 101,
+) -> dict:
     """Brute-force minimisers of equation (3) or (8) against the closed form, on every context and grid point.
 
     Returns `points_checked` (contexts x alphas x losses x temperatures), `mismatches`, and the first
@@ -206,12 +274,15 @@ def brute_force_check(world: Optional[ToyWorld], lemma: int, alphas_per_loss: Di
                 brute = lemmas.brute_force_deferral(_risk_fn(lemma), t.P, t.q, t.p, alpha, loss, grid=grid)
                 closed = _optimal_fn(lemma)(t.P, t.q, t.p, alpha, loss).double()
                 checked += len(t.contexts)
-                bad += [(loss, T, alpha, t.contexts[i]) for i in (brute != closed).nonzero().flatten().tolist()]
+                bad += [
+                    (loss, T, alpha, t.contexts[i]) for i in (brute != closed).nonzero().flatten().tolist()
+                ]
     return dict(points_checked=checked, mismatches=len(bad), first_mismatches=bad[:5])
 
 
-def miscalibration_sweep(world: Optional[ToyWorld], values: Sequence[float], loss: str = "zero_one",
-                         n_alpha: int = 41) -> dict:
+def miscalibration_sweep(
+    world: Optional[ToyWorld], values: Sequence[float], loss: str = "zero_one", n_alpha: int = 41
+) -> dict:
     """Lemma 1 in worlds whose drafter (or verifier) is sharpened or flattened by each of `values`.
 
     For each model and sharpness: the plug-ins' mean excess risk over the optimal rule across the
@@ -228,8 +299,10 @@ def miscalibration_sweep(world: Optional[ToyWorld], values: Sequence[float], los
             shaped = reshaped_world(base, **{f"{model}_sharpness": s})
             risk = total_risks(shaped, 1, loss, alphas)["risk"]
             optimal = risk["optimal (Lemma 1)"]
-            row = {name: sum(a - b for a, b in zip(risk[name], optimal)) / len(optimal)
-                   for name in (PLUGIN_NAMES[r] for r in PLUGINS[1])}
+            row = {
+                name: sum(a - b for a, b in zip(risk[name], optimal)) / len(optimal)
+                for name in (PLUGIN_NAMES[r] for r in PLUGINS[1])
+            }
             row["optimal_shift"] = max(abs(a - b) for a, b in zip(optimal, built))
             out[model][s] = row
     return out

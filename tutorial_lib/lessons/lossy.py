@@ -17,6 +17,7 @@ nothing of `targets`; `lemma2_check` compares them with `targets` token by token
 the law Algorithm 4 emits, `targets.output_distribution`: its $D_{TV}$ and
 $\mathrm{KL}(\text{emitted} \,\|\, p) = \sum_v e(v) \log(e(v)/p(v))$ to $p$.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -28,8 +29,18 @@ from ..checks import check_temperature
 from ..toy.examples import check_context, default_world
 from ..toy.toyworld import ToyWorld
 
-__all__ = ["tran_thien_acceptance", "tran_thien_residual", "beta_value", "beta_label", "kl_divergence",
-           "lemma2_check", "lemma2_context", "beta_sweep", "beta_differences", "beta_context"]
+__all__ = [
+    "tran_thien_acceptance",
+    "tran_thien_residual",
+    "beta_value",
+    "beta_label",
+    "kl_divergence",
+    "lemma2_check",
+    "lemma2_context",
+    "beta_sweep",
+    "beta_differences",
+    "beta_context",
+]
 
 
 def tran_thien_acceptance(q, p, alpha: float) -> torch.Tensor:
@@ -56,7 +67,9 @@ def tran_thien_residual(q, p, beta) -> torch.Tensor:
         raise ValueError("beta must be positive (lossy speculative sampling needs beta >= 1 - alpha).")
     excess = (p / beta.unsqueeze(-1) - q).clamp_min(0) if beta.ndim else (p / beta - q).clamp_min(0)
     mass = excess.sum(-1, keepdim=True)
-    return torch.where(mass > 0, excess / torch.where(mass > 0, mass, torch.ones_like(mass)), torch.zeros_like(excess))
+    return torch.where(
+        mass > 0, excess / torch.where(mass > 0, mass, torch.ones_like(mass)), torch.zeros_like(excess)
+    )
 
 
 def beta_value(q, p, alpha, beta):
@@ -79,8 +92,12 @@ def kl_divergence(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return (a * ratio.log()).sum(-1)
 
 
-def lemma2_check(world: Optional[ToyWorld], alphas: Sequence[float], betas: Sequence = (1.0, "normalize"),
-                 temperatures: Sequence[float] = (1.0,)) -> dict:
+def lemma2_check(
+    world: Optional[ToyWorld],
+    alphas: Sequence[float],
+    betas: Sequence = (1.0, "normalize"),
+    temperatures: Sequence[float] = (1.0,),
+) -> dict:
     r"""Algorithm 4 on the lossy target against lossy speculative sampling, token by token.
 
     For every context, `alpha`, `beta` and temperature: the acceptance probability of every token as a
@@ -98,13 +115,14 @@ def lemma2_check(world: Optional[ToyWorld], alphas: Sequence[float], betas: Sequ
         t = world.contexts(check_temperature(T))
         q, p = t.q, t.p
         C, V = q.shape
-        every_token = torch.arange(V).expand(C, V)                  # (C, V): token v drafted at each context
+        every_token = torch.arange(V).expand(C, V)  # (C, V): token v drafted at each context
         for alpha in [float(a) for a in alphas]:
             for beta in betas:
                 pi = targets.target_distribution("lossy", q, p, alpha, beta=beta)
                 # (C, V, V): row (c, v) repeats context c so each token is scored as a draft.
-                ours = targets.acceptance_probability(pi.unsqueeze(1).expand(C, V, V), q.unsqueeze(1).expand(C, V, V),
-                                                      every_token)
+                ours = targets.acceptance_probability(
+                    pi.unsqueeze(1).expand(C, V, V), q.unsqueeze(1).expand(C, V, V), every_token
+                )
                 acc_diff = max(acc_diff, float((ours - tran_thien_acceptance(q, p, alpha)).abs().max()))
                 tokens += C * V
                 # A rejection chance below 1e-12 is rounding (Lossy* divides by the target's sum):
@@ -118,12 +136,19 @@ def lemma2_check(world: Optional[ToyWorld], alphas: Sequence[float], betas: Sequ
                 positions += int(compare.sum())
                 skipped += int((~reachable).sum())
                 undefined[beta_label(beta)] += int((reachable & ~defined).sum())
-    return dict(acceptance_max_abs_diff=acc_diff, residual_max_abs_diff=res_diff, tokens_compared=tokens,
-                positions_compared=positions, positions_never_rejected=skipped, residual_undefined=undefined)
+    return dict(
+        acceptance_max_abs_diff=acc_diff,
+        residual_max_abs_diff=res_diff,
+        tokens_compared=tokens,
+        positions_compared=positions,
+        positions_never_rejected=skipped,
+        residual_undefined=undefined,
+    )
 
 
-def lemma2_context(world: Optional[ToyWorld], context_index: int, alpha: float, beta="normalize",
-                   temperature: float = 1.0) -> dict:
+def lemma2_context(
+    world: Optional[ToyWorld], context_index: int, alpha: float, beta="normalize", temperature: float = 1.0
+) -> dict:
     """Both procedures at one context: `q`, `p`, the lossy target `pi`, `beta` (the value used), and per
     token as a draft the acceptance of each (`tran_thien_acceptance`, `algorithm4_acceptance`), both
     residuals and `rejection` (0 below 1e-12: rounding, the residual is then never used)."""
@@ -136,16 +161,30 @@ def lemma2_context(world: Optional[ToyWorld], context_index: int, alpha: float, 
     pi = targets.target_distribution("lossy", q, p, alpha, beta=beta)
     V = q.shape[-1]
     rejected = float(targets.rejection_probability(pi, q))
-    return dict(table=t, row=row, q=q, p=p, pi=pi, beta=used, alpha=alpha,
-                rejection=rejected if rejected > 1e-12 else 0.0,
-                algorithm4_acceptance=targets.acceptance_probability(pi.expand(V, V), q.expand(V, V), torch.arange(V)),
-                tran_thien_acceptance=tran_thien_acceptance(q, p, alpha),
-                tran_thien_residual=tran_thien_residual(q, p, used),
-                algorithm4_residual=targets.residual_distribution(pi, q))
+    return dict(
+        table=t,
+        row=row,
+        q=q,
+        p=p,
+        pi=pi,
+        beta=used,
+        alpha=alpha,
+        rejection=rejected if rejected > 1e-12 else 0.0,
+        algorithm4_acceptance=targets.acceptance_probability(
+            pi.expand(V, V), q.expand(V, V), torch.arange(V)
+        ),
+        tran_thien_acceptance=tran_thien_acceptance(q, p, alpha),
+        tran_thien_residual=tran_thien_residual(q, p, used),
+        algorithm4_residual=targets.residual_distribution(pi, q),
+    )
 
 
-def beta_sweep(world: Optional[ToyWorld], alphas: Sequence[float], betas: Sequence = (1.0, "normalize"),
-               temperature: float = 1.0) -> dict:
+def beta_sweep(
+    world: Optional[ToyWorld],
+    alphas: Sequence[float],
+    betas: Sequence = (1.0, "normalize"),
+    temperature: float = 1.0,
+) -> dict:
     r"""`beta = 1` against the normalising beta as `alpha` moves.
 
     Per beta, averaged over the contexts visited under $P$ (weights as in the lemmas): `acceptance_rate`,
@@ -163,11 +202,15 @@ def beta_sweep(world: Optional[ToyWorld], alphas: Sequence[float], betas: Sequen
         for alpha in out["alpha"]:
             pi = targets.target_distribution("lossy", t.q, t.p, alpha, beta=beta)
             emitted = targets.output_distribution(pi, t.q)
-            rows["acceptance_rate"].append(lemmas.total_risk(t.weight, 1 - targets.rejection_probability(pi, t.q)))
+            rows["acceptance_rate"].append(
+                lemmas.total_risk(t.weight, 1 - targets.rejection_probability(pi, t.q))
+            )
             rows["tv_to_p"].append(lemmas.total_risk(t.weight, targets.tv_distance(emitted, t.p)))
             rows["kl_to_p"].append(lemmas.total_risk(t.weight, kl_divergence(emitted, t.p)))
             rows["target_mass"].append(lemmas.total_risk(t.weight, pi.sum(-1)))
-            rows["loss"].append(world.evaluate("lossy", alpha, beta=beta, temperature=temperature).zero_one_loss)
+            rows["loss"].append(
+                world.evaluate("lossy", alpha, beta=beta, temperature=temperature).zero_one_loss
+            )
         out[beta_label(beta)] = rows
     return out
 
@@ -178,7 +221,9 @@ def beta_differences(sweep: dict, one: str, other: str) -> dict:
     return {m: [a - b for a, b in zip(sweep[one][m], sweep[other][m])] for m in sweep[one]}
 
 
-def beta_context(world: Optional[ToyWorld], alpha: float, context_index: int, temperature: float = 1.0) -> dict:
+def beta_context(
+    world: Optional[ToyWorld], alpha: float, context_index: int, temperature: float = 1.0
+) -> dict:
     """One context, both betas: `laws` (p, q and the emitted law of each beta), per beta its `tv` and `kl`
     to p, and the `acceptance` rate (the same for both)."""
     world = world or default_world()
@@ -190,6 +235,8 @@ def beta_context(world: Optional[ToyWorld], alpha: float, context_index: int, te
     for beta in (1.0, "normalize"):
         emitted = targets.output_distribution(targets.target_distribution("lossy", q, p, alpha, beta=beta), q)
         laws[f"emitted, {beta_label(beta)}"] = emitted
-        distances[beta_label(beta)] = dict(tv=float(targets.tv_distance(emitted, p)), kl=float(kl_divergence(emitted, p)))
+        distances[beta_label(beta)] = dict(
+            tv=float(targets.tv_distance(emitted, p)), kl=float(kl_divergence(emitted, p))
+        )
     accept = 1 - float(targets.rejection_probability(targets.target_distribution("lossy", q, p, alpha), q))
     return dict(table=t, row=row, alpha=alpha, laws=laws, distances=distances, acceptance=accept)

@@ -17,6 +17,7 @@ value and the way to it; `exercise_ids("03")` lists a notebook's exercises.
 For the course book: `glue_values(name=value, ...)` glues the numbers a results page's prose quotes, and
 `notebook_times(path)` reads the notebooks' measured times as a table.
 """
+
 from __future__ import annotations
 
 import ast
@@ -33,9 +34,23 @@ import numpy as np
 from .. import paths
 from .exercises import EXERCISES, Exercise, exercise
 
-__all__ = ["save_metrics", "load_metrics", "check_answer", "check", "solution", "exercise_ids", "output_folder",
-           "results_folder", "check_parameters", "NotebookParameterError", "PARAMETER_KINDS",
-           "NOTEBOOK_NEEDS", "NOTEBOOK_TIME_COLUMNS", "notebook_times", "glue_values"]
+__all__ = [
+    "save_metrics",
+    "load_metrics",
+    "check_answer",
+    "check",
+    "solution",
+    "exercise_ids",
+    "output_folder",
+    "results_folder",
+    "check_parameters",
+    "NotebookParameterError",
+    "PARAMETER_KINDS",
+    "NOTEBOOK_NEEDS",
+    "NOTEBOOK_TIME_COLUMNS",
+    "notebook_times",
+    "glue_values",
+]
 
 
 def output_folder(output_dir: Optional[os.PathLike] = ".") -> Path:
@@ -87,7 +102,9 @@ def load_metrics(name: str, output_dir: str = ".") -> dict:
     return json.loads((output_folder(output_dir) / f"{name}.metrics.json").read_text())
 
 
-def check_answer(answer: Optional[float], expected: float, *, tol: float = 1e-6, label: str = "answer") -> Optional[bool]:
+def check_answer(
+    answer: Optional[float], expected: float, *, tol: float = 1e-6, label: str = "answer"
+) -> Optional[bool]:
     """Print whether an exercise `answer` is within `tol` of `expected`; `None` means not tried yet."""
     if answer is None:
         print(f"{label}: not answered yet - replace None with your value and run this cell again.")
@@ -103,8 +120,10 @@ def check_answer(answer: Optional[float], expected: float, *, tol: float = 1e-6,
 #: maximum (`int>=1<=20000`) and `|None` where None is allowed (`list[float]|None`).
 PARAMETER_KINDS = ("int", "float", "str", "bool", "list[int]", "list[float]", "list[str]", "pair[str]", "any")
 _NUMBER = r"-?\d+(?:\.\d+)?"
-_SPEC = re.compile(r"(?P<base>int|float|str|bool|list\[int\]|list\[float\]|list\[str\]|pair\[str\]|any)"
-                   rf"(?:(?P<op>>=|>)(?P<bound>{_NUMBER}))?(?:<=(?P<upper>{_NUMBER}))?(?P<optional>\|None)?")
+_SPEC = re.compile(
+    r"(?P<base>int|float|str|bool|list\[int\]|list\[float\]|list\[str\]|pair\[str\]|any)"
+    rf"(?:(?P<op>>=|>)(?P<bound>{_NUMBER}))?(?:<=(?P<upper>{_NUMBER}))?(?P<optional>\|None)?"
+)
 #: The most characters a parameter's text may hold (a `str` value, or the text papermill's `-p` passes):
 #: checked before it is read, so a huge value costs nothing.
 MAX_TEXT_CHARS = 4096
@@ -187,19 +206,25 @@ def _check_size(name: str, value, base: str) -> None:
     and lists longer than `MAX_LIST_ITEMS` (a parameter's size must not cost what its reading would)."""
     if isinstance(value, str):
         if len(value) > MAX_TEXT_CHARS:
-            raise NotebookParameterError(f"parameter {name} is {len(value):,} characters of text; a "
-                                         f"parameter holds at most {MAX_TEXT_CHARS:,} (a list at most "
-                                         f"{MAX_LIST_ITEMS} items): pass a shorter value.")
+            raise NotebookParameterError(
+                f"parameter {name} is {len(value):,} characters of text; a "
+                f"parameter holds at most {MAX_TEXT_CHARS:,} (a list at most "
+                f"{MAX_LIST_ITEMS} items): pass a shorter value."
+            )
         control = _CONTROL.search(value) if base != "any" else None
         if control:
-            raise NotebookParameterError(f"parameter {name}={value[:60]!r} holds the control character "
-                                         f"{control.group()!r} at position {control.start()}; remove it (a "
-                                         "name or a path is printable text).")
+            raise NotebookParameterError(
+                f"parameter {name}={value[:60]!r} holds the control character "
+                f"{control.group()!r} at position {control.start()}; remove it (a "
+                "name or a path is printable text)."
+            )
     elif base.startswith("list[") or base == "any":
         if isinstance(value, (list, tuple, np.ndarray)) and len(value) > MAX_LIST_ITEMS:
-            raise NotebookParameterError(f"parameter {name} holds {len(value):,} items; a list parameter "
-                                         f"holds at most {MAX_LIST_ITEMS}: pass fewer (a sweep's cost grows "
-                                         "with each).")
+            raise NotebookParameterError(
+                f"parameter {name} holds {len(value):,} items; a list parameter "
+                f"holds at most {MAX_LIST_ITEMS}: pass fewer (a sweep's cost grows "
+                "with each)."
+            )
 
 
 def check_parameters(namespace: MutableMapping[str, Any], kinds: Mapping[str, str]) -> dict:
@@ -220,21 +245,36 @@ def check_parameters(namespace: MutableMapping[str, Any], kinds: Mapping[str, st
     for name, spec in kinds.items():
         match = _SPEC.fullmatch(spec) if isinstance(spec, str) else None
         if match is None:
-            raise ValueError(f"kinds[{name!r}]={spec!r} is not a kind; use one of {', '.join(PARAMETER_KINDS)}, "
-                             "optionally with a minimum ('int>=1') and '|None'.")
+            raise ValueError(
+                f"kinds[{name!r}]={spec!r} is not a kind; use one of {', '.join(PARAMETER_KINDS)}, "
+                "optionally with a minimum ('int>=1') and '|None'."
+            )
         if name not in namespace:
-            raise NotebookParameterError(f"parameter {name!r} is not set; the parameters cell must define it.")
+            raise NotebookParameterError(
+                f"parameter {name!r} is not set; the parameters cell must define it."
+            )
         value = namespace[name]
         base, optional = match["base"], bool(match["optional"])
         _check_size(name, value, base)
         text_given = isinstance(value, str) and base != "str"
         candidate = _parse_text(value) if text_given else value
-        example = {"int": 3, "float": 0.5, "str": "text", "bool": True, "list[int]": [1, 3, 5],
-                   "list[float]": [0.0, 1.0], "list[str]": ["a", "b"], "pair[str]": ["drafter", "verifier"],
-                   "any": None}[base]
-        wanted = base + {">=": f" >= {match['bound']}", ">": f" > {match['bound']}", None: ""}[match["op"]] \
-            + (f"{' and' if match['op'] else ''} <= {match['upper']}" if match["upper"] else "") \
+        example = {
+            "int": 3,
+            "float": 0.5,
+            "str": "text",
+            "bool": True,
+            "list[int]": [1, 3, 5],
+            "list[float]": [0.0, 1.0],
+            "list[str]": ["a", "b"],
+            "pair[str]": ["drafter", "verifier"],
+            "any": None,
+        }[base]
+        wanted = (
+            base
+            + {">=": f" >= {match['bound']}", ">": f" > {match['bound']}", None: ""}[match["op"]]
+            + (f"{' and' if match['op'] else ''} <= {match['upper']}" if match["upper"] else "")
             + (" or None" if optional else "")
+        )
         how = f"pass it with its type through papermill's -y, e.g. -y '{name}: {_yaml_text(example)}'"
         given = f"{value!r} (text, as papermill's -p passes every value)" if text_given else repr(value)
         problem = f"parameter {name}={given} is not {'an' if wanted[0] in 'aeiou' else 'a'} {wanted}; {how}."
@@ -247,7 +287,7 @@ def check_parameters(namespace: MutableMapping[str, Any], kinds: Mapping[str, st
             raise NotebookParameterError(problem) from None
         values = converted if isinstance(converted, list) else [converted]
         if isinstance(converted, list):
-            _check_size(name, converted, base)   # (a list given as text is counted once read)
+            _check_size(name, converted, base)  # (a list given as text is counted once read)
         if match["op"]:
             bound = float(match["bound"])
             if any(v < bound if match["op"] == ">=" else v <= bound for v in values):
@@ -257,9 +297,12 @@ def check_parameters(namespace: MutableMapping[str, Any], kinds: Mapping[str, st
         cleaned[name] = converted
     namespace.update(cleaned)
     return cleaned
+
+
 # --------------------------------------------------------------------------------------------
 # Exercises: checks that do not tell the answer
 # --------------------------------------------------------------------------------------------
+
 
 def exercise_ids(notebook: Optional[str] = None) -> List[str]:
     """The exercises' ids ("03-2"), of one notebook ("03") or of all."""
@@ -271,8 +314,10 @@ def _objects(spec: Exercise, objects: Mapping[str, Any], function: str) -> dict:
     extra = [name for name in objects if name not in spec.needs]
     if missing or extra:
         wanted = ", ".join(f"{n}={n}" for n in spec.needs) or "nothing more"
-        raise ValueError(f"{function}({spec.id!r}, ...) needs {wanted}; got {', '.join(objects) or 'none'} "
-                         f"(missing: {', '.join(missing) or '-'}; not used: {', '.join(extra) or '-'}).")
+        raise ValueError(
+            f"{function}({spec.id!r}, ...) needs {wanted}; got {', '.join(objects) or 'none'} "
+            f"(missing: {', '.join(missing) or '-'}; not used: {', '.join(extra) or '-'})."
+        )
     return dict(objects)
 
 
@@ -280,9 +325,11 @@ def _number(answer: Any) -> Optional[float]:
     """`answer` as a float if it is a single number (a Python, numpy or torch scalar), else None."""
     if isinstance(answer, bool):
         return None
-    if hasattr(answer, "numel") and getattr(answer, "numel")() == 1:   # a one-element tensor
+    if hasattr(answer, "numel") and getattr(answer, "numel")() == 1:  # a one-element tensor
         answer = answer.item()
-    elif hasattr(answer, "ndim") and getattr(answer, "ndim") == 0 and hasattr(answer, "item"):  # a numpy scalar
+    elif (
+        hasattr(answer, "ndim") and getattr(answer, "ndim") == 0 and hasattr(answer, "item")
+    ):  # a numpy scalar
         answer = answer.item()
     if isinstance(answer, numbers.Real) and not isinstance(answer, bool):
         value = float(answer)
@@ -310,8 +357,10 @@ def check(exercise_id: str, answer: Any, **objects) -> Optional[bool]:
         return None
     if spec.kind == "method_and_number":
         if not (isinstance(answer, (tuple, list)) and len(answer) == 2 and isinstance(answer[0], str)):
-            print(f"{label}: expected a pair (method name, number), e.g. (\"SpecCascade [OPT]\", 0.42), or "
-                  f"(name, \"not reached\"); you gave {answer!r}.")
+            print(
+                f'{label}: expected a pair (method name, number), e.g. ("SpecCascade [OPT]", 0.42), or '
+                f'(name, "not reached"); you gave {answer!r}.'
+            )
             return None
         method, value = answer
         try:
@@ -324,7 +373,7 @@ def check(exercise_id: str, answer: Any, **objects) -> Optional[bool]:
         else:
             number = _number(value)
             if number is None:
-                print(f"{label}: the second part should be a number or \"not reached\"; you gave {value!r}.")
+                print(f'{label}: the second part should be a number or "not reached"; you gave {value!r}.')
                 return None
             ok = _close(number, expected, spec.tol)
     elif spec.kind == "choice":
@@ -332,15 +381,19 @@ def check(exercise_id: str, answer: Any, **objects) -> Optional[bool]:
             print(f"{label}: expected a name (text in quotes); you gave {type(answer).__name__} {answer!r}.")
             return None
         if spec.choices and answer.strip().lower() not in spec.choices:
-            print(f"{label}: answer with one of {', '.join(repr(c) for c in spec.choices)}; you gave {answer!r}.")
+            print(
+                f"{label}: answer with one of {', '.join(repr(c) for c in spec.choices)}; you gave {answer!r}."
+            )
             return None
         ok = answer.strip().lower() == str(spec.solve(**given)).strip().lower()
     else:
         number = _number(answer)
         if number is None:
             whole = " whole" if spec.kind == "integer" else ""
-            print(f"{label}: expected a single{whole} number (such as 0.25 or float(...) of your result); "
-                  f"you gave {type(answer).__name__} {answer!r}.")
+            print(
+                f"{label}: expected a single{whole} number (such as 0.25 or float(...) of your result); "
+                f"you gave {type(answer).__name__} {answer!r}."
+            )
             return None
         if spec.kind == "integer" and number != int(number):
             print(f"{label}: expected a whole number; you gave {number:g}.")
@@ -367,10 +420,19 @@ def solution(exercise_id: str, **objects) -> Any:
 
 
 #: What each notebook needs beyond the package (the course book's time table).
-NOTEBOOK_NEEDS = {"00": "nothing", "01": "nothing", "02": "nothing", "03": "nothing", "04": "nothing",
-                  "05": "nothing", "06": "the shipped T5 pair (`data/models/`)",
-                  "07": "the Qwen pair (`make models-qwen`), or `redraw_only=True`", "08": "the Qwen pair",
-                  "09": "SmolLM2-135M", "10": "SmolLM2-135M; the committed Qwen features"}
+NOTEBOOK_NEEDS = {
+    "00": "nothing",
+    "01": "nothing",
+    "02": "nothing",
+    "03": "nothing",
+    "04": "nothing",
+    "05": "nothing",
+    "06": "the shipped T5 pair (`data/models/`)",
+    "07": "the Qwen pair (`make models-qwen`), or `redraw_only=True`",
+    "08": "the Qwen pair",
+    "09": "SmolLM2-135M",
+    "10": "SmolLM2-135M; the committed Qwen features",
+}
 #: The columns of `notebook_times`, in order.
 NOTEBOOK_TIME_COLUMNS = ("notebook", "needs", "seconds", "slowest_cell_s", "load", "finished", "beside")
 
@@ -380,18 +442,29 @@ def notebook_times(path: Path):
     run-notebooks`: notebook, seconds, slowest cell, load average at its end, when it finished, what else
     the machine was doing), one row per notebook in name order, with what it needs (`NOTEBOOK_NEEDS`)."""
     import pandas as pd
+
     runs = {}
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         if line.strip():
             entry = json.loads(line)
             if not isinstance(entry, dict) or "notebook" not in entry or "seconds" not in entry:
-                raise ValueError(f"{path}, line {number}: not a notebook's time (a JSON object with `notebook` and "
-                                 "`seconds`, as `make run-notebooks` appends); delete or fix that line.")
-            runs[entry["notebook"]] = entry          # a later line is a later run
-    rows = [{"notebook": name, "needs": NOTEBOOK_NEEDS.get(name[:2], ""), "seconds": runs[name]["seconds"],
-             "slowest_cell_s": runs[name].get("slowest_cell_s"), "load": runs[name].get("load", ""),
-             "finished": runs[name].get("finished", ""), "beside": runs[name].get("beside", "")}
-            for name in sorted(runs)]
+                raise ValueError(
+                    f"{path}, line {number}: not a notebook's time (a JSON object with `notebook` and "
+                    "`seconds`, as `make run-notebooks` appends); delete or fix that line."
+                )
+            runs[entry["notebook"]] = entry  # a later line is a later run
+    rows = [
+        {
+            "notebook": name,
+            "needs": NOTEBOOK_NEEDS.get(name[:2], ""),
+            "seconds": runs[name]["seconds"],
+            "slowest_cell_s": runs[name].get("slowest_cell_s"),
+            "load": runs[name].get("load", ""),
+            "finished": runs[name].get("finished", ""),
+            "beside": runs[name].get("beside", ""),
+        }
+        for name in sorted(runs)
+    ]
     return pd.DataFrame(rows, columns=list(NOTEBOOK_TIME_COLUMNS))
 
 
@@ -400,10 +473,13 @@ def glue_values(**values) -> None:
     prose quotes it as {glue:text}`name:.3f`, so a number in the prose is the number this run computed.
     numpy scalars are glued as Python numbers, so that a format spec applies to them."""
     from myst_nb import glue
+
     for name, value in values.items():
         if isinstance(value, np.generic):
             value = value.item()
         if not isinstance(value, (str, numbers.Number)):
-            raise TypeError(f"glue_values({name}=...) got a {type(value).__name__}; glue a number or a string "
-                            "(show a table with its own cell).")
+            raise TypeError(
+                f"glue_values({name}=...) got a {type(value).__name__}; glue a number or a string "
+                "(show a table with its own cell)."
+            )
         glue(name, value, display=False)

@@ -20,6 +20,7 @@ Examples (`examples.Example`) hold temperature-1 probabilities; they are scaled 
 (`ALPHA_SPANS`: `targets.ALPHA_RANGES`, bounded); `alpha_at(rule, lenience)` puts every rule at the
 same fraction of its span.
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,9 +36,25 @@ from ..toy.examples import Example, get_example, single_example, toy_examples, t
 from ..maths.latency import expected_tokens_per_call
 
 __all__ = [
-    "Beta", "VARIANTS", "CURVE_VARIANTS", "ALPHA_SPANS", "alpha_span", "alpha_at", "alpha_sweep", "scaled",
-    "target_at", "target_readouts", "every_rule_numbers", "rejection_table", "lemma3_gap", "rejection_curves",
-    "rejection_at", "simulate_rejections", "binomial_z", "lemma3_check", "rule_rejection_check",
+    "Beta",
+    "VARIANTS",
+    "CURVE_VARIANTS",
+    "ALPHA_SPANS",
+    "alpha_span",
+    "alpha_at",
+    "alpha_sweep",
+    "scaled",
+    "target_at",
+    "target_readouts",
+    "every_rule_numbers",
+    "rejection_table",
+    "lemma3_gap",
+    "rejection_curves",
+    "rejection_at",
+    "simulate_rejections",
+    "binomial_z",
+    "lemma3_check",
+    "rule_rejection_check",
 ]
 
 Beta = Union[float, str]
@@ -64,7 +81,9 @@ CURVE_VARIANTS = VARIANTS[1:]
 #: max p - max q <= p(v) - q(v) <= D_TV, and the same the other way round), so [-1, 1] would do; at
 #: other temperatures D_TV is that of the scaled distributions and the ratio grows, hence [-5, 5].
 ALPHA_SPANS: Dict[str, Tuple[float, float]] = {
-    **targets.ALPHA_RANGES, "opt": (-5.0, 5.0), "lossy": (0.0, 0.99),
+    **targets.ALPHA_RANGES,
+    "opt": (-5.0, 5.0),
+    "lossy": (0.0, 0.99),
 }
 
 _LOG_FLOOR = -1e4  # stands in for log(0) so the logits stay finite; exp() of it is exactly 0
@@ -106,7 +125,9 @@ def scaled(probs, temperature: float) -> torch.Tensor:
 def target_at(rule: str, q_unscaled, p_unscaled, alpha: float, temperature: float, beta: Beta = 1.0):
     """`(q, p, pi)` at `temperature`; decisions use the temperature-1 distributions."""
     q, p = scaled(q_unscaled, temperature), scaled(p_unscaled, temperature)
-    pi = targets.target_distribution(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
+    pi = targets.target_distribution(
+        rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta
+    )
     return q, p, pi
 
 
@@ -114,8 +135,17 @@ def target_at(rule: str, q_unscaled, p_unscaled, alpha: float, temperature: floa
 # One pair: the read-outs of notebook 01
 # --------------------------------------------------------------------------------------------
 
-def target_readouts(example: Union[str, Example], rule: str, alpha: float = 0.0, temperature: float = 1.0,
-                    gamma: int = 5, beta: Beta = 1.0, *, examples=None) -> dict:
+
+def target_readouts(
+    example: Union[str, Example],
+    rule: str,
+    alpha: float = 0.0,
+    temperature: float = 1.0,
+    gamma: int = 5,
+    beta: Beta = 1.0,
+    *,
+    examples=None,
+) -> dict:
     r"""The numbers notebook 01 shows for one pair: decision, $D_{TV}$, rejection, tokens per call.
 
     Keys: `decision` (a sentence), `defers` (the prefix decision; `None` for token and lossy rules),
@@ -134,26 +164,44 @@ def target_readouts(example: Union[str, Example], rule: str, alpha: float = 0.0,
     q_u, p_u = example.q, example.p
     tv = float(targets.tv_distance(p, q))
     rho = float(targets.rejection_probability(pi, q))
-    out = dict(example=example.name, rule=rule, alpha=alpha, temperature=temperature, gamma=gamma,
-               tv_distance=tv, rejection_probability=rho, acceptance_rate=1.0 - rho,
-               expected_tokens_per_call=expected_tokens_per_call(1.0 - rho, gamma),
-               target_mass=float(pi.sum()), defers=None, deferral_weight=None, acceptance_set=None,
-               lemma3_rejection=None, q=q, p=p, pi=pi)
+    out = dict(
+        example=example.name,
+        rule=rule,
+        alpha=alpha,
+        temperature=temperature,
+        gamma=gamma,
+        tv_distance=tv,
+        rejection_probability=rho,
+        acceptance_rate=1.0 - rho,
+        expected_tokens_per_call=expected_tokens_per_call(1.0 - rho, gamma),
+        target_mass=float(pi.sum()),
+        defers=None,
+        deferral_weight=None,
+        acceptance_set=None,
+        lemma3_rejection=None,
+        q=q,
+        p=p,
+        pi=pi,
+    )
     weight = float(targets.deferral_weight(rule, q, p, alpha, q_unscaled=q_u, p_unscaled=p_u))
     max_q, max_p = float(q_u.max()), float(p_u.max())
     if rule == "lossy":
         beta_value = float(targets.lossy_beta(q, p, alpha)) if beta == "normalize" else float(beta)
         out["beta"] = beta_value
-        out["decision"] = (f"no deferral decision: pi = max{{min{{q, p/(1-alpha)}}, p/beta}} with "
-                           f"beta = {beta_value:.4g}; pi sums to {out['target_mass']:.3f}")
+        out["decision"] = (
+            f"no deferral decision: pi = max{{min{{q, p/(1-alpha)}}, p/beta}} with "
+            f"beta = {beta_value:.4g}; pi sums to {out['target_mass']:.3f}"
+        )
         return out
     out["deferral_weight"] = weight
     if rule in targets.TOKEN_RULES:
         in_set = targets.acceptance_set(rule, q, p, alpha, q_unscaled=q_u, p_unscaled=p_u)
         accepted = [example.labels[i] for i in in_set.nonzero().flatten().tolist()]
         out["acceptance_set"] = accepted
-        out["decision"] = (f"keeps drafts in A = {{{', '.join(accepted)}}} (q(A) = {1 - weight:.3f}); "
-                           f"the other {weight:.3f} of the mass comes from p")
+        out["decision"] = (
+            f"keeps drafts in A = {{{', '.join(accepted)}}} (q(A) = {1 - weight:.3f}); "
+            f"the other {weight:.3f} of the mass comes from p"
+        )
         return out
     out["defers"] = bool(weight > 0.5)
     out["lemma3_rejection"] = weight * tv
@@ -163,17 +211,24 @@ def target_readouts(example: Union[str, Example], rule: str, alpha: float = 0.0,
     elif rule in ("spec", "verifier"):
         out["decision"] = "pi = p: always defers to the verifier"
     elif rule == "chow":
-        out["decision"] = f"max q = {max_q:.3f} {'<' if out['defers'] else '>='} 1 - alpha = {1 - alpha:.3f}: {verdict}"
+        out["decision"] = (
+            f"max q = {max_q:.3f} {'<' if out['defers'] else '>='} 1 - alpha = {1 - alpha:.3f}: {verdict}"
+        )
     elif rule == "diff":
-        out["decision"] = (f"max q = {max_q:.3f} {'<' if out['defers'] else '>='} max p - alpha = "
-                           f"{max_p - alpha:.3f}: {verdict}")
+        out["decision"] = (
+            f"max q = {max_q:.3f} {'<' if out['defers'] else '>='} max p - alpha = "
+            f"{max_p - alpha:.3f}: {verdict}"
+        )
     elif rule == "opt":
-        out["decision"] = (f"max q = {max_q:.3f} {'<' if out['defers'] else '>='} max p - alpha D_TV = "
-                           f"{max_p - alpha * tv:.3f}: {verdict}")
+        out["decision"] = (
+            f"max q = {max_q:.3f} {'<' if out['defers'] else '>='} max p - alpha D_TV = "
+            f"{max_p - alpha * tv:.3f}: {verdict}"
+        )
     else:  # bild: the distance of the temperature-1 distributions
         distance = float(targets.tv_distance(p_u, q_u))
-        out["decision"] = (f"D_TV at T=1 = {distance:.3f} {'>' if out['defers'] else '<='} alpha = {alpha:.3f}: "
-                           f"{verdict}")
+        out["decision"] = (
+            f"D_TV at T=1 = {distance:.3f} {'>' if out['defers'] else '<='} alpha = {alpha:.3f}: {verdict}"
+        )
     return out
 
 
@@ -186,23 +241,37 @@ def every_rule_numbers(example: Example, lenience: float, temperature: float) ->
     for label, rule, beta in VARIANTS:
         alpha = alpha_at(rule, lenience)
         _, _, pi = target_at(rule, example.q, example.p, alpha, temperature, beta)
-        numbers = dict(rule=rule, alpha=alpha, rejection=float(targets.rejection_probability(pi, q)),
-                       deferral_weight=float(targets.deferral_weight(rule, q, p, alpha, q_unscaled=example.q,
-                                                                    p_unscaled=example.p)))
+        numbers = dict(
+            rule=rule,
+            alpha=alpha,
+            rejection=float(targets.rejection_probability(pi, q)),
+            deferral_weight=float(
+                targets.deferral_weight(rule, q, p, alpha, q_unscaled=example.q, p_unscaled=example.p)
+            ),
+        )
         rows[label] = (pi, numbers)
     return rows
 
 
-def rejection_table(examples: Optional[Dict[str, Example]] = None, lenience: float = 0.5,
-                    temperature: float = 1.0) -> Dict[str, Dict[str, float]]:
+def rejection_table(
+    examples: Optional[Dict[str, Example]] = None, lenience: float = 0.5, temperature: float = 1.0
+) -> Dict[str, Dict[str, float]]:
     """`{example: {variant label: rejection probability}}` with every rule at `alpha_at(rule, lenience)`."""
     examples = toy_examples() if examples is None else examples
-    return {name: {label: numbers["rejection"] for label, (_, numbers) in
-                   every_rule_numbers(example, lenience, temperature).items() if numbers is not None}
-            for name, example in examples.items() if example.n_contexts == 1}
+    return {
+        name: {
+            label: numbers["rejection"]
+            for label, (_, numbers) in every_rule_numbers(example, lenience, temperature).items()
+            if numbers is not None
+        }
+        for name, example in examples.items()
+        if example.n_contexts == 1
+    }
 
 
-def lemma3_gap(example: Union[str, Example], temperature: float = 1.0, n_alpha: int = 21, *, examples=None) -> float:
+def lemma3_gap(
+    example: Union[str, Example], temperature: float = 1.0, n_alpha: int = 21, *, examples=None
+) -> float:
     r"""Largest $|\rho - \delta D_{TV}(p, q)|$ of the read-outs over every mixture rule and `n_alpha`
     alphas spanning its range (0 up to rounding, by Lemma 3)."""
     gaps = []
@@ -217,15 +286,22 @@ def lemma3_gap(example: Union[str, Example], temperature: float = 1.0, n_alpha: 
 # Rejection rate against alpha (notebook 02)
 # --------------------------------------------------------------------------------------------
 
+
 def _weighted_rate(example: Example, rule: str, alpha: float, temperature: float, beta: Beta) -> float:
-    q_u, p_u = example.q.reshape(-1, example.q.shape[-1]), example.p.reshape(-1, example.p.shape[-1])  # (C, V)
+    q_u, p_u = (
+        example.q.reshape(-1, example.q.shape[-1]),
+        example.p.reshape(-1, example.p.shape[-1]),
+    )  # (C, V)
     q, _, pi = target_at(rule, q_u, p_u, alpha, temperature, beta)
     return float(example.context_weights() @ targets.rejection_probability(pi, q))
 
 
 @functools.lru_cache(maxsize=64)
 def _curves(example: Example, temperature: float, n_alpha: int) -> dict:
-    q_u, p_u = example.q.reshape(-1, example.q.shape[-1]), example.p.reshape(-1, example.p.shape[-1])  # (C, V)
+    q_u, p_u = (
+        example.q.reshape(-1, example.q.shape[-1]),
+        example.p.reshape(-1, example.p.shape[-1]),
+    )  # (C, V)
     w = example.context_weights()
     curves = {}
     for label, rule, beta in CURVE_VARIANTS:
@@ -236,8 +312,9 @@ def _curves(example: Example, temperature: float, n_alpha: int) -> dict:
     return dict(example=example.name, temperature=temperature, spec=spec, curves=curves)
 
 
-def rejection_curves(example: Union[str, Example, None] = None, temperature: float = 1.0, n_alpha: int = 41, *,
-                     examples=None) -> dict:
+def rejection_curves(
+    example: Union[str, Example, None] = None, temperature: float = 1.0, n_alpha: int = 41, *, examples=None
+) -> dict:
     """Rejection rate against alpha for every variant of `CURVE_VARIANTS` on the same inputs.
 
     `example` is one pair or a weighted set of contexts (default: `toy_world_inputs()`); rates are
@@ -248,12 +325,18 @@ def rejection_curves(example: Union[str, Example, None] = None, temperature: flo
     if int(n_alpha) < 2:
         raise ValueError(f"n_alpha={n_alpha}: a curve needs at least its two ends (n_alpha >= 2).")
     result = _curves(example, check_temperature(temperature), int(n_alpha))
-    return dict(result, curves={label: dict(c, alpha=list(c["alpha"]), rejection=list(c["rejection"]))
-                                for label, c in result["curves"].items()})
+    return dict(
+        result,
+        curves={
+            label: dict(c, alpha=list(c["alpha"]), rejection=list(c["rejection"]))
+            for label, c in result["curves"].items()
+        },
+    )
 
 
-def rejection_at(example: Union[str, Example, None], alpha: float, temperature: float = 1.0, *,
-                 examples=None) -> Dict[str, Optional[float]]:
+def rejection_at(
+    example: Union[str, Example, None], alpha: float, temperature: float = 1.0, *, examples=None
+) -> Dict[str, Optional[float]]:
     r"""Each variant's rejection rate $\sum_c w_c \rho_c$ at one `alpha`; `None` where `alpha` lies outside
     the rule's span (`ALPHA_SPANS`)."""
     example = toy_world_inputs() if example is None else get_example(example, examples)
@@ -270,6 +353,7 @@ def rejection_at(example: Union[str, Example, None], alpha: float, temperature: 
 # --------------------------------------------------------------------------------------------
 # Lemma 3 by simulation
 # --------------------------------------------------------------------------------------------
+
 
 def binomial_z(count: int, n: int, rho: float) -> Tuple[float, float, float]:
     r"""`(rate, stderr, z)` of `count` rejections in `n` draws against the predicted probability `rho`.
@@ -303,8 +387,13 @@ def _pairs_and_generator(examples: Optional[Dict[str, Example]], seed: int):
     return [e for e in examples.values() if e.n_contexts == 1], torch.Generator().manual_seed(seed)
 
 
-def lemma3_check(examples: Optional[Dict[str, Example]] = None, rs: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
-                 n: int = 20000, temperature: float = 1.0, seed: int = 0) -> List[dict]:
+def lemma3_check(
+    examples: Optional[Dict[str, Example]] = None,
+    rs: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
+    n: int = 20000,
+    temperature: float = 1.0,
+    seed: int = 0,
+) -> List[dict]:
     r"""Lemma 3 by simulation: for each example and $r$, the empirical rejection rate of the mixture
     $\pi = (1-r)q + rp$ against $r D_{TV}(p, q)$. One row per (example, r) with `predicted`,
     `empirical`, `stderr` and `z` (see `binomial_z`)."""
@@ -320,13 +409,28 @@ def lemma3_check(examples: Optional[Dict[str, Example]] = None, rs: Sequence[flo
             predicted = r * tv
             count = simulate_rejections(pi, q, n, generator)
             rate, stderr, z = binomial_z(count, n, predicted)
-            rows.append(dict(example=example.name, r=r, tv_distance=tv, predicted=predicted, empirical=rate,
-                             stderr=stderr, z=z, n=n))
+            rows.append(
+                dict(
+                    example=example.name,
+                    r=r,
+                    tv_distance=tv,
+                    predicted=predicted,
+                    empirical=rate,
+                    stderr=stderr,
+                    z=z,
+                    n=n,
+                )
+            )
     return rows
 
 
-def rule_rejection_check(examples: Optional[Dict[str, Example]] = None, lenience: float = 0.5, n: int = 20000,
-                         temperature: float = 1.0, seed: int = 1) -> List[dict]:
+def rule_rejection_check(
+    examples: Optional[Dict[str, Example]] = None,
+    lenience: float = 0.5,
+    n: int = 20000,
+    temperature: float = 1.0,
+    seed: int = 1,
+) -> List[dict]:
     r"""The same simulation for the targets that are not mixtures (lossy and the token rules): the
     empirical rate against $\rho(\pi, q) = \sum_v \max\{0, q(v) - \pi(v)\}$ at `alpha_at(rule, lenience)`."""
     pairs, generator = _pairs_and_generator(examples, seed)
@@ -339,6 +443,16 @@ def rule_rejection_check(examples: Optional[Dict[str, Example]] = None, lenience
             q, _, pi = target_at(rule, example.q, example.p, alpha, temperature, beta)
             predicted = float(targets.rejection_probability(pi, q))
             rate, stderr, z = binomial_z(simulate_rejections(pi, q, n, generator), n, predicted)
-            rows.append(dict(example=example.name, rule=label, alpha=alpha, predicted=predicted, empirical=rate,
-                             stderr=stderr, z=z, n=n))
+            rows.append(
+                dict(
+                    example=example.name,
+                    rule=label,
+                    alpha=alpha,
+                    predicted=predicted,
+                    empirical=rate,
+                    stderr=stderr,
+                    z=z,
+                    n=n,
+                )
+            )
     return rows

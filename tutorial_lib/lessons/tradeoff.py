@@ -11,6 +11,7 @@ $$\text{latency} = \frac{\gamma\,c + 1}{\mathbb{E}[\text{tokens per verifier cal
 `tradeoff_summary` reads the paper's two table entries off a curve: the lowest latency at which a
 method matches the verifier's quality, and the best quality it reaches within the verifier's latency.
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,8 +41,13 @@ TRADEOFF_METHODS = {
 }
 
 
-def figure1_curves(world: Optional[ToyWorld] = None, n_alpha: int = 21, temperature: float = 1.0, gamma: int = 5,
-                   prefixes: str = "generated") -> dict:
+def figure1_curves(
+    world: Optional[ToyWorld] = None,
+    n_alpha: int = 21,
+    temperature: float = 1.0,
+    gamma: int = 5,
+    prefixes: str = "generated",
+) -> dict:
     """Exact quality against calls to the verifier per token (the paper's "deferral rate").
 
     Chow (TokenCascade, Algorithm 2) and the Diff oracle (Algorithm 3) call the verifier once per
@@ -54,11 +60,17 @@ def figure1_curves(world: Optional[ToyWorld] = None, n_alpha: int = 21, temperat
     for label, rule in (("Chow (TokenCascade)", "chow"), ("Diff (oracle)", "diff")):
         alphas = targets.alpha_grid(rule, n_alpha)
         points = [world.evaluate(rule, float(a), temperature=temperature, prefixes=prefixes) for a in alphas]
-        out[label] = {"alpha": alphas.tolist(), "calls_per_token": [m.deferral_rate for m in points],
-                      "loss": [m.zero_one_loss for m in points]}
+        out[label] = {
+            "alpha": alphas.tolist(),
+            "calls_per_token": [m.deferral_rate for m in points],
+            "loss": [m.zero_one_loss for m in points],
+        }
     spec = world.evaluate("spec", temperature=temperature, gamma=gamma)
-    out[f"SpecDecode (gamma = {gamma})"] = {"alpha": [0.0], "calls_per_token": [1.0 / spec.tokens_per_verifier_call],
-                                            "loss": [spec.zero_one_loss]}
+    out[f"SpecDecode (gamma = {gamma})"] = {
+        "alpha": [0.0],
+        "calls_per_token": [1.0 / spec.tokens_per_verifier_call],
+        "loss": [spec.zero_one_loss],
+    }
     out["verifier"] = world.evaluate("verifier", temperature=temperature, prefixes=prefixes).zero_one_loss
     out["drafter"] = world.evaluate("drafter", temperature=temperature, prefixes=prefixes).zero_one_loss
     return out
@@ -79,17 +91,34 @@ def _cached_curves(settings, gamma, temperature, n_alpha, methods):
     for label in methods:
         rule, beta = TRADEOFF_METHODS[label]
         # Rules without an alpha (SpecDecode) are one point, not n_alpha copies of it.
-        alphas = targets.alpha_grid(rule, n_alpha) if rule in targets.ALPHA_RANGES else torch.zeros(1, dtype=torch.float64)
-        points = [world.evaluate(rule, float(a), beta=beta, temperature=temperature, gamma=gamma) for a in alphas]
-        out[label] = {"alpha": alphas.tolist(), "loss": [m.zero_one_loss for m in points],
-                      "rejection": [m.rejection_rate for m in points],
-                      "tokens_per_call": [m.tokens_per_verifier_call for m in points]}
-    ends = {name: world.evaluate(name, temperature=temperature).zero_one_loss for name in ("verifier", "drafter")}
+        alphas = (
+            targets.alpha_grid(rule, n_alpha)
+            if rule in targets.ALPHA_RANGES
+            else torch.zeros(1, dtype=torch.float64)
+        )
+        points = [
+            world.evaluate(rule, float(a), beta=beta, temperature=temperature, gamma=gamma) for a in alphas
+        ]
+        out[label] = {
+            "alpha": alphas.tolist(),
+            "loss": [m.zero_one_loss for m in points],
+            "rejection": [m.rejection_rate for m in points],
+            "tokens_per_call": [m.tokens_per_verifier_call for m in points],
+        }
+    ends = {
+        name: world.evaluate(name, temperature=temperature).zero_one_loss for name in ("verifier", "drafter")
+    }
     return out, ends
 
 
-def tradeoff_curves(world: Optional[ToyWorld] = None, gamma: int = 5, temperature: float = 1.0, n_alpha: int = 21,
-                    methods: Optional[Sequence[str]] = None, cost_ratio: float = 0.0) -> dict:
+def tradeoff_curves(
+    world: Optional[ToyWorld] = None,
+    gamma: int = 5,
+    temperature: float = 1.0,
+    n_alpha: int = 21,
+    methods: Optional[Sequence[str]] = None,
+    cost_ratio: float = 0.0,
+) -> dict:
     """Exact curves of every method (speculative execution, block size `gamma`) over its alpha grid.
 
     Returns `{"curves": {label: {"alpha", "loss", "rejection", "tokens_per_call", "latency"}},
@@ -101,11 +130,16 @@ def tradeoff_curves(world: Optional[ToyWorld] = None, gamma: int = 5, temperatur
     gamma, temperature = check_gamma(gamma), check_temperature(temperature)
     expected_latency(1.0, gamma, cost_ratio)  # checks cost_ratio before the curves are computed
     curves, ends = _cached_curves(world_key(world), gamma, temperature, int(n_alpha), check_methods(methods))
-    with_latency = {k: dict(v, latency=expected_latency(v["tokens_per_call"], gamma, cost_ratio)) for k, v in curves.items()}
-    return {"curves": with_latency,
-            "verifier": {"loss": ends["verifier"], "latency": 1.0},
-            # The drafter alone runs one drafter step per token and never calls the verifier.
-            "drafter": {"loss": ends["drafter"], "latency": float(cost_ratio)}}
+    with_latency = {
+        k: dict(v, latency=expected_latency(v["tokens_per_call"], gamma, cost_ratio))
+        for k, v in curves.items()
+    }
+    return {
+        "curves": with_latency,
+        "verifier": {"loss": ends["verifier"], "latency": 1.0},
+        # The drafter alone runs one drafter step per token and never calls the verifier.
+        "drafter": {"loss": ends["drafter"], "latency": float(cost_ratio)},
+    }
 
 
 def tradeoff_summary(result: dict, tol: float = 1e-9) -> dict:
@@ -117,7 +151,9 @@ def tradeoff_summary(result: dict, tol: float = 1e-9) -> dict:
     for label, c in result["curves"].items():
         matching = [lat for lat, loss in zip(c["latency"], c["loss"]) if loss <= target_loss + tol]
         within = [loss for lat, loss in zip(c["latency"], c["loss"]) if lat <= 1.0 + tol]
-        summary[label] = {"best_loss": min(c["loss"]),
-                          "latency_at_verifier_quality": min(matching) if matching else None,
-                          "best_loss_within_verifier_latency": min(within) if within else None}
+        summary[label] = {
+            "best_loss": min(c["loss"]),
+            "latency_at_verifier_quality": min(matching) if matching else None,
+            "best_loss_within_verifier_latency": min(within) if within else None,
+        }
     return summary

@@ -10,9 +10,18 @@ r"""The maths of the paper, with no models and no data: each module opens with t
 - `alpha_grids`    - each rule's live alpha range and alphas placed along a rejection curve.
 - `deferral_features` - what a deferral rule sees at decoding time: $\max q$, $\max p$, entropies, $D_{TV}$, cross probabilities.
 """
+
 import importlib
 
-__all__ = ['targets', 'verification', 'lemmas', 'latency', 'token_analysis', 'alpha_grids', 'deferral_features']
+__all__ = [
+    "targets",
+    "verification",
+    "lemmas",
+    "latency",
+    "token_analysis",
+    "alpha_grids",
+    "deferral_features",
+]
 
 
 def __getattr__(name: str):

@@ -41,6 +41,7 @@ rejection rate between the two end plateaus, $k$ of them evenly spread in reject
 represented by its middle grid point. A rule with no interior plateau (Lossy, which at $T = 0$ is
 SpecDecode for every $\alpha < 1$) gets none: its runs would repeat SpecDecode's.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Sequence
@@ -50,15 +51,32 @@ import pandas as pd
 
 from . import targets
 
-__all__ = ["TOKEN_CURVE_LABELS", "live_range", "live_alpha_grid", "opt_switch_points", "opt_live_range",
-           "token_rejection_curve", "summary_rejection_curve", "alphas_at_levels", "alphas_at_rejection_quantiles",
-           "placed_alphas", "plateaus", "plateau_alphas"]
+__all__ = [
+    "TOKEN_CURVE_LABELS",
+    "live_range",
+    "live_alpha_grid",
+    "opt_switch_points",
+    "opt_live_range",
+    "token_rejection_curve",
+    "summary_rejection_curve",
+    "alphas_at_levels",
+    "alphas_at_rejection_quantiles",
+    "placed_alphas",
+    "plateaus",
+    "plateau_alphas",
+]
 
 #: Curve names of the token-level analysis (`token_analysis.CURVES`) -> the evaluation's labels (`evaluation.CURVES`).
 TOKEN_CURVE_LABELS: Dict[str, str] = {
-    "chow": "SpecCascade [Chow]", "diff": "SpecCascade [Diff]", "opt": "SpecCascade [OPT]",
-    "token_v1": "SpecCascade [Token-V1]", "token_v2": "SpecCascade [Token-V2]", "token_v3": "SpecCascade [Token-V3]",
-    "lossy": "SpecDecode [Lossy]", "lossy*": "Lossy*", "bild": "BiLD*",
+    "chow": "SpecCascade [Chow]",
+    "diff": "SpecCascade [Diff]",
+    "opt": "SpecCascade [OPT]",
+    "token_v1": "SpecCascade [Token-V1]",
+    "token_v2": "SpecCascade [Token-V2]",
+    "token_v3": "SpecCascade [Token-V3]",
+    "lossy": "SpecDecode [Lossy]",
+    "lossy*": "Lossy*",
+    "bild": "BiLD*",
 }
 
 
@@ -67,11 +85,15 @@ def live_range(rule: str, temperature: float = 1.0) -> tuple:
     OPT's is $[-1, 1]$ at $T \\in \\{0, 1\\}$ and depends on the distributions elsewhere (ValueError)."""
     targets.check_rule(rule)
     if rule not in targets.LIVE_ALPHA_RANGES:
-        raise ValueError(f"rule {rule!r} has no alpha; rules with one: {', '.join(targets.LIVE_ALPHA_RANGES)}.")
+        raise ValueError(
+            f"rule {rule!r} has no alpha; rules with one: {', '.join(targets.LIVE_ALPHA_RANGES)}."
+        )
     if rule == "opt" and temperature not in (0.0, 1.0):
-        raise ValueError(f"OPT's live range at T={temperature} depends on the distributions (its TV term is on the "
-                         "temperature-scaled laws): derive it with alpha_grids.opt_live_range(q_logits, p_logits, T) "
-                         "and pass the grid as sweep_configs(alphas={'SpecCascade [OPT]': [...]}).")
+        raise ValueError(
+            f"OPT's live range at T={temperature} depends on the distributions (its TV term is on the "
+            "temperature-scaled laws): derive it with alpha_grids.opt_live_range(q_logits, p_logits, T) "
+            "and pass the grid as sweep_configs(alphas={'SpecCascade [OPT]': [...]})."
+        )
     return targets.LIVE_ALPHA_RANGES[rule]
 
 
@@ -87,7 +109,10 @@ def opt_switch_points(q_logits, p_logits, temperature: float) -> np.ndarray:
     r"""Per position, the alpha $g/D$ at which OPT's decision switches (defer iff $\alpha < g/D$),
     $g = \max p - \max q$ at $T = 1$, $D = D_{TV}(p_T, q_T)$; positions with $D = 0$ (alpha-blind) are
     left out. `q_logits`, `p_logits`: shape `(..., V)`."""
-    q_scaled, p_scaled = targets.probabilities(q_logits, temperature), targets.probabilities(p_logits, temperature)
+    q_scaled, p_scaled = (
+        targets.probabilities(q_logits, temperature),
+        targets.probabilities(p_logits, temperature),
+    )
     q1, p1 = targets.probabilities(q_logits, 1.0), targets.probabilities(p_logits, 1.0)
     gap = (p1.max(-1).values - q1.max(-1).values).double().reshape(-1)
     distance = targets.tv_distance(p_scaled, q_scaled).double().reshape(-1)
@@ -105,9 +130,12 @@ def token_rejection_curve(result, curve: str, task: Optional[str] = None) -> tup
     """`(alphas, rejection)` of a token-analysis curve (`token_curves.TokenAnalysis`): the token-weighted
     mean rejection rate per grid alpha over the items of `task` (all when None), as `summarise` gives it."""
     from .token_analysis import STATS
+
     if curve not in result.grid.alphas:
         raise ValueError(f"curve {curve!r} is not in this analysis; curves: {', '.join(result.grid.alphas)}.")
-    members = np.arange(len(result.tasks)) if task is None else np.flatnonzero(np.asarray(result.tasks) == task)
+    members = (
+        np.arange(len(result.tasks)) if task is None else np.flatnonzero(np.asarray(result.tasks) == task)
+    )
     if len(members) == 0:
         raise ValueError(f"no items of task {task!r}; tasks here: {', '.join(dict.fromkeys(result.tasks))}.")
     block = result.sums[members][:, result.grid.slice(curve), STATS.index("rejection")]
@@ -121,12 +149,16 @@ def summary_rejection_curve(summary: pd.DataFrame, label: str, **where) -> tuple
     for column, value in where.items():
         part = part[part[column] == value]
     if part.empty:
-        raise ValueError(f"no points of {label!r} with {where}; labels here: {', '.join(summary['label'].unique())}.")
+        raise ValueError(
+            f"no points of {label!r} with {where}; labels here: {', '.join(summary['label'].unique())}."
+        )
     curve = part.groupby("alpha")["rejection_rate"].mean()
     return curve.index.to_numpy(float), curve.to_numpy(float)
 
 
-def alphas_at_levels(alphas: Sequence[float], rejection: Sequence[float], levels: Sequence[float]) -> np.ndarray:
+def alphas_at_levels(
+    alphas: Sequence[float], rejection: Sequence[float], levels: Sequence[float]
+) -> np.ndarray:
     """The alphas at which the curve's monotone envelope (falling in alpha) first comes down to each
     level, by linear interpolation between neighbouring grid points."""
     alphas, rejection = np.asarray(alphas, float), np.asarray(rejection, float)
@@ -138,7 +170,9 @@ def alphas_at_levels(alphas: Sequence[float], rejection: Sequence[float], levels
     out = []
     for level in levels:
         if not envelope[-1] <= level <= envelope[0]:
-            raise ValueError(f"rejection level {level} lies outside the curve's [{envelope[-1]}, {envelope[0]}].")
+            raise ValueError(
+                f"rejection level {level} lies outside the curve's [{envelope[-1]}, {envelope[0]}]."
+            )
         i = int(np.argmax(envelope <= level))  # first grid point at or below the level
         if i == 0:
             out.append(alphas[0])
@@ -148,8 +182,9 @@ def alphas_at_levels(alphas: Sequence[float], rejection: Sequence[float], levels
     return np.asarray(out)
 
 
-def alphas_at_rejection_quantiles(source, curve: str, k: int, *,
-                                  task: Optional[str] = None, digits: int = 4, **where) -> np.ndarray:
+def alphas_at_rejection_quantiles(
+    source, curve: str, k: int, *, task: Optional[str] = None, digits: int = 4, **where
+) -> np.ndarray:
     """`k` interior alphas of `curve` whose rejection rates split the curve's range into `k + 1`
     equal steps (see the module docstring). `source`: a `token_curves.TokenAnalysis` (`curve` a token
     curve name, e.g. "diff"), or an `analysis.summarize` table of a pilot run (`curve` a label; `where`
@@ -157,22 +192,31 @@ def alphas_at_rejection_quantiles(source, curve: str, k: int, *,
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"k={k!r}: ask for at least one interior alpha.")
     if isinstance(source, pd.DataFrame):
-        alphas, rejection = summary_rejection_curve(source, curve, **({"task": task} if task else {}), **where)
+        alphas, rejection = summary_rejection_curve(
+            source, curve, **({"task": task} if task else {}), **where
+        )
     else:
         alphas, rejection = token_rejection_curve(source, curve, task)
     order = np.argsort(alphas)
     top, bottom = rejection[order][0], rejection[order][-1]
     if not top > bottom:
-        raise ValueError(f"curve {curve!r} does not fall from its SpecDecode end to its drafter end "
-                         f"(rejection {top} -> {bottom}); nothing to spread alphas along.")
+        raise ValueError(
+            f"curve {curve!r} does not fall from its SpecDecode end to its drafter end "
+            f"(rejection {top} -> {bottom}); nothing to spread alphas along."
+        )
     levels = top - np.arange(1, k + 1) / (k + 1) * (top - bottom)
     placed = np.round(alphas_at_levels(alphas, rejection, levels), digits)
     return np.unique(placed)
 
 
-def placed_alphas(result, k: int, *, curves: Sequence[str] = ("chow", "diff", "opt", "token_v1", "token_v2",
-                                                                 "token_v3", "lossy"),
-                  task: Optional[str] = None, ends: bool = False) -> Dict[str, list]:
+def placed_alphas(
+    result,
+    k: int,
+    *,
+    curves: Sequence[str] = ("chow", "diff", "opt", "token_v1", "token_v2", "token_v3", "lossy"),
+    task: Optional[str] = None,
+    ends: bool = False,
+) -> Dict[str, list]:
     """`{evaluation label: [alphas]}` for `sweep_configs(alphas=...)`: `k` interior alphas per curve
     from a token analysis, plus the measured end that no other run stands for (Token-V3's
     $\\alpha = 0$, which is not SpecDecode; see `analysis.with_rule_ends`). `ends=True` adds both
@@ -203,14 +247,21 @@ def plateaus(alphas: Sequence[float], rejection: Sequence[float], *, tolerance: 
     runs, start = [], 0
     for i in range(1, len(alphas) + 1):
         if i == len(alphas) or abs(rejection[i] - rejection[start]) > tolerance:
-            runs.append((float(alphas[start]), float(alphas[i - 1]), float(alphas[(start + i - 1) // 2]),
-                         float(rejection[start])))
+            runs.append(
+                (
+                    float(alphas[start]),
+                    float(alphas[i - 1]),
+                    float(alphas[(start + i - 1) // 2]),
+                    float(rejection[start]),
+                )
+            )
             start = i
     return runs
 
 
-def plateau_alphas(result, curve: str, k: int, *, task: Optional[str] = None, ends: bool = True,
-                   digits: int = 4) -> list:
+def plateau_alphas(
+    result, curve: str, k: int, *, task: Optional[str] = None, ends: bool = True, digits: int = 4
+) -> list:
     """Up to `k` alphas of a staircase curve (a $T = 0$ token analysis), one per interior plateau,
     the plateaus chosen evenly in rejection level; with `ends`, the rule's two live-range ends too.
     A curve with no interior plateau gives `[]` (every alpha below its drafter end behaves alike)."""
@@ -220,7 +271,7 @@ def plateau_alphas(result, curve: str, k: int, *, task: Optional[str] = None, en
     interior = plateaus(alphas, rejection)[1:-1]
     if not interior:
         return []
-    if len(interior) > k:   # k plateaus nearest to evenly spaced levels, each taken once
+    if len(interior) > k:  # k plateaus nearest to evenly spaced levels, each taken once
         top, bottom = interior[0][3], interior[-1][3]
         levels = top - np.arange(k) / max(k - 1, 1) * (top - bottom)
         chosen = sorted({int(np.argmin([abs(run[3] - level) for run in interior])) for level in levels})

@@ -18,6 +18,7 @@ decisions use):
 | `p_of_q_top`   | $p(\arg\max q)$: how much the verifier likes the drafter's favourite |
 | `q_of_p_top`   | $q(\arg\max p)$: how much the drafter likes the verifier's favourite |
 """
+
 from __future__ import annotations
 
 import torch
@@ -44,6 +45,13 @@ def deferral_features(q, p) -> torch.Tensor:
     q, p = targets.check_pair(q, p)
     q, p = q.double(), p.double()
     top_q, top_p = q.argmax(-1, keepdim=True), p.argmax(-1, keepdim=True)
-    columns = (q.max(-1).values, p.max(-1).values, _entropy(q), _entropy(p), (p - q).clamp_min(0).sum(-1),
-               p.gather(-1, top_q).squeeze(-1), q.gather(-1, top_p).squeeze(-1))
+    columns = (
+        q.max(-1).values,
+        p.max(-1).values,
+        _entropy(q),
+        _entropy(p),
+        (p - q).clamp_min(0).sum(-1),
+        p.gather(-1, top_q).squeeze(-1),
+        q.gather(-1, top_p).squeeze(-1),
+    )
     return torch.stack(columns, -1)

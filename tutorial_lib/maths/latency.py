@@ -43,6 +43,7 @@ whole block). On a memory-bound device $t_p(k, B)$ hardly grows with $k$ or $B$;
 grows with the $kB$ tokens scored, so speculation's extra $\gamma B$ tokens per call stop paying once the
 batch alone keeps the arithmetic units busy (`batch_tokens_per_second`, `benchmarks/batch_speed.py`).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,18 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..checks import check_whole_number
 
-__all__ = ["expected_tokens_per_call", "expected_latency", "textbook_speedup", "block_time_per_token", "predicted_speedup",
-           "best_gamma", "break_even_acceptance", "speedup_curve", "verifier_cost", "batch_tokens_per_second"]
+__all__ = [
+    "expected_tokens_per_call",
+    "expected_latency",
+    "textbook_speedup",
+    "block_time_per_token",
+    "predicted_speedup",
+    "best_gamma",
+    "break_even_acceptance",
+    "speedup_curve",
+    "verifier_cost",
+    "batch_tokens_per_second",
+]
 
 #: $t_p$ given as a function of $k$, a mapping $k \mapsto$ seconds, or a sequence whose item $k - 1$ is $t_p(k)$.
 VerifierCost = Union[Callable[[int], float], Mapping[int, float], Sequence[float]]
@@ -78,8 +89,10 @@ def _check_seconds(value: float, name: str) -> float:
 def verifier_cost(t_p: VerifierCost) -> Callable[[int], float]:
     """$t_p$ as a function of $k$, whichever form it came in; a missing $k$ raises a ValueError."""
     if callable(t_p):
+
         def cost(k: int) -> float:
             return _check_seconds(t_p(k), f"t_p({k})")
+
         return cost
     if isinstance(t_p, Mapping):
         table: Dict[int, float] = {int(k): v for k, v in t_p.items()}
@@ -90,6 +103,7 @@ def verifier_cost(t_p: VerifierCost) -> Callable[[int], float]:
         if k not in table:
             raise ValueError(f"t_p({k}) is not given (known k: {sorted(table)}); calibrate up to k = {k}.")
         return _check_seconds(table[k], f"t_p({k})")
+
     return lookup
 
 
@@ -111,7 +125,9 @@ def expected_latency(tokens_per_call, gamma: int, cost_ratio: float):
     if isinstance(tokens_per_call, (list, tuple)):
         return [expected_latency(n, gamma, c) for n in tokens_per_call]
     if not 1.0 <= float(tokens_per_call) <= gamma + 1 + 1e-9:
-        raise ValueError(f"tokens_per_call={tokens_per_call}: one verifier call emits between 1 and gamma + 1 tokens.")
+        raise ValueError(
+            f"tokens_per_call={tokens_per_call}: one verifier call emits between 1 and gamma + 1 tokens."
+        )
     return (gamma * c + 1.0) / float(tokens_per_call)
 
 
@@ -121,26 +137,30 @@ def textbook_speedup(acceptance: float, gamma: int, cost_ratio: float) -> float:
     return expected_tokens_per_call(acceptance, gamma) / (gamma * c + 1.0)
 
 
-def block_time_per_token(gamma: int, acceptance: float, t_q: float, t_p: VerifierCost,
-                         t_q2: Optional[float] = None) -> float:
+def block_time_per_token(
+    gamma: int, acceptance: float, t_q: float, t_p: VerifierCost, t_q2: Optional[float] = None
+) -> float:
     r"""$\tau(\gamma) = (\gamma t_q + a^\gamma \Delta_q + t_p(\gamma + 1)) (1 - a) / (1 - a^{\gamma+1})$, seconds per
     emitted token; `t_q2` is the drafter fed two tokens ($\Delta_q = t_q^{(2)} - t_q$; None: $\Delta_q = 0$)."""
     gamma, t_q = _check_gamma(gamma), _check_seconds(t_q, "t_q")
     a = _check_acceptance(acceptance)
-    catch_up = 0.0 if t_q2 is None or gamma == 0 else (_check_seconds(t_q2, "t_q2") - t_q) * a ** gamma
+    catch_up = 0.0 if t_q2 is None or gamma == 0 else (_check_seconds(t_q2, "t_q2") - t_q) * a**gamma
     block = gamma * t_q + catch_up + verifier_cost(t_p)(gamma + 1)
     return block / expected_tokens_per_call(a, gamma)
 
 
-def predicted_speedup(gamma: int, acceptance: float, t_q: float, t_p: VerifierCost,
-                      t_q2: Optional[float] = None) -> float:
+def predicted_speedup(
+    gamma: int, acceptance: float, t_q: float, t_p: VerifierCost, t_q2: Optional[float] = None
+) -> float:
     r"""$S(\gamma) = t_p(1) / \tau(\gamma)$: how much faster than plain decoding with the verifier."""
     cost = verifier_cost(t_p)
     tau = block_time_per_token(gamma, acceptance, t_q, cost, t_q2)
     return cost(1) / tau if tau > 0 else math.inf
 
 
-def best_gamma(acceptance: float, t_q: float, t_p: VerifierCost, max_gamma: int, t_q2: Optional[float] = None) -> int:
+def best_gamma(
+    acceptance: float, t_q: float, t_p: VerifierCost, max_gamma: int, t_q2: Optional[float] = None
+) -> int:
     r"""$\gamma^* = \arg\min_{0 \le \gamma \le \gamma_{max}} \tau(\gamma)$; 0 means plain verifier decoding.
 
     Ties go to the smaller block (less drafting for the same expected time).
@@ -165,13 +185,14 @@ def break_even_acceptance(gamma: int, t_q: float, t_p: VerifierCost) -> Optional
     `scipy.optimize.brentq`). Returns `None` when even $a = 1$ does not pay, 0.0 when every $a$ does.
     """
     from scipy.optimize import brentq
+
     gamma, t_q = _check_gamma(gamma), _check_seconds(t_q, "t_q")
     if gamma == 0:
         raise ValueError("gamma=0 is plain decoding itself; ask about a block of gamma >= 1 drafts.")
     cost = verifier_cost(t_p)
     if cost(1) <= 0:
         raise ValueError("t_p(1) = 0: plain decoding is free and nothing can beat it; check the calibration.")
-    needed = (gamma * t_q + cost(gamma + 1)) / cost(1)     # tokens a call must emit to break even
+    needed = (gamma * t_q + cost(gamma + 1)) / cost(1)  # tokens a call must emit to break even
     if needed >= gamma + 1:
         return None
     if needed <= 1:
@@ -179,9 +200,14 @@ def break_even_acceptance(gamma: int, t_q: float, t_p: VerifierCost) -> Optional
     return float(brentq(lambda a: expected_tokens_per_call(a, gamma) - needed, 0.0, 1.0, xtol=1e-12))
 
 
-
-def batch_tokens_per_second(gamma: int, acceptance: float, t_q: float, t_p: VerifierCost, batch_size: int,
-                            t_q2: Optional[float] = None) -> float:
+def batch_tokens_per_second(
+    gamma: int,
+    acceptance: float,
+    t_q: float,
+    t_p: VerifierCost,
+    batch_size: int,
+    t_q2: Optional[float] = None,
+) -> float:
     r"""$R_B(\gamma)$ of the module docstring: tokens per second of $B$ rows decoded together, from the costs
     of one call on all $B$ rows (`t_q`, `t_p(k)`, `t_q2` measured at this batch size); `gamma=0` is plain
     decoding with the verifier, $B / t_p(1, B)$."""
@@ -190,5 +216,7 @@ def batch_tokens_per_second(gamma: int, acceptance: float, t_q: float, t_p: Veri
     a, cost = _check_acceptance(acceptance), verifier_cost(t_p)
     if gamma == 0:
         return batch_size / cost(1)
-    catch_up = 0.0 if t_q2 is None else (_check_seconds(t_q2, "t_q2") - t_q) * (1.0 - (1.0 - a ** gamma) ** batch_size)
+    catch_up = (
+        0.0 if t_q2 is None else (_check_seconds(t_q2, "t_q2") - t_q) * (1.0 - (1.0 - a**gamma) ** batch_size)
+    )
     return batch_size * expected_tokens_per_call(a, gamma) / (gamma * t_q + catch_up + cost(gamma + 1))

@@ -21,6 +21,7 @@ $1 - \max_v p_t(v)$ too); for log loss the entropies $H(q_t)$ and $H(p_t)$.
 
 All functions work row-wise on tensors of shape `(C, V)` (one row per context) and return `(C,)`.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -30,9 +31,18 @@ import torch
 from . import targets
 from ..checks import LOSSES, check_loss
 
-__all__ = ["LOSSES", "expected_loss", "deferral_risk", "speculative_deferral_risk",
-           "optimal_deferral", "optimal_speculative_deferral", "brute_force_deferral",
-           "plugin_deferral", "total_risk"]
+__all__ = [
+    "LOSSES",
+    "expected_loss",
+    "deferral_risk",
+    "speculative_deferral_risk",
+    "optimal_deferral",
+    "optimal_speculative_deferral",
+    "brute_force_deferral",
+    "plugin_deferral",
+    "total_risk",
+]
+
 
 def expected_loss(P, model, loss: str = "zero_one") -> torch.Tensor:
     r"""$\mathbb{E}_{x \sim P}[\ell(x, m)]$ per row: $1 - P(\arg\max_v m(v))$ for 0-1 loss (the model
@@ -54,7 +64,9 @@ def deferral_risk(r, P, q, p, alpha: float, loss: str = "zero_one") -> torch.Ten
 def speculative_deferral_risk(r, P, q, p, alpha: float, loss: str = "zero_one") -> torch.Tensor:
     r"""Equation (8): $(1 - r)\,\mathbb{E}_P[\ell(x, q)] + r\,(\mathbb{E}_P[\ell(x, p)] + \alpha D_{TV}(p, q))$."""
     r = torch.as_tensor(r, dtype=torch.float64)
-    return (1 - r) * expected_loss(P, q, loss) + r * (expected_loss(P, p, loss) + alpha * targets.tv_distance(p, q))
+    return (1 - r) * expected_loss(P, q, loss) + r * (
+        expected_loss(P, p, loss) + alpha * targets.tv_distance(p, q)
+    )
 
 
 def optimal_deferral(P, q, p, alpha: float, loss: str = "zero_one") -> torch.Tensor:
@@ -67,8 +79,9 @@ def optimal_speculative_deferral(P, q, p, alpha: float, loss: str = "zero_one") 
     return expected_loss(P, q, loss) > expected_loss(P, p, loss) + alpha * targets.tv_distance(p, q)
 
 
-def brute_force_deferral(risk: Callable[..., torch.Tensor], P, q, p, alpha: float,
-                         loss: str = "zero_one", grid: int = 101) -> torch.Tensor:
+def brute_force_deferral(
+    risk: Callable[..., torch.Tensor], P, q, p, alpha: float, loss: str = "zero_one", grid: int = 101
+) -> torch.Tensor:
     r"""Minimise `risk(r, P, q, p, alpha, loss)` per row by trying every $r$ on a grid over $[0, 1]$.
 
     Randomised rules ($0 < r < 1$) are on the grid too, so this also shows that nothing beats the
@@ -77,9 +90,9 @@ def brute_force_deferral(risk: Callable[..., torch.Tensor], P, q, p, alpha: floa
     if grid < 2:
         raise ValueError(f"grid={grid}: try at least r = 0 and r = 1.")
     rs = torch.linspace(0, 1, grid, dtype=torch.float64)
-    values = torch.stack([risk(r, P, q, p, alpha, loss) for r in rs], dim=-1)   # (C, grid)
+    values = torch.stack([risk(r, P, q, p, alpha, loss) for r in rs], dim=-1)  # (C, grid)
     best = values.min(-1, keepdim=True).values
-    first = (values <= best + 1e-12).to(torch.int64).argmax(-1)   # smallest r among the minimisers
+    first = (values <= best + 1e-12).to(torch.int64).argmax(-1)  # smallest r among the minimisers
     return rs[first]
 
 

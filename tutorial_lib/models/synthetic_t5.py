@@ -25,6 +25,7 @@ every `train_t5_pair`, `load_trained_t5` and `describe_training`: a changed, mis
 `ModelFilesDiffer`, naming the file, both hashes and the repair (`train_t5_pair(..., repair=True)`, or git
 for the shipped folder), rather than loading other weights under the same names.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,14 +37,35 @@ import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..toy.synthetic_mt import FLAWED_CONTEXT, ROLES, TRAINING_RECORD, TranslationGrammar, build_tokenizer, training_pairs
+from ..toy.synthetic_mt import (
+    FLAWED_CONTEXT,
+    ROLES,
+    TRAINING_RECORD,
+    TranslationGrammar,
+    build_tokenizer,
+    training_pairs,
+)
 from ..paths import DATA_DIR
 from .adapter import LanguageModel, pretrained, register_loader
 from .files import cache_dir
 
-__all__ = ["BUDGETS", "ModelSpec", "TrainSpec", "SHIPPED_DIR", "SHIPPED_HASHES", "ModelFilesDiffer",
-           "train_t5_pair", "load_trained_t5", "model_dir", "shipped_model_dir", "training_environment",
-           "describe_training", "model_file_hashes", "verify_model", "record_shipped_hashes"]
+__all__ = [
+    "BUDGETS",
+    "ModelSpec",
+    "TrainSpec",
+    "SHIPPED_DIR",
+    "SHIPPED_HASHES",
+    "ModelFilesDiffer",
+    "train_t5_pair",
+    "load_trained_t5",
+    "model_dir",
+    "shipped_model_dir",
+    "training_environment",
+    "describe_training",
+    "model_file_hashes",
+    "verify_model",
+    "record_shipped_hashes",
+]
 
 #: Where the repository ships trained pairs, in folders named as in the cache (`model_dir`).
 SHIPPED_DIR = DATA_DIR / "models"
@@ -59,7 +81,7 @@ class ModelFilesDiffer(RuntimeError):
 class ModelSpec:
     d_model: int
     d_ff: int
-    num_layers: int           # encoder layers; the decoder has as many
+    num_layers: int  # encoder layers; the decoder has as many
     num_heads: int
     d_kv: int
 
@@ -70,7 +92,7 @@ class TrainSpec:
     batch_size: int = 32
     learning_rate: float = 3e-3
     warmup: int = 100
-    n_pairs: int = 20000      # training pairs drawn from the train split (repeats allowed)
+    n_pairs: int = 20000  # training pairs drawn from the train split (repeats allowed)
     seed: int = 0
 
 
@@ -81,17 +103,26 @@ class TrainSpec:
 #: the flawed context; a third layer each side learned more slowly per second, and the larger model
 #: needs the smaller learning rate. "tiny" only checks the plumbing (seconds, no quality).
 BUDGETS = {
-    "default": {"drafter": (ModelSpec(16, 32, 1, 4, 4), TrainSpec(steps=3000)),
-                "verifier": (ModelSpec(128, 256, 2, 4, 32), TrainSpec(steps=3000, learning_rate=1e-3))},
-    "tiny": {"drafter": (ModelSpec(16, 32, 1, 2, 8), TrainSpec(steps=20, warmup=5, n_pairs=500)),
-             "verifier": (ModelSpec(32, 64, 1, 4, 8), TrainSpec(steps=20, warmup=5, n_pairs=500))},
+    "default": {
+        "drafter": (ModelSpec(16, 32, 1, 4, 4), TrainSpec(steps=3000)),
+        "verifier": (ModelSpec(128, 256, 2, 4, 32), TrainSpec(steps=3000, learning_rate=1e-3)),
+    },
+    "tiny": {
+        "drafter": (ModelSpec(16, 32, 1, 2, 8), TrainSpec(steps=20, warmup=5, n_pairs=500)),
+        "verifier": (ModelSpec(32, 64, 1, 4, 8), TrainSpec(steps=20, warmup=5, n_pairs=500)),
+    },
 }
 
 
 def _config_hash(role: str, budget: str, grammar: TranslationGrammar) -> str:
     model, train = BUDGETS[budget][role]
-    key = {"role": role, "grammar": grammar.fingerprint(), "model": asdict(model), "train": asdict(train),
-           "format": 2}
+    key = {
+        "role": role,
+        "grammar": grammar.fingerprint(),
+        "model": asdict(model),
+        "train": asdict(train),
+        "format": 2,
+    }
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=list).encode()).hexdigest()[:10]
 
 
@@ -118,8 +149,11 @@ def model_file_hashes(folder) -> dict:
     folder = Path(folder)
     if not folder.is_dir():
         return {}
-    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.iterdir())
-            if path.is_file() and path.name != TRAINING_RECORD}
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.iterdir())
+        if path.is_file() and path.name != TRAINING_RECORD
+    }
 
 
 def _shipped_hashes() -> dict:
@@ -132,8 +166,11 @@ def _shipped_hashes() -> dict:
 def record_shipped_hashes() -> Path:
     """Write `SHIPPED_HASHES` from the model folders now in `SHIPPED_DIR`: run it once when a pair is
     shipped (or replaced on purpose), never to make a changed file pass."""
-    hashes = {folder.name: model_file_hashes(folder) for folder in sorted(SHIPPED_DIR.iterdir())
-              if (folder / TRAINING_RECORD).exists()}
+    hashes = {
+        folder.name: model_file_hashes(folder)
+        for folder in sorted(SHIPPED_DIR.iterdir())
+        if (folder / TRAINING_RECORD).exists()
+    }
     path = SHIPPED_DIR / SHIPPED_HASHES
     path.write_text(json.dumps(hashes, indent=1, sort_keys=True) + "\n")
     return path
@@ -168,10 +205,12 @@ def _check_shipped(source: Path) -> dict:
     if differ:
         raise ModelFilesDiffer(
             f"The repository's shipped model {source} is not the one recorded in "
-            f"{SHIPPED_DIR / SHIPPED_HASHES}:\n  " + "\n  ".join(differ)
+            f"{SHIPPED_DIR / SHIPPED_HASHES}:\n  "
+            + "\n  ".join(differ)
             + "\nNothing was copied, trained or loaded. Restore it from git: "
             f"`git -C {SHIPPED_DIR} checkout -- {source.name}` (or train a pair here on purpose with "
-            "train_t5_pair(shipped=False): other weights, so a new sweep).")
+            "train_t5_pair(shipped=False): other weights, so a new sweep)."
+        )
     return found
 
 
@@ -182,37 +221,60 @@ def verify_model(folder, record=None) -> dict:
     folder = Path(folder)
     record = _read_record(folder) if record is None else record
     if record is None:
-        raise ModelFilesDiffer(f"{folder} has no readable {TRAINING_RECORD}, so its model cannot be checked. "
-                               f"Repair: delete the folder and call train_t5_pair again.")
+        raise ModelFilesDiffer(
+            f"{folder} has no readable {TRAINING_RECORD}, so its model cannot be checked. "
+            f"Repair: delete the folder and call train_t5_pair again."
+        )
     budget = record.get("budget", "default")
     cache = folder.parent.parent
     found = model_file_hashes(folder)
     if "copied_from" in record:
         expected = _shipped_hashes().get(record["copied_from"])
         what = f"a copy of the repository's shipped data/models/{record['copied_from']}"
-        differ = ([f"{SHIPPED_HASHES} records no shipped model {record['copied_from']!r}"] if not expected
-                  else _differences(expected, found))
-        if record["copied_from"] != folder.name:   # the other shipped model passes its own hashes
+        differ = (
+            [f"{SHIPPED_HASHES} records no shipped model {record['copied_from']!r}"]
+            if not expected
+            else _differences(expected, found)
+        )
+        if record["copied_from"] != folder.name:  # the other shipped model passes its own hashes
             differ.insert(0, f"{TRAINING_RECORD} says it copies {record['copied_from']!r}, another model")
-        repair = (f"{_repair_call(budget, cache, repair=True)} copies the shipped model into the cache again "
-                  f"(or delete {folder} and call {_repair_call(budget, cache)})")
+        repair = (
+            f"{_repair_call(budget, cache, repair=True)} copies the shipped model into the cache again "
+            f"(or delete {folder} and call {_repair_call(budget, cache)})"
+        )
     else:
         expected = record.get("files")
         what = "a model trained on this machine"
-        differ = ([f"{TRAINING_RECORD} records no hashes of the model's files (not written by this "
-                   "version's train_t5_pair)"] if not isinstance(expected, dict) or not expected
-                  else _differences(expected, found))
-        repair = (f"{_repair_call(budget, cache, shipped=False, repair=True)} trains it again "
-                  f"(minutes; or delete {folder})")
+        differ = (
+            [
+                f"{TRAINING_RECORD} records no hashes of the model's files (not written by this "
+                "version's train_t5_pair)"
+            ]
+            if not isinstance(expected, dict) or not expected
+            else _differences(expected, found)
+        )
+        repair = (
+            f"{_repair_call(budget, cache, shipped=False, repair=True)} trains it again "
+            f"(minutes; or delete {folder})"
+        )
     if differ:
         raise ModelFilesDiffer(
-            f"The model in {folder} is not the one it is recorded as ({what}):\n  " + "\n  ".join(differ)
-            + f"\nIt is not loaded (other weights would run under the same name). Repair: {repair}.")
+            f"The model in {folder} is not the one it is recorded as ({what}):\n  "
+            + "\n  ".join(differ)
+            + f"\nIt is not loaded (other weights would run under the same name). Repair: {repair}."
+        )
     return found
 
 
-def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True, retrain: bool = False,
-                  shipped: bool = True, repair: bool = False) -> dict:
+def train_t5_pair(
+    *,
+    budget: str = "default",
+    cache=None,
+    progress: bool = True,
+    retrain: bool = False,
+    shipped: bool = True,
+    repair: bool = False,
+) -> dict:
     """Put the drafter and the verifier into the cache; returns `{role: folder}`.
 
     `shipped=True`: where the repository ships a model of the same settings (`shipped_model_dir`), the
@@ -241,7 +303,9 @@ def train_t5_pair(*, budget: str = "default", cache=None, progress: bool = True,
             _check_shipped(source)
             stale = record is None or record.get("copied_from") != source.name
             if stale or (repair and not _passes(path, record)):
-                _publish(path, lambda partial, source=source: _copy_shipped(source, partial), replace_existing=True)
+                _publish(
+                    path, lambda partial, source=source: _copy_shipped(source, partial), replace_existing=True
+                )
         elif retrain or record is None or "copied_from" in record or (repair and not _passes(path, record)):
             _train_one(role, budget, path, progress, replace_existing=True)
         elif "files" not in record:
@@ -272,13 +336,22 @@ def describe_training(folders: dict) -> str:
         made = record.get("trained_with", {})
         where = f"{made.get('processor', 'an unrecorded processor')} ({', '.join(made.get('vector_units', [])) or '-'}; torch {made.get('torch', '?')})"
         if "copied_from" in record:
-            text = (f"{role}: the repository's shipped model (data/models/{record['copied_from']}, "
-                    f"{weights}, as recorded), trained on {where}")
-            if made and (made.get("vector_units"), made.get("torch")) != (here["vector_units"], here["torch"]):
-                text += "; this machine's vector units or torch differ, so training here may give other weights"
+            text = (
+                f"{role}: the repository's shipped model (data/models/{record['copied_from']}, "
+                f"{weights}, as recorded), trained on {where}"
+            )
+            if made and (made.get("vector_units"), made.get("torch")) != (
+                here["vector_units"],
+                here["torch"],
+            ):
+                text += (
+                    "; this machine's vector units or torch differ, so training here may give other weights"
+                )
         else:
-            text = (f"{role}: trained on this machine in {record.get('train_seconds', '?')} s, on {where}; "
-                    f"its own weights ({weights}), not the shipped ones")
+            text = (
+                f"{role}: trained on this machine in {record.get('train_seconds', '?')} s, on {where}; "
+                f"its own weights ({weights}), not the shipped ones"
+            )
         lines.append(text)
     return "\n".join(lines)
 
@@ -293,7 +366,9 @@ def _read_record(folder: Path):
 def _copy_shipped(source: Path, partial: Path) -> None:
     shutil.copytree(source, partial, dirs_exist_ok=True)
     record = json.loads((source / TRAINING_RECORD).read_text())
-    (partial / TRAINING_RECORD).write_text(json.dumps({**record, "copied_from": source.name}, indent=2) + "\n")
+    (partial / TRAINING_RECORD).write_text(
+        json.dumps({**record, "copied_from": source.name}, indent=2) + "\n"
+    )
 
 
 def training_environment() -> dict:
@@ -301,6 +376,7 @@ def training_environment() -> dict:
     import platform
     import torch
     import transformers
+
     processor, flags = platform.processor() or platform.machine(), set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -313,12 +389,25 @@ def training_environment() -> dict:
     except OSError:  # not Linux: the platform's name is all there is
         pass
     vector_units = [f for f in ("avx512f", "avx512_bf16", "avx2", "fma", "neon", "asimd") if f in flags]
-    return {"processor": processor, "machine": platform.machine(), "vector_units": vector_units,
-            "torch": torch.__version__, "transformers": transformers.__version__}
+    return {
+        "processor": processor,
+        "machine": platform.machine(),
+        "vector_units": vector_units,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
 
 
-def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="cpu", cache=None, device_map=None,
-                    max_memory=None):
+def load_trained_t5(
+    role: str,
+    budget: str = "default",
+    *,
+    dtype=None,
+    device="cpu",
+    cache=None,
+    device_map=None,
+    max_memory=None,
+):
     """The T5 of `role` that `train_t5_pair(budget=budget)` trained, as an engine model; never trains.
 
     `load_model("synthetic-t5-drafter[:budget]")` calls this. A model not trained yet raises
@@ -329,6 +418,7 @@ def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="c
     """
     from transformers import AutoTokenizer, T5ForConditionalGeneration
     import torch
+
     path = model_dir(role, budget, cache)
     if not (path / TRAINING_RECORD).exists():
         suffix = "" if budget == "default" else f":{budget}"
@@ -336,10 +426,17 @@ def load_trained_t5(role: str, budget: str = "default", *, dtype=None, device="c
             f"synthetic-t5-{role}{suffix} is not trained yet (no model in {path}). Train the pair once with "
             f"tutorial_lib.models.synthetic_t5.train_t5_pair(budget={budget!r})"
             f"{'' if cache is None else f', cache={str(cache)!r}'} "
-            f"({'seconds' if budget == 'tiny' else 'a few minutes'}), then load it again.")
-    verify_model(path)   # before transformers reads it: a missing file says how to repair, not a bare OSError
-    model = pretrained(T5ForConditionalGeneration, path, dtype=dtype or torch.float32, device=device,
-                       device_map=device_map, max_memory=max_memory)
+            f"({'seconds' if budget == 'tiny' else 'a few minutes'}), then load it again."
+        )
+    verify_model(path)  # before transformers reads it: a missing file says how to repair, not a bare OSError
+    model = pretrained(
+        T5ForConditionalGeneration,
+        path,
+        dtype=dtype or torch.float32,
+        device=device,
+        device_map=device_map,
+        max_memory=max_memory,
+    )
     name = f"synthetic-t5-{role}" + ("" if budget == "default" else f":{budget}")
     return LanguageModel(model, AutoTokenizer.from_pretrained(path), name=name)
 
@@ -348,15 +445,29 @@ def _train_one(role: str, budget: str, final: Path, progress: bool, replace_exis
     import torch
     from tqdm.auto import tqdm
     from transformers import T5Config, T5ForConditionalGeneration
+
     spec, train = BUDGETS[budget][role]
     grammar, tokenizer = TranslationGrammar(), build_tokenizer()
     vocab = tokenizer.get_vocab()
-    pairs = [([vocab[w] for w in s.split()] + [1], [vocab[w] for w in t.split()] + [1])
-             for s, t, _ in training_pairs(role, train.n_pairs, train.seed, grammar)]
-    config = T5Config(vocab_size=len(tokenizer), d_model=spec.d_model, d_ff=spec.d_ff, d_kv=spec.d_kv,
-                      num_layers=spec.num_layers, num_decoder_layers=spec.num_layers, num_heads=spec.num_heads,
-                      feed_forward_proj="gated-gelu", dropout_rate=0.0, decoder_start_token_id=0,
-                      pad_token_id=0, eos_token_id=1, tie_word_embeddings=False)
+    pairs = [
+        ([vocab[w] for w in s.split()] + [1], [vocab[w] for w in t.split()] + [1])
+        for s, t, _ in training_pairs(role, train.n_pairs, train.seed, grammar)
+    ]
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=spec.d_model,
+        d_ff=spec.d_ff,
+        d_kv=spec.d_kv,
+        num_layers=spec.num_layers,
+        num_decoder_layers=spec.num_layers,
+        num_heads=spec.num_heads,
+        feed_forward_proj="gated-gelu",
+        dropout_rate=0.0,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=1,
+        tie_word_embeddings=False,
+    )
     threads = torch.get_num_threads()
     # One thread: these models are small, so on an idle two-core machine two threads gain at most
     # a third of the time, and when another process holds a core they lose ten times over (every
@@ -371,11 +482,15 @@ def _train_one(role: str, budget: str, final: Path, progress: bool, replace_exis
             # T5 initialises an untied output layer with standard deviation 1, made for the tied
             # layout that scales the decoder output by d_model ** -0.5 first; unscaled, the first
             # logits are huge (about sqrt(d_model)) and the larger model learns markedly slower.
-            torch.nn.init.normal_(model.lm_head.weight, 0.0, spec.d_model ** -0.5)
+            torch.nn.init.normal_(model.lm_head.weight, 0.0, spec.d_model**-0.5)
             optimiser = torch.optim.AdamW(model.parameters(), lr=train.learning_rate, weight_decay=0.0)
             # linear warm-up, then linear decay to zero: the last steps polish rather than jump
-            schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(
-                (s + 1) / train.warmup, max(0.0, (train.steps - s) / max(1, train.steps - train.warmup))))
+            schedule = torch.optim.lr_scheduler.LambdaLR(
+                optimiser,
+                lambda s: min(
+                    (s + 1) / train.warmup, max(0.0, (train.steps - s) / max(1, train.steps - train.warmup))
+                ),
+            )
             order = torch.Generator().manual_seed(train.seed)
             model.train()
             for _ in tqdm(range(train.steps), desc=f"training the {role} ({budget})", disable=not progress):
@@ -390,16 +505,24 @@ def _train_one(role: str, budget: str, final: Path, progress: bool, replace_exis
         model.eval()
     finally:
         torch.set_num_threads(threads)
-    record = {"role": role, "budget": budget, "parameters": sum(p.numel() for p in model.parameters()),
-              "train_seconds": round(time.perf_counter() - start, 1), "final_loss": loss.item(),
-              "model": asdict(spec), "train": asdict(train), "flawed_context": FLAWED_CONTEXT if role == "verifier" else None,
-              "trained_with": training_environment()}
+    record = {
+        "role": role,
+        "budget": budget,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_seconds": round(time.perf_counter() - start, 1),
+        "final_loss": loss.item(),
+        "model": asdict(spec),
+        "train": asdict(train),
+        "flawed_context": FLAWED_CONTEXT if role == "verifier" else None,
+        "trained_with": training_environment(),
+    }
 
     def write(partial: Path) -> None:
         model.save_pretrained(partial)
         tokenizer.save_pretrained(partial)
-        hashes = model_file_hashes(partial)   # of what was saved, before the record joins them
+        hashes = model_file_hashes(partial)  # of what was saved, before the record joins them
         (partial / TRAINING_RECORD).write_text(json.dumps({**record, "files": hashes}, indent=2) + "\n")
+
     _publish(final, write, replace_existing)
 
 
@@ -422,6 +545,7 @@ def _publish(final: Path, write, replace_existing: bool) -> None:
 
 def _padded(rows: list, pad: int):
     import torch
+
     out = torch.full((len(rows), max(map(len, rows))), pad, dtype=torch.long)
     for i, row in enumerate(rows):
         out[i, : len(row)] = torch.tensor(row)
@@ -434,6 +558,7 @@ def _synthetic_t5_loader(role: str):
         lm = load_trained_t5(role, budget=suffix or "default", dtype=dtype, device=device, **placement)
         lm.name = f"synthetic-t5-{role}" + (f":{suffix}" if suffix else "")  # the name sweeps are keyed by
         return lm
+
     return load
 
 

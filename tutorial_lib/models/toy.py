@@ -11,6 +11,7 @@ Registers the aliases `"toy-drafter"` and `"toy-verifier"` with `adapter.load_mo
 `default_world()`, one world shared by every load, so a drafter and a verifier loaded by name
 share its truth and vocabulary.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,7 +32,7 @@ class ToySession(Session):
     def _forward(self, tokens, keep):
         context = self.tokens[-1:] + tokens
         logits = self.model.model(torch.tensor([context]))[0]  # (len(context), V)
-        return logits[len(context) - len(tokens):][-keep:].float()
+        return logits[len(context) - len(tokens) :][-keep:].float()
 
     def _crop(self, length):
         pass
@@ -83,15 +84,19 @@ def default_world() -> ToyWorld:
 def toy_pair(world: Optional[ToyWorld] = None) -> ModelPair:
     """The toy world's drafter and verifier as engine models (prompts: words or ids, `<bos>` first)."""
     world = world or ToyWorld()
-    return ModelPair(ToyModel(world.drafter, name="toy-drafter", world=world),
-                     ToyModel(world.verifier, name="toy-verifier", world=world))
+    return ModelPair(
+        ToyModel(world.drafter, name="toy-drafter", world=world),
+        ToyModel(world.verifier, name="toy-verifier", world=world),
+    )
 
 
 def load_toy(role: str, suffix: str = "", dtype=None, device="cpu") -> ToyModel:
     """The default world's `role` model ("drafter" or "verifier"); toy models are float32 on the CPU."""
     if suffix:
-        raise ValueError(f"toy-{role}:{suffix}: the toy aliases take no suffix; build ToyWorld(seed=...) and "
-                         "use toy_pair(world) for another world.")
+        raise ValueError(
+            f"toy-{role}:{suffix}: the toy aliases take no suffix; build ToyWorld(seed=...) and "
+            "use toy_pair(world) for another world."
+        )
     if str(device) != "cpu" or dtype not in (None, torch.float32):
         raise ValueError(f"the toy models run in float32 on the CPU; drop dtype={dtype} / device={device!r}.")
     world = default_world()

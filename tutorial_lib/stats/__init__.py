@@ -16,9 +16,23 @@ r"""What the rows say, with intervals.
 - `learned_deferral` - a learned deferral rule: trained by item, curves, paired differences, the constant mixture,
   and DIVERSED's dynamic weight (a learned weight per position as a rule) (10).
 """
+
 import importlib
 
-__all__ = ['analysis', 'claims', 'curve_bootstrap', 'deferral_passes', 'hardware', 'intervals', 'learned_deferral', 'paired', 'pricing', 'report', 'token_curves', 'token_report']
+__all__ = [
+    "analysis",
+    "claims",
+    "curve_bootstrap",
+    "deferral_passes",
+    "hardware",
+    "intervals",
+    "learned_deferral",
+    "paired",
+    "pricing",
+    "report",
+    "token_curves",
+    "token_report",
+]
 
 
 def __getattr__(name: str):

@@ -27,6 +27,7 @@ curve gets the drafter's quality at its drafter end (rejection rate 0; on a time
 cost per emitted token times the drafter's tokens, on the full sample) and SpecDecode's point at its
 SpecDecode end (not Token-V3's), unless the rule measured that alpha itself.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence
@@ -51,18 +52,27 @@ class CurveBootstrap:
     verifier's quality and its best quality within the verifier's cost; entry 0 is the verifier's
     quality. `value(name, curve)` returns `(point, resampled values)`."""
 
-    def __init__(self, scores: ItemScores, cost: str, *, ends: bool = True, budgets: Sequence[float] = (1.0,)):
+    def __init__(
+        self, scores: ItemScores, cost: str, *, ends: bool = True, budgets: Sequence[float] = (1.0,)
+    ):
         self.scores, self.cost, self.budgets = scores, cost, [float(b) for b in budgets]
         configs = scores.configs
         self.verifier = scores.index("Verifier")
         if not self.verifier:
-            raise ValueError(f"task {scores.task!r} at T={scores.temperature} has no verifier rows; include 'Verifier'.")
+            raise ValueError(
+                f"task {scores.task!r} at T={scores.temperature} has no verifier rows; include 'Verifier'."
+            )
         if cost != REJECTION and cost not in scores.columns:
-            raise ValueError(f"cost {cost!r} is not a row column here; choose {REJECTION!r} or one of "
-                             f"{', '.join(scores.columns)}.")
+            raise ValueError(
+                f"cost {cost!r} is not a row column here; choose {REJECTION!r} or one of "
+                f"{', '.join(scores.columns)}."
+            )
         # points: (label, gamma, alpha, end, quality row, cost kind, cost row)
-        self.points = [(r.label, int(r.gamma), float(r.alpha), "", j, "own", j)
-                       for j, r in enumerate(configs.itertuples()) if r.label != "Verifier"]
+        self.points = [
+            (r.label, int(r.gamma), float(r.alpha), "", j, "own", j)
+            for j, r in enumerate(configs.itertuples())
+            if r.label != "Verifier"
+        ]
         if ends:
             self.points += self._ends()
         self.curves = list(dict.fromkeys((p[0], p[1]) for p in self.points))
@@ -74,8 +84,11 @@ class CurveBootstrap:
             if gamma != 1:
                 continue
             spec = self.scores.index("SpecDecode", gamma)
-            speculative = configs[(configs["gamma"] == gamma) & (configs["method"] == "speculative")
-                                  & (configs["rule"] != "spec")]
+            speculative = configs[
+                (configs["gamma"] == gamma)
+                & (configs["method"] == "speculative")
+                & (configs["rule"] != "spec")
+            ]
             for label, part in speculative.groupby("label", sort=False):
                 rule = part["rule"].iloc[0]
                 measured = set(part["alpha"].round(9))
@@ -101,7 +114,9 @@ class CurveBootstrap:
         tokens = columns.get("n_tokens")
         out = []
         for label, gamma, alpha, end, j, kind, k in self.points:
-            if kind == "drafter_end":  # SpecDecode's cost per emitted token (full sample) x the drafter's tokens
+            if (
+                kind == "drafter_end"
+            ):  # SpecDecode's cost per emitted token (full sample) x the drafter's tokens
                 per_token = column[k].sum() / tokens[k].sum() if tokens is not None else np.nan
                 out.append(tokens[j, idx].sum() * per_token / reference if tokens is not None else np.nan)
             else:
@@ -130,12 +145,17 @@ class CurveBootstrap:
         """Every point of every curve with its cost and quality at all items."""
         every = np.arange(self.scores.n)
         quality = self.scores.score([p[4] for p in self.points], every)
-        return pd.DataFrame([{"label": p[0], "gamma": p[1], "alpha": p[2], "end": p[3], "cost": x, "quality": q}
-                             for p, x, q in zip(self.points, self._costs(every), quality)])
+        return pd.DataFrame(
+            [
+                {"label": p[0], "gamma": p[1], "alpha": p[2], "end": p[3], "cost": x, "quality": q}
+                for p, x, q in zip(self.points, self._costs(every), quality)
+            ]
+        )
 
     def run(self, n_resamples: int = 2000, seed: int = 0) -> "CurveBootstrap":
-        self.point, self.distribution = bootstrap_indices(self.statistic, self.scores.n, n_resamples=n_resamples,
-                                                          seed=seed)
+        self.point, self.distribution = bootstrap_indices(
+            self.statistic, self.scores.n, n_resamples=n_resamples, seed=seed
+        )
         return self
 
     def value(self, name: str, curve: Optional[tuple] = None, budget: float = 1.0) -> tuple:
@@ -148,22 +168,41 @@ class CurveBootstrap:
         elif name == "best_quality":
             i = 2 + (1 + len(self.budgets)) * self.curves.index(curve) + self.budgets.index(float(budget))
         else:
-            raise ValueError(f"unknown statistic {name!r}; choose verifier_quality, reduction or best_quality.")
+            raise ValueError(
+                f"unknown statistic {name!r}; choose verifier_quality, reduction or best_quality."
+            )
         return self.point[i], self.distribution[i]
 
 
-def curve_bootstrap(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", ends: bool = True,
-                    n_resamples: int = 2000, seed: int = 0) -> List[CurveBootstrap]:
+def curve_bootstrap(
+    rows: pd.DataFrame,
+    tasks=None,
+    *,
+    cost: str = "wall_time_s",
+    ends: bool = True,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> List[CurveBootstrap]:
     """One `CurveBootstrap` per (task, temperature) of `rows`, run (see the module docstring)."""
-    return [CurveBootstrap(scores, cost, ends=ends).run(n_resamples, seed) for scores in item_scores(rows, tasks)]
+    return [
+        CurveBootstrap(scores, cost, ends=ends).run(n_resamples, seed) for scores in item_scores(rows, tasks)
+    ]
 
 
 _interval = intervals.percentile_interval
 
 
-def curve_table(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", ends: bool = True,
-                n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0,
-                bootstraps: Optional[Sequence[CurveBootstrap]] = None) -> pd.DataFrame:
+def curve_table(
+    rows: pd.DataFrame,
+    tasks=None,
+    *,
+    cost: str = "wall_time_s",
+    ends: bool = True,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    bootstraps: Optional[Sequence[CurveBootstrap]] = None,
+) -> pd.DataFrame:
     """The paper's table with intervals: per (task, T, gamma, method) the cost reduction at the
     verifier's quality and the best quality within its cost, each with its bootstrap interval
     (`*_low`, `*_high`; `-inf`: not reached in that tail), `reached_share`, and the verifier's quality
@@ -171,7 +210,9 @@ def curve_table(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", en
     model's `modelled_latency_s`) or "rejection_rate"."""
     if n_resamples < 2000:
         raise ValueError(f"n_resamples={n_resamples}: use at least 2000 resamples for a 95% interval.")
-    bootstraps = bootstraps or curve_bootstrap(rows, tasks, cost=cost, ends=ends, n_resamples=n_resamples, seed=seed)
+    bootstraps = bootstraps or curve_bootstrap(
+        rows, tasks, cost=cost, ends=ends, n_resamples=n_resamples, seed=seed
+    )
     out = []
     for boot in bootstraps:
         target, target_dist = boot.value("verifier_quality")
@@ -180,16 +221,32 @@ def curve_table(rows: pd.DataFrame, tasks=None, *, cost: str = "wall_time_s", en
             reduction, reduction_dist = boot.value("reduction", curve)
             best, best_dist = boot.value("best_quality", curve)
             gap_dist = best_dist - target_dist
-            out.append({
-                "task": boot.scores.task, "temperature": boot.scores.temperature, "gamma": curve[1],
-                "method": curve[0], "cost": cost, "n": boot.scores.n, "metric": boot.scores.metric,
-                "verifier_quality": target, "verifier_quality_low": target_low, "verifier_quality_high": target_high,
-                "reduction_at_verifier_quality": NOT_REACHED if np.isinf(reduction) else float(reduction),
-                **dict(zip(("reduction_low", "reduction_high"), _interval(reduction_dist, confidence))),
-                "reached_share": float(np.mean(np.isfinite(reduction_dist))) if reduction_dist.size else np.nan,
-                "best_quality_within_verifier_cost": NOT_REACHED if np.isinf(best) else float(best),
-                **dict(zip(("best_quality_low", "best_quality_high"), _interval(best_dist, confidence))),
-                "best_minus_verifier": np.nan if np.isinf(best) else float(best - target),
-                **dict(zip(("best_minus_verifier_low", "best_minus_verifier_high"), _interval(gap_dist, confidence))),
-            })
+            out.append(
+                {
+                    "task": boot.scores.task,
+                    "temperature": boot.scores.temperature,
+                    "gamma": curve[1],
+                    "method": curve[0],
+                    "cost": cost,
+                    "n": boot.scores.n,
+                    "metric": boot.scores.metric,
+                    "verifier_quality": target,
+                    "verifier_quality_low": target_low,
+                    "verifier_quality_high": target_high,
+                    "reduction_at_verifier_quality": NOT_REACHED if np.isinf(reduction) else float(reduction),
+                    **dict(zip(("reduction_low", "reduction_high"), _interval(reduction_dist, confidence))),
+                    "reached_share": float(np.mean(np.isfinite(reduction_dist)))
+                    if reduction_dist.size
+                    else np.nan,
+                    "best_quality_within_verifier_cost": NOT_REACHED if np.isinf(best) else float(best),
+                    **dict(zip(("best_quality_low", "best_quality_high"), _interval(best_dist, confidence))),
+                    "best_minus_verifier": np.nan if np.isinf(best) else float(best - target),
+                    **dict(
+                        zip(
+                            ("best_minus_verifier_low", "best_minus_verifier_high"),
+                            _interval(gap_dist, confidence),
+                        )
+                    ),
+                }
+            )
     return pd.DataFrame(out)

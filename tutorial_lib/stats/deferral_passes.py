@@ -10,6 +10,7 @@ $D_{TV}$, $1 - q(y)$ and $1 - p(y)$ (the largest difference is recorded in `alig
 Results are cached under `data/results/deferral-features-<key>/`, keyed by the analysis, the items
 and the models, so a notebook reloads them in a second.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,12 +40,13 @@ class FeatureSet:
     `positions`: for each row, its index into the analysis' per-position arrays (`oracle`,
     `position_item`), so any label the analysis holds can be joined to it.
     """
+
     item_ids: List[str]
     tasks: List[str]
-    features: np.ndarray        # (N, len(FEATURES))
-    positions: np.ndarray       # (N,) rows of the analysis' per-position arrays
-    analysis: str               # the analysis folder's name
-    alignment_error: float      # largest |difference| from the analysis' oracle columns
+    features: np.ndarray  # (N, len(FEATURES))
+    positions: np.ndarray  # (N,) rows of the analysis' per-position arrays
+    analysis: str  # the analysis folder's name
+    alignment_error: float  # largest |difference| from the analysis' oracle columns
     timing: dict = field(default_factory=dict)
     path: Optional[Path] = None
 
@@ -52,8 +54,14 @@ class FeatureSet:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(directory / "features.npz", features=self.features, positions=self.positions)
-        meta = dict(item_ids=self.item_ids, tasks=self.tasks, analysis=self.analysis, features=list(df.FEATURES),
-                    alignment_error=self.alignment_error, timing=self.timing)
+        meta = dict(
+            item_ids=self.item_ids,
+            tasks=self.tasks,
+            analysis=self.analysis,
+            features=list(df.FEATURES),
+            alignment_error=self.alignment_error,
+            timing=self.timing,
+        )
         (directory / "meta.json").write_text(json.dumps(meta, indent=1))
         self.path = directory
         return directory
@@ -63,19 +71,31 @@ class FeatureSet:
         directory = Path(directory)
         meta = json.loads((directory / "meta.json").read_text())
         if tuple(meta["features"]) != df.FEATURES:
-            raise ValueError(f"{directory} holds features {meta['features']}, not {list(df.FEATURES)}; "
-                             "delete the folder to recompute it with `feature_pass`.")
+            raise ValueError(
+                f"{directory} holds features {meta['features']}, not {list(df.FEATURES)}; "
+                "delete the folder to recompute it with `feature_pass`."
+            )
         arrays = np.load(directory / "features.npz")
-        return cls(meta["item_ids"], meta["tasks"], arrays["features"], arrays["positions"], meta["analysis"],
-                   float(meta["alignment_error"]), meta["timing"], directory)
+        return cls(
+            meta["item_ids"],
+            meta["tasks"],
+            arrays["features"],
+            arrays["positions"],
+            meta["analysis"],
+            float(meta["alignment_error"]),
+            meta["timing"],
+            directory,
+        )
 
 
 def pick_items(analysis: tc.TokenAnalysis, per_task: Optional[int], seed: int = 0) -> List[str]:
     """`per_task` item ids of each task of `analysis`, drawn without replacement (seeded), in the
     analysis' order; all items when `per_task` is None."""
     if per_task is not None and int(per_task) < 2:
-        raise ValueError(f"per_task={per_task}: take at least 2 items per task (one to train, one to hold out), "
-                         "or None for every item.")
+        raise ValueError(
+            f"per_task={per_task}: take at least 2 items per task (one to train, one to hold out), "
+            "or None for every item."
+        )
     rng = np.random.default_rng(seed)
     tasks = np.asarray(analysis.tasks)
     chosen = set()
@@ -91,24 +111,38 @@ def load_features(analysis: tc.TokenAnalysis, results_dir: Union[None, str, Path
 
     Raises `FileNotFoundError` naming the folder searched and how to compute them when none is saved."""
     if analysis.path is None:
-        raise ValueError("analysis has no folder; pass a TokenAnalysis loaded or saved by token_curves.analyse.")
+        raise ValueError(
+            "analysis has no folder; pass a TokenAnalysis loaded or saved by token_curves.analyse."
+        )
     root = Path(results_dir) if results_dir is not None else tc.RESULTS_DIR
     for meta in sorted(root.glob("deferral-features-*/meta.json")):
         if json.loads(meta.read_text())["analysis"] == analysis.path.name:
             return FeatureSet.load(meta.parent)
-    raise FileNotFoundError(f"no deferral-features-* folder in {root} was made from {analysis.path.name}; compute them "
-                            "with deferral_passes.feature_pass(pair, analysis, item_ids, items=...) on the analysis' pair "
-                            "(notebook 08's profile: `make models-qwen` first).")
+    raise FileNotFoundError(
+        f"no deferral-features-* folder in {root} was made from {analysis.path.name}; compute them "
+        "with deferral_passes.feature_pass(pair, analysis, item_ids, items=...) on the analysis' pair "
+        "(notebook 08's profile: `make models-qwen` first)."
+    )
 
 
 def _key(pair, analysis_name: str) -> str:
-    h = hashlib.sha256(json.dumps([_VERSION, analysis_name, list(df.FEATURES),
-                                   [f"{lm.name}|{lm.dtype}" for lm in pair]]).encode())
+    h = hashlib.sha256(
+        json.dumps(
+            [_VERSION, analysis_name, list(df.FEATURES), [f"{lm.name}|{lm.dtype}" for lm in pair]]
+        ).encode()
+    )
     return h.hexdigest()[:12]
 
 
-def feature_pass(pair, analysis: tc.TokenAnalysis, item_ids: Sequence[str], *, items: Sequence[tc.Item],
-                 cache: Union[bool, str, Path] = True, progress: bool = True) -> FeatureSet:
+def feature_pass(
+    pair,
+    analysis: tc.TokenAnalysis,
+    item_ids: Sequence[str],
+    *,
+    items: Sequence[tc.Item],
+    cache: Union[bool, str, Path] = True,
+    progress: bool = True,
+) -> FeatureSet:
     """Features of every position of `item_ids` (ids of `analysis`), from one teacher-forced pass per
     model along the same references (`items`: the `token_curves.Item`s the analysis was made from).
 
@@ -119,12 +153,17 @@ def feature_pass(pair, analysis: tc.TokenAnalysis, item_ids: Sequence[str], *, i
     differ from the analysis' by more than 1e-3 (the references or the models are not the analysis' own).
     """
     from tqdm.auto import tqdm
+
     if analysis.path is None:
-        raise ValueError("analysis has no folder; pass a TokenAnalysis loaded or saved by token_curves.analyse.")
+        raise ValueError(
+            "analysis has no folder; pass a TokenAnalysis loaded or saved by token_curves.analyse."
+        )
     index = {item_id: i for i, item_id in enumerate(analysis.item_ids)}
     unknown = [i for i in item_ids if i not in index]
     if unknown:
-        raise ValueError(f"item_ids {unknown[:3]} are not items of {analysis.path.name}; pick from its item_ids.")
+        raise ValueError(
+            f"item_ids {unknown[:3]} are not items of {analysis.path.name}; pick from its item_ids."
+        )
     by_id = {item.id: item for item in items}
     directory, done = None, None
     if cache:
@@ -132,12 +171,21 @@ def feature_pass(pair, analysis: tc.TokenAnalysis, item_ids: Sequence[str], *, i
         directory = root / f"deferral-features-{_key(pair, analysis.path.name)}"
         if (directory / "meta.json").exists():
             done = FeatureSet.load(directory)
-    done = done or FeatureSet([], [], np.zeros((0, len(df.FEATURES))), np.zeros(0, dtype=np.int64),
-                              analysis.path.name, 0.0, {"drafter_forward_s": 0.0, "verifier_forward_s": 0.0})
+    done = done or FeatureSet(
+        [],
+        [],
+        np.zeros((0, len(df.FEATURES))),
+        np.zeros(0, dtype=np.int64),
+        analysis.path.name,
+        0.0,
+        {"drafter_forward_s": 0.0, "verifier_forward_s": 0.0},
+    )
     todo = [i for i in item_ids if i not in set(done.item_ids)]
     missing = [i for i in todo if i not in by_id]
     if missing:
-        raise ValueError(f"items lacks {missing[:3]}; pass the Items the analysis was made from (token_curves.offline_items).")
+        raise ValueError(
+            f"items lacks {missing[:3]}; pass the Items the analysis was made from (token_curves.offline_items)."
+        )
     if todo:
         _extend(pair, analysis, done, todo, by_id, index, directory, progress, tqdm)
     return _subset(done, item_ids, analysis)
@@ -147,9 +195,16 @@ def _subset(features: FeatureSet, item_ids: Sequence[str], analysis: tc.TokenAna
     wanted = sorted(set(item_ids), key=analysis.item_ids.index)
     keep = np.isin(analysis.position_item[features.positions], [analysis.item_ids.index(i) for i in wanted])
     order = np.argsort(features.positions[keep], kind="stable")
-    return FeatureSet(wanted, [analysis.tasks[analysis.item_ids.index(i)] for i in wanted],
-                      features.features[keep][order], features.positions[keep][order], features.analysis,
-                      features.alignment_error, features.timing, features.path)
+    return FeatureSet(
+        wanted,
+        [analysis.tasks[analysis.item_ids.index(i)] for i in wanted],
+        features.features[keep][order],
+        features.positions[keep][order],
+        features.analysis,
+        features.alignment_error,
+        features.timing,
+        features.path,
+    )
 
 
 def _round_robin(todo, analysis, index):
@@ -169,10 +224,13 @@ def _extend(pair, analysis, done: FeatureSet, todo, by_id, index, directory, pro
     sessions = {}
     for item_id in tqdm(_round_robin(todo, analysis, index), desc="features", disable=not progress):
         task = analysis.tasks[index[item_id]]
-        if task not in sessions:   # the task's shared few-shot prefix, once per model
+        if task not in sessions:  # the task's shared few-shot prefix, once per model
             members = [i for i, t in zip(analysis.item_ids, analysis.tasks) if t == task and i in by_id]
-            prompts = [encoded[i][0] if i in encoded else tc.encode_item(verifier, by_id[i], chat=chat)[0] for i in members]
-            prefix = encoded[item_id][0][:common_prefix_length(prompts)]
+            prompts = [
+                encoded[i][0] if i in encoded else tc.encode_item(verifier, by_id[i], chat=chat)[0]
+                for i in members
+            ]
+            prefix = encoded[item_id][0][: common_prefix_length(prompts)]
             runners = []
             for lm in pair:
                 session = lm.start(prefix) if prefix else None
@@ -185,13 +243,15 @@ def _extend(pair, analysis, done: FeatureSet, todo, by_id, index, directory, pro
         n = len(reference)
         at = np.arange(offsets[index[item_id]], offsets[index[item_id] + 1])
         if len(at) != n:
-            raise ValueError(f"item {item_id!r}: {n} reference tokens here, {len(at)} in {analysis.path.name}; "
-                             "the references differ from the analysis' (other items, tokenizer or chat setting).")
+            raise ValueError(
+                f"item {item_id!r}: {n} reference tokens here, {len(at)} in {analysis.path.name}; "
+                "the references differ from the analysis' (other items, tokenizer or chat setting)."
+            )
         logits = []
         for lm, session, timer_key in zip(pair, runners, ("drafter_forward_s", "verifier_forward_s")):
             start = time.perf_counter()
             if session is not None:
-                out = session.feed(prompt[len(prefix):] + reference[:-1], keep=n)
+                out = session.feed(prompt[len(prefix) :] + reference[:-1], keep=n)
                 session.crop(len(prefix))
             else:
                 out = lm.start(prompt).feed(prompt + reference[:-1], keep=n)
@@ -199,12 +259,24 @@ def _extend(pair, analysis, done: FeatureSet, todo, by_id, index, directory, pro
             logits.append(out.float())
         q, p = (targets.probabilities(x, 1.0) for x in logits)
         y = torch.tensor(reference).unsqueeze(-1)
-        check = torch.stack([(p - q).clamp_min(0).sum(-1), 1 - q.gather(-1, y).squeeze(-1),
-                             1 - p.gather(-1, y).squeeze(-1)], -1).double().numpy()
+        check = (
+            torch.stack(
+                [
+                    (p - q).clamp_min(0).sum(-1),
+                    1 - q.gather(-1, y).squeeze(-1),
+                    1 - p.gather(-1, y).squeeze(-1),
+                ],
+                -1,
+            )
+            .double()
+            .numpy()
+        )
         error = float(np.abs(check - analysis.oracle[at][:, :3]).max())
         if error > 1e-3:
-            raise ValueError(f"item {item_id!r}: the recomputed D_TV and losses differ from {analysis.path.name} by "
-                             f"{error:.3g}; load the pair and items the analysis was made with (notebook 08's profile).")
+            raise ValueError(
+                f"item {item_id!r}: the recomputed D_TV and losses differ from {analysis.path.name} by "
+                f"{error:.3g}; load the pair and items the analysis was made with (notebook 08's profile)."
+            )
         done.item_ids.append(item_id)
         done.tasks.append(task)
         done.features = np.concatenate([done.features, df.deferral_features(q, p).numpy()])

@@ -36,6 +36,7 @@ bound on that side.
 Figure bands are the percentile interval itself (`low`, `high`), never a point plus or minus half
 of its width.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -44,8 +45,18 @@ from typing import Callable, Sequence, Tuple
 import numpy as np
 from scipy import stats as scipy_stats
 
-__all__ = ["MIN_ITEMS", "CONFIDENCE", "N_RESAMPLES", "resample_items", "percentile_interval", "simultaneous_bounds", "best_of",
-           "mean_interval", "paired_mean_difference", "ratio_of_means"]
+__all__ = [
+    "MIN_ITEMS",
+    "CONFIDENCE",
+    "N_RESAMPLES",
+    "resample_items",
+    "percentile_interval",
+    "simultaneous_bounds",
+    "best_of",
+    "mean_interval",
+    "paired_mean_difference",
+    "ratio_of_means",
+]
 
 #: fewer items than this give no interval (NaN ends)
 MIN_ITEMS = 2
@@ -66,8 +77,13 @@ def _tail(confidence: float) -> float:
     return round((1 - confidence) / 2, 12)
 
 
-def resample_items(statistic: Callable[[np.ndarray], Sequence[float]], n: int, *, n_resamples: int = N_RESAMPLES,
-                   seed: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+def resample_items(
+    statistic: Callable[[np.ndarray], Sequence[float]],
+    n: int,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> Tuple[np.ndarray, np.ndarray]:
     """`(point, distribution)`: the vector `statistic(idx)` at all `n` items (`idx = arange(n)`) and on
     each of `n_resamples` resamples of the item indices, shape `(k, B)` (`(k, 0)` below `MIN_ITEMS`)."""
     _check(CONFIDENCE, n_resamples)
@@ -81,9 +97,14 @@ def resample_items(statistic: Callable[[np.ndarray], Sequence[float]], n: int, *
         # which is not used: only the resampled values are
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", getattr(scipy_stats, "DegenerateDataWarning", RuntimeWarning))
-        result = scipy_stats.bootstrap((np.arange(n),), lambda idx: np.asarray(statistic(idx), float),
-                                       vectorized=False, n_resamples=n_resamples, method="percentile",
-                                       random_state=np.random.default_rng(seed))
+        result = scipy_stats.bootstrap(
+            (np.arange(n),),
+            lambda idx: np.asarray(statistic(idx), float),
+            vectorized=False,
+            n_resamples=n_resamples,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        )
     return point, np.atleast_2d(result.bootstrap_distribution)
 
 
@@ -102,7 +123,9 @@ def percentile_interval(distribution, confidence: float = CONFIDENCE) -> Tuple:
     return low, high
 
 
-def simultaneous_bounds(points, distribution, confidence: float = CONFIDENCE) -> Tuple[np.ndarray, np.ndarray]:
+def simultaneous_bounds(
+    points, distribution, confidence: float = CONFIDENCE
+) -> Tuple[np.ndarray, np.ndarray]:
     """Bounds `(L, U)` (shape `(k,)`) that cover each of `k` configurations' statistics together (module
     docstring), from their values at all items `points` (k,) and on the same resamples `distribution`
     (k, B). NaN bounds where there are no resamples."""
@@ -110,8 +133,10 @@ def simultaneous_bounds(points, distribution, confidence: float = CONFIDENCE) ->
     points = np.atleast_1d(np.asarray(points, float))
     values = np.atleast_2d(np.asarray(distribution, float))
     if values.shape[0] != points.shape[0]:
-        raise ValueError(f"distribution has {values.shape[0]} rows for {points.shape[0]} points; pass one row of "
-                         "resampled values per configuration.")
+        raise ValueError(
+            f"distribution has {values.shape[0]} rows for {points.shape[0]} points; pass one row of "
+            "resampled values per configuration."
+        )
     if values.shape[1] == 0:
         return np.full(points.shape, np.nan), np.full(points.shape, np.nan)
     tail = _tail(confidence)
@@ -135,7 +160,7 @@ def simultaneous_bounds(points, distribution, confidence: float = CONFIDENCE) ->
     high = np.where(share_high > tail, np.inf, high)
     low = np.where(np.isneginf(points), -np.inf, low)
     unreached = np.isneginf(points)
-    if unreached.any():   # not reached at all items: the upper bound is the resamples' own percentile
+    if unreached.any():  # not reached at all items: the upper bound is the resamples' own percentile
         high[unreached] = np.quantile(values[unreached], 1 - tail, axis=1, method="inverted_cdf")
     return low, high
 
@@ -158,33 +183,53 @@ def _interval_of(samples: tuple, statistic, confidence: float, n_resamples: int,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", getattr(scipy_stats, "DegenerateDataWarning", RuntimeWarning))
-        result = scipy_stats.bootstrap(samples, statistic, paired=paired, vectorized=True, n_resamples=n_resamples,
-                                       method="percentile", random_state=np.random.default_rng(seed))
+        result = scipy_stats.bootstrap(
+            samples,
+            statistic,
+            paired=paired,
+            vectorized=True,
+            n_resamples=n_resamples,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        )
     low, high = percentile_interval(result.bootstrap_distribution, confidence)
     return point, low, high
 
 
-def mean_interval(values, *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                  seed: int = 0) -> Tuple[float, float, float]:
+def mean_interval(
+    values, *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> Tuple[float, float, float]:
     """`(mean, low, high)` of per-item values, items resampled."""
-    return _interval_of((values,), lambda x, axis=-1: np.mean(x, axis=axis), confidence, n_resamples, seed,
-                        paired=False)
+    return _interval_of(
+        (values,), lambda x, axis=-1: np.mean(x, axis=axis), confidence, n_resamples, seed, paired=False
+    )
 
 
-def paired_mean_difference(a, b, *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                           seed: int = 0) -> Tuple[float, float, float]:
+def paired_mean_difference(
+    a, b, *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> Tuple[float, float, float]:
     """`(mean(a) - mean(b), low, high)` over the same items, resampled together."""
     if len(a) != len(b):
-        raise ValueError(f"a has {len(a)} items and b has {len(b)}; a paired difference needs the same items.")
-    return _interval_of((a, b), lambda x, y, axis=-1: np.mean(x - y, axis=axis), confidence,
-                        n_resamples, seed, paired=True)
+        raise ValueError(
+            f"a has {len(a)} items and b has {len(b)}; a paired difference needs the same items."
+        )
+    return _interval_of(
+        (a, b), lambda x, y, axis=-1: np.mean(x - y, axis=axis), confidence, n_resamples, seed, paired=True
+    )
 
 
-def ratio_of_means(x, y, *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                   seed: int = 0) -> Tuple[float, float, float]:
+def ratio_of_means(
+    x, y, *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> Tuple[float, float, float]:
     """`(sum(x) / sum(y), low, high)`: total over total on the same items, resampled together (a pooled
     ratio, never a mean of per-item ratios)."""
     if len(x) != len(y):
         raise ValueError(f"x has {len(x)} items and y has {len(y)}; a ratio of totals needs the same items.")
-    return _interval_of((x, y), lambda u, v, axis=-1: np.sum(u, axis=axis) / np.sum(v, axis=axis), confidence,
-                        n_resamples, seed, paired=True)
+    return _interval_of(
+        (x, y),
+        lambda u, v, axis=-1: np.sum(u, axis=axis) / np.sum(v, axis=axis),
+        confidence,
+        n_resamples,
+        seed,
+        paired=True,
+    )

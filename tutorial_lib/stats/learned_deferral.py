@@ -49,6 +49,7 @@ and $w \equiv 0$, the drafter) beside the learned deferral rule's and the consta
 and log-loss columns of a fractional weight are interpolations, see `curves_on_items`).
 
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -64,9 +65,22 @@ from ..maths import token_analysis as ta
 from . import token_curves as tc
 from .deferral_passes import FeatureSet
 
-__all__ = ["QWEN_ANALYSIS", "LOSS_COLUMNS", "split_items", "LearnedRule", "train_rule", "learned_alphas", "learned_curves",
-           "paired_differences", "mixture_curves", "curves_on_items",
-           "DynamicWeight", "train_dynamic_weight", "dynamic_curves", "feature_rows"]
+__all__ = [
+    "QWEN_ANALYSIS",
+    "LOSS_COLUMNS",
+    "split_items",
+    "LearnedRule",
+    "train_rule",
+    "learned_alphas",
+    "learned_curves",
+    "paired_differences",
+    "mixture_curves",
+    "curves_on_items",
+    "DynamicWeight",
+    "train_dynamic_weight",
+    "dynamic_curves",
+    "feature_rows",
+]
 
 #: Notebook 08's committed results for its `qwen` profile (Qwen2.5-Coder 0.5B -> 1.5B, all 162 offline items,
 #: gold answers, T = 1), under `data/results/`: what the learned rule trains and is evaluated on.
@@ -80,13 +94,17 @@ def split_items(features: FeatureSet, held_out: float = 0.5, seed: int = 0) -> T
     """`(train_ids, held_out_ids)`: each task's items shuffled (seeded) and cut, `held_out` of them held out
     (at least one item of each task on each side)."""
     if not 0.0 < held_out < 1.0:
-        raise ValueError(f"held_out={held_out}: pass the fraction of items to hold out, strictly between 0 and 1.")
+        raise ValueError(
+            f"held_out={held_out}: pass the fraction of items to hold out, strictly between 0 and 1."
+        )
     rng = np.random.default_rng(seed)
     train, test = [], []
     for task in dict.fromkeys(features.tasks):
         members = [i for i, t in zip(features.item_ids, features.tasks) if t == task]
         if len(members) < 2:
-            raise ValueError(f"task {task!r} has {len(members)} item(s) with features; a split needs 2 or more.")
+            raise ValueError(
+                f"task {task!r} has {len(members)} item(s) with features; a split needs 2 or more."
+            )
         members = list(rng.permutation(members))
         n_test = min(max(1, round(held_out * len(members))), len(members) - 1)
         test += members[:n_test]
@@ -104,7 +122,8 @@ def _rows(analysis: tc.TokenAnalysis, features: FeatureSet, item_ids: Sequence[s
 @dataclass
 class LearnedRule:
     """A fitted gain regression and the decision it makes (see the module docstring)."""
-    model: object                    # a fitted scikit-learn regressor on `FEATURES`
+
+    model: object  # a fitted scikit-learn regressor on `FEATURES`
     loss: str
     train_items: List[str]
     n_train_positions: int
@@ -114,8 +133,10 @@ class LearnedRule:
         """The estimated gain of deferring, $\\hat g$, for rows of `deferral_features` (shape `(N, F)`)."""
         rows = np.asarray(feature_rows, dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != len(df.FEATURES):
-            raise ValueError(f"feature_rows has shape {rows.shape}; pass (N, {len(df.FEATURES)}) rows of "
-                             f"deferral_features ({', '.join(df.FEATURES)}).")
+            raise ValueError(
+                f"feature_rows has shape {rows.shape}; pass (N, {len(df.FEATURES)}) rows of "
+                f"deferral_features ({', '.join(df.FEATURES)})."
+            )
         return self.model.predict(rows)
 
     def decide(self, q, p, alpha, q_unscaled, p_unscaled) -> torch.Tensor:
@@ -132,9 +153,16 @@ class LearnedRule:
         return targets.register_deferral_rule(name, self.decide)
 
 
-def train_rule(analysis: tc.TokenAnalysis, features: FeatureSet, train_ids: Sequence[str], *,
-               held_out_ids: Sequence[str] = (), loss: str = "expected_01", hidden: Tuple[int, ...] = (16,),
-               seed: int = 0) -> LearnedRule:
+def train_rule(
+    analysis: tc.TokenAnalysis,
+    features: FeatureSet,
+    train_ids: Sequence[str],
+    *,
+    held_out_ids: Sequence[str] = (),
+    loss: str = "expected_01",
+    hidden: Tuple[int, ...] = (16,),
+    seed: int = 0,
+) -> LearnedRule:
     """Fit the gain regression on the positions of `train_ids` only.
 
     `held_out_ids`: the items kept for evaluation; an overlap with `train_ids` is an error, so a held-out
@@ -143,6 +171,7 @@ def train_rule(analysis: tc.TokenAnalysis, features: FeatureSet, train_ids: Sequ
     from sklearn.neural_network import MLPRegressor
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+
     if loss not in LOSS_COLUMNS:
         raise ValueError(f"loss={loss!r}: choose one of {', '.join(LOSS_COLUMNS)}.")
     overlap = sorted(set(train_ids) & set(held_out_ids))
@@ -155,14 +184,29 @@ def train_rule(analysis: tc.TokenAnalysis, features: FeatureSet, train_ids: Sequ
     qc, pc = LOSS_COLUMNS[loss]
     oracle = analysis.oracle[features.positions[rows]]
     gain = oracle[:, qc] - oracle[:, pc]
-    model = make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=tuple(hidden), alpha=1e-3,
-                                                         max_iter=2000, early_stopping=False, random_state=seed))
+    model = make_pipeline(
+        StandardScaler(),
+        MLPRegressor(
+            hidden_layer_sizes=tuple(hidden),
+            alpha=1e-3,
+            max_iter=2000,
+            early_stopping=False,
+            random_state=seed,
+        ),
+    )
     model.fit(features.features[rows], gain)
-    return LearnedRule(model, loss, sorted(train_ids), int(len(rows)),
-                       dict(hidden=list(hidden), seed=seed, features=list(df.FEATURES)))
+    return LearnedRule(
+        model,
+        loss,
+        sorted(train_ids),
+        int(len(rows)),
+        dict(hidden=list(hidden), seed=seed, features=list(df.FEATURES)),
+    )
 
 
-def learned_alphas(rule: LearnedRule, analysis: tc.TokenAnalysis, features: FeatureSet, n_alpha: int = 41) -> tuple:
+def learned_alphas(
+    rule: LearnedRule, analysis: tc.TokenAnalysis, features: FeatureSet, n_alpha: int = 41
+) -> tuple:
     r"""`n_alpha` values of $\alpha$ for the learned rule's curve, at quantiles of $\hat g / D_{TV}$ over its
     training positions (where the decisions change), plus one below and one above every ratio (the
     verifier and drafter ends)."""
@@ -189,7 +233,9 @@ def _curve_sums(oracle: np.ndarray, owner: np.ndarray, n_items: int, decisions: 
     return sums
 
 
-def _restricted(analysis: tc.TokenAnalysis, item_ids: Sequence[str], curves: Dict[str, tuple], settings: dict):
+def _restricted(
+    analysis: tc.TokenAnalysis, item_ids: Sequence[str], curves: Dict[str, tuple], settings: dict
+):
     """The items `item_ids` of `analysis` with more curves: name -> (alphas, decisions `(N, A)` over the
     items' positions in the analysis' order)."""
     index = [analysis.item_ids.index(i) for i in item_ids]
@@ -199,15 +245,30 @@ def _restricted(analysis: tc.TokenAnalysis, item_ids: Sequence[str], curves: Dic
     owner = renumber[analysis.position_item[positions]]
     oracle = analysis.oracle[positions]
     sums = [analysis.sums[index]] + [_curve_sums(oracle, owner, len(index), d) for _, d in curves.values()]
-    grid = ta.Grid({**analysis.grid.alphas, **{name: tuple(float(a) for a in alphas)
-                                               for name, (alphas, _) in curves.items()}})
-    return tc.TokenAnalysis(grid, list(item_ids), [analysis.tasks[i] for i in index], analysis.counts[index],
-                            np.concatenate(sums, 1), oracle, owner.astype(np.int32),
-                            settings=dict(analysis.settings, **settings))
+    grid = ta.Grid(
+        {
+            **analysis.grid.alphas,
+            **{name: tuple(float(a) for a in alphas) for name, (alphas, _) in curves.items()},
+        }
+    )
+    return tc.TokenAnalysis(
+        grid,
+        list(item_ids),
+        [analysis.tasks[i] for i in index],
+        analysis.counts[index],
+        np.concatenate(sums, 1),
+        oracle,
+        owner.astype(np.int32),
+        settings=dict(analysis.settings, **settings),
+    )
 
 
-def curves_on_items(analysis: tc.TokenAnalysis, item_ids: Sequence[str], curves: Dict[str, tuple],
-                    settings: Optional[dict] = None) -> tc.TokenAnalysis:
+def curves_on_items(
+    analysis: tc.TokenAnalysis,
+    item_ids: Sequence[str],
+    curves: Dict[str, tuple],
+    settings: Optional[dict] = None,
+) -> tc.TokenAnalysis:
     r"""The items `item_ids` of `analysis` with more curves of mixtures: name -> (alphas, weights on $p$ of
     shape `(N, A)` over the items' positions in the analysis' order), each point's statistics from the oracle's
     columns (rejection $r D_{TV}$, loss $\ell_q + r(\ell_p - \ell_q)$). For weights strictly between 0 and 1
@@ -217,8 +278,11 @@ def curves_on_items(analysis: tc.TokenAnalysis, item_ids: Sequence[str], curves:
     return _restricted(analysis, item_ids, curves, settings or {})
 
 
-def mixture_curves(analysis: tc.TokenAnalysis, item_ids: Optional[Sequence[str]] = None,
-                   alphas: Sequence[float] = tuple(np.linspace(0.0, 1.0, 11))) -> tc.TokenAnalysis:
+def mixture_curves(
+    analysis: tc.TokenAnalysis,
+    item_ids: Optional[Sequence[str]] = None,
+    alphas: Sequence[float] = tuple(np.linspace(0.0, 1.0, 11)),
+) -> tc.TokenAnalysis:
     r"""The items `item_ids` (default all) of `analysis` with the constant mixture's curve `mixture`
     (weight $1 - \alpha$ at every position: transformers' ensemble): a straight line from the drafter
     to the verifier, against which every deferral rule's gain is measured."""
@@ -228,9 +292,16 @@ def mixture_curves(analysis: tc.TokenAnalysis, item_ids: Optional[Sequence[str]]
     return _restricted(analysis, item_ids, {"mixture": (alphas, weights)}, {})
 
 
-def learned_curves(analysis: tc.TokenAnalysis, features: FeatureSet, rule: LearnedRule, item_ids: Sequence[str],
-                   *, alphas: Optional[Sequence[float]] = None, name: str = "learned",
-                   mixture_alphas: Sequence[float] = tuple(np.linspace(0.0, 1.0, 11))) -> tc.TokenAnalysis:
+def learned_curves(
+    analysis: tc.TokenAnalysis,
+    features: FeatureSet,
+    rule: LearnedRule,
+    item_ids: Sequence[str],
+    *,
+    alphas: Optional[Sequence[float]] = None,
+    name: str = "learned",
+    mixture_alphas: Sequence[float] = tuple(np.linspace(0.0, 1.0, 11)),
+) -> tc.TokenAnalysis:
     r"""The items `item_ids` of `analysis` with two more curves: `name` (the learned rule at `alphas`,
     default `learned_alphas`) and `mixture` (the constant weight $1 - \alpha$ at `mixture_alphas`).
 
@@ -239,7 +310,9 @@ def learned_curves(analysis: tc.TokenAnalysis, features: FeatureSet, rule: Learn
     """
     leaked = sorted(set(item_ids) & set(rule.train_items))
     if leaked:
-        raise ValueError(f"item_ids {leaked[:3]} were used to train the rule; evaluate on held-out items only.")
+        raise ValueError(
+            f"item_ids {leaked[:3]} were used to train the rule; evaluate on held-out items only."
+        )
     missing = sorted(set(item_ids) - set(features.item_ids))
     if missing:
         raise ValueError(f"item_ids {missing[:3]} have no features; pick ids from features.item_ids.")
@@ -249,16 +322,26 @@ def learned_curves(analysis: tc.TokenAnalysis, features: FeatureSet, rule: Learn
     row_of = {int(at): k for k, at in enumerate(features.positions)}
     rows = np.array([row_of.get(int(at), -1) for at in positions])
     if (rows < 0).any():
-        raise ValueError("the features do not cover every position of these items; recompute them with feature_pass.")
+        raise ValueError(
+            "the features do not cover every position of these items; recompute them with feature_pass."
+        )
     tv = analysis.oracle[positions, 0]
     gain = rule.gain(features.features[rows])
     learned = np.stack([gain > a * tv for a in alphas], 1).astype(np.float64)
-    mixture = np.broadcast_to(1.0 - np.asarray(mixture_alphas, dtype=np.float64), (len(positions), len(mixture_alphas)))
-    return _restricted(analysis, item_ids, {name: (alphas, learned), "mixture": (mixture_alphas, mixture)},
-                       dict(learned=rule.settings, held_out=list(item_ids)))
+    mixture = np.broadcast_to(
+        1.0 - np.asarray(mixture_alphas, dtype=np.float64), (len(positions), len(mixture_alphas))
+    )
+    return _restricted(
+        analysis,
+        item_ids,
+        {name: (alphas, learned), "mixture": (mixture_alphas, mixture)},
+        dict(learned=rule.settings, held_out=list(item_ids)),
+    )
 
 
-def _curve_numbers(result: tc.TokenAnalysis, curves: Sequence[str], loss: str, rates: np.ndarray, n_grid: int):
+def _curve_numbers(
+    result: tc.TokenAnalysis, curves: Sequence[str], loss: str, rates: np.ndarray, n_grid: int
+):
     """A function of resampled item indices: per curve, its area above the envelope and its loss at `rates`."""
     column, rejection = ta.STATS.index(loss), ta.STATS.index("rejection")
     qc, pc = LOSS_COLUMNS[loss]
@@ -280,48 +363,76 @@ def _curve_numbers(result: tc.TokenAnalysis, curves: Sequence[str], loss: str, r
             inside = (rates >= rej.min() - 1e-12) & (rates <= rej.max() + 1e-12)
             at_rates = np.where(inside, np.interp(rates, rej[sort], val[sort]), np.nan)
             out.append(np.concatenate([[np.trapezoid(gap, axis) if rej.max() > 0 else 0.0], at_rates]))
-        return np.stack(out)                                                   # (curves, 1 + rates)
+        return np.stack(out)  # (curves, 1 + rates)
 
     return statistic
 
 
-def paired_differences(result: tc.TokenAnalysis, against: Sequence[str], *, reference: str = "learned",
-                       loss: str = "expected_01", rates: Sequence[float] = (0.1, 0.2, 0.3), n_resamples: int = 1000,
-                       confidence: float = 0.95, n_grid: int = 201, seed: int = 0) -> List[dict]:
+def paired_differences(
+    result: tc.TokenAnalysis,
+    against: Sequence[str],
+    *,
+    reference: str = "learned",
+    loss: str = "expected_01",
+    rates: Sequence[float] = (0.1, 0.2, 0.3),
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    n_grid: int = 201,
+    seed: int = 0,
+) -> List[dict]:
     """Per rule of `against`: the `reference` curve's (default the learned rule's) area above the envelope
     and loss at each of `rates` minus the rule's, with paired percentile bootstrap intervals over
     `result`'s items (negative: the reference is better). A rate beyond either curve's reach is NaN."""
     if loss not in LOSS_COLUMNS:
         raise ValueError(f"loss={loss!r}: choose one of {', '.join(LOSS_COLUMNS)}.")
-    unknown = [c for c in (reference, *against) if c not in result.grid.alphas or len(result.grid.alphas[c]) < 2]
+    unknown = [
+        c for c in (reference, *against) if c not in result.grid.alphas or len(result.grid.alphas[c]) < 2
+    ]
     if unknown:
-        raise ValueError(f"curves {unknown} are not curves of this result; choose from "
-                         f"{', '.join(c for c, a in result.grid.alphas.items() if len(a) > 1)}.")
+        raise ValueError(
+            f"curves {unknown} are not curves of this result; choose from "
+            f"{', '.join(c for c, a in result.grid.alphas.items() if len(a) > 1)}."
+        )
     rates = np.asarray(rates, dtype=np.float64)
     numbers = _curve_numbers(result, (reference, *against), loss, rates, n_grid)
 
     def difference(idx):
         values = numbers(idx)
-        return (values[:1] - values[1:]).ravel()                           # (against x (1 + rates),)
+        return (values[:1] - values[1:]).ravel()  # (against x (1 + rates),)
 
     point = difference(np.arange(len(result.item_ids)))
     import warnings
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        boot = scipy_stats.bootstrap((np.arange(len(result.item_ids)),), difference, vectorized=False,
-                                     n_resamples=n_resamples, confidence_level=confidence, method="percentile",
-                                     random_state=np.random.default_rng(seed))
+        boot = scipy_stats.bootstrap(
+            (np.arange(len(result.item_ids)),),
+            difference,
+            vectorized=False,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            random_state=np.random.default_rng(seed),
+        )
     shape = (len(against), 1 + len(rates))
-    point, low, high = (x.reshape(shape) for x in (point, boot.confidence_interval.low, boot.confidence_interval.high))
+    point, low, high = (
+        x.reshape(shape) for x in (point, boot.confidence_interval.low, boot.confidence_interval.high)
+    )
     rows = []
     for k, other in enumerate(against):
         row = {"rule": other, "area": (point[k, 0], low[k, 0], high[k, 0])}
-        row.update({f"loss at R={r:g}": (point[k, 1 + j], low[k, 1 + j], high[k, 1 + j]) for j, r in enumerate(rates)})
+        row.update(
+            {
+                f"loss at R={r:g}": (point[k, 1 + j], low[k, 1 + j], high[k, 1 + j])
+                for j, r in enumerate(rates)
+            }
+        )
         rows.append(row)
     return rows
 
 
 # ---- DIVERSED's dynamic weight ---------------------------------------------------------------------
+
 
 def feature_rows(analysis: tc.TokenAnalysis, features: FeatureSet, item_ids: Sequence[str]) -> np.ndarray:
     """Rows of `features` for every position of `item_ids`, in the analysis' position order (the order of
@@ -331,8 +442,10 @@ def feature_rows(analysis: tc.TokenAnalysis, features: FeatureSet, item_ids: Seq
     row_of = {int(at): k for k, at in enumerate(features.positions)}
     rows = np.array([row_of.get(int(at), -1) for at in positions])
     if (rows < 0).any():
-        raise ValueError("the features do not cover every position of these items; pick ids from "
-                         "features.item_ids (or recompute them with deferral_passes.feature_pass).")
+        raise ValueError(
+            "the features do not cover every position of these items; pick ids from "
+            "features.item_ids (or recompute them with deferral_passes.feature_pass)."
+        )
     return rows
 
 
@@ -348,9 +461,10 @@ def _perceptron(n_in: int, hidden: Tuple[int, ...]) -> torch.nn.Sequential:
 @dataclass
 class DynamicWeight:
     """Perceptrons of the weight $w = \\sigma(f(\\phi))$, one per $\\lambda$ of `lambdas` (increasing)."""
+
     lambdas: Tuple[float, ...]
     nets: List[torch.nn.Sequential]
-    mean: np.ndarray                   # the training features' mean and standard deviation (standardisation)
+    mean: np.ndarray  # the training features' mean and standard deviation (standardisation)
     std: np.ndarray
     loss: str
     train_items: List[str]
@@ -361,8 +475,10 @@ class DynamicWeight:
         """$w$ of every perceptron for rows of `deferral_features` `(N, F)`: shape `(N, len(lambdas))`."""
         rows = np.asarray(feature_rows, dtype=np.float64)
         if rows.ndim != 2 or rows.shape[1] != len(df.FEATURES):
-            raise ValueError(f"feature_rows has shape {rows.shape}; pass (N, {len(df.FEATURES)}) rows of "
-                             f"deferral_features ({', '.join(df.FEATURES)}).")
+            raise ValueError(
+                f"feature_rows has shape {rows.shape}; pass (N, {len(df.FEATURES)}) rows of "
+                f"deferral_features ({', '.join(df.FEATURES)})."
+            )
         x = torch.as_tensor((rows - self.mean) / self.std)
         with torch.no_grad():
             return torch.cat([torch.sigmoid(net(x)) for net in self.nets], 1).numpy()
@@ -390,10 +506,18 @@ class DynamicWeight:
         return targets.register_deferral_rule(name, self.weight, span, weight=True)
 
 
-def train_dynamic_weight(analysis: tc.TokenAnalysis, features: FeatureSet, train_ids: Sequence[str], *,
-                         held_out_ids: Sequence[str] = (), loss: str = "expected_01",
-                         hidden: Tuple[int, ...] = (16,), n_lambdas: int = 13, steps: int = 300,
-                         seed: int = 0) -> DynamicWeight:
+def train_dynamic_weight(
+    analysis: tc.TokenAnalysis,
+    features: FeatureSet,
+    train_ids: Sequence[str],
+    *,
+    held_out_ids: Sequence[str] = (),
+    loss: str = "expected_01",
+    hidden: Tuple[int, ...] = (16,),
+    n_lambdas: int = 13,
+    steps: int = 300,
+    seed: int = 0,
+) -> DynamicWeight:
     """Fit one perceptron per $\\lambda$ on the positions of `train_ids` only, minimising $J_\\lambda$ (module
     docstring) by full-batch Adam. The $\\lambda$ grid: quantiles 2% .. 98% of the exact ratio
     $(\\ell_q - \\ell_p) / D_{TV}$ over the training positions (where the best weight switches)."""
@@ -403,8 +527,9 @@ def train_dynamic_weight(analysis: tc.TokenAnalysis, features: FeatureSet, train
     if overlap:
         raise ValueError(f"train_ids and held_out_ids share {overlap[:3]}; split by item (split_items).")
     if n_lambdas < 2:
-        raise ValueError(f"n_lambdas={n_lambdas}: the weight needs at least two values of lambda to "
-                         "interpolate.")
+        raise ValueError(
+            f"n_lambdas={n_lambdas}: the weight needs at least two values of lambda to interpolate."
+        )
     rows = feature_rows(analysis, features, train_ids)
     oracle = analysis.oracle[features.positions[rows]]
     qc, pc = LOSS_COLUMNS[loss]
@@ -433,26 +558,41 @@ def train_dynamic_weight(analysis: tc.TokenAnalysis, features: FeatureSet, train
                 objective.backward()
                 optimiser.step()
             nets.append(net.eval())
-    return DynamicWeight(lambdas, nets, mean, std, loss, sorted(train_ids), int(len(rows)),
-                         dict(hidden=list(hidden), steps=steps, seed=seed, n_lambdas=n_lambdas,
-                              features=list(df.FEATURES)))
+    return DynamicWeight(
+        lambdas,
+        nets,
+        mean,
+        std,
+        loss,
+        sorted(train_ids),
+        int(len(rows)),
+        dict(hidden=list(hidden), steps=steps, seed=seed, n_lambdas=n_lambdas, features=list(df.FEATURES)),
+    )
 
 
-def dynamic_curves(analysis: tc.TokenAnalysis, features: FeatureSet, rule: LearnedRule,
-                   dynamic: DynamicWeight, item_ids: Sequence[str], *,
-                   name: str = "diversed") -> tc.TokenAnalysis:
+def dynamic_curves(
+    analysis: tc.TokenAnalysis,
+    features: FeatureSet,
+    rule: LearnedRule,
+    dynamic: DynamicWeight,
+    item_ids: Sequence[str],
+    *,
+    name: str = "diversed",
+) -> tc.TokenAnalysis:
     """The held-out items `item_ids` with the learned deferral rule's and the constant mixture's curves
     (`learned_curves`) and the dynamic weight's, `name`: one point per trained $\\lambda$
     plus the ends $w \\equiv 1$ and $w \\equiv 0$ (labelled one below and one above the grid)."""
     leaked = sorted(set(item_ids) & set(dynamic.train_items))
     if leaked:
-        raise ValueError(f"item_ids {leaked[:3]} were used to train the weight; evaluate on held-out items "
-                         "only.")
+        raise ValueError(
+            f"item_ids {leaked[:3]} were used to train the weight; evaluate on held-out items only."
+        )
     base = learned_curves(analysis, features, rule, item_ids)
-    w = dynamic.weights(features.features[feature_rows(analysis, features, item_ids)])     # (N, L)
+    w = dynamic.weights(features.features[feature_rows(analysis, features, item_ids)])  # (N, L)
     ends = np.ones((len(w), 1)), np.zeros((len(w), 1))
     lams = dynamic.lambdas
     alphas = (lams[0] - 1.0, *lams, lams[-1] + 1.0)
     weights = np.concatenate([ends[0], w, ends[1]], 1)
-    return curves_on_items(base, list(item_ids), {name: (alphas, weights)},
-                           dict(dynamic_weight=dynamic.settings))
+    return curves_on_items(
+        base, list(item_ids), {name: (alphas, weights)}, dict(dynamic_weight=dynamic.settings)
+    )

@@ -40,6 +40,7 @@ rows measures batching as much as the model. Rows written before the counters ex
 `verifier_calls_by_k`) cannot be priced from their total call counts (a speculative call's $k$
 is not recorded) and are refused: rerun them.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,22 +54,42 @@ from . import intervals
 from ..decoding.calibration import Calibration, rule_block_costs, sweep_rules, target_kind
 from ..decoding.engine import calibrate
 
-__all__ = ["add_rule_block_costs", "signed_error", "LATENCY_COLUMN", "ACCELERATOR_COLUMN", "PRICINGS", "CALL_COLUMNS", "accelerator_calibration",
-           "row_latency", "price_rows", "latency_intervals", "relative_latency", "model_error",
-           "overall_model_error", "calibrate_for_sweep", "load_sweep_calibration", "CALIBRATION_FILE",
-           "counts_calls", "PricedSweep", "price_sweep"]
+__all__ = [
+    "add_rule_block_costs",
+    "signed_error",
+    "LATENCY_COLUMN",
+    "ACCELERATOR_COLUMN",
+    "PRICINGS",
+    "CALL_COLUMNS",
+    "accelerator_calibration",
+    "row_latency",
+    "price_rows",
+    "latency_intervals",
+    "relative_latency",
+    "model_error",
+    "overall_model_error",
+    "calibrate_for_sweep",
+    "load_sweep_calibration",
+    "CALIBRATION_FILE",
+    "counts_calls",
+    "PricedSweep",
+    "price_sweep",
+]
 
 LATENCY_COLUMN = "modelled_latency_s"
 ACCELERATOR_COLUMN = "modelled_latency_accelerator_s"
 #: pricing name -> the column `price_rows` writes, and what it means (for figure captions)
-PRICINGS = {"measured": (LATENCY_COLUMN, "calls priced at this machine's measured costs"),
-            "accelerator": (ACCELERATOR_COLUMN, "the same calls if scoring k tokens cost one step")}
+PRICINGS = {
+    "measured": (LATENCY_COLUMN, "calls priced at this machine's measured costs"),
+    "accelerator": (ACCELERATOR_COLUMN, "the same calls if scoring k tokens cost one step"),
+}
 MODELS = ("drafter", "verifier")
 CALL_COLUMNS = tuple(f"{m}_{c}" for m in MODELS for c in ("calls_by_k", "prefills", "encoder_passes"))
 CALIBRATION_FILE = "calibration.json"
 
 
 # ---- the cost of one call -----------------------------------------------------------------------
+
 
 def _drafter_step(calibration: Calibration, k: int) -> float:
     """$t_q(k)$ without overhead: measured for k = 1 (and 2, if `drafter_k2` was), beyond that the
@@ -86,8 +107,10 @@ def _fixed(calibration: Calibration, kind: str, model: str, n_tokens: Optional[i
     key = f"{kind}_{model}"
     if key not in calibration.samples:
         what = "prefill of a decoder-only" if kind == "prefill" else "encoder pass of an encoder-decoder"
-        raise ValueError(f"the rows count a {what} {model}, but the calibration has no {key!r} "
-                         f"(it holds {sorted(calibration.samples)}); calibrate the pair that made the rows.")
+        raise ValueError(
+            f"the rows count a {what} {model}, but the calibration has no {key!r} "
+            f"(it holds {sorted(calibration.samples)}); calibrate the pair that made the rows."
+        )
     return calibration.prefill_time(key, n_tokens)
 
 
@@ -95,7 +118,10 @@ def accelerator_calibration(calibration: Calibration) -> Calibration:
     """The same machine if every call cost its model's one-token step: $t_p(k) = t_p(1)$,
     $t_q(k) = t_q(1)$, prefills and encoder passes one step of their model; the overhead unchanged."""
     samples = {kind: list(values) for kind, values in calibration.samples.items()}
-    one = {"drafter": list(calibration.samples["drafter_step"]), "verifier": list(calibration.samples["verifier_k1"])}
+    one = {
+        "drafter": list(calibration.samples["drafter_step"]),
+        "verifier": list(calibration.samples["verifier_k1"]),
+    }
     for kind in samples:
         if kind.startswith("verifier_k"):
             samples[kind] = one["verifier"]
@@ -103,19 +129,31 @@ def accelerator_calibration(calibration: Calibration) -> Calibration:
             samples[kind] = one["drafter"]
         elif kind.startswith(("prefill_", "encoder_")):
             samples[kind] = one[kind.split("_", 1)[1].partition("@")[0]]
-    return Calibration(**{**calibration.to_dict(), "samples": samples,
-                          "note": "accelerator pricing: every call costs one step of its model"})
+    return Calibration(
+        **{
+            **calibration.to_dict(),
+            "samples": samples,
+            "note": "accelerator pricing: every call costs one step of its model",
+        }
+    )
 
 
 # ---- pricing rows -------------------------------------------------------------------------------
 
+
 def _counts(row: Mapping, model: str):
     by_k = row.get(f"{model}_calls_by_k")
-    if by_k is None or isinstance(by_k, float):   # a missing cell of a DataFrame reads NaN
-        raise ValueError(f"row {row.get('config', '?')} / {row.get('example_id', '?')} has no {model}_calls_by_k: it "
-                         "was written before rows counted calls by tokens fed, and its total call counts do not say "
-                         "what a speculative call cost. Rerun it (an empty results folder, or a new one).")
-    return [int(c) for c in by_k], int(row.get(f"{model}_prefills", 0)), int(row.get(f"{model}_encoder_passes", 0))
+    if by_k is None or isinstance(by_k, float):  # a missing cell of a DataFrame reads NaN
+        raise ValueError(
+            f"row {row.get('config', '?')} / {row.get('example_id', '?')} has no {model}_calls_by_k: it "
+            "was written before rows counted calls by tokens fed, and its total call counts do not say "
+            "what a speculative call cost. Rerun it (an empty results folder, or a new one)."
+        )
+    return (
+        [int(c) for c in by_k],
+        int(row.get(f"{model}_prefills", 0)),
+        int(row.get(f"{model}_encoder_passes", 0)),
+    )
 
 
 def row_latency(row: Mapping, calibration: Calibration) -> float:
@@ -124,7 +162,9 @@ def row_latency(row: Mapping, calibration: Calibration) -> float:
     per-block overhead for every verifier call (see the module docstring)."""
     overhead = calibration.overhead_s
     n_prompt = row.get("prompt_tokens")
-    n_prompt = None if n_prompt is None or isinstance(n_prompt, float) and math.isnan(n_prompt) else int(n_prompt)
+    n_prompt = (
+        None if n_prompt is None or isinstance(n_prompt, float) and math.isnan(n_prompt) else int(n_prompt)
+    )
     total = 0.0
     for model in MODELS:
         by_k, prefills, encoder_passes = _counts(row, model)
@@ -134,7 +174,9 @@ def row_latency(row: Mapping, calibration: Calibration) -> float:
             total += encoder_passes * _fixed(calibration, "encoder", model, n_prompt)
         total += sum(c * (_step(calibration, model, k) + overhead) for k, c in enumerate(by_k, start=1) if c)
         if model == "verifier" and row.get("method") == "speculative":
-            block = calibration.block_overhead_for(str(row.get("rule")), int(row.get("gamma", 1)), row.get("beta", 1.0))
+            block = calibration.block_overhead_for(
+                str(row.get("rule")), int(row.get("gamma", 1)), row.get("beta", 1.0)
+            )
             total += (sum(by_k) + prefills) * block
     return total
 
@@ -145,21 +187,26 @@ def _as_table(rows) -> pd.DataFrame:
     return pd.DataFrame(list(rows))
 
 
-def price_rows(rows: Union[pd.DataFrame, Iterable[Mapping]], calibration: Calibration, *,
-               accelerator: bool = True) -> pd.DataFrame:
+def price_rows(
+    rows: Union[pd.DataFrame, Iterable[Mapping]], calibration: Calibration, *, accelerator: bool = True
+) -> pd.DataFrame:
     """A copy of `rows` with `modelled_latency_s` (the calibration as measured) and, unless told not
     to, `modelled_latency_accelerator_s` (`accelerator_calibration`). Rows without per-call counts
     are refused with the reason (see `row_latency`)."""
     if not isinstance(calibration, Calibration):
-        raise TypeError(f"calibration must be a tutorial_lib.decoding.calibration.Calibration (calibrate_for_sweep or Calibration.load), "
-                        f"not {type(calibration).__name__}.")
+        raise TypeError(
+            f"calibration must be a tutorial_lib.decoding.calibration.Calibration (calibrate_for_sweep or Calibration.load), "
+            f"not {type(calibration).__name__}."
+        )
     table = _as_table(rows)
     if table.empty:
         raise ValueError("no rows to price.")
     missing = [c for c in ("drafter_calls_by_k", "verifier_calls_by_k") if c not in table.columns]
     if missing:
-        raise ValueError(f"the rows have no {' or '.join(missing)}: they were written before rows counted calls by "
-                         "tokens fed, so their latency cannot be priced. Rerun the sweep into an empty results folder.")
+        raise ValueError(
+            f"the rows have no {' or '.join(missing)}: they were written before rows counted calls by "
+            "tokens fed, so their latency cannot be priced. Rerun the sweep into an empty results folder."
+        )
     records = table.to_dict("records")
     table[LATENCY_COLUMN] = [row_latency(r, calibration) for r in records]
     if accelerator:
@@ -170,16 +217,27 @@ def price_rows(rows: Union[pd.DataFrame, Iterable[Mapping]], calibration: Calibr
 
 # ---- intervals and the check against wall time ---------------------------------------------------
 
+
 def _check_columns(table: pd.DataFrame, columns: Sequence[str]) -> None:
     missing = [c for c in columns if c not in table.columns]
     if missing:
-        hint = " (price the rows first: price_rows(rows, calibration))" \
-            if {LATENCY_COLUMN, ACCELERATOR_COLUMN} & set(missing) else ""
+        hint = (
+            " (price the rows first: price_rows(rows, calibration))"
+            if {LATENCY_COLUMN, ACCELERATOR_COLUMN} & set(missing)
+            else ""
+        )
         raise ValueError(f"the rows have no column {', '.join(missing)}{hint}.")
 
 
-def latency_intervals(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("task", "config"),
-                      confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+def latency_intervals(
+    rows: pd.DataFrame,
+    *,
+    column: str = LATENCY_COLUMN,
+    by: Sequence[str] = ("task", "config"),
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Per configuration (`by`), the mean of `column` over its items with a `confidence` percentile
     bootstrap interval (`intervals.mean_interval`, `n_resamples` resamples of the items). Rows whose
     values are all equal get that value as both ends; a single item gets no interval (NaN): `intervals`."""
@@ -188,14 +246,30 @@ def latency_intervals(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: S
     out = []
     for key, group in table.groupby(list(by), sort=False, dropna=False):
         values = group[column].to_numpy(dtype=float)
-        _, low, high = intervals.mean_interval(values, confidence=confidence, n_resamples=n_resamples, seed=seed)
-        out.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "n_items": len(values),
-                    "mean_s": float(values.mean()), "ci_low_s": low, "ci_high_s": high})
+        _, low, high = intervals.mean_interval(
+            values, confidence=confidence, n_resamples=n_resamples, seed=seed
+        )
+        out.append(
+            {
+                **dict(zip(by, key if isinstance(key, tuple) else (key,))),
+                "n_items": len(values),
+                "mean_s": float(values.mean()),
+                "ci_low_s": low,
+                "ci_high_s": high,
+            }
+        )
     return pd.DataFrame(out)
 
 
-def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, reference_method: str = "verifier",
-                     confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+def relative_latency(
+    rows: pd.DataFrame,
+    *,
+    column: str = LATENCY_COLUMN,
+    reference_method: str = "verifier",
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Per (task, config), mean latency over the mean latency of the `reference_method` configuration
     of the same task and temperature on the same items, with a paired bootstrap interval over items
     (resampling items, both configurations together: `intervals.ratio_of_means`, total over total)."""
@@ -205,17 +279,30 @@ def relative_latency(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, refere
     for (task, temperature), block in table.groupby(["task", "temperature"], sort=False):
         reference = block[block["method"] == reference_method]
         if reference["config"].nunique() != 1:
-            raise ValueError(f"task {task!r} at T = {temperature:g} has {reference['config'].nunique()} "
-                             f"{reference_method!r} configurations; relative latency needs exactly one.")
+            raise ValueError(
+                f"task {task!r} at T = {temperature:g} has {reference['config'].nunique()} "
+                f"{reference_method!r} configurations; relative latency needs exactly one."
+            )
         base = reference.set_index("example_id")[column]
         for config, group in block.groupby("config", sort=False):
             mine = group.set_index("example_id")[column]
             items = mine.index.intersection(base.index)
             x, y = mine.loc[items].to_numpy(float), base.loc[items].to_numpy(float)
-            _, low, high = intervals.ratio_of_means(x, y, confidence=confidence, n_resamples=n_resamples, seed=seed)
-            out.append({"task": task, "temperature": temperature, "config": config,
-                        "label": group["label"].iloc[0] if "label" in group else config, "n_items": len(items),
-                        "relative_latency": float(x.mean() / y.mean()), "ci_low": low, "ci_high": high})
+            _, low, high = intervals.ratio_of_means(
+                x, y, confidence=confidence, n_resamples=n_resamples, seed=seed
+            )
+            out.append(
+                {
+                    "task": task,
+                    "temperature": temperature,
+                    "config": config,
+                    "label": group["label"].iloc[0] if "label" in group else config,
+                    "n_items": len(items),
+                    "relative_latency": float(x.mean() / y.mean()),
+                    "ci_low": low,
+                    "ci_high": high,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -227,15 +314,20 @@ def _relative_errors(table: pd.DataFrame, column: str) -> pd.Series:
     return (table[column].astype(float) - wall).abs() / wall
 
 
-def model_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN,
-                by: Sequence[str] = ("task", "config")) -> pd.DataFrame:
+def model_error(
+    rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("task", "config")
+) -> pd.DataFrame:
     """Per configuration: the median absolute relative error $|L - W| / W$ of the modelled latency
     $L$ against the measured wall time $W$ over its rows, and the two medians themselves."""
     table = _as_table(rows)
     table["abs_rel_error"] = _relative_errors(table, column)
     grouped = table.groupby(list(by), sort=False, dropna=False)
-    out = grouped.agg(n_items=("abs_rel_error", "size"), median_abs_rel_error=("abs_rel_error", "median"),
-                      median_modelled_s=(column, "median"), median_wall_s=("wall_time_s", "median"))
+    out = grouped.agg(
+        n_items=("abs_rel_error", "size"),
+        median_abs_rel_error=("abs_rel_error", "median"),
+        median_modelled_s=(column, "median"),
+        median_wall_s=("wall_time_s", "median"),
+    )
     if "label" in table:
         out.insert(0, "label", grouped["label"].first())
     return out.reset_index()
@@ -248,11 +340,14 @@ def overall_model_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN) -> 
 
 # ---- the calibration of a sweep -------------------------------------------------------------------
 
+
 def _sweep_path(sweep) -> Path:
     if isinstance(sweep, pd.DataFrame):
         if "path" not in sweep.attrs:
-            raise ValueError("this table does not say which sweep folder it came from; pass the folder "
-                             "(run_sweep's table has it in .attrs['path']).")
+            raise ValueError(
+                "this table does not say which sweep folder it came from; pass the folder "
+                "(run_sweep's table has it in .attrs['path'])."
+            )
         return Path(sweep.attrs["path"])
     return Path(getattr(sweep, "path", sweep))
 
@@ -262,8 +357,10 @@ def load_sweep_calibration(sweep) -> Calibration:
     `Sweep`, or `run_sweep`'s table."""
     path = _sweep_path(sweep) / CALIBRATION_FILE
     if not path.exists():
-        raise FileNotFoundError(f"no {CALIBRATION_FILE} in {path.parent}; run calibrate_for_sweep(pair, ...) with "
-                                "the models loaded, on the machine that ran the sweep.")
+        raise FileNotFoundError(
+            f"no {CALIBRATION_FILE} in {path.parent}; run calibrate_for_sweep(pair, ...) with "
+            "the models loaded, on the machine that ran the sweep."
+        )
     return Calibration.load(path)
 
 
@@ -272,6 +369,7 @@ def _prompt_lengths(folder: Path) -> Dict[str, int]:
     10% and 90% quantiles over all of them, so that a prefill is measured at well-spread lengths
     (empty without rows)."""
     from ..sweeps import rows_file
+
     lengths: Dict[str, List[int]] = {}
     for r in rows_file.read_folder_rows(folder):  # rows.jsonl and each process's rows file
         if r.get("prompt_tokens"):
@@ -294,6 +392,7 @@ def _rules_at(rows: pd.DataFrame, gammas) -> List[tuple]:
 
 def _saved_rows(folder: Path) -> pd.DataFrame:
     from ..sweeps import rows_file
+
     rows = rows_file.read_folder_rows(folder)  # rows.jsonl and each process's rows file
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["method", "rule", "beta", "alpha", "gamma"])
 
@@ -302,9 +401,12 @@ def _needed_k(gammas: Sequence) -> int:
     if isinstance(gammas, (int, str)):
         gammas = [gammas]
     fixed = [g for g in gammas if not isinstance(g, str)]
-    if any(isinstance(g, bool) or not isinstance(g, int) or g < 1 for g in fixed) or \
-            any(g != "auto" for g in gammas if isinstance(g, str)):
-        raise ValueError(f"gammas={gammas!r}: pass the block sizes the sweep uses (whole numbers >= 1, or 'auto').")
+    if any(isinstance(g, bool) or not isinstance(g, int) or g < 1 for g in fixed) or any(
+        g != "auto" for g in gammas if isinstance(g, str)
+    ):
+        raise ValueError(
+            f"gammas={gammas!r}: pass the block sizes the sweep uses (whole numbers >= 1, or 'auto')."
+        )
     # gamma="auto" picks sizes up to the calibration's max_k - 1; 8 is `calibrate`'s default
     return max([g + 1 for g in fixed] + ([8] if len(fixed) < len(gammas) else []) + [2])
 
@@ -327,9 +429,17 @@ def _fits(calibration: Calibration, drafter, verifier, max_k: int) -> List[str]:
 SWEEP_CALIBRATION_SHARE, SWEEP_CALIBRATION_SECONDS = 0.1, 60.0
 
 
-def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 5,
-                        context_tokens: Optional[int] = None, recalibrate: bool = False,
-                        progress: bool = True, min_seconds: Optional[float] = None) -> Calibration:
+def calibrate_for_sweep(
+    pair,
+    sweep,
+    gammas: Sequence = (1,),
+    *,
+    repeats: int = 5,
+    context_tokens: Optional[int] = None,
+    recalibrate: bool = False,
+    progress: bool = True,
+    min_seconds: Optional[float] = None,
+) -> Calibration:
     """The calibration of a sweep's pair, measured once and stored as `<folder>/calibration.json`.
 
     `sweep` is the sweep's folder, a `Sweep` or `run_sweep`'s table; `gammas` the block sizes it runs
@@ -358,15 +468,19 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
         problems = _fits(stored, drafter, verifier, max_k)
         if not problems:
             missing = [r for r in rules if target_kind(r[0], r[3], r[1]) not in stored.samples]
-            if missing and loaded:   # measured before rules were priced apart: add their block costs
-                stored = rule_block_costs(stored, missing, int(verifier.vocab_size), repeats=repeats, progress=progress)
+            if missing and loaded:  # measured before rules were priced apart: add their block costs
+                stored = rule_block_costs(
+                    stored, missing, int(verifier.vocab_size), repeats=repeats, progress=progress
+                )
                 stored.save(path)
             return stored
         how = "pass recalibrate=True to measure again" if loaded else "calibrate again with the models loaded"
         raise ValueError(f"{path} does not fit this sweep ({'; '.join(problems)}): {how}.")
     if not loaded:
-        raise FileNotFoundError(f"no {CALIBRATION_FILE} in {folder} and the models are not loaded; run "
-                                "calibrate_for_sweep with the sweep's models on the machine that ran it.")
+        raise FileNotFoundError(
+            f"no {CALIBRATION_FILE} in {folder} and the models are not loaded; run "
+            "calibrate_for_sweep with the sweep's models on the machine that ran it."
+        )
     by_task = _prompt_lengths(folder)
     medians = [v for k, v in by_task.items() if k not in ("q10", "q90")]
     context = context_tokens or (int(np.median(medians)) if medians else 64)
@@ -374,12 +488,24 @@ def calibrate_for_sweep(pair, sweep, gammas: Sequence = (1,), *, repeats: int = 
         saved = _saved_rows(folder)
         spent = float(saved["wall_time_s"].sum()) if "wall_time_s" in saved else 0.0
         min_seconds = min(SWEEP_CALIBRATION_SECONDS, SWEEP_CALIBRATION_SHARE * spent)
-    calibration = calibrate(drafter, verifier, max_k=max_k, repeats=repeats, context_tokens=int(context),
-                            prefill_lengths=sorted(set(by_task.values())), progress=progress, min_seconds=min_seconds)
+    calibration = calibrate(
+        drafter,
+        verifier,
+        max_k=max_k,
+        repeats=repeats,
+        context_tokens=int(context),
+        prefill_lengths=sorted(set(by_task.values())),
+        progress=progress,
+        min_seconds=min_seconds,
+    )
     rounds = len(next(iter(calibration.samples.values())))
-    calibration = rule_block_costs(calibration, rules, int(verifier.vocab_size), repeats=repeats, progress=progress)
-    calibration.note = (f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}; "
-                        f"{rounds} rounds over at least {min_seconds:.3g} s")
+    calibration = rule_block_costs(
+        calibration, rules, int(verifier.vocab_size), repeats=repeats, progress=progress
+    )
+    calibration.note = (
+        f"calibrate_for_sweep: gammas {list(gammas) if not isinstance(gammas, (int, str)) else gammas}; "
+        f"{rounds} rounds over at least {min_seconds:.3g} s"
+    )
     calibration.save(path)
     return calibration
 
@@ -394,6 +520,7 @@ def counts_calls(rows: pd.DataFrame) -> bool:
 class PricedSweep(NamedTuple):
     """A sweep's rows priced (`rows` with the pricing columns, and the `calibration` that priced them), or
     left as they were (`calibration` None) with the reason in `why_not`."""
+
     rows: pd.DataFrame
     calibration: Optional[Calibration]
     why_not: Optional[str]
@@ -406,8 +533,10 @@ def price_sweep(pair, rows: pd.DataFrame, gammas: Sequence = (1,), *, required: 
     rows as they are with the reason in `why_not`; `required=True` raises instead (batched wall times are no
     latencies, so a batched run has nothing to fall back on)."""
     if not counts_calls(rows):
-        why = ("these rows were written before rows counted their calls by tokens fed, so the cost model "
-               "cannot price them; rerun the sweep into an empty results folder to price it")
+        why = (
+            "these rows were written before rows counted their calls by tokens fed, so the cost model "
+            "cannot price them; rerun the sweep into an empty results folder to price it"
+        )
         if required:
             raise ValueError(why)
         return PricedSweep(rows, None, why)
@@ -420,7 +549,9 @@ def price_sweep(pair, rows: pd.DataFrame, gammas: Sequence = (1,), *, required: 
     return PricedSweep(price_rows(rows, calibration), calibration, None)
 
 
-def add_rule_block_costs(sweep, vocab_size: int, *, also=None, repeats: int = 30, progress: bool = True) -> Calibration:
+def add_rule_block_costs(
+    sweep, vocab_size: int, *, also=None, repeats: int = 30, progress: bool = True
+) -> Calibration:
     """Add each rule's block cost (`calibration.rule_block_costs`) to the calibration stored with a
     sweep, for the rules and gammas of its saved rows and of the rows `also` (a table priced with the
     same calibration, such as a run's batch-size-1 latency rows), and store it again. No model is
@@ -439,7 +570,9 @@ def add_rule_block_costs(sweep, vocab_size: int, *, also=None, repeats: int = 30
     return calibration
 
 
-def signed_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("label",)) -> pd.DataFrame:
+def signed_error(
+    rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequence[str] = ("label",)
+) -> pd.DataFrame:
     """Per method (`by`, default the curve's label): the signed relative error $(L - W) / W$ of the
     modelled latency $L$ against the measured wall time $W$ over its rows, as its median and
     quartiles (negative: the model is faster than the clock), and the number of rows."""
@@ -450,6 +583,12 @@ def signed_error(rows: pd.DataFrame, *, column: str = LATENCY_COLUMN, by: Sequen
         raise ValueError("some rows have wall_time_s <= 0; the relative error needs measured times.")
     table["signed_error"] = (table[column].astype(float) - wall) / wall
     grouped = table.groupby(list(by), sort=False, dropna=False)["signed_error"]
-    out = pd.DataFrame({"n_rows": grouped.size(), "q25": grouped.quantile(0.25), "median": grouped.median(),
-                        "q75": grouped.quantile(0.75)})
+    out = pd.DataFrame(
+        {
+            "n_rows": grouped.size(),
+            "q25": grouped.quantile(0.25),
+            "median": grouped.median(),
+            "q75": grouped.quantile(0.75),
+        }
+    )
     return out.reset_index()

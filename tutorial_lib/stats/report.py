@@ -20,6 +20,7 @@ The notebooks show these tables with their own cells and glue the numbers their 
 (`lessons.notebook.glue_values`); nothing here writes sentences. The Gemma-style run's claims are also set
 beside those of the run it replaced (`GEMMA_EARLIER_RUN`, `claims.compare_claims`).
 """
+
 from __future__ import annotations
 
 import io
@@ -29,15 +30,39 @@ from typing import Dict, Optional
 
 import pandas as pd
 
-from ..sweeps.result_files import (RESULTS_STAMP, ResultFilesChanged, check_result_files, results_stamp,
-                                   write_results_stamp)
+from ..sweeps.result_files import (
+    RESULTS_STAMP,
+    ResultFilesChanged,
+    check_result_files,
+    results_stamp,
+    write_results_stamp,
+)
 
 from .analysis import distinct_runs, same_calls, same_texts_as
 
-__all__ = ["T5_RUN", "GEMMA_RUN", "GEMMA_LATENCY_RUN", "GEMMA_EARLIER_RUN", "GEMMA_RENAMED_TASKS", "AIM",
-           "GRID_RESAMPLES", "write_t5_results", "write_t5_facts", "t5_stamp", "write_gemma_results", "gemma_results",
-           "gemma_tables", "write_tables", "saved_gemma_run", "ResultFilesChanged",
-           "check_result_files", "write_results_stamp", "T5_RESULT_FILES", "distinct_runs", "same_texts_as"]
+__all__ = [
+    "T5_RUN",
+    "GEMMA_RUN",
+    "GEMMA_LATENCY_RUN",
+    "GEMMA_EARLIER_RUN",
+    "GEMMA_RENAMED_TASKS",
+    "AIM",
+    "GRID_RESAMPLES",
+    "write_t5_results",
+    "write_t5_facts",
+    "t5_stamp",
+    "write_gemma_results",
+    "gemma_results",
+    "gemma_tables",
+    "write_tables",
+    "saved_gemma_run",
+    "ResultFilesChanged",
+    "check_result_files",
+    "write_results_stamp",
+    "T5_RESULT_FILES",
+    "distinct_runs",
+    "same_texts_as",
+]
 
 #: the committed runs the results pages show (folder names under data/results/)
 T5_RUN = "t5-offline-b9b8c2dcad8e"
@@ -56,6 +81,7 @@ AIM = 0.05
 
 # ---- writing the result files (the notebooks call these) ----------------------------------------
 
+
 def _relative_total(rows: pd.DataFrame, label: str, temperature: float, column: str) -> float:
     part = rows[rows["temperature"] == temperature]
     verifier = part.loc[part["method"] == "verifier", column].sum()
@@ -67,10 +93,19 @@ _T5_TABLES = ("claims", "signed_error", "verdicts_by_c", "flip_points")
 T5_RESULT_FILES = (*(f"{name}.csv" for name in _T5_TABLES), "facts.json")
 
 
-def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamples: int = 2000,
-                     grid_resamples: int = GRID_RESAMPLES, table: Optional[pd.DataFrame] = None,
-                     progress: bool = True, clock_rows: Optional[pd.DataFrame] = None,
-                     recompute: bool = False) -> Dict[str, pd.DataFrame]:
+def write_t5_results(
+    rows: pd.DataFrame,
+    tasks,
+    folder,
+    calibration,
+    *,
+    n_resamples: int = 2000,
+    grid_resamples: int = GRID_RESAMPLES,
+    table: Optional[pd.DataFrame] = None,
+    progress: bool = True,
+    clock_rows: Optional[pd.DataFrame] = None,
+    recompute: bool = False,
+) -> Dict[str, pd.DataFrame]:
     """The T5 run's result files (module docstring) from its priced rows; returns the tables. `clock_rows`:
     priced rows decoded at batch size 1 for the signed error against the clock, where `rows` were batched
     (their wall times are shares of a batch); None: `rows` themselves.
@@ -80,9 +115,18 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     committed run recomputes nothing. Read back only if each file still has the SHA-256 recorded when it
     was written: else `ResultFilesChanged`, naming the files (`recompute=True` computes them again)."""
     from . import claims, hardware, pricing
+
     folder = Path(folder)
-    stamp = t5_stamp(rows, tasks, folder, calibration, table=table, clock_rows=clock_rows, n_resamples=n_resamples,
-                     grid_resamples=grid_resamples)
+    stamp = t5_stamp(
+        rows,
+        tasks,
+        folder,
+        calibration,
+        table=table,
+        clock_rows=clock_rows,
+        n_resamples=n_resamples,
+        grid_resamples=grid_resamples,
+    )
     stamp_path = folder / RESULTS_STAMP
     try:
         kept = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
@@ -91,9 +135,14 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     if not recompute and isinstance(kept, dict) and kept.get("t5_results") == stamp:
         # the same inputs: the files must be the ones computed from them; edited ones are refused, not
         # recomputed in place, so an edit is never shown and never quietly overwritten
-        checked = check_result_files(folder, T5_RESULT_FILES, recompute=(
-            "report.write_t5_results(..., recompute=True), or delete "
-            f"{stamp_path} and run notebook 06 again (minutes)"))
+        checked = check_result_files(
+            folder,
+            T5_RESULT_FILES,
+            recompute=(
+                "report.write_t5_results(..., recompute=True), or delete "
+                f"{stamp_path} and run notebook 06 again (minutes)"
+            ),
+        )
         return {name: pd.read_csv(io.BytesIO(checked[f"{name}.csv"])) for name in _T5_TABLES}
     column = pricing.LATENCY_COLUMN
     claims_table = claims.t5_claims(rows, tasks, cost=column, n_resamples=n_resamples)
@@ -102,87 +151,147 @@ def write_t5_results(rows: pd.DataFrame, tasks, folder, calibration, *, n_resamp
     errors.to_csv(folder / "signed_error.csv", index=False)
     machine = hardware.machine_c(calibration)
     grid = hardware.verdict_grid(
-        rows, calibration, lambda priced, cost: claims.t5_claims(priced, tasks, cost=cost, n_resamples=grid_resamples),
-        extra_points={"this machine": machine, "paper's T5 pair (estimate)": hardware.PAPER_T5_C}, progress=progress)
+        rows,
+        calibration,
+        lambda priced, cost: claims.t5_claims(priced, tasks, cost=cost, n_resamples=grid_resamples),
+        extra_points={"this machine": machine, "paper's T5 pair (estimate)": hardware.PAPER_T5_C},
+        progress=progress,
+    )
     grid.to_csv(folder / "verdicts_by_c.csv", index=False)
     flips = hardware.flip_points(grid)
     flips.to_csv(folder / "flip_points.csv", index=False)
     write_t5_facts(rows, folder, calibration, table=table, grid_resamples=grid_resamples)
     write_results_stamp(folder, stamp, T5_RESULT_FILES, "t5_results")
-    return _read_tables(folder, _T5_TABLES)   # as read back, so a computed and a reused run return alike
+    return _read_tables(folder, _T5_TABLES)  # as read back, so a computed and a reused run return alike
 
 
-def t5_stamp(rows: pd.DataFrame, tasks, folder, calibration, *, table: Optional[pd.DataFrame] = None,
-             clock_rows: Optional[pd.DataFrame] = None, n_resamples: int = 2000,
-             grid_resamples: int = GRID_RESAMPLES) -> str:
+def t5_stamp(
+    rows: pd.DataFrame,
+    tasks,
+    folder,
+    calibration,
+    *,
+    table: Optional[pd.DataFrame] = None,
+    clock_rows: Optional[pd.DataFrame] = None,
+    n_resamples: int = 2000,
+    grid_resamples: int = GRID_RESAMPLES,
+) -> str:
     """What `write_t5_results` records its files as computed from (`sweeps.result_files.results_stamp`): the
     rows files and calibration of the sweep and of its clock rows, `table`, the settings and the code."""
     folder = Path(folder)
     clock_folder = (clock_rows if clock_rows is not None else rows).attrs.get("path", folder)
-    return results_stamp([folder, clock_folder], table, calibration=calibration.to_dict(), n_resamples=n_resamples,
-                         grid_resamples=grid_resamples, rows=len(rows), tasks=[getattr(t, "name", str(t)) for t in tasks],
-                         clock_wall_s=None if clock_rows is None else float(clock_rows["wall_time_s"].sum()))
+    return results_stamp(
+        [folder, clock_folder],
+        table,
+        calibration=calibration.to_dict(),
+        n_resamples=n_resamples,
+        grid_resamples=grid_resamples,
+        rows=len(rows),
+        tasks=[getattr(t, "name", str(t)) for t in tasks],
+        clock_wall_s=None if clock_rows is None else float(clock_rows["wall_time_s"].sum()),
+    )
 
 
 def _read_tables(folder: Path, names) -> Dict[str, pd.DataFrame]:
     return {name: pd.read_csv(folder / f"{name}.csv") for name in names}
 
 
-def write_t5_facts(rows: pd.DataFrame, folder, calibration, *, table: Optional[pd.DataFrame] = None,
-                   grid_resamples: int = GRID_RESAMPLES) -> dict:
+def write_t5_facts(
+    rows: pd.DataFrame,
+    folder,
+    calibration,
+    *,
+    table: Optional[pd.DataFrame] = None,
+    grid_resamples: int = GRID_RESAMPLES,
+) -> dict:
     """`facts.json` of the T5 run: the numbers its README sentences quote (cost ratio, step times,
     SpecDecode's relative latency, configurations with the same calls, distinct runs at `T = 0`, the
     speculative methods' extra latency at the verifier's quality from `table`)."""
     from . import hardware, pricing
+
     column = pricing.LATENCY_COLUMN
-    per_rule = rows[(rows["method"] == "speculative") & (rows["temperature"] == 0.0)].groupby("label")["config"].nunique()
-    facts = {"c": hardware.machine_c(calibration), "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
-             "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False),
-             "spec_relative_latency": {str(t): _relative_total(rows, "SpecDecode", t, column)
-                                       for t in sorted(set(rows["temperature"]))},
-             "same_calls_T0": same_calls(rows, 0.0), "distinct_runs_T0": distinct_runs(rows, 0.0),
-             "configurations_per_rule": int(per_rule.max()) if len(per_rule) else 0,   # 0: no T = 0 rows
-             "configurations_T0": {label: int(n) for label, n in per_rule.items() if label != "SpecDecode"},
-             "not_run_T0": sorted(set(rows.loc[(rows["method"] == "speculative") & (rows["temperature"] != 0.0), "label"])
-                                  - set(per_rule.index)),
-             "same_as_diff_T0": {label: same_texts_as(rows, label, "SpecCascade [Diff]", 0.0)
-                                 for label in ("SpecCascade [OPT]", "SpecCascade [Token-V1]")},
-             "paper_c": hardware.PAPER_T5_C,
-             "paper_c_source": hardware.PAPER_T5_SOURCE, "grid_resamples": grid_resamples}
+    per_rule = (
+        rows[(rows["method"] == "speculative") & (rows["temperature"] == 0.0)]
+        .groupby("label")["config"]
+        .nunique()
+    )
+    facts = {
+        "c": hardware.machine_c(calibration),
+        "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
+        "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False),
+        "spec_relative_latency": {
+            str(t): _relative_total(rows, "SpecDecode", t, column) for t in sorted(set(rows["temperature"]))
+        },
+        "same_calls_T0": same_calls(rows, 0.0),
+        "distinct_runs_T0": distinct_runs(rows, 0.0),
+        "configurations_per_rule": int(per_rule.max()) if len(per_rule) else 0,  # 0: no T = 0 rows
+        "configurations_T0": {label: int(n) for label, n in per_rule.items() if label != "SpecDecode"},
+        "not_run_T0": sorted(
+            set(rows.loc[(rows["method"] == "speculative") & (rows["temperature"] != 0.0), "label"])
+            - set(per_rule.index)
+        ),
+        "same_as_diff_T0": {
+            label: same_texts_as(rows, label, "SpecCascade [Diff]", 0.0)
+            for label in ("SpecCascade [OPT]", "SpecCascade [Token-V1]")
+        },
+        "paper_c": hardware.PAPER_T5_C,
+        "paper_c_source": hardware.PAPER_T5_SOURCE,
+        "grid_resamples": grid_resamples,
+    }
     if table is not None:
-        cold = table[(table["temperature"] == 0.0) & table["method"].str.startswith(("SpecCascade", "SpecDecode", "Lossy",
-                                                                                      "BiLD*"))]
+        cold = table[
+            (table["temperature"] == 0.0)
+            & table["method"].str.startswith(("SpecCascade", "SpecDecode", "Lossy", "BiLD*"))
+        ]
         reached = pd.to_numeric(cold["reduction_at_verifier_quality"], errors="coerce").dropna()
         facts["speculative_extra_latency_T0"] = [float(-reached.max()), float(-reached.min())]
     path = Path(folder) / "facts.json"
-    if path.exists():   # how the sweep was run is said once, when it ran; a redraw keeps it
-        facts = {**facts, **{k: v for k, v in json.loads(path.read_text()).items() if k == "run"}}   # where it was: last
+    if path.exists():  # how the sweep was run is said once, when it ran; a redraw keeps it
+        facts = {
+            **facts,
+            **{k: v for k, v in json.loads(path.read_text()).items() if k == "run"},
+        }  # where it was: last
     path.write_text(json.dumps(facts, indent=1))
     return facts
 
 
-def gemma_tables(rows: pd.DataFrame, tasks, *, cost: Optional[str] = None, n_resamples: int = 2000
-                 ) -> Dict[str, pd.DataFrame]:
+def gemma_tables(
+    rows: pd.DataFrame, tasks, *, cost: Optional[str] = None, n_resamples: int = 2000
+) -> Dict[str, pd.DataFrame]:
     """The tables notebook 07 shows before its claims, as kept beside the rows: `answer_lengths` (with the
     priced `cost` per answer where given), `paired_differences`, `table` (the paper's table on the
     rejection-rate axis) and `summary` (every point, with each rule's curve ends)."""
     from . import analysis, curve_bootstrap, paired
-    return {"answer_lengths": analysis.answer_lengths(rows, tasks, cost=cost),
-            "paired_differences": paired.paired_differences(rows, tasks, n_resamples=n_resamples),
-            "table": curve_bootstrap.curve_table(rows, tasks, cost="rejection_rate", n_resamples=n_resamples),
-            "summary": analysis.with_rule_ends(analysis.summarize(rows))}
+
+    return {
+        "answer_lengths": analysis.answer_lengths(rows, tasks, cost=cost),
+        "paired_differences": paired.paired_differences(rows, tasks, n_resamples=n_resamples),
+        "table": curve_bootstrap.curve_table(rows, tasks, cost="rejection_rate", n_resamples=n_resamples),
+        "summary": analysis.with_rule_ends(analysis.summarize(rows)),
+    }
 
 
-def gemma_results(rows: pd.DataFrame, tasks, calibration, latency_rows: pd.DataFrame, *, t5_rows=None,
-                  t5_tasks=None, n_resamples: int = 2000, progress: bool = True,
-                  second_seed: Optional[pd.DataFrame] = None) -> Dict[str, object]:
+def gemma_results(
+    rows: pd.DataFrame,
+    tasks,
+    calibration,
+    latency_rows: pd.DataFrame,
+    *,
+    t5_rows=None,
+    t5_tasks=None,
+    n_resamples: int = 2000,
+    progress: bool = True,
+    second_seed: Optional[pd.DataFrame] = None,
+) -> Dict[str, object]:
     """The Gemma-style run's claims and latency files (module docstring), computed, not written:
     `latency_rows` are its batch-size-1 latency rows, priced with `calibration`; `second_seed`: the
     verifier's and SpecDecode's rows with a second seed set (`reruns.second_seed_rows`), for the noise
     floor. The values are tables, and `facts` a dict."""
     from . import analysis, claims, hardware, paired, pricing
-    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples,
-                                       second_seed=second_seed)
+
+    claims_table = claims.gemma_claims(
+        rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples, second_seed=second_seed
+    )
     floors = paired.same_law_floor(rows, tasks, second_seed=second_seed, n_resamples=n_resamples)
     column = pricing.LATENCY_COLUMN
     by_task = analysis.latency_view(latency_rows, latency=column, tasks=tasks, n_resamples=n_resamples)
@@ -193,24 +302,59 @@ def gemma_results(rows: pd.DataFrame, tasks, calibration, latency_rows: pd.DataF
         table = hardware.latency_claims(priced, column=cost, n_resamples=GRID_RESAMPLES)
         return table[table["task"] == analysis.POOLED]
 
-    grid = hardware.verdict_grid(latency_rows, calibration, pooled_claims,
-                                 extra_points={"this machine": machine,
-                                               "paper's T5 pair (estimate)": hardware.PAPER_T5_C}, progress=progress)
+    grid = hardware.verdict_grid(
+        latency_rows,
+        calibration,
+        pooled_claims,
+        extra_points={"this machine": machine, "paper's T5 pair (estimate)": hardware.PAPER_T5_C},
+        progress=progress,
+    )
     flips = hardware.flip_points(grid, keys=("claim", "temperature"))
-    facts = {"c": machine, "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
-             "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False), "grid_resamples": GRID_RESAMPLES,
-             "latency_items": int(latency_rows.groupby("task")["example_id"].nunique().sum()),
-             "paper_c": hardware.PAPER_T5_C, "paper_c_source": hardware.PAPER_T5_SOURCE}
-    return {"claims": claims_table, "noise_floor": floors, "latency_by_task": by_task, "signed_error": errors,
-            "verdicts_by_c": grid, "flip_points": flips, "facts": facts}
+    facts = {
+        "c": machine,
+        "drafter_step_ms": 1e3 * calibration.t_q(with_overhead=False),
+        "verifier_step_ms": 1e3 * calibration.t_p(1, with_overhead=False),
+        "grid_resamples": GRID_RESAMPLES,
+        "latency_items": int(latency_rows.groupby("task")["example_id"].nunique().sum()),
+        "paper_c": hardware.PAPER_T5_C,
+        "paper_c_source": hardware.PAPER_T5_SOURCE,
+    }
+    return {
+        "claims": claims_table,
+        "noise_floor": floors,
+        "latency_by_task": by_task,
+        "signed_error": errors,
+        "verdicts_by_c": grid,
+        "flip_points": flips,
+        "facts": facts,
+    }
 
 
-def write_gemma_results(rows: pd.DataFrame, tasks, folder, calibration, latency_rows: pd.DataFrame, *,
-                        t5_rows=None, t5_tasks=None, n_resamples: int = 2000, progress: bool = True,
-                        second_seed: Optional[pd.DataFrame] = None) -> Dict[str, object]:
+def write_gemma_results(
+    rows: pd.DataFrame,
+    tasks,
+    folder,
+    calibration,
+    latency_rows: pd.DataFrame,
+    *,
+    t5_rows=None,
+    t5_tasks=None,
+    n_resamples: int = 2000,
+    progress: bool = True,
+    second_seed: Optional[pd.DataFrame] = None,
+) -> Dict[str, object]:
     """`gemma_results`, each written beside the rows in `folder` (`<name>.csv`, `facts.json`); returns them."""
-    results = gemma_results(rows, tasks, calibration, latency_rows, t5_rows=t5_rows, t5_tasks=t5_tasks,
-                            n_resamples=n_resamples, progress=progress, second_seed=second_seed)
+    results = gemma_results(
+        rows,
+        tasks,
+        calibration,
+        latency_rows,
+        t5_rows=t5_rows,
+        t5_tasks=t5_tasks,
+        n_resamples=n_resamples,
+        progress=progress,
+        second_seed=second_seed,
+    )
     write_tables(folder, results)
     return results
 
@@ -232,22 +376,45 @@ def saved_gemma_run(profile: str, *, results_dir=None) -> Dict[str, object]:
     from . import analysis, pricing
     from ..sweeps import evaluation as ev
     from ..sweeps import reruns
+
     settings = reruns.gemma_profile(profile)
     name = f"gemma-{settings['profile']}"
     pair = reruns.saved_pair(name, settings, results_dir=results_dir)
     tasks = reruns.gemma_tasks(settings)
-    rows = ev.run_sweep(pair, tasks, reruns.gemma_configs(settings), name=name, root=results_dir, runner="batch",
-                        batch_size=settings["batch_size"], extra_config=reruns.run_config(settings), progress=False)
+    rows = ev.run_sweep(
+        pair,
+        tasks,
+        reruns.gemma_configs(settings),
+        name=name,
+        root=results_dir,
+        runner="batch",
+        batch_size=settings["batch_size"],
+        extra_config=reruns.run_config(settings),
+        progress=False,
+    )
     rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["latency_gammas"], required=True)
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
-    latency_rows = ev.run_sweep(reruns.latency_pair(settings, pair, results_dir=results_dir), latency_tasks,
-                                reruns.latency_configs(settings), name=f"{name}-latency", root=results_dir,
-                                runner="single", extra_config=reruns.latency_run_config(settings),
-                                progress=False)
+    latency_rows = ev.run_sweep(
+        reruns.latency_pair(settings, pair, results_dir=results_dir),
+        latency_tasks,
+        reruns.latency_configs(settings),
+        name=f"{name}-latency",
+        root=results_dir,
+        runner="single",
+        extra_config=reruns.latency_run_config(settings),
+        progress=False,
+    )
     try:
         t5_rows, t5_tasks, _ = analysis.saved_t5_run("offline", results_dir=results_dir)
     except (FileNotFoundError, ev.MissingRowsError):
         t5_rows = t5_tasks = None
-    return {"settings": settings, "tasks": tasks, "rows": rows, "calibration": calibration,
-            "latency_rows": pricing.price_rows(latency_rows, calibration), "t5_rows": t5_rows, "t5_tasks": t5_tasks,
-            "second_seed": reruns.second_seed_rows(settings, results_dir=results_dir)}
+    return {
+        "settings": settings,
+        "tasks": tasks,
+        "rows": rows,
+        "calibration": calibration,
+        "latency_rows": pricing.price_rows(latency_rows, calibration),
+        "t5_rows": t5_rows,
+        "t5_tasks": t5_tasks,
+        "second_seed": reruns.second_seed_rows(settings, results_dir=results_dir),
+    }

@@ -7,6 +7,7 @@ the exact teacher-forced expectation of `ToyWorld.evaluate(prefixes="truth")`. I
 ratio estimator's, $\mathrm{se} = \mathrm{sd}(s_i - \hat\mu\, n_i)\,\sqrt{m} / \sum_i n_i$ over the $m$ answers,
 and $z = (\hat\mu - \mu) / \mathrm{se}$.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,15 @@ from ..models.adapter import ModelPair, load_model, load_pair
 from ..models.layer_skip import layer_skip_drafter, split_layers
 from . import token_curves as tc
 
-__all__ = ["TOKEN_PROFILES", "GREEDY_LIMITS", "token_profile", "load_profile_pair", "ranking", "below_envelope",
-           "toy_world_check"]
+__all__ = [
+    "TOKEN_PROFILES",
+    "GREEDY_LIMITS",
+    "token_profile",
+    "load_profile_pair",
+    "ranking",
+    "below_envelope",
+    "toy_world_check",
+]
 
 #: Notebook 08's profiles: the Qwen pair on every offline item, or SmolLM2 drafting with its first 16 layers (CI).
 TOKEN_PROFILES = {
@@ -43,7 +51,7 @@ def load_profile_pair(settings: dict) -> ModelPair:
     """The profile's pair in float32; a drafter named `<verifier>:layers=N` is the verifier's first N layers."""
     drafter = settings["drafter"]
     base, n_layers = split_layers(drafter)
-    if n_layers is not None and base == settings["verifier"]:   # the verifier's weights, loaded once
+    if n_layers is not None and base == settings["verifier"]:  # the verifier's weights, loaded once
         verifier = load_model(settings["verifier"], dtype="float32")
         return ModelPair(layer_skip_drafter(verifier, n_layers), verifier)
     return load_pair(drafter, settings["verifier"], dtype="float32")
@@ -78,13 +86,26 @@ def toy_world_check(world, result: "tc.TokenAnalysis") -> pd.DataFrame:
         if rule == "lossy" and alpha >= 1:
             continue
         exact = world.evaluate(rule, alpha, beta=beta, prefixes="truth")
-        for column, value in (("rejection", exact.rejection_rate), ("expected_01", exact.zero_one_loss),
-                              ("log_loss", exact.log_loss), ("deferral", exact.deferral_rate)):
+        for column, value in (
+            ("rejection", exact.rejection_rate),
+            ("expected_01", exact.zero_one_loss),
+            ("log_loss", exact.log_loss),
+            ("deferral", exact.deferral_rate),
+        ):
             if math.isnan(value):
                 continue
             s = result.sums[:, j, ta.STATS.index(column)]
             mean = s.sum() / n.sum()
             se = np.std(s - mean * n, ddof=1) * math.sqrt(len(n)) / n.sum()
-            rows.append({"curve": curve, "alpha": alpha, "statistic": column, "exact": value, "module": mean,
-                         "se": se, "z": (mean - value) / se if se > 0 else 0.0})
+            rows.append(
+                {
+                    "curve": curve,
+                    "alpha": alpha,
+                    "statistic": column,
+                    "exact": value,
+                    "module": mean,
+                    "se": se,
+                    "z": (mean - value) / se if se > 0 else 0.0,
+                }
+            )
     return pd.DataFrame(rows)

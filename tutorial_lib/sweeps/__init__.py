@@ -8,9 +8,10 @@ r"""The harness: tasks x configurations, run and kept (priced by `stats.pricing`
 - `launch`     - the command line that runs a rerun profile's sweep, split over the processes it is launched as.
 - `result_files` - a run's result files stamped with their inputs and SHA-256, checked before they are shown.
 """
+
 import importlib
 
-__all__ = ['configs', 'evaluation', 'launch', 'processes', 'reruns', 'result_files', 'rows_file']
+__all__ = ["configs", "evaluation", "launch", "processes", "reruns", "result_files", "rows_file"]
 
 
 def __getattr__(name: str):

@@ -16,6 +16,7 @@ its own GPU; the run's folder records the device as given, so all processes writ
 A launch that ends with rows of its plan missing (a process stopped early, another writer on the
 folder) prints how many and which, and exits with status 3; the same command then computes only those.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,26 +39,45 @@ def _device(device: str, processes: pr.Processes) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     """Run (or resume) a rerun profile's sweep, split over the processes it was launched as."""
-    parser = argparse.ArgumentParser(prog="python -m tutorial_lib.sweeps.launch",
-                                     description="Run a rerun profile's sweep, split over the processes of "
-                                                 "`accelerate launch` (or one process).")
-    parser.add_argument("--rerun", choices=["t5", "gemma"], required=True,
-                        help="t5: notebook 06's sweep (batch size 1); gemma: notebook 07's batched sweep")
+    parser = argparse.ArgumentParser(
+        prog="python -m tutorial_lib.sweeps.launch",
+        description="Run a rerun profile's sweep, split over the processes of "
+        "`accelerate launch` (or one process).",
+    )
+    parser.add_argument(
+        "--rerun",
+        choices=["t5", "gemma"],
+        required=True,
+        help="t5: notebook 06's sweep (batch size 1); gemma: notebook 07's batched sweep",
+    )
     parser.add_argument("--profile", required=True, help="a profile of reruns.T5_PROFILES / GEMMA_PROFILES")
-    parser.add_argument("--root", default=None, help="results folder (default: $TUTORIAL_LIB_RESULTS or data/results)")
+    parser.add_argument(
+        "--root", default=None, help="results folder (default: $TUTORIAL_LIB_RESULTS or data/results)"
+    )
     parser.add_argument("--items", type=int, default=None, help="only the first N items of each task")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads per process (default: torch's)")
-    parser.add_argument("--device", default=None, help="cpu or cuda instead of the profile's device (cuda: among "
-                                                           "several processes, each its own GPU)")
-    parser.add_argument("--device-map", default=None,
-                        help="passed to from_pretrained for both models, e.g. auto: one model over several devices")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads per process (default: torch's)"
+    )
+    parser.add_argument(
+        "--device",
+        default=None,
+        help="cpu or cuda instead of the profile's device (cuda: among several processes, each its own GPU)",
+    )
+    parser.add_argument(
+        "--device-map",
+        default=None,
+        help="passed to from_pretrained for both models, e.g. auto: one model over several devices",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
 
     import torch
+
     profiles = reruns.T5_PROFILES if args.rerun == "t5" else reruns.GEMMA_PROFILES
     if args.profile not in profiles:
-        parser.error(f"--profile {args.profile!r} is not a {args.rerun} profile; choose one of {', '.join(profiles)}")
+        parser.error(
+            f"--profile {args.profile!r} is not a {args.rerun} profile; choose one of {', '.join(profiles)}"
+        )
     if args.items is not None and args.items < 1:
         parser.error(f"--items {args.items}: pass a whole number >= 1, or leave it out for the profile's own")
     if args.threads is not None:
@@ -77,6 +97,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         budget = reruns.t5_training_budget(settings)
         if budget is not None:  # trained once, by the first process of each host; the others then load it
             from ..models import synthetic_t5
+
             if processes.local_index == 0:
                 synthetic_t5.train_t5_pair(budget=budget, progress=not args.no_progress)
             processes.wait()
@@ -88,16 +109,28 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         options = {"runner": "batch", "batch_size": settings["batch_size"]}
     name = f"{args.rerun}-{settings['profile']}"
     try:
-        rows = ev.run_sweep(pair, tasks, configs, name=name, root=args.root, seed=settings.get("seed", 0),
-                            extra_config=reruns.run_config(settings), progress=not args.no_progress,
-                            processes=processes, **options)
+        rows = ev.run_sweep(
+            pair,
+            tasks,
+            configs,
+            name=name,
+            root=args.root,
+            seed=settings.get("seed", 0),
+            extra_config=reruns.run_config(settings),
+            progress=not args.no_progress,
+            processes=processes,
+            **options,
+        )
     except ev.IncompleteSweepError as error:
         # a launcher reads the exit status, not the table: a partial run must not look finished
         print(f"process {processes.index + 1} of {processes.count}: {error}", file=sys.stderr, flush=True)
         raise SystemExit(3) from None
     if processes.index == 0:
-        print(f"{len(rows)} rows of {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items in "
-              f"{rows.attrs['path']} ({processes.count} process{'es' if processes.count > 1 else ''})", flush=True)
+        print(
+            f"{len(rows)} rows of {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items in "
+            f"{rows.attrs['path']} ({processes.count} process{'es' if processes.count > 1 else ''})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ the memory and go about N times as fast; on GPUs, one model pair per GPU (`Proce
 `sweeps.launch` is the command line that runs a rerun profile's sweep so:
 `accelerate launch --multi_gpu --num_processes 2 -m tutorial_lib.sweeps.launch --rerun t5 --profile smoke`.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,7 +62,9 @@ def share(units: Sequence[T], index: int, count: int) -> List[T]:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{label}={value!r}: pass a whole number.")
     if count < 1 or not 0 <= index < count:
-        raise ValueError(f"index={index}, count={count}: a process index runs from 0 to count - 1, and count >= 1.")
+        raise ValueError(
+            f"index={index}, count={count}: a process index runs from 0 to count - 1, and count >= 1."
+        )
     return list(units)[index::count]
 
 
@@ -70,6 +73,7 @@ class Processes:
     """This process's place among the processes that run one sweep: `index` of `count`
     (`local_index` on its host); `wait()` returns once every process has called it; `device` is the
     accelerator this process should use (None: whatever the caller chooses)."""
+
     index: int = 0
     count: int = 1
     local_index: int = 0
@@ -79,8 +83,10 @@ class Processes:
     def __post_init__(self):
         share([], self.index, self.count)  # checks index and count
         if self.count > 1 and self.barrier is None:
-            raise ValueError("several processes need a barrier (a function that returns once every process has "
-                             "called it), e.g. accelerate's PartialState().wait_for_everyone; use current_processes().")
+            raise ValueError(
+                "several processes need a barrier (a function that returns once every process has "
+                "called it), e.g. accelerate's PartialState().wait_for_everyone; use current_processes()."
+            )
 
     def wait(self) -> None:
         if self.barrier is not None:
@@ -97,7 +103,11 @@ class Processes:
     @property
     def rows_names(self) -> List[str]:
         """The rows files the processes of this run append to."""
-        return [rows_file.ROWS_NAME] if self.count == 1 else [rows_file.process_rows_name(k) for k in range(self.count)]
+        return (
+            [rows_file.ROWS_NAME]
+            if self.count == 1
+            else [rows_file.process_rows_name(k) for k in range(self.count)]
+        )
 
 
 def launched_processes() -> int:
@@ -107,8 +117,10 @@ def launched_processes() -> int:
         value = os.environ.get(name)
         if value:
             if not value.strip().isdigit() or int(value) < 1:
-                raise ValueError(f"the environment variable {name}={value!r} is not a number of processes; unset it "
-                                 "or launch with accelerate launch / torchrun, which set it.")
+                raise ValueError(
+                    f"the environment variable {name}={value!r} is not a number of processes; unset it "
+                    "or launch with accelerate launch / torchrun, which set it."
+                )
             return int(value)
     return 1
 
@@ -124,16 +136,21 @@ def current_processes() -> Processes:
         import torch
         from accelerate import PartialState
     except ImportError as error:
-        raise ImportError(f"this process was launched as one of {launched_processes()}, and splitting a sweep between "
-                          f"them needs accelerate ({error}); pip install accelerate, or run one process.") from error
+        raise ImportError(
+            f"this process was launched as one of {launched_processes()}, and splitting a sweep between "
+            f"them needs accelerate ({error}); pip install accelerate, or run one process."
+        ) from error
     cpu = os.environ.get("ACCELERATE_USE_CPU", "").lower() in ("1", "true") or not torch.cuda.is_available()
     gpus = 0 if cpu else torch.cuda.device_count()
     shared = 0 < gpus < int(os.environ.get("LOCAL_WORLD_SIZE", launched_processes()))
     state = PartialState(cpu=cpu or shared, timeout=BARRIER_TIMEOUT)
     if state.num_processes != launched_processes():
-        raise RuntimeError(f"the launcher started {launched_processes()} processes but accelerate sees "
-                           f"{state.num_processes}; launch with `accelerate launch --multi_gpu --num_processes N` "
-                           "(its --cpu flag starts one process) or torchrun --nproc_per_node N.")
+        raise RuntimeError(
+            f"the launcher started {launched_processes()} processes but accelerate sees "
+            f"{state.num_processes}; launch with `accelerate launch --multi_gpu --num_processes N` "
+            "(its --cpu flag starts one process) or torchrun --nproc_per_node N."
+        )
     device = f"cuda:{state.local_process_index % gpus}" if shared else str(state.device)
-    return Processes(state.process_index, state.num_processes, state.local_process_index, device,
-                     state.wait_for_everyone)
+    return Processes(
+        state.process_index, state.num_processes, state.local_process_index, device, state.wait_for_everyone
+    )

@@ -6,6 +6,7 @@ and how to compute them again, so an edited or damaged result is never shown as 
 silently recomputed under its name. `stats.report.write_t5_results` writes and reads the T5 run's files
 through these.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,8 +14,13 @@ import json
 from pathlib import Path
 from typing import Dict, Optional
 
-__all__ = ["RESULTS_STAMP", "ResultFilesChanged", "results_stamp", "write_results_stamp",
-           "check_result_files"]
+__all__ = [
+    "RESULTS_STAMP",
+    "ResultFilesChanged",
+    "results_stamp",
+    "write_results_stamp",
+    "check_result_files",
+]
 
 #: Beside a run's result files: what they were computed from (`results_stamp`) and, per file, the
 #: SHA-256 it had when written, checked before the files are shown again (`check_result_files`).
@@ -32,6 +38,7 @@ def results_stamp(folders, table=None, **settings) -> str:
     them, the settings, and the source of the code that computes the files (the `stats` and `maths` wings, the
     calibration): a change to any of them computes the files again."""
     from .rows_file import folder_rows_paths
+
     digest = hashlib.sha256()
     for folder in dict.fromkeys(Path(f) for f in folders):
         for path in [*folder_rows_paths(folder), folder / "calibration.json"]:
@@ -39,8 +46,11 @@ def results_stamp(folders, table=None, **settings) -> str:
     digest.update(b"-" if table is None else table.to_json(orient="split", double_precision=15).encode())
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     package = Path(__file__).resolve().parents[1]
-    sources = [*package.glob("stats/*.py"), *package.glob("maths/*.py"),
-               package / "decoding" / "calibration.py"]
+    sources = [
+        *package.glob("stats/*.py"),
+        *package.glob("maths/*.py"),
+        package / "decoding" / "calibration.py",
+    ]
     for source in sorted(sources):
         digest.update(source.name.encode() + source.read_bytes())
     return digest.hexdigest()
@@ -87,5 +97,6 @@ def check_result_files(folder, files, *, recompute: str = "") -> Dict[str, bytes
             f"The result files in {folder} are not those written with their stamp ({RESULTS_STAMP}), so they "
             "are not shown as this run's results:\n  " + "\n  ".join(differ) + "\nA committed run: restore "
             f"them with `git checkout -- {folder}`. Else compute them again from the rows"
-            + (f": {recompute}." if recompute else "."))
+            + (f": {recompute}." if recompute else ".")
+        )
     return contents

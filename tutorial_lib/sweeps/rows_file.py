@@ -29,6 +29,7 @@ one of each.
 file, `rows.process-<k>.jsonl` (`process_rows_name`), beside `rows.jsonl`; `folder_rows_paths` lists a
 folder's rows files, which read together as one run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -40,9 +41,22 @@ import warnings
 from pathlib import Path
 from typing import Iterable, List, Optional, Tuple
 
-__all__ = ["RowsFileError", "read_rows", "read_numbered_rows", "append_rows", "set_aside_bad_lines", "corrupt_path",
-           "check_rows", "unique_rows", "REQUIRED_KEYS", "RESULT_KEYS", "ROWS_NAME", "process_rows_name",
-           "folder_rows_paths", "read_folder_rows"]
+__all__ = [
+    "RowsFileError",
+    "read_rows",
+    "read_numbered_rows",
+    "append_rows",
+    "set_aside_bad_lines",
+    "corrupt_path",
+    "check_rows",
+    "unique_rows",
+    "REQUIRED_KEYS",
+    "RESULT_KEYS",
+    "ROWS_NAME",
+    "process_rows_name",
+    "folder_rows_paths",
+    "read_folder_rows",
+]
 
 #: What every row must carry: it keys the row in its sweep.
 REQUIRED_KEYS = ("task", "config", "example_id")
@@ -74,7 +88,11 @@ def folder_rows_paths(folder: os.PathLike) -> List[Path]:
     """A sweep folder's rows files: `rows.jsonl` first (listed even when missing: it reads as no rows),
     then every other `rows.<writer>.jsonl` (one per process of a split sweep), sorted by name."""
     folder = Path(folder)
-    extra = sorted(path for path in folder.glob("rows.*.jsonl") if path.name != ROWS_NAME) if folder.is_dir() else []
+    extra = (
+        sorted(path for path in folder.glob("rows.*.jsonl") if path.name != ROWS_NAME)
+        if folder.is_dir()
+        else []
+    )
     return [folder / ROWS_NAME, *extra]
 
 
@@ -129,16 +147,23 @@ def row_problem(row) -> str:
 def _error(path: Path, number: int, problem: str, *, set_aside: bool = True) -> RowsFileError:
     """`set_aside=False` for a row that parses but is wrong here (`check_rows`): only deleting or fixing
     it repairs the file."""
-    repair = (f", or run `tutorial_lib.sweeps.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every malformed "
-              f"line to {corrupt_path(path).name} and keeps the rest" if set_aside else "")
+    repair = (
+        f", or run `tutorial_lib.sweeps.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every malformed "
+        f"line to {corrupt_path(path).name} and keeps the rest"
+        if set_aside
+        else ""
+    )
     return RowsFileError(
         f"{path}, line {number} {problem}. Each line of a rows file is one row (a JSON object). To repair it, "
-        f"delete or fix line {number} (the sweep redoes a missing row){repair}.")
+        f"delete or fix line {number} (the sweep redoes a missing row){repair}."
+    )
 
 
 def _not_a_file(path: Path) -> RowsFileError:
-    return RowsFileError(f"{path} is a folder, not a rows file; move it away (the sweep then starts a new rows file) "
-                         "or point the sweep at another results folder.")
+    return RowsFileError(
+        f"{path} is a folder, not a rows file; move it away (the sweep then starts a new rows file) "
+        "or point the sweep at another results folder."
+    )
 
 
 @contextlib.contextmanager
@@ -186,9 +211,12 @@ def read_numbered_rows(path: os.PathLike) -> List[Tuple[int, dict]]:
         if row is not None:
             rows.append((number, row))
         elif cut and number == len(lines) and not ends_in_newline:
-            warnings.warn(f"{path}, line {number} was cut short by an interruption (no newline, not a whole row); "
-                          f"it is skipped and the sweep redoes it (the next append moves it to "
-                          f"{corrupt_path(path).name}).", stacklevel=3)
+            warnings.warn(
+                f"{path}, line {number} was cut short by an interruption (no newline, not a whole row); "
+                f"it is skipped and the sweep redoes it (the next append moves it to "
+                f"{corrupt_path(path).name}).",
+                stacklevel=3,
+            )
         else:
             raise _error(path, number, problem)
     return rows
@@ -200,8 +228,9 @@ def read_rows(path: os.PathLike) -> List[dict]:
     return [row for _, row in read_numbered_rows(path)]
 
 
-def check_rows(numbered: Iterable[Tuple[int, dict]], path: os.PathLike, *,
-               example_ids: Optional[dict] = None) -> None:
+def check_rows(
+    numbered: Iterable[Tuple[int, dict]], path: os.PathLike, *, example_ids: Optional[dict] = None
+) -> None:
     """Raise `RowsFileError` (naming the file and the line) for a row written twice with different
     results (`RESULT_KEYS`), or, where `example_ids` maps a task name to its example ids, for a row of
     that task whose example id the task does not have."""
@@ -210,15 +239,25 @@ def check_rows(numbered: Iterable[Tuple[int, dict]], path: os.PathLike, *,
     for number, row in numbered:
         task, example_id = row["task"], row["example_id"]
         if example_ids is not None and task in example_ids and example_id not in example_ids[task]:
-            raise _error(path, number, f"is a row of task {task!r} for example_id={example_id!r}, which that task "
-                                       f"does not have (a row of another task or of an edited task)", set_aside=False)
+            raise _error(
+                path,
+                number,
+                f"is a row of task {task!r} for example_id={example_id!r}, which that task "
+                f"does not have (a row of another task or of an edited task)",
+                set_aside=False,
+            )
         key = (task, row["config"], example_id)
         if key in first_seen:
             earlier_number, earlier = first_seen[key]
             differing = [name for name in RESULT_KEYS if earlier.get(name) != row.get(name)]
             if differing:
-                raise _error(path, number, f"repeats the row of line {earlier_number} ({task}, {row['config']}, "
-                                           f"{example_id}) with another {' and '.join(differing)}", set_aside=False)
+                raise _error(
+                    path,
+                    number,
+                    f"repeats the row of line {earlier_number} ({task}, {row['config']}, "
+                    f"{example_id}) with another {' and '.join(differing)}",
+                    set_aside=False,
+                )
         else:
             first_seen[key] = (number, row)
 
@@ -245,7 +284,7 @@ def _tail(handle) -> Tuple[int, bytes]:
         tail = handle.read(step) + tail
         cut = tail.rfind(b"\n")
         if cut >= 0:
-            return start + cut + 1, tail[cut + 1:]
+            return start + cut + 1, tail[cut + 1 :]
     return 0, tail
 
 
@@ -286,8 +325,11 @@ def append_rows(path: os.PathLike, rows: Iterable[dict]) -> None:
                     aside.flush()
                     os.fsync(aside.fileno())
                 handle.truncate(offset)
-                warnings.warn(f"{path}: its last line was cut short by an interruption; it was moved to "
-                              f"{corrupt_path(path)} and the sweep redoes that row.", stacklevel=2)
+                warnings.warn(
+                    f"{path}: its last line was cut short by an interruption; it was moved to "
+                    f"{corrupt_path(path)} and the sweep redoes that row.",
+                    stacklevel=2,
+                )
         handle.seek(0, os.SEEK_END)
         handle.write(prefix + "".join(lines).encode("utf-8"))
         handle.flush()

@@ -12,9 +12,23 @@ r"""What the models are asked, and how their answers are scored.
 - `judge_worker`        - the judge's work on one report, in a worker with a CPU and memory budget.
 - `plain_data`          - the tagged plain values that cross the sandbox's boundary.
 """
+
 import importlib
 
-__all__ = ['arithmetic_problems', 'hub_tasks', 'humaneval', 'isolation', 'judge', 'judge_worker', 'metrics', 'plain_data', 'sandbox', 'sandbox_child', 'task_prompts', 'tasksets']
+__all__ = [
+    "arithmetic_problems",
+    "hub_tasks",
+    "humaneval",
+    "isolation",
+    "judge",
+    "judge_worker",
+    "metrics",
+    "plain_data",
+    "sandbox",
+    "sandbox_child",
+    "task_prompts",
+    "tasksets",
+]
 
 
 def __getattr__(name: str):

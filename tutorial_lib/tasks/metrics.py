@@ -44,6 +44,7 @@ Where a standard package exists it computes the number; nothing here re-implemen
 `tutorial_lib.tasks.tasksets` (`{"id", "prompt", "references", "info"}`); each scorer first cleans the
 reply the way its prompts expect (first line for short answers, code block for code, ...).
 """
+
 from __future__ import annotations
 
 import math
@@ -65,7 +66,8 @@ from . import humaneval
 PROMPT_LABELS = ("Question:", "Q:", "Passage:", "Article:", "English:", "Task:", "Problem:", "Tests:")
 _ANSWER_PREFIX = re.compile(
     r"^\s*(?:\*\*)?(?:final answer|short answer|answer|a|german|translation|summary)\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def cut_at_next_item(text: str) -> str:
@@ -86,7 +88,9 @@ def first_answer_line(text: str) -> str:
     if not isinstance(text, str):
         raise ValueError(f"a model reply must be a str, got {type(text).__name__}")
     for line in text.strip().splitlines():
-        line = _ANSWER_PREFIX.sub("", line).strip().strip("*_`").strip()  # markdown emphasis around the answer
+        line = (
+            _ANSWER_PREFIX.sub("", line).strip().strip("*_`").strip()
+        )  # markdown emphasis around the answer
         if line:
             return line
     return ""
@@ -100,6 +104,7 @@ def clean_summary(text: str) -> str:
 # --------------------------------------------------------------------------------------------------
 # BLEU and ROUGE-2 (packages)
 # --------------------------------------------------------------------------------------------------
+
 
 def _as_reference_list(references: str | Sequence[str]) -> list[str]:
     if isinstance(references, str):
@@ -118,8 +123,10 @@ def bleu(hypotheses: Sequence[str], references_list: Sequence[str | Sequence[str
     hypotheses = list(hypotheses)
     per_item = [_as_reference_list(references) for references in references_list]
     if len(hypotheses) != len(per_item) or not hypotheses:
-        raise ValueError(f"need one reference entry per hypothesis and at least one item; got "
-                         f"{len(hypotheses)} hypotheses and {len(per_item)} reference entries")
+        raise ValueError(
+            f"need one reference entry per hypothesis and at least one item; got "
+            f"{len(hypotheses)} hypotheses and {len(per_item)} reference entries"
+        )
     if not all(isinstance(hypothesis, str) for hypothesis in hypotheses):
         raise ValueError("every hypothesis must be a str")
     return float(sacrebleu.corpus_bleu(hypotheses, _reference_streams(per_item)).score)
@@ -136,6 +143,7 @@ def _reference_streams(references_list: Sequence[str | Sequence[str]]) -> list:
 @lru_cache(maxsize=1)
 def _bleu_metric():
     from sacrebleu.metrics import BLEU
+
     return BLEU()  # corpus_bleu's defaults: 13a tokenisation, no smoothing, n = 1..4
 
 
@@ -145,12 +153,15 @@ def bleu_statistics(hypotheses: Sequence[str], references_list: Sequence[str | S
     (`_extract_corpus_statistics`, what `sacrebleu.corpus_bleu` sums and its paired bootstrap resamples).
     Corpus BLEU of any multiset of items is `bleu_from_statistics` of their rows."""
     import numpy as np
+
     if isinstance(hypotheses, str):
         raise ValueError("hypotheses must be a list of str, one per item")
     hypotheses = list(hypotheses)
     if len(hypotheses) != len(references_list) or not hypotheses:
-        raise ValueError(f"need one reference entry per hypothesis and at least one item; got "
-                         f"{len(hypotheses)} hypotheses and {len(references_list)} reference entries")
+        raise ValueError(
+            f"need one reference entry per hypothesis and at least one item; got "
+            f"{len(hypotheses)} hypotheses and {len(references_list)} reference entries"
+        )
     if not all(isinstance(hypothesis, str) for hypothesis in hypotheses):
         raise ValueError("every hypothesis must be a str")
     stats = _bleu_metric()._extract_corpus_statistics(hypotheses, _reference_streams(references_list))
@@ -161,6 +172,7 @@ def bleu_from_statistics(stats) -> float:
     """Corpus BLEU (0-100) from `bleu_statistics` rows (summed over items; one summed row also works),
     by sacrebleu's own `BLEU._compute_score_from_stats`."""
     import numpy as np
+
     stats = np.asarray(stats)
     total = stats.sum(0) if stats.ndim == 2 else stats
     return float(_bleu_metric()._compute_score_from_stats(total.tolist()).score)
@@ -181,6 +193,7 @@ def sentence_bleu(hypothesis: str, references: str | Sequence[str]) -> float:
 @lru_cache(maxsize=1)
 def _rouge2_scorer():
     from rouge_score import rouge_scorer
+
     return rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
 
 
@@ -189,7 +202,9 @@ def rouge2(hypothesis: str, references: str | Sequence[str]) -> float:
     if not isinstance(hypothesis, str):
         raise ValueError(f"hypothesis must be a str, got {type(hypothesis).__name__}")
     scorer = _rouge2_scorer()
-    return max(scorer.score(reference, hypothesis)["rouge2"].fmeasure for reference in _as_reference_list(references))
+    return max(
+        scorer.score(reference, hypothesis)["rouge2"].fmeasure for reference in _as_reference_list(references)
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -199,8 +214,10 @@ def rouge2(hypothesis: str, references: str | Sequence[str]) -> float:
 # A number: optional minus (not right after a word character, so "5-3" is not "-3"), optional "$",
 # digits with thousands commas ("1,234") or plain digits, optional decimals. A trailing "." is not
 # part of it ("is 42." -> 42).
-_NUMBER = (r"(?:(?P<sign>(?<![\w.])-)\s?)?(?:\$\s?(?P<sign2>-)?)?"  # "-3", "-$3", "$-3"; not the "-" of "5-3"
-           r"(?P<digits>(?<![\d.,])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|(?<![\d.])\.\d+)")
+_NUMBER = (
+    r"(?:(?P<sign>(?<![\w.])-)\s?)?(?:\$\s?(?P<sign2>-)?)?"  # "-3", "-$3", "$-3"; not the "-" of "5-3"
+    r"(?P<digits>(?<![\d.,])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?|(?<![\d.])\.\d+)"
+)
 _NUMBER_RE = re.compile(_NUMBER)
 _HASHES_RE = re.compile(r"####\s*" + _NUMBER)
 _ANSWER_IS_RE = re.compile(r"answer\s+is\s*[:=]?[\s*]*" + _NUMBER, re.IGNORECASE)
@@ -257,13 +274,32 @@ def normalize_answer(text: str) -> str:
 
 
 # Normalised replies that mean "the passage does not answer this" (SQuAD 2.0). Ours, not the script's.
-NO_ANSWER_PHRASES = frozenset(normalize_answer(phrase) for phrase in (
-    "", "unanswerable", "no answer", "not answerable", "cannot be answered", "can't be answered",
-    "cannot answer", "unknown", "n/a", "none", "no answer found", "not enough information",
-    "not mentioned", "not in the passage", "not stated", "the question is unanswerable",
-    "it is unanswerable", "this question is unanswerable", "unanswerable question",
-    "the passage does not say", "the passage does not contain the answer",
-))
+NO_ANSWER_PHRASES = frozenset(
+    normalize_answer(phrase)
+    for phrase in (
+        "",
+        "unanswerable",
+        "no answer",
+        "not answerable",
+        "cannot be answered",
+        "can't be answered",
+        "cannot answer",
+        "unknown",
+        "n/a",
+        "none",
+        "no answer found",
+        "not enough information",
+        "not mentioned",
+        "not in the passage",
+        "not stated",
+        "the question is unanswerable",
+        "it is unanswerable",
+        "this question is unanswerable",
+        "unanswerable question",
+        "the passage does not say",
+        "the passage does not contain the answer",
+    )
+)
 
 
 def is_no_answer(prediction: str) -> bool:
@@ -296,7 +332,9 @@ def squad_em(prediction: str, gold_answers: Sequence[str]) -> float:
     """SQuAD 2.0 exact match: 1 when the normalised prediction equals a normalised gold answer.
     `gold_answers` empty means unanswerable: then 1 exactly when the prediction says "no answer"."""
     prediction = "" if is_no_answer(prediction) else prediction
-    return max(float(normalize_answer(gold) == normalize_answer(prediction)) for gold in _squad_golds(gold_answers))
+    return max(
+        float(normalize_answer(gold) == normalize_answer(prediction)) for gold in _squad_golds(gold_answers)
+    )
 
 
 def squad_f1(prediction: str, gold_answers: Sequence[str]) -> float:
@@ -326,7 +364,10 @@ def qa_contains(prediction: str, answers: str | Sequence[str]) -> float:
     predicted = normalize_answer(prediction).split()
     for answer in _accepted(answers):
         wanted = normalize_answer(answer).split()
-        if any(predicted[start:start + len(wanted)] == wanted for start in range(len(predicted) - len(wanted) + 1)):
+        if any(
+            predicted[start : start + len(wanted)] == wanted
+            for start in range(len(predicted) - len(wanted) + 1)
+        ):
             return 1.0
     return 0.0
 
@@ -380,17 +421,21 @@ def extract_code(text: str, entry_point: str | None = None) -> str:
     if _compiles(raw):
         return raw
     start = _CODE_START_RE.search(raw)
-    return raw[start.start():] if start else raw
+    return raw[start.start() :] if start else raw
 
 
 def _code_problem_fields(problem: dict) -> tuple[list[str], str, str | None]:
     """(tests, setup, entry_point) of a task example (`info` holds them) or of a raw MBPP row."""
     if not isinstance(problem, dict):
-        raise ValueError(f"problem must be a dict (a task example or an MBPP row), got {type(problem).__name__}")
+        raise ValueError(
+            f"problem must be a dict (a task example or an MBPP row), got {type(problem).__name__}"
+        )
     info = problem.get("info", problem)
     tests = info.get("tests", info.get("test_list"))
     if not tests or isinstance(tests, str):
-        raise ValueError("the problem has no tests: give info['tests'] (or MBPP's 'test_list') as a list of asserts")
+        raise ValueError(
+            "the problem has no tests: give info['tests'] (or MBPP's 'test_list') as a list of asserts"
+        )
     setup = info.get("setup", info.get("test_setup_code", "")) or ""
     return list(tests), setup, info.get("entry_point")
 
@@ -401,14 +446,23 @@ def code_pass(solution_text: str, problem: dict, **sandbox_options) -> float:
     `tutorial_lib.tasks.sandbox.SandboxUnavailableError` where bwrap cannot run (rather than scoring every
     solution 0), unless running unsandboxed was asked for (`TUTORIAL_LIB_UNSANDBOXED=1`)."""
     from .sandbox import run_python
+
     tests, setup, entry_point = _code_problem_fields(problem)
-    return float(run_python(extract_code(solution_text, entry_point), tests, setup=setup, entry_point=entry_point,
-                            **sandbox_options).passed)
+    return float(
+        run_python(
+            extract_code(solution_text, entry_point),
+            tests,
+            setup=setup,
+            entry_point=entry_point,
+            **sandbox_options,
+        ).passed
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # Per-example scorers: METRICS[name](raw reply, task example) -> float
 # --------------------------------------------------------------------------------------------------
+
 
 def _references(example: dict) -> list[str]:
     if not isinstance(example, dict) or "references" not in example:
@@ -443,16 +497,32 @@ def humaneval_pass(reply: str, example: dict, **sandbox_options) -> float:
     `example`: a task example of `tasksets.offline_task("humaneval")` (problems: `humaneval`) (its `info` holds the problem's
     `prompt`, `entry_point`, `task_id` and `tests`). `sandbox_options` go to `sandbox.run_python`."""
     from .sandbox import run_python
+
     info = example.get("info") if isinstance(example, dict) else None
-    if not isinstance(info, dict) or not all(k in info for k in ("prompt", "entry_point", "task_id", "tests")):
-        raise ValueError("example must be a humaneval task example whose info has prompt, entry_point, task_id "
-                         f"and tests (tasksets.offline_task('humaneval')), got {str(example)[:80]!r}")
-    problem = {"task_id": info["task_id"], "prompt": info["prompt"], "entry_point": info["entry_point"], "test": ""}
+    if not isinstance(info, dict) or not all(
+        k in info for k in ("prompt", "entry_point", "task_id", "tests")
+    ):
+        raise ValueError(
+            "example must be a humaneval task example whose info has prompt, entry_point, task_id "
+            f"and tests (tasksets.offline_task('humaneval')), got {str(example)[:80]!r}"
+        )
+    problem = {
+        "task_id": info["task_id"],
+        "prompt": info["prompt"],
+        "entry_point": info["entry_point"],
+        "test": "",
+    }
     code = extract_code(reply, info["entry_point"])
     if not humaneval.defines(code, info["entry_point"]) and "```" not in reply:
         code = reply  # a bare completion of the prompt: keep its first line's indentation (extract_code strips it)
-    return float(run_python(humaneval.program(problem, code), list(info["tests"]), entry_point=info["entry_point"],
-                            **sandbox_options).passed)
+    return float(
+        run_python(
+            humaneval.program(problem, code),
+            list(info["tests"]),
+            entry_point=info["entry_point"],
+            **sandbox_options,
+        ).passed
+    )
 
 
 def _score_humaneval(prediction: str, example: dict) -> float:
@@ -485,16 +555,16 @@ def _score_qa_f1(prediction: str, example: dict) -> float:
 
 
 METRICS: dict[str, Callable[[str, dict], float]] = {
-    "bleu": _score_bleu,            # sentence BLEU, 0-100 (corpus BLEU: `bleu` over the whole set)
-    "rouge2": _score_rouge2,        # 0-1
-    "gsm8k": _score_gsm8k,          # 0/1
-    "mbpp": _score_mbpp,            # 0/1
+    "bleu": _score_bleu,  # sentence BLEU, 0-100 (corpus BLEU: `bleu` over the whole set)
+    "rouge2": _score_rouge2,  # 0-1
+    "gsm8k": _score_gsm8k,  # 0/1
+    "mbpp": _score_mbpp,  # 0/1
     "humaneval": _score_humaneval,  # 0/1, check() turned into asserts judged outside the sandbox (`humaneval`)
-    "squad_v2": _score_squad_f1,    # SQuAD 2.0 F1, 0-1 (the headline number of the official script)
+    "squad_v2": _score_squad_f1,  # SQuAD 2.0 F1, 0-1 (the headline number of the official script)
     "squad_v2_em": _score_squad_em,  # 0/1
-    "qa_em": _score_qa_em,          # 0/1
+    "qa_em": _score_qa_em,  # 0/1
     "qa_contains": _score_qa_contains,  # 0/1
-    "qa_f1": _score_qa_f1,          # 0-1
+    "qa_f1": _score_qa_f1,  # 0-1
 }
 
 #: Metrics whose set-level score is not the mean of the per-example scores: BLEU is corpus BLEU

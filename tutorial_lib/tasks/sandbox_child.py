@@ -14,6 +14,7 @@ it reads, and writes ONE line of JSON to `report_fd`: `{"error": str | None, "te
 Nothing here is trusted by the parent: the solution runs in this process and may rewrite any of it.
 The parent only reads values out of the report and judges them itself.
 """
+
 import builtins
 import json
 import os
@@ -32,7 +33,9 @@ def _set_limits(payload):
 
     cpu_seconds = max(1, int(payload["cpu_s"] + 0.999))
     set_limit(resource.RLIMIT_AS, payload["memory_mb"] * 1024 * 1024)
-    set_limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)  # SIGXCPU at the soft limit, SIGKILL at the hard
+    set_limit(
+        resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1
+    )  # SIGXCPU at the soft limit, SIGKILL at the hard
     set_limit(resource.RLIMIT_FSIZE, payload["max_output_bytes"] + 1)  # stdout, stderr and every file written
     set_limit(resource.RLIMIT_CORE, 0)
     if not payload.get("threads"):  # no pids cgroup bounds them: refused here and by the seccomp filter
@@ -40,8 +43,23 @@ def _set_limits(payload):
     set_limit(resource.RLIMIT_NOFILE, 256)
 
 
-def encode(value, depth=0, isinstance=isinstance, int=int, float=float, complex=complex, str=str, bytes=bytes,
-           bytearray=bytearray, list=list, tuple=tuple, set=set, frozenset=frozenset, dict=dict, type=type):
+def encode(
+    value,
+    depth=0,
+    isinstance=isinstance,
+    int=int,
+    float=float,
+    complex=complex,
+    str=str,
+    bytes=bytes,
+    bytearray=bytearray,
+    list=list,
+    tuple=tuple,
+    set=set,
+    frozenset=frozenset,
+    dict=dict,
+    type=type,
+):
     """Tagged plain data for `tutorial_lib.tasks.judge.decode_value`; subclasses of builtins as their builtin value.
     The builtins it uses are bound as defaults when this file is compiled, before the solution's names
     exist, so a solution that rebinds `builtins.isinstance` does not change how honest values are sent
@@ -122,8 +140,10 @@ class _Watch:
         self.attributes = [tuple(pair) for pair in watch.get("attributes", [])]
         self.modules = modules
         self.builtins = {name: getattr(builtins, name, _MISSING) for name in self.names}
-        self.values = {(module, attribute): getattr(modules.get(module), attribute, _MISSING)
-                       for module, attribute in self.attributes}
+        self.values = {
+            (module, attribute): getattr(modules.get(module), attribute, _MISSING)
+            for module, attribute in self.attributes
+        }
 
     def rebound(self, namespace):
         found = []
@@ -191,8 +211,11 @@ def main():
                         exec(compile(test["statement"], f"<test {index}>", "exec"), merged)
                         entry = {"ok": True}
                 except BaseException as error:  # noqa: BLE001
-                    entry = {"error": "failed (AssertionError)" if isinstance(error, AssertionError)
-                             else _describe(error)}
+                    entry = {
+                        "error": "failed (AssertionError)"
+                        if isinstance(error, AssertionError)
+                        else _describe(error)
+                    }
                 report["tests"].append(entry)
                 rebound.update(watch.rebound(solution))
         report["rebound"] = sorted(rebound)
@@ -205,7 +228,7 @@ def main():
         try:
             data = (dumps(report) + "\n").encode("utf-8")
             while data:
-                data = data[write(report_fd, data):]
+                data = data[write(report_fd, data) :]
         except BaseException:  # noqa: BLE001 - no report is a failure, which the parent reports
             pass
         os._exit(0)  # no interpreter shutdown: atexit handlers of the code must not run

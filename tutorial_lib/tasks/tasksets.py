@@ -32,6 +32,7 @@ code tasks `tests`, `setup`, `entry_point`; SQuAD `no_answer`. `postprocess(task
 a raw reply into what the metric compares; the scorers in `METRICS` clean replies the same way
 themselves, and cleaning twice changes nothing, so a harness may apply it or not.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,16 +43,38 @@ from . import metrics
 from ..paths import DATA_DIR, TASKS_DIR
 from .arithmetic_problems import ARITHMETIC_LARGE_COUNT, arithmetic_jsonl_text, make_arithmetic_problems
 from .hub_tasks import HUB_TASKS, HubUnavailableError, hub_spec, hub_task
-from .task_prompts import (code_answer, code_query, completion_query, entry_point_of, few_shot_prompt,
-                           question_query)
+from .task_prompts import (
+    code_answer,
+    code_query,
+    completion_query,
+    entry_point_of,
+    few_shot_prompt,
+    question_query,
+)
 
-__all__ = ["DATA_DIR", "TASKS_DIR", "OFFLINE_FILES", "OFFLINE_TASKS", "read_offline_records", "offline_task",
-           "write_offline_tasks", "TASK_NAMES", "load_task", "postprocess",
-           # from the other rooms, for `load_task`'s callers
-           "hub_task", "HubUnavailableError", "make_arithmetic_problems"]
+__all__ = [
+    "DATA_DIR",
+    "TASKS_DIR",
+    "OFFLINE_FILES",
+    "OFFLINE_TASKS",
+    "read_offline_records",
+    "offline_task",
+    "write_offline_tasks",
+    "TASK_NAMES",
+    "load_task",
+    "postprocess",
+    # from the other rooms, for `load_task`'s callers
+    "hub_task",
+    "HubUnavailableError",
+    "make_arithmetic_problems",
+]
 
-OFFLINE_FILES = {"code": "code.jsonl", "arithmetic": "arithmetic.jsonl", "facts": "facts.jsonl",
-                 "arithmetic-300": "arithmetic_300.jsonl"}
+OFFLINE_FILES = {
+    "code": "code.jsonl",
+    "arithmetic": "arithmetic.jsonl",
+    "facts": "facts.jsonl",
+    "arithmetic-300": "arithmetic_300.jsonl",
+}
 
 
 def write_offline_tasks(directory: str | Path | None = None) -> list[Path]:
@@ -62,7 +85,9 @@ def write_offline_tasks(directory: str | Path | None = None) -> list[Path]:
     paths = []
     for name, count in (("arithmetic", None), ("arithmetic-300", ARITHMETIC_LARGE_COUNT)):
         path = directory / OFFLINE_FILES[name]
-        path.write_text(arithmetic_jsonl_text() if count is None else arithmetic_jsonl_text(count), encoding="utf-8")
+        path.write_text(
+            arithmetic_jsonl_text() if count is None else arithmetic_jsonl_text(count), encoding="utf-8"
+        )
         paths.append(path)
     return paths
 
@@ -70,6 +95,7 @@ def write_offline_tasks(directory: str | Path | None = None) -> list[Path]:
 # --------------------------------------------------------------------------------------------------
 # Offline tasks
 # --------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _OfflineSpec:
@@ -101,7 +127,9 @@ def read_offline_records(name: str) -> list[dict]:
             try:
                 records.append(json.loads(line))
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number} is not valid JSON ({error}); fix or regenerate the file") from error
+                raise ValueError(
+                    f"{path}:{number} is not valid JSON ({error}); fix or regenerate the file"
+                ) from error
     return records
 
 
@@ -111,8 +139,13 @@ def _code_example(record: dict, shot_blocks: list[str]) -> dict:
         "id": f"code-{record['task_id']:03d}",
         "prompt": few_shot_prompt("code", shot_blocks, code_query(record["text"], tests)),
         "references": [record["code"]],
-        "info": {"tests": tests, "setup": record.get("test_setup_code", "") or "",
-                 "entry_point": entry_point_of(tests), "task_id": record["task_id"], "text": record["text"]},
+        "info": {
+            "tests": tests,
+            "setup": record.get("test_setup_code", "") or "",
+            "entry_point": entry_point_of(tests),
+            "task_id": record["task_id"],
+            "text": record["text"],
+        },
     }
 
 
@@ -128,14 +161,25 @@ def _offline_examples(name: str, records: list[dict], shots: int | None) -> tupl
         return [_code_example(record, shot_blocks) for record in evaluated], shots
     if OFFLINE_TASKS[name].kind == "math":
         shot_blocks = [question_query(r["question"]) + " " + r["solution"] for r in pool]
-        return [{"id": r["id"], "prompt": few_shot_prompt("math", shot_blocks, question_query(r["question"])),
-                 "references": [str(r["answer"])],
-                 "info": {"question": r["question"], "solution": r["solution"], "template": r["template"]}}
-                for r in evaluated], shots
+        return [
+            {
+                "id": r["id"],
+                "prompt": few_shot_prompt("math", shot_blocks, question_query(r["question"])),
+                "references": [str(r["answer"])],
+                "info": {"question": r["question"], "solution": r["solution"], "template": r["template"]},
+            }
+            for r in evaluated
+        ], shots
     shot_blocks = [question_query(r["question"]) + " " + r["answers"][0] for r in pool]
-    return [{"id": r["id"], "prompt": few_shot_prompt("open_qa", shot_blocks, question_query(r["question"])),
-             "references": list(r["answers"]), "info": {"question": r["question"]}}
-            for r in evaluated], shots
+    return [
+        {
+            "id": r["id"],
+            "prompt": few_shot_prompt("open_qa", shot_blocks, question_query(r["question"])),
+            "references": list(r["answers"]),
+            "info": {"question": r["question"]},
+        }
+        for r in evaluated
+    ], shots
 
 
 def _humaneval_examples(shots: int | None) -> list[dict]:
@@ -143,14 +187,25 @@ def _humaneval_examples(shots: int | None) -> list[dict]:
     tuned on chat completes it in its fenced-block format without an example; shots taken from the
     164 problems would have to leave the evaluation, and the point of this set is all 164 items."""
     from . import humaneval
+
     if shots not in (None, 0):
-        raise ValueError(f"shots={shots!r}: the humaneval task is zero-shot (every problem is evaluated); pass 0 or None")
-    return [{"id": "humaneval-" + problem["task_id"].rsplit("/", 1)[1].zfill(3),
-             "prompt": few_shot_prompt("code_completion", [], completion_query(problem["prompt"])),
-             "references": [problem["prompt"] + problem["canonical_solution"]],
-             "info": {"task_id": problem["task_id"], "prompt": problem["prompt"],
-                      "entry_point": problem["entry_point"], "tests": humaneval.check_tests(problem)}}
-            for problem in humaneval.read_problems()]
+        raise ValueError(
+            f"shots={shots!r}: the humaneval task is zero-shot (every problem is evaluated); pass 0 or None"
+        )
+    return [
+        {
+            "id": "humaneval-" + problem["task_id"].rsplit("/", 1)[1].zfill(3),
+            "prompt": few_shot_prompt("code_completion", [], completion_query(problem["prompt"])),
+            "references": [problem["prompt"] + problem["canonical_solution"]],
+            "info": {
+                "task_id": problem["task_id"],
+                "prompt": problem["prompt"],
+                "entry_point": problem["entry_point"],
+                "tests": humaneval.check_tests(problem),
+            },
+        }
+        for problem in humaneval.read_problems()
+    ]
 
 
 def offline_task(name: str, n: int | None = None, *, shots: int | None = None) -> dict:
@@ -169,8 +224,15 @@ def offline_task(name: str, n: int | None = None, *, shots: int | None = None) -
     else:
         examples, shots = _offline_examples(name, read_offline_records(name), shots)
         source = f"data/tasks/{OFFLINE_FILES[name]} (written for this project)"
-    return {"name": name, "metric": spec.metric, "metrics": list(spec.metrics), "max_new_tokens": spec.max_new_tokens,
-            "source": source, "shots": shots, "examples": examples[:n] if n is not None else examples}
+    return {
+        "name": name,
+        "metric": spec.metric,
+        "metrics": list(spec.metrics),
+        "max_new_tokens": spec.max_new_tokens,
+        "source": source,
+        "shots": shots,
+        "examples": examples[:n] if n is not None else examples,
+    }
 
 
 # --------------------------------------------------------------------------------------------------

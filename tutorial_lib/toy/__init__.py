@@ -5,9 +5,10 @@ r"""Worlds whose truth is known exactly.
 - `examples`     - the lessons' example data: drafter / verifier pairs (01-02), toy worlds and contexts (03-05).
 - `synthetic_mt` - a synthetic translation task whose valid translations are known (its T5 pair: `models.synthetic_t5`).
 """
+
 import importlib
 
-__all__ = ['toyworld', 'examples', 'synthetic_mt']
+__all__ = ["toyworld", "examples", "synthetic_mt"]
 
 
 def __getattr__(name: str):

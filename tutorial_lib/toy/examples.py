@@ -10,6 +10,7 @@ The lemma notebooks work on whole toy worlds: `default_world`, `reshaped_world` 
 verifier sharpened or flattened, built once per setting), and a context dropdown (`context_options`,
 `default_context`: the most visited blind spot).
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,15 +24,27 @@ from ..maths import targets
 from .toyworld import ToyWorld
 
 __all__ = [
-    "Example", "toy_examples", "toy_world_inputs", "get_example", "single_example", "example_from_distributions",
-    "default_world", "reshaped_world", "world_key", "world_from_key", "context_name", "check_context",
-    "context_options", "default_context",
+    "Example",
+    "toy_examples",
+    "toy_world_inputs",
+    "get_example",
+    "single_example",
+    "example_from_distributions",
+    "default_world",
+    "reshaped_world",
+    "world_key",
+    "world_from_key",
+    "context_name",
+    "check_context",
+    "context_options",
+    "default_context",
 ]
 
 
 # --------------------------------------------------------------------------------------------
 # Pairs (q, p) at temperature 1
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class Example:
@@ -41,6 +54,7 @@ class Example:
     how often each context is visited (used to average rejection rates). `truth` is the true next-token
     distribution $P$ where it is known (the toy world), drawn as markers.
     """
+
     name: str
     q: torch.Tensor
     p: torch.Tensor
@@ -52,11 +66,15 @@ class Example:
     def __post_init__(self):
         targets.tv_distance(self.p, self.q)  # validates both as distributions over one vocabulary
         if len(self.labels) != self.q.shape[-1]:
-            raise ValueError(f"example {self.name!r} has {len(self.labels)} labels for a vocabulary of "
-                             f"{self.q.shape[-1]} tokens; pass one label per token.")
+            raise ValueError(
+                f"example {self.name!r} has {len(self.labels)} labels for a vocabulary of "
+                f"{self.q.shape[-1]} tokens; pass one label per token."
+            )
         if self.q.ndim == 2 and (self.weight is None or tuple(self.weight.shape) != (self.q.shape[0],)):
-            raise ValueError(f"example {self.name!r} holds {self.q.shape[0]} contexts; pass `weight` of "
-                             "shape (C,) saying how often each is visited.")
+            raise ValueError(
+                f"example {self.name!r} holds {self.q.shape[0]} contexts; pass `weight` of "
+                "shape (C,) saying how often each is visited."
+            )
 
     @property
     def n_contexts(self) -> int:
@@ -72,6 +90,7 @@ class Example:
 def _example(name, q, p, labels, description, truth=None, weight=None) -> Example:
     def f64(x):
         return None if x is None else torch.as_tensor(x, dtype=torch.float64)
+
     return Example(name, f64(q), f64(p), tuple(labels), description, f64(truth), f64(weight))
 
 
@@ -87,7 +106,9 @@ def _toy_examples(seed: int) -> Tuple[Example, ...]:
     def from_context(name: str, row: int, description: str) -> Example:
         a, b = table.contexts[row]
         where = f" (toy world, after '{world.tokens[a]} {world.tokens[b]}')"
-        return _example(name, table.q[row], table.p[row], world.tokens, description + where, truth=table.P[row])
+        return _example(
+            name, table.q[row], table.p[row], world.tokens, description + where, truth=table.P[row]
+        )
 
     # Among commonly visited contexts (>= 0.02 visits per sequence), where the verifier is surest
     # of itself relative to the drafter.
@@ -98,18 +119,38 @@ def _toy_examples(seed: int) -> Tuple[Example, ...]:
     start = table.contexts.index((0, 0))
     return (
         # The toy drafter never exceeds max q = 0.44, so agreement and a confident drafter are hand-made.
-        _example("agree", [0.70, 0.12, 0.08, 0.05, 0.03, 0.02], [0.74, 0.10, 0.07, 0.04, 0.03, 0.02],
-                 _STORY_WORDS, "both models are confident of the same word after 'the cat'"),
-        _example("confident drafter, unsure verifier", [0.80, 0.08, 0.05, 0.04, 0.02, 0.01],
-                 [0.30, 0.25, 0.20, 0.13, 0.08, 0.04], _STORY_WORDS,
-                 "the drafter is sure of 'sat', the verifier spreads its mass"),
-        from_context("unsure drafter, confident verifier", confident_p,
-                     "the verifier is far surer than the drafter, and right"),
-        from_context("verifier blind spot", blind,
-                     "the verifier confidently predicts a wrong word; the drafter is close to P"),
+        _example(
+            "agree",
+            [0.70, 0.12, 0.08, 0.05, 0.03, 0.02],
+            [0.74, 0.10, 0.07, 0.04, 0.03, 0.02],
+            _STORY_WORDS,
+            "both models are confident of the same word after 'the cat'",
+        ),
+        _example(
+            "confident drafter, unsure verifier",
+            [0.80, 0.08, 0.05, 0.04, 0.02, 0.01],
+            [0.30, 0.25, 0.20, 0.13, 0.08, 0.04],
+            _STORY_WORDS,
+            "the drafter is sure of 'sat', the verifier spreads its mass",
+        ),
+        from_context(
+            "unsure drafter, confident verifier",
+            confident_p,
+            "the verifier is far surer than the drafter, and right",
+        ),
+        from_context(
+            "verifier blind spot",
+            blind,
+            "the verifier confidently predicts a wrong word; the drafter is close to P",
+        ),
         from_context("both unsure", start, "the first word of a sentence: both models spread their mass"),
-        _example("disjoint", [0.6, 0.4, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.5, 0.3, 0.2], _STORY_WORDS,
-                 "no word both models allow: D_TV(p, q) = 1"),
+        _example(
+            "disjoint",
+            [0.6, 0.4, 0.0, 0.0, 0.0, 0.0],
+            [0.0, 0.0, 0.0, 0.5, 0.3, 0.2],
+            _STORY_WORDS,
+            "no word both models allow: D_TV(p, q) = 1",
+        ),
     )
 
 
@@ -130,9 +171,15 @@ def toy_world_inputs(seed: int = 0) -> Example:
     """
     world = ToyWorld(seed=seed)
     table = world.contexts()
-    return _example("toy world (every context)", table.q_unscaled, table.p_unscaled, world.tokens,
-                    f"all {len(table.contexts)} contexts of the toy world, weighted by visits under P",
-                    truth=table.P, weight=table.weight)
+    return _example(
+        "toy world (every context)",
+        table.q_unscaled,
+        table.p_unscaled,
+        world.tokens,
+        f"all {len(table.contexts)} contexts of the toy world, weighted by visits under P",
+        truth=table.P,
+        weight=table.weight,
+    )
 
 
 def get_example(example: Union[str, Example], examples: Optional[Dict[str, Example]] = None) -> Example:
@@ -141,8 +188,10 @@ def get_example(example: Union[str, Example], examples: Optional[Dict[str, Examp
         return example
     examples = toy_examples() if examples is None else examples
     if example not in examples:
-        raise ValueError(f"unknown example {example!r}; choose one of: {', '.join(map(repr, examples))}, "
-                         "or build one with `example_from_distributions`.")
+        raise ValueError(
+            f"unknown example {example!r}; choose one of: {', '.join(map(repr, examples))}, "
+            "or build one with `example_from_distributions`."
+        )
     return examples[example]
 
 
@@ -150,13 +199,16 @@ def single_example(example: Union[str, Example], examples: Optional[Dict[str, Ex
     """`get_example`, for views of one pair: an example of several contexts is refused."""
     example = get_example(example, examples)
     if example.n_contexts != 1:
-        raise ValueError(f"example {example.name!r} holds {example.n_contexts} contexts; this view shows "
-                         "one pair (q, p): pick a single-context example.")
+        raise ValueError(
+            f"example {example.name!r} holds {example.n_contexts} contexts; this view shows "
+            "one pair (q, p): pick a single-context example."
+        )
     return example
 
 
-def example_from_distributions(name: str, q, p, labels: Union[Sequence[str], Callable[[int], str], None] = None,
-                               description: str = "") -> Example:
+def example_from_distributions(
+    name: str, q, p, labels: Union[Sequence[str], Callable[[int], str], None] = None, description: str = ""
+) -> Example:
     """An example from any pair of temperature-1 next-token distributions of shape `(V,)`.
 
     `labels` names the tokens: a sequence of `V` strings, a function from token id to text (for
@@ -177,6 +229,7 @@ def example_from_distributions(name: str, q, p, labels: Union[Sequence[str], Cal
 # --------------------------------------------------------------------------------------------
 # Toy worlds and their contexts (notebooks 03-05)
 # --------------------------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=32)
 def world_from_key(settings: Tuple[Tuple[str, object], ...]) -> ToyWorld:
@@ -203,7 +256,9 @@ def reshaped_world(world: Optional[ToyWorld] = None, **changes) -> ToyWorld:
     world = world or default_world()
     unknown = set(changes) - set(world.settings)
     if unknown:
-        raise ValueError(f"unknown ToyWorld setting(s) {sorted(unknown)}; use some of {sorted(world.settings)}.")
+        raise ValueError(
+            f"unknown ToyWorld setting(s) {sorted(unknown)}; use some of {sorted(world.settings)}."
+        )
     return world_from_key(tuple(sorted({**world.settings, **changes}.items())))
 
 
@@ -215,8 +270,10 @@ def check_context(world: ToyWorld, context_index) -> int:
     except (TypeError, ValueError):
         whole = False
     if not whole or not 0 <= int(context_index) < n:
-        raise ValueError(f"context_index={context_index!r}: use an integer row in [0, {n}) of "
-                         "world.contexts() (see `context_options`).")
+        raise ValueError(
+            f"context_index={context_index!r}: use an integer row in [0, {n}) of "
+            "world.contexts() (see `context_options`)."
+        )
     return int(context_index)
 
 

@@ -35,6 +35,7 @@ why a cascade may *beat* it, not just approach it (Section 2 of the paper: each 
 where it is the better one); `per_context_quality` shows where each model (or cascade) wins, and
 `training_pairs("verifier", ...)` shows the corrupted data itself.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,17 @@ import random
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Optional
 
-__all__ = ["CONTEXTS", "FLAWED_CONTEXT", "SPLITS", "ROLES", "TranslationGrammar", "build_tokenizer",
-           "training_pairs", "context_of", "per_context_quality"]
+__all__ = [
+    "CONTEXTS",
+    "FLAWED_CONTEXT",
+    "SPLITS",
+    "ROLES",
+    "TranslationGrammar",
+    "build_tokenizer",
+    "training_pairs",
+    "context_of",
+    "per_context_quality",
+]
 
 CONTEXTS = ("plain", "prepositional", "adverb", "relative", "negation")
 FLAWED_CONTEXT = "negation"  # the verifier's training targets are wrong here, on purpose
@@ -57,40 +67,80 @@ ROLES = ("drafter", "verifier")  # whose training corpus: the verifier's lost it
 
 class Noun(NamedTuple):
     plural: str
-    gender: str               # "o" or "a": the determiner and adjectives agree with it
-    stems: tuple              # target synonyms; the plural adds "s"
+    gender: str  # "o" or "a": the determiner and adjectives agree with it
+    stems: tuple  # target synonyms; the plural adds "s"
 
 
 class Verb(NamedTuple):
-    third: str                # English 3rd person singular present
+    third: str  # English 3rd person singular present
     past: str
-    stems: tuple              # target synonyms; + a suffix for tense and the subject's number
+    stems: tuple  # target synonyms; + a suffix for tense and the subject's number
 
 
-NOUNS = {"dog": Noun("dogs", "o", ("hundo",)), "cat": Noun("cats", "a", ("mika",)),
-         "bird": Noun("birds", "a", ("pipa",)), "child": Noun("children", "o", ("bimbo", "nino")),
-         "farmer": Noun("farmers", "o", ("agro",)), "teacher": Noun("teachers", "a", ("doka",)),
-         "horse": Noun("horses", "o", ("kabo",)), "friend": Noun("friends", "a", ("amika", "sora")),
-         "baker": Noun("bakers", "o", ("pano",)), "sailor": Noun("sailors", "a", ("mara",)),
-         "wolf": Noun("wolves", "o", ("lupo",)), "mouse": Noun("mice", "a", ("muza",))}
-VERBS = {"see": Verb("sees", "saw", ("mir", "vid")), "like": Verb("likes", "liked", ("am", "lub")),
-         "follow": Verb("follows", "followed", ("sekv",)), "find": Verb("finds", "found", ("trov",)),
-         "carry": Verb("carries", "carried", ("port",)), "help": Verb("helps", "helped", ("aid",)),
-         "hear": Verb("hears", "heard", ("aud",)), "call": Verb("calls", "called", ("vok",))}
-ADJECTIVES = {"big": ("grand", "magn"), "small": ("pikk",), "young": ("nuv",), "red": ("ros",),
-              "happy": ("fel",), "tired": ("las",), "brave": ("fort",), "quiet": ("kalm",)}
+NOUNS = {
+    "dog": Noun("dogs", "o", ("hundo",)),
+    "cat": Noun("cats", "a", ("mika",)),
+    "bird": Noun("birds", "a", ("pipa",)),
+    "child": Noun("children", "o", ("bimbo", "nino")),
+    "farmer": Noun("farmers", "o", ("agro",)),
+    "teacher": Noun("teachers", "a", ("doka",)),
+    "horse": Noun("horses", "o", ("kabo",)),
+    "friend": Noun("friends", "a", ("amika", "sora")),
+    "baker": Noun("bakers", "o", ("pano",)),
+    "sailor": Noun("sailors", "a", ("mara",)),
+    "wolf": Noun("wolves", "o", ("lupo",)),
+    "mouse": Noun("mice", "a", ("muza",)),
+}
+VERBS = {
+    "see": Verb("sees", "saw", ("mir", "vid")),
+    "like": Verb("likes", "liked", ("am", "lub")),
+    "follow": Verb("follows", "followed", ("sekv",)),
+    "find": Verb("finds", "found", ("trov",)),
+    "carry": Verb("carries", "carried", ("port",)),
+    "help": Verb("helps", "helped", ("aid",)),
+    "hear": Verb("hears", "heard", ("aud",)),
+    "call": Verb("calls", "called", ("vok",)),
+}
+ADJECTIVES = {
+    "big": ("grand", "magn"),
+    "small": ("pikk",),
+    "young": ("nuv",),
+    "red": ("ros",),
+    "happy": ("fel",),
+    "tired": ("las",),
+    "brave": ("fort",),
+    "quiet": ("kalm",),
+}
 ADVERBS = {"quickly": ("rapi", "vesh"), "slowly": ("lenti",), "often": ("ofti",), "again": ("rei",)}
-DETERMINERS = {(True, "o", False): "lu", (True, "o", True): "lus", (True, "a", False): "li",
-               (True, "a", True): "lis", (False, "o", False): "un", (False, "o", True): "unos",
-               (False, "a", False): "una", (False, "a", True): "unas"}   # (definite, gender, plural)
-ADJECTIVE_SUFFIX = {("o", False): "o", ("o", True): "os", ("a", False): "a", ("a", True): "as"}  # (gender, plural)
-VERB_SUFFIX = {(False, False): "a", (False, True): "an", (True, False): "e", (True, True): "en"}  # (past, plural)
+DETERMINERS = {
+    (True, "o", False): "lu",
+    (True, "o", True): "lus",
+    (True, "a", False): "li",
+    (True, "a", True): "lis",
+    (False, "o", False): "un",
+    (False, "o", True): "unos",
+    (False, "a", False): "una",
+    (False, "a", True): "unas",
+}  # (definite, gender, plural)
+ADJECTIVE_SUFFIX = {
+    ("o", False): "o",
+    ("o", True): "os",
+    ("a", False): "a",
+    ("a", True): "as",
+}  # (gender, plural)
+VERB_SUFFIX = {
+    (False, False): "a",
+    (False, True): "an",
+    (True, False): "e",
+    (True, True): "en",
+}  # (past, plural)
 NEGATION, NEGATION_END, WITH, RELATIVE = "nu", "ka", "kun", "ke"
 
 
 @dataclass(frozen=True)
 class Relative:
     """`that VERB OBJECT` after a noun; its subject is that noun."""
+
     verb: str
     past: bool
     obj: "NounPhrase"
@@ -99,7 +149,7 @@ class Relative:
 @dataclass(frozen=True)
 class NounPhrase:
     definite: bool
-    noun: str                 # English singular, a key of NOUNS
+    noun: str  # English singular, a key of NOUNS
     plural: bool
     adjectives: tuple = ()
     relative: Optional[Relative] = None
@@ -108,7 +158,7 @@ class NounPhrase:
 @dataclass(frozen=True)
 class Clause:
     subject: NounPhrase
-    verb: str                 # English base form, a key of VERBS
+    verb: str  # English base form, a key of VERBS
     past: bool
     obj: NounPhrase
     negated: bool = False
@@ -153,8 +203,10 @@ class TranslationGrammar:
 
         def phrase(noun, adjectives=True):  # the subject and the object may have adjectives
             count = rng.choices((0, 1, 2), (0.6, 0.3, 0.1))[0] if adjectives else 0
-            return NounPhrase(rng.random() < 0.5, noun, rng.random() < 0.5,
-                              tuple(rng.sample(sorted(ADJECTIVES), count)))
+            return NounPhrase(
+                rng.random() < 0.5, noun, rng.random() < 0.5, tuple(rng.sample(sorted(ADJECTIVES), count))
+            )
+
         subject, obj = phrase(nouns[0]), phrase(nouns[1])
         if context == "relative":
             relative = Relative(rng.choice(sorted(VERBS)), rng.random() < 0.5, phrase(nouns[2], False))
@@ -162,9 +214,15 @@ class TranslationGrammar:
                 subject = replace(subject, relative=relative)
             else:
                 obj = replace(obj, relative=relative)
-        return Clause(subject, rng.choice(sorted(VERBS)), rng.random() < 0.5, obj, negated=context == "negation",
-                      with_phrase=phrase(nouns[2], False) if context == "prepositional" else None,
-                      adverb=rng.choice(sorted(ADVERBS)) if context == "adverb" else None)
+        return Clause(
+            subject,
+            rng.choice(sorted(VERBS)),
+            rng.random() < 0.5,
+            obj,
+            negated=context == "negation",
+            with_phrase=phrase(nouns[2], False) if context == "prepositional" else None,
+            adverb=rng.choice(sorted(ADVERBS)) if context == "adverb" else None,
+        )
 
     def render_source(self, c: Clause) -> str:
         if c.negated:
@@ -180,8 +238,10 @@ class TranslationGrammar:
         words, pos = source.split(), 0
 
         def fail(why):
-            raise ValueError(f"{source!r} is not a sentence of the grammar ({why}); use sample_source() "
-                             "or examples() to get valid sentences.")
+            raise ValueError(
+                f"{source!r} is not a sentence of the grammar ({why}); use sample_source() "
+                "or examples() to get valid sentences."
+            )
 
         def verb(plural):  # a finite verb agreeing with a subject of this number
             nonlocal pos
@@ -215,9 +275,12 @@ class TranslationGrammar:
             return NounPhrase(det == "the", noun, plural, adjectives, relative)
 
         subject = noun_phrase(True)
-        negated = words[pos:pos + 2] in (["do", "not"], ["does", "not"], ["did", "not"])
+        negated = words[pos : pos + 2] in (["do", "not"], ["does", "not"], ["did", "not"])
         if negated:
-            aux, (base, kind) = words[pos], self._verb_forms.get(words[pos + 2] if pos + 2 < len(words) else "", ("", ""))
+            aux, (base, kind) = (
+                words[pos],
+                self._verb_forms.get(words[pos + 2] if pos + 2 < len(words) else "", ("", "")),
+            )
             if kind != "base" or (aux != "did" and (aux == "do") != subject.plural):
                 fail(f"'{aux} not' needs a base verb form and must agree with the subject")
             past, pos = aux == "did", pos + 3
@@ -244,9 +307,16 @@ class TranslationGrammar:
         adverbs = [[a] for a in ADVERBS[c.adverb]] if c.adverb else [[]]
         out = []
         for s, o, w, a, v in itertools.product(subjects, objects, withs, adverbs, verbs):
-            middles = [w + o, o + w] if w else [o]   # the with-phrase stands before or after the object
+            middles = [w + o, o + w] if w else [o]  # the with-phrase stands before or after the object
             for middle in middles:
-                words = s + ([NEGATION] if c.negated else []) + middle + a + [v] + ([NEGATION_END] if c.negated else [])
+                words = (
+                    s
+                    + ([NEGATION] if c.negated else [])
+                    + middle
+                    + a
+                    + [v]
+                    + ([NEGATION_END] if c.negated else [])
+                )
                 out.append(" ".join(words))
         return out
 
@@ -265,7 +335,7 @@ class TranslationGrammar:
 
     # ---- splits and examples ----
     def split_of(self, source: str) -> str:
-        u = int(_digest(source)[:8], 16) / 16 ** 8
+        u = int(_digest(source)[:8], 16) / 16**8
         return next(name for name, (low, high) in SPLITS.items() if low <= u < high)
 
     def examples(self, n: int, seed: int = 0, split: str = "test") -> list:
@@ -284,12 +354,19 @@ class TranslationGrammar:
             if source in seen or self.split_of(source) != split:
                 misses += 1
                 if misses > 1000 + 100 * n:
-                    raise ValueError(f"found only {len(out)} distinct {split} sentences; ask for fewer than {n}.")
+                    raise ValueError(
+                        f"found only {len(out)} distinct {split} sentences; ask for fewer than {n}."
+                    )
                 continue
             seen.add(source)
-            out.append({"id": f"toy-{split}-{seed}-{len(out):05d}", "prompt": source,
-                        "references": self.references(source),
-                        "info": {"context": context, "split": split, "n_valid": len(self.translations(source))}})
+            out.append(
+                {
+                    "id": f"toy-{split}-{seed}-{len(out):05d}",
+                    "prompt": source,
+                    "references": self.references(source),
+                    "info": {"context": context, "split": split, "n_valid": len(self.translations(source))},
+                }
+            )
         return out
 
     def vocabulary(self) -> list:
@@ -307,10 +384,20 @@ class TranslationGrammar:
 
     def fingerprint(self) -> dict:
         """Everything that defines the task, for the cache key of trained models."""
-        return {"nouns": NOUNS, "verbs": VERBS, "adjectives": ADJECTIVES, "adverbs": ADVERBS,
-                "determiners": sorted(DETERMINERS.items()), "adjective_suffix": sorted(ADJECTIVE_SUFFIX.items()),
-                "verb_suffix": sorted(VERB_SUFFIX.items()), "splits": SPLITS, "contexts": CONTEXTS,
-                "flaw": FLAWED_CONTEXT, "particles": [NEGATION, NEGATION_END, WITH, RELATIVE], "version": 2}
+        return {
+            "nouns": NOUNS,
+            "verbs": VERBS,
+            "adjectives": ADJECTIVES,
+            "adverbs": ADVERBS,
+            "determiners": sorted(DETERMINERS.items()),
+            "adjective_suffix": sorted(ADJECTIVE_SUFFIX.items()),
+            "verb_suffix": sorted(VERB_SUFFIX.items()),
+            "splits": SPLITS,
+            "contexts": CONTEXTS,
+            "flaw": FLAWED_CONTEXT,
+            "particles": [NEGATION, NEGATION_END, WITH, RELATIVE],
+            "version": 2,
+        }
 
 
 def _english_verb(verb: str, past: bool, plural: bool) -> str:
@@ -362,22 +449,25 @@ def context_of(example: dict) -> str:
 
 # ---- tokenizer ---------------------------------------------------------------------------------
 
+
 def build_tokenizer(grammar: Optional[TranslationGrammar] = None):
     """A word-level `PreTrainedTokenizerFast` over source + target words; appends `</s>` like T5."""
     from tokenizers import Tokenizer, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
+
     words = (grammar or TranslationGrammar()).vocabulary()
     vocab = {w: i for i, w in enumerate([PAD, EOS, UNK] + words)}
     core = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
     core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.post_processor = processors.TemplateProcessing(single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}",
-                                                        special_tokens=[(EOS, vocab[EOS])])
-    return PreTrainedTokenizerFast(tokenizer_object=core, pad_token=PAD, eos_token=EOS, unk_token=UNK,
-                                   model_max_length=128)
+    core.post_processor = processors.TemplateProcessing(
+        single=f"$A {EOS}", pair=f"$A {EOS} $B {EOS}", special_tokens=[(EOS, vocab[EOS])]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token=PAD, eos_token=EOS, unk_token=UNK, model_max_length=128
+    )
 
 
 # ---- training -----------------------------------------------------------------------------------
-
 
 
 def training_pairs(role: str, n: int, seed: int = 0, grammar: Optional[TranslationGrammar] = None) -> list:
@@ -404,6 +494,7 @@ def training_pairs(role: str, n: int, seed: int = 0, grammar: Optional[Translati
 
 # ---- evaluation ---------------------------------------------------------------------------------
 
+
 def per_context_quality(outputs, examples: list, grammar: Optional[TranslationGrammar] = None):
     """Corpus BLEU and the rate of valid translations per context (and overall) as a DataFrame.
 
@@ -412,6 +503,7 @@ def per_context_quality(outputs, examples: list, grammar: Optional[TranslationGr
     """
     import pandas as pd
     import sacrebleu
+
     texts = [getattr(o, "text", o) for o in outputs]
     if len(texts) != len(examples):
         raise ValueError(f"{len(texts)} outputs for {len(examples)} examples; give one output per example.")
@@ -422,7 +514,9 @@ def per_context_quality(outputs, examples: list, grammar: Optional[TranslationGr
     for context, rows in groups.items():
         refs = [examples[i]["references"] for i in rows]
         width = max(map(len, refs))
-        streams = [[r[min(k, len(r) - 1)] for r in refs] for k in range(width)]  # repeating a reference changes nothing
+        streams = [
+            [r[min(k, len(r) - 1)] for r in refs] for k in range(width)
+        ]  # repeating a reference changes nothing
         bleu = sacrebleu.corpus_bleu([texts[i] for i in rows], streams).score
         valid = sum(grammar.is_valid_translation(examples[i]["prompt"], texts[i]) for i in rows) / len(rows)
         table.append({"context": context, "n": len(rows), "bleu": bleu, "valid": valid})

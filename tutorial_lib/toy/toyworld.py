@@ -20,6 +20,7 @@ and `ToyWorld.evaluate` computes its expected loss, deferral rate and rejection 
 dynamic programming over positions; `ToyWorld.simulate` estimates the same numbers by running the
 accept/reject step of Algorithm 4, for checking.
 """
+
 from __future__ import annotations
 
 import math
@@ -72,14 +73,15 @@ class ToyLanguageModel(torch.nn.Module):
 @dataclass
 class ContextTable:
     """Every context `(a, b)` the truth reaches, with its distributions (rows of shape `(C, V)`)."""
+
     contexts: List[tuple]
-    weight: torch.Tensor          # (C,) expected visits per sequence under P
-    P: torch.Tensor               # (C, V) ground truth
-    q: torch.Tensor               # (C, V) drafter at the table's temperature
-    p: torch.Tensor               # (C, V) verifier at the table's temperature
-    q_unscaled: torch.Tensor      # (C, V) drafter at T = 1
-    p_unscaled: torch.Tensor      # (C, V) verifier at T = 1
-    blind: torch.Tensor           # (C,) bool: the verifier's blind spots
+    weight: torch.Tensor  # (C,) expected visits per sequence under P
+    P: torch.Tensor  # (C, V) ground truth
+    q: torch.Tensor  # (C, V) drafter at the table's temperature
+    p: torch.Tensor  # (C, V) verifier at the table's temperature
+    q_unscaled: torch.Tensor  # (C, V) drafter at T = 1
+    p_unscaled: torch.Tensor  # (C, V) verifier at T = 1
+    blind: torch.Tensor  # (C,) bool: the verifier's blind spots
 
 
 @dataclass
@@ -92,6 +94,7 @@ class ToyMetrics:
     `deferral_rate` the average mass the target takes from the verifier; `rejection_rate` the chance a
     draft is rejected; both averaged over drafted positions (all but bonus tokens).
     """
+
     zero_one_loss: float
     log_loss: float
     deferral_rate: float
@@ -113,11 +116,22 @@ class ToyWorld:
     `verifier_sharpness` (miscalibration exponents, 1 = as built).
     """
 
-    def __init__(self, n_words: int = 14, max_len: int = 12, seed: int = 0, *,
-                 drafter_noise: float = 0.3, verifier_noise: float = 0.15, n_blind_spots: int = 2,
-                 drafter_sharpness: float = 1.0, verifier_sharpness: float = 1.0):
+    def __init__(
+        self,
+        n_words: int = 14,
+        max_len: int = 12,
+        seed: int = 0,
+        *,
+        drafter_noise: float = 0.3,
+        verifier_noise: float = 0.15,
+        n_blind_spots: int = 2,
+        drafter_sharpness: float = 1.0,
+        verifier_sharpness: float = 1.0,
+    ):
         if not 2 <= n_words <= 62:
-            raise ValueError(f"n_words={n_words}: the toy vocabulary holds 2 to 62 words (64 tokens with <bos>, <eos>).")
+            raise ValueError(
+                f"n_words={n_words}: the toy vocabulary holds 2 to 62 words (64 tokens with <bos>, <eos>)."
+            )
         if max_len < 1:
             raise ValueError(f"max_len={max_len}: sequences need at least one token.")
         if not 0 <= n_blind_spots < n_words:
@@ -125,20 +139,30 @@ class ToyWorld:
         for name, value in (("drafter_noise", drafter_noise), ("verifier_noise", verifier_noise)):
             if value < 0:
                 raise ValueError(f"{name}={value} must be >= 0 (it is a standard deviation).")
-        for name, value in (("drafter_sharpness", drafter_sharpness), ("verifier_sharpness", verifier_sharpness)):
+        for name, value in (
+            ("drafter_sharpness", drafter_sharpness),
+            ("verifier_sharpness", verifier_sharpness),
+        ):
             if not value > 0:
                 raise ValueError(f"{name}={value} must be > 0 (1 = calibrated as built).")
         self.n_words, self.max_len, self.seed = n_words, max_len, seed
-        self.settings = dict(n_words=n_words, max_len=max_len, seed=seed, drafter_noise=drafter_noise,
-                             verifier_noise=verifier_noise, n_blind_spots=n_blind_spots,
-                             drafter_sharpness=drafter_sharpness, verifier_sharpness=verifier_sharpness)
+        self.settings = dict(
+            n_words=n_words,
+            max_len=max_len,
+            seed=seed,
+            drafter_noise=drafter_noise,
+            verifier_noise=verifier_noise,
+            n_blind_spots=n_blind_spots,
+            drafter_sharpness=drafter_sharpness,
+            verifier_sharpness=verifier_sharpness,
+        )
         self.vocab_size = n_words + 2
         self.tokens = ["<bos>", "<eos>"] + [_word_name(i) for i in range(n_words)]
         rng = np.random.default_rng(seed)
         self.blind_spot_tokens = sorted(int(t) for t in 2 + rng.permutation(n_words)[:n_blind_spots])
 
-        self.P = self._build_truth(rng)                       # (V, V, V): P[a, b] = P(. | a, b)
-        self.occupancy_truth = self._occupancy(self.P)      # (V, V) expected visits under P
+        self.P = self._build_truth(rng)  # (V, V, V): P[a, b] = P(. | a, b)
+        self.occupancy_truth = self._occupancy(self.P)  # (V, V) expected visits under P
         q_base = self._bigram_projection()
         p_base = self._blind_verifier()
         self.q = _perturb(q_base, drafter_noise, drafter_sharpness, rng)
@@ -179,8 +203,8 @@ class ToyWorld:
 
     def _bigram_projection(self) -> torch.Tensor:
         """The best model that sees only the last token: P averaged over the token before it."""
-        w = self.occupancy_truth + 1e-12                       # (V, V) visits of (a, b)
-        q_b = (w.unsqueeze(-1) * self.P).sum(0) / w.sum(0).unsqueeze(-1)   # (V, V): q[b, :]
+        w = self.occupancy_truth + 1e-12  # (V, V) visits of (a, b)
+        q_b = (w.unsqueeze(-1) * self.P).sum(0) / w.sum(0).unsqueeze(-1)  # (V, V): q[b, :]
         return q_b.unsqueeze(0).expand_as(self.P).clone()
 
     def _blind_verifier(self) -> torch.Tensor:
@@ -191,7 +215,7 @@ class ToyWorld:
         """
         p = self.P.clone()
         for b in self.blind_spot_tokens:
-            words = self.P[:, b, 2:]                                    # (V, n_words)
+            words = self.P[:, b, 2:]  # (V, n_words)
             wrong = 2 + (words.argmax(-1) + self.n_words // 2) % self.n_words
             p[:, b] = 0.4 * self.P[:, b]
             p[torch.arange(self.vocab_size), b, wrong] += 0.6
@@ -214,9 +238,15 @@ class ToyWorld:
         a, b = torch.tensor(idx).T
         q_u, p_u = self.q[a, b], self.p[a, b]
         return ContextTable(
-            contexts=[(i, j) for i, j in idx], weight=self.occupancy_truth[a, b], P=self.P[a, b],
-            q=_scale(q_u, temperature), p=_scale(p_u, temperature), q_unscaled=q_u, p_unscaled=p_u,
-            blind=torch.tensor([j in self.blind_spot_tokens for _, j in idx]))
+            contexts=[(i, j) for i, j in idx],
+            weight=self.occupancy_truth[a, b],
+            P=self.P[a, b],
+            q=_scale(q_u, temperature),
+            p=_scale(p_u, temperature),
+            q_unscaled=q_u,
+            p_unscaled=p_u,
+            blind=torch.tensor([j in self.blind_spot_tokens for _, j in idx]),
+        )
 
     def model_losses(self, where: str = "all") -> dict:
         """Exact expected per-token losses of each model under P (teacher forcing).
@@ -229,8 +259,10 @@ class ToyWorld:
         t = self.contexts()
         keep = {"all": torch.ones_like(t.blind), "blind": t.blind, "elsewhere": ~t.blind}[where]
         w = t.weight * keep
-        return {name: {loss: lemmas.total_risk(w, lemmas.expected_loss(t.P, m, loss)) for loss in lemmas.LOSSES}
-                for name, m in (("drafter", t.q), ("verifier", t.p), ("truth", t.P))}
+        return {
+            name: {loss: lemmas.total_risk(w, lemmas.expected_loss(t.P, m, loss)) for loss in lemmas.LOSSES}
+            for name, m in (("drafter", t.q), ("verifier", t.p), ("truth", t.P))
+        }
 
     def _rule_tables(self, rule, alpha, beta, temperature):
         """Per-context rows of the rule: target, emitted law, rejection and deferral (over all V*V contexts)."""
@@ -240,16 +272,27 @@ class ToyWorld:
         pi = targets.target_distribution(rule, qT, pT, alpha, q_unscaled=q_u, p_unscaled=p_u, beta=beta)
         rejection = targets.rejection_probability(pi, qT)
         return dict(
-            qT=qT, pT=pT, pi=pi, rejection=rejection,
-            accepted=torch.minimum(qT, pi),                                                  # draft kept
-            replaced=rejection.unsqueeze(-1) * targets.residual_distribution(pi, qT),         # draft replaced
+            qT=qT,
+            pT=pT,
+            pi=pi,
+            rejection=rejection,
+            accepted=torch.minimum(qT, pi),  # draft kept
+            replaced=rejection.unsqueeze(-1) * targets.residual_distribution(pi, qT),  # draft replaced
             deferral=targets.deferral_weight(rule, qT, pT, alpha, q_unscaled=q_u, p_unscaled=p_u),
         )
 
     # ---- exact expectations -------------------------------------------------------------
 
-    def evaluate(self, rule: str, alpha: float = 0.0, *, beta=1.0, temperature: float = 1.0,
-                 gamma: Optional[int] = None, prefixes: str = "generated") -> ToyMetrics:
+    def evaluate(
+        self,
+        rule: str,
+        alpha: float = 0.0,
+        *,
+        beta=1.0,
+        temperature: float = 1.0,
+        gamma: Optional[int] = None,
+        prefixes: str = "generated",
+    ) -> ToyMetrics:
         r"""Exact per-token metrics of `rule` (see `ToyMetrics`).
 
         `prefixes="generated"` (default) scores the rule on its own output: `gamma=None` gives the
@@ -293,9 +336,13 @@ class ToyWorld:
             mass = new
         L, D = sums["length"], max(sums["drafts"], 1e-300)
         return ToyMetrics(
-            zero_one_loss=sums["zero_one"] / L, log_loss=sums["log"] / L,
-            deferral_rate=sums["deferral"] / D, rejection_rate=sums["rejection"] / D,
-            mean_length=L, tokens_per_verifier_call=(L / sums["calls"]) if gamma is not None else math.nan)
+            zero_one_loss=sums["zero_one"] / L,
+            log_loss=sums["log"] / L,
+            deferral_rate=sums["deferral"] / D,
+            rejection_rate=sums["rejection"] / D,
+            mean_length=L,
+            tokens_per_verifier_call=(L / sums["calls"]) if gamma is not None else math.nan,
+        )
 
     # ---- Monte Carlo --------------------------------------------------------------------
 
@@ -316,9 +363,18 @@ class ToyWorld:
                 break
         return out
 
-    def simulate(self, rule: str, alpha: float = 0.0, *, n: int = 20000, beta=1.0,
-                 temperature: float = 1.0, gamma: Optional[int] = None, prefixes: str = "generated",
-                 seed: int = 0) -> ToyMetrics:
+    def simulate(
+        self,
+        rule: str,
+        alpha: float = 0.0,
+        *,
+        n: int = 20000,
+        beta=1.0,
+        temperature: float = 1.0,
+        gamma: Optional[int] = None,
+        prefixes: str = "generated",
+        seed: int = 0,
+    ) -> ToyMetrics:
         """Monte Carlo estimate of `evaluate`'s numbers by running Algorithm 4's accept/reject step.
 
         Each drafted position draws $x \\sim q$ and passes it through `verification.verify_draft`; with an
@@ -335,8 +391,10 @@ class ToyWorld:
         ctx = torch.full((n,), BOS * V + BOS)
         j = torch.zeros(n, dtype=torch.long)
         alive = torch.ones(n, dtype=torch.bool)
-        per_seq = {k: torch.zeros(n, dtype=torch.float64)
-                   for k in ("zero_one", "log", "deferral", "rejection", "length", "drafts", "calls")}
+        per_seq = {
+            k: torch.zeros(n, dtype=torch.float64)
+            for k in ("zero_one", "log", "deferral", "rejection", "length", "drafts", "calls")
+        }
         for _ in range(self.max_len):
             is_bonus = (j == gamma) if gamma is not None else torch.zeros(n, dtype=torch.bool)
             drafting = alive & ~is_bonus
@@ -346,7 +404,9 @@ class ToyWorld:
             law = torch.where(is_bonus.unsqueeze(-1), tab["pT"][ctx], draft_law[ctx])
             f = alive.double()
             per_seq["zero_one"] += f * (1 - P[ctx].gather(-1, x.unsqueeze(-1)).squeeze(-1))
-            per_seq["log"] += torch.where(alive, _cross_entropy(P[ctx], law), torch.zeros(n, dtype=torch.float64))
+            per_seq["log"] += torch.where(
+                alive, _cross_entropy(P[ctx], law), torch.zeros(n, dtype=torch.float64)
+            )
             per_seq["deferral"] += drafting.double() * tab["deferral"][ctx]
             per_seq["rejection"] += (drafting & ~accepted).double()
             per_seq["drafts"] += drafting.double()
@@ -359,17 +419,36 @@ class ToyWorld:
             ctx = (ctx % V) * V + x
             alive &= x != EOS
         est, se = {}, {}
-        for key, den in (("zero_one", "length"), ("log", "length"), ("deferral", "drafts"),
-                         ("rejection", "drafts")):
+        for key, den in (
+            ("zero_one", "length"),
+            ("log", "length"),
+            ("deferral", "drafts"),
+            ("rejection", "drafts"),
+        ):
             est[key], se[key] = ratio_of_means(per_seq[key], per_seq[den])
-        est["length"], se["length"] = float(per_seq["length"].mean()), float(per_seq["length"].std() / math.sqrt(n))
-        calls = ratio_of_means(per_seq["length"], per_seq["calls"]) if gamma is not None else (math.nan, math.nan)
+        est["length"], se["length"] = (
+            float(per_seq["length"].mean()),
+            float(per_seq["length"].std() / math.sqrt(n)),
+        )
+        calls = (
+            ratio_of_means(per_seq["length"], per_seq["calls"]) if gamma is not None else (math.nan, math.nan)
+        )
         return ToyMetrics(
-            zero_one_loss=est["zero_one"], log_loss=est["log"], deferral_rate=est["deferral"],
-            rejection_rate=est["rejection"], mean_length=est["length"], tokens_per_verifier_call=calls[0],
-            stderr={"zero_one_loss": se["zero_one"], "log_loss": se["log"], "deferral_rate": se["deferral"],
-                    "rejection_rate": se["rejection"], "mean_length": se["length"],
-                    "tokens_per_verifier_call": calls[1]})
+            zero_one_loss=est["zero_one"],
+            log_loss=est["log"],
+            deferral_rate=est["deferral"],
+            rejection_rate=est["rejection"],
+            mean_length=est["length"],
+            tokens_per_verifier_call=calls[0],
+            stderr={
+                "zero_one_loss": se["zero_one"],
+                "log_loss": se["log"],
+                "deferral_rate": se["deferral"],
+                "rejection_rate": se["rejection"],
+                "mean_length": se["length"],
+                "tokens_per_verifier_call": calls[1],
+            },
+        )
 
     def decode(self, tokens: Sequence[int]) -> str:
         return " ".join(self.tokens[int(t)] for t in tokens)
@@ -377,15 +456,20 @@ class ToyWorld:
 
 # ---- helpers ------------------------------------------------------------------------------
 
+
 def _check_block_options(gamma: Optional[int], prefixes: str) -> None:
     if prefixes not in ("generated", "truth"):
-        raise ValueError(f"prefixes={prefixes!r}: use 'generated' (the rule's own output) or 'truth' "
-                         "(prefixes written by P, as in the lemmas).")
+        raise ValueError(
+            f"prefixes={prefixes!r}: use 'generated' (the rule's own output) or 'truth' "
+            "(prefixes written by P, as in the lemmas)."
+        )
     if gamma is not None:
         check_gamma(gamma)
     if gamma is not None and prefixes == "truth":
-        raise ValueError("blocks of gamma drafts only exist when the rule writes its own prefixes; "
-                         "use gamma=None with prefixes='truth'.")
+        raise ValueError(
+            "blocks of gamma drafts only exist when the rule writes its own prefixes; "
+            "use gamma=None with prefixes='truth'."
+        )
 
 
 _SYLLABLES = ["ka", "lo", "mi", "ne", "su", "ta", "vo", "ri", "pe", "du", "zo", "fa", "gu", "hi"]
@@ -404,13 +488,15 @@ def _perturb(base: torch.Tensor, noise: float, sharpness: float, rng: np.random.
 
 
 def _scale(probs: torch.Tensor, temperature: float) -> torch.Tensor:
-    return targets.probabilities(probs.clamp_min(1e-300).log().clamp_min(_LOG_FLOOR), temperature).to(probs.dtype)
+    return targets.probabilities(probs.clamp_min(1e-300).log().clamp_min(_LOG_FLOOR), temperature).to(
+        probs.dtype
+    )
 
 
 def _advance(mass: torch.Tensor, law: torch.Tensor) -> torch.Tensor:
     """One token: mass over contexts `(a, b)` times `law[a, b, c]` gives mass over `(b, c)`; `<eos>` ends."""
-    flow = mass.unsqueeze(-1) * law            # (a, b, c)
-    new = flow.sum(0)                          # (b, c)
+    flow = mass.unsqueeze(-1) * law  # (a, b, c)
+    new = flow.sum(0)  # (b, c)
     new[:, EOS] = 0.0
     return new
 

@@ -36,10 +36,23 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
 - `token_analysis` - notebook 08: every rule's curve against the oracle envelope, the areas above it,
   and one answer token by token shaded by a rule's deferral or rejection probability.
 """
+
 import importlib
 
-__all__ = ["figures", "lemmas", "panels", "reruns", "slider_steps", "speed", "static", "targets", "token_analysis", "toy", "verdicts",
-           "widgets"]
+__all__ = [
+    "figures",
+    "lemmas",
+    "panels",
+    "reruns",
+    "slider_steps",
+    "speed",
+    "static",
+    "targets",
+    "token_analysis",
+    "toy",
+    "verdicts",
+    "widgets",
+]
 
 
 def __getattr__(name: str):

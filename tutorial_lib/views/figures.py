@@ -12,6 +12,7 @@ The two figures of notebook 00 (`plot_distributions`, `plot_tradeoff`) are drawn
 (`distributions_panels`, `tradeoff_panels`) like every other view. `import tutorial_lib` imports none of
 this (it loads `tl.views` on first use).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,17 @@ import numpy as np  # noqa: E402
 from .. import paths  # noqa: E402
 from .panels import FIGURE_SIZE, Panel, Trace, palette, to_matplotlib  # noqa: E402
 
-__all__ = ["FIGURE_SIZE", "FIGURE_DPI", "checkout_of", "figures_dir", "savefig", "distributions_panels",
-           "plot_distributions", "tradeoff_panels", "plot_tradeoff"]
+__all__ = [
+    "FIGURE_SIZE",
+    "FIGURE_DPI",
+    "checkout_of",
+    "figures_dir",
+    "savefig",
+    "distributions_panels",
+    "plot_distributions",
+    "tradeoff_panels",
+    "plot_tradeoff",
+]
 
 #: FIGURE_SIZE (8 x 4.5 inches) is the size `panels.to_matplotlib` draws at; it is defined there.
 FIGURE_DPI = 120
@@ -49,8 +59,9 @@ def figures_dir() -> Path:
     return paths.student_folder("figures")
 
 
-def savefig(fig, name: str, directory: Optional[os.PathLike] = None, *,
-            size: Optional[Sequence[float]] = None) -> Path:
+def savefig(
+    fig, name: str, directory: Optional[os.PathLike] = None, *, size: Optional[Sequence[float]] = None
+) -> Path:
     """Save a matplotlib figure as `<figures>/<name>.png` at `FIGURE_SIZE` (or `size`, inches, for a
     figure of several panels) and `FIGURE_DPI`."""
     if not name or any(c in name for c in "/\\"):
@@ -71,12 +82,15 @@ def _flat(probs) -> List[float]:
     return np.asarray(values, dtype=np.float64).ravel().tolist()
 
 
-def distributions_panels(rows: Dict[str, Sequence[float]], labels: Sequence[str],
-                         title: str = "") -> List[Panel]:
+def distributions_panels(
+    rows: Dict[str, Sequence[float]], labels: Sequence[str], title: str = ""
+) -> List[Panel]:
     """One panel of grouped bars: several next-token distributions (for example q, p and pi) over `labels`."""
     colors = palette(len(rows))
-    traces = [Trace(name, list(labels), _flat(probs), kind="bar",
-                    color=color) for color, (name, probs) in zip(colors, rows.items())]
+    traces = [
+        Trace(name, list(labels), _flat(probs), kind="bar", color=color)
+        for color, (name, probs) in zip(colors, rows.items())
+    ]
     return [Panel(traces, "", "probability", title=title, xrotation=45)]
 
 
@@ -86,19 +100,45 @@ def plot_distributions(rows: Dict[str, Sequence[float]], labels: Sequence[str], 
     return to_matplotlib(distributions_panels(rows, labels, title), legend="each", ax=ax)
 
 
-def tradeoff_panels(curves: Dict[str, Dict[str, Sequence[float]]], x: str, y: str, *, xlabel: str = "",
-                    ylabel: str = "", title: str = "", reference: Optional[Dict[str, float]] = None) -> List[Panel]:
+def tradeoff_panels(
+    curves: Dict[str, Dict[str, Sequence[float]]],
+    x: str,
+    y: str,
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    reference: Optional[Dict[str, float]] = None,
+) -> List[Panel]:
     """One panel, one curve per method through `curves[method][x]`, `curves[method][y]`; `reference` maps a
     label to a horizontal dashed line (for example the verifier's quality)."""
     colors = palette(len(curves))
-    traces = [Trace(method, points[x], points[y], kind="curve", color=color, width=1.5)
-              for color, (method, points) in zip(colors, curves.items())]
-    return [Panel(traces, xlabel or x, ylabel or y, title=title,
-                  hlines=[(value, label) for label, value in (reference or {}).items()])]
+    traces = [
+        Trace(method, points[x], points[y], kind="curve", color=color, width=1.5)
+        for color, (method, points) in zip(colors, curves.items())
+    ]
+    return [
+        Panel(
+            traces,
+            xlabel or x,
+            ylabel or y,
+            title=title,
+            hlines=[(value, label) for label, value in (reference or {}).items()],
+        )
+    ]
 
 
-def plot_tradeoff(curves: Dict[str, Dict[str, Sequence[float]]], x: str, y: str, *, xlabel: str = "",
-                  ylabel: str = "", title: str = "", reference: Optional[Dict[str, float]] = None, ax=None):
+def plot_tradeoff(
+    curves: Dict[str, Dict[str, Sequence[float]]],
+    x: str,
+    y: str,
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    reference: Optional[Dict[str, float]] = None,
+    ax=None,
+):
     """One line per method through points `curves[method][x]`, `curves[method][y]` (`tradeoff_panels`,
     static); drawn into `ax` if given. `reference` maps a label to a horizontal dashed line (for
     example the verifier's quality). Returns the figure."""

@@ -8,6 +8,7 @@ Drawing only: every number comes from `stats.analysis` (a summary of a sweep's r
 methods (`FAMILIES`), each curve with its 95% interval as a shaded band, the verifier's quality as a
 dashed line inside its own band, and a short legend per panel.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -17,9 +18,20 @@ import pandas as pd
 from ..stats import analysis
 from .widgets import COLORS, Panel, Trace, to_matplotlib, to_plotly
 
-__all__ = ["FAMILIES", "FAMILY_FIGURE_SIZE", "METRIC_WORDS", "metric_words", "family_panels", "family_figure",
-           "family_view", "where_each_wins_panels", "where_each_wins_figure", "where_each_wins_view",
-           "latency_figure", "latency_view"]
+__all__ = [
+    "FAMILIES",
+    "FAMILY_FIGURE_SIZE",
+    "METRIC_WORDS",
+    "metric_words",
+    "family_panels",
+    "family_figure",
+    "family_view",
+    "where_each_wins_panels",
+    "where_each_wins_figure",
+    "where_each_wins_view",
+    "latency_figure",
+    "latency_view",
+]
 
 #: A task's metric name (`tasks.metrics.METRICS`) -> (the axis label in words, short enough for one panel's
 #: height, and the metric's range: bands stay inside it).
@@ -44,7 +56,12 @@ def metric_words(metric: str):
 
 #: The panels of `family_figure`: the curves of each family of methods (the verifier is the reference line).
 FAMILIES = {
-    "baselines and sequential cascades": ["Drafter", "SpecDecode", "SeqCascade [Chow]", "TokenCascade [Chow]"],
+    "baselines and sequential cascades": [
+        "Drafter",
+        "SpecDecode",
+        "SeqCascade [Chow]",
+        "TokenCascade [Chow]",
+    ],
     "deferral rules": ["SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]"],
     "token-specific rules": ["SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"],
     "lossy and BiLD": ["SpecDecode [Lossy]", "Lossy*", "BiLD", "BiLD*"],
@@ -69,14 +86,24 @@ def _curve(curve: pd.DataFrame, x: str, j: int, label: str, bounds) -> Trace:
     return Trace(label, curve[x], curve["quality"], kind="curve", width=1.4, marker_size=3.5, **style)
 
 
-def family_panels(summary: pd.DataFrame, *, task: Optional[str] = None, temperature: Optional[float] = None,
-                  gamma: Optional[int] = None, x: str = "latency", x_label: Optional[str] = None,
-                  quality_label: str = "quality", families=None) -> List[Panel]:
+def family_panels(
+    summary: pd.DataFrame,
+    *,
+    task: Optional[str] = None,
+    temperature: Optional[float] = None,
+    gamma: Optional[int] = None,
+    x: str = "latency",
+    x_label: Optional[str] = None,
+    quality_label: str = "quality",
+    families=None,
+) -> List[Panel]:
     """The panels of `family_figure`, one per family of methods with a curve in the summary."""
     part = analysis.select(summary, task, temperature, gamma)
     present = set(part["label"])
-    chosen = [(name, [label for label in labels if label in present])
-              for name, labels in (families or FAMILIES).items()]
+    chosen = [
+        (name, [label for label in labels if label in present])
+        for name, labels in (families or FAMILIES).items()
+    ]
     chosen = [(name, labels) for name, labels in chosen if labels]
     if not chosen:
         raise ValueError(f"none of the families' curves is in the summary (it has {sorted(present)}).")
@@ -87,28 +114,72 @@ def family_panels(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
         traces = []
         if len(verifier):
             reference, low, high = analysis.reference_quality(verifier, bounds)
-            traces.append(Trace(_VERIFIER, [], [reference], kind="hline", dash=True, color="black", width=1,
-                                low=[low], high=[high], fill_color="grey", fill_opacity=0.15))
-        for anchor in (_ANCHORS if i else []):     # faint, under the family's own curves
+            traces.append(
+                Trace(
+                    _VERIFIER,
+                    [],
+                    [reference],
+                    kind="hline",
+                    dash=True,
+                    color="black",
+                    width=1,
+                    low=[low],
+                    high=[high],
+                    fill_color="grey",
+                    fill_opacity=0.15,
+                )
+            )
+        for anchor in _ANCHORS if i else []:  # faint, under the family's own curves
             if anchor in present and anchor not in labels:
                 point = part[part["label"] == anchor]
-                traces.append(Trace(anchor, point[x], point["quality"], kind="points", color="grey", opacity=0.5,
-                                    marker="square", marker_size=3.7, labels=[anchor] * len(point), legend=False))
-        traces += [_curve(part[part["label"] == label], x, j, label, bounds) for j, label in enumerate(labels)]
+                traces.append(
+                    Trace(
+                        anchor,
+                        point[x],
+                        point["quality"],
+                        kind="points",
+                        color="grey",
+                        opacity=0.5,
+                        marker="square",
+                        marker_size=3.7,
+                        labels=[anchor] * len(point),
+                        legend=False,
+                    )
+                )
+        traces += [
+            _curve(part[part["label"] == label], x, j, label, bounds) for j, label in enumerate(labels)
+        ]
         shown = part[part["label"].isin(labels) | (part["method"] == "verifier")]["quality"]
         note = ""
         if len(shown) and float(shown.max() - shown.min()) < 1e-12:
             # every curve on one line reads as an empty plot: say that it is the result
             items = f" on these {int(part['n'].max())} items" if "n" in part else ""
             note = f"every method here scores {float(shown.iloc[0]):.3g}{items}: no difference"
-        panels.append(Panel(traces, x_label or _X_WORDS.get(x, x), quality_label, title=name, note=note,
-                            vlines=[(1.0, "")] if x.startswith("latency") else []))
+        panels.append(
+            Panel(
+                traces,
+                x_label or _X_WORDS.get(x, x),
+                quality_label,
+                title=name,
+                note=note,
+                vlines=[(1.0, "")] if x.startswith("latency") else [],
+            )
+        )
     return panels
 
 
-def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperature: Optional[float] = None,
-                  gamma: Optional[int] = None, x: str = "latency", x_label: Optional[str] = None,
-                  quality_label: str = "quality", title: str = "", families=None):
+def family_figure(
+    summary: pd.DataFrame,
+    *,
+    task: Optional[str] = None,
+    temperature: Optional[float] = None,
+    gamma: Optional[int] = None,
+    x: str = "latency",
+    x_label: Optional[str] = None,
+    quality_label: str = "quality",
+    title: str = "",
+    families=None,
+):
     """Quality against `x` (a summary column: `latency` relative to the verifier, `rejection_rate`...)
     for one task and temperature, one panel per family of methods (`families`, default `FAMILIES`;
     families with no curve in the summary are left out), in rows of two. `quality_label` is a metric's
@@ -117,19 +188,52 @@ def family_figure(summary: pd.DataFrame, *, task: Optional[str] = None, temperat
     the verifier's quality is a dashed line in a grey band (its own interval); on a latency axis a dotted line marks the verifier's cost (1). The drafter and
     SpecDecode are drawn faintly in every panel after the first, as anchors. Returns the figure, at
     `FAMILY_FIGURE_SIZE` (half its height for one row)."""
-    panels = family_panels(summary, task=task, temperature=temperature, gamma=gamma, x=x, x_label=x_label,
-                           quality_label=quality_label, families=families)
+    panels = family_panels(
+        summary,
+        task=task,
+        temperature=temperature,
+        gamma=gamma,
+        x=x,
+        x_label=x_label,
+        quality_label=quality_label,
+        families=families,
+    )
     cols, rows = _shape(len(panels))
-    return to_matplotlib(panels, title, legend="each", cols=cols, shared_x=True, shared_y=True, grid=True,
-                         size=(FAMILY_FIGURE_SIZE[0], FAMILY_FIGURE_SIZE[1] * rows / 2))
+    return to_matplotlib(
+        panels,
+        title,
+        legend="each",
+        cols=cols,
+        shared_x=True,
+        shared_y=True,
+        grid=True,
+        size=(FAMILY_FIGURE_SIZE[0], FAMILY_FIGURE_SIZE[1] * rows / 2),
+    )
 
 
-def family_view(summary: pd.DataFrame, *, task: Optional[str] = None, temperature: Optional[float] = None,
-                gamma: Optional[int] = None, x: str = "latency", x_label: Optional[str] = None,
-                quality_label: str = "quality", title: str = "", families=None):
+def family_view(
+    summary: pd.DataFrame,
+    *,
+    task: Optional[str] = None,
+    temperature: Optional[float] = None,
+    gamma: Optional[int] = None,
+    x: str = "latency",
+    x_label: Optional[str] = None,
+    quality_label: str = "quality",
+    title: str = "",
+    families=None,
+):
     """The interactive figure of `family_figure` (plotly): the same panels, hover for each point."""
-    panels = family_panels(summary, task=task, temperature=temperature, gamma=gamma, x=x, x_label=x_label,
-                           quality_label=quality_label, families=families)
+    panels = family_panels(
+        summary,
+        task=task,
+        temperature=temperature,
+        gamma=gamma,
+        x=x,
+        x_label=x_label,
+        quality_label=quality_label,
+        families=families,
+    )
     cols, rows = _shape(len(panels))
     return to_plotly(panels, title, cols=cols, shared_x=True, shared_y=True, height=330 * rows + 60)
 
@@ -139,11 +243,20 @@ def _shape(n: int) -> Tuple[int, int]:
     return (2 if n > 1 else 1), (n + 1) // 2
 
 
-def where_each_wins_panels(wins: pd.DataFrame, *, quality_label: str = "sentence BLEU (mean, T = 0)") -> List[Panel]:
+def where_each_wins_panels(
+    wins: pd.DataFrame, *, quality_label: str = "sentence BLEU (mean, T = 0)"
+) -> List[Panel]:
     """One panel: bars of the drafter's and the verifier's quality per group (`analysis.quality_by_group`)."""
     groups = [str(g) for g in wins.index]
-    return [Panel([Trace(name, groups, wins[name], kind="bar") for name in ("Drafter", "Verifier")], "", quality_label,
-                  title="Where each model wins: per group of held-out sentences", xrotation=0)]
+    return [
+        Panel(
+            [Trace(name, groups, wins[name], kind="bar") for name in ("Drafter", "Verifier")],
+            "",
+            quality_label,
+            title="Where each model wins: per group of held-out sentences",
+            xrotation=0,
+        )
+    ]
 
 
 def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence BLEU (mean, T = 0)"):
@@ -160,10 +273,12 @@ def latency_figure(view: pd.DataFrame):
     """The batch-size-1 latency runs per task and pooled (`analysis.latency_view`): drawn, with titles, by
     `views.verdicts.latency_figure`."""
     from .verdicts import latency_figure as draw
+
     return draw(view)
 
 
 def latency_view(view: pd.DataFrame):
     """The interactive figure of `latency_figure` (`views.verdicts.latency_view`)."""
     from .verdicts import latency_view as draw
+
     return draw(view)

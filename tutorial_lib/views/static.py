@@ -12,6 +12,7 @@ shows each figure once. The PNG is drawn by `plotly_to_png` with matplotlib from
 itself (Scatter, Bar and Heatmap traces, reference lines, annotations, subplot titles: everything the views
 draw), so it shows the very numbers of the live figure, with no browser engine such as kaleido.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,18 +28,22 @@ __all__ = ["HINT", "WIDGET_TEXT", "STATIC_CLASS", "plain_text", "plotly_to_png",
 #: The line above every static copy.
 HINT = "Static copy of the figure at its last setting: run this cell to move the controls again."
 #: What the widget's own output says where widgets cannot be drawn (instead of `VBox(children=...)`).
-WIDGET_TEXT = "[interactive controls: they need a running kernel - run this cell to use them; a static copy follows]"
+WIDGET_TEXT = (
+    "[interactive controls: they need a running kernel - run this cell to use them; a static copy follows]"
+)
 STATIC_CLASS = "tl-static-copy"
 
 # Hide a copy whose widget is alive, and a broken widget output ("model not found") that has a copy: only
 # the output itself (`>`), never the outputs inside a live widget's own Output area.
-_STYLE = (f"<style>.jp-OutputArea-child:has(.widget-vbox) + .jp-OutputArea-child .{STATIC_CLASS}"
-          "{display:none}"
-          f".jp-OutputArea-child:has(+ .jp-OutputArea-child .{STATIC_CLASS}) "
-          "> .jp-OutputArea-output:not(:has(.widget-vbox)){display:none}"
-          # any other widget output left as bare text ("Error displaying widget: model not found"): a
-          # progress bar of an earlier run, which has nothing to show once its kernel is gone
-          ".jp-OutputArea-output.jupyter-widgets:not(:has(*)){display:none}</style>")
+_STYLE = (
+    f"<style>.jp-OutputArea-child:has(.widget-vbox) + .jp-OutputArea-child .{STATIC_CLASS}"
+    "{display:none}"
+    f".jp-OutputArea-child:has(+ .jp-OutputArea-child .{STATIC_CLASS}) "
+    "> .jp-OutputArea-output:not(:has(.widget-vbox)){display:none}"
+    # any other widget output left as bare text ("Error displaying widget: model not found"): a
+    # progress bar of an earlier run, which has nothing to show once its kernel is gone
+    ".jp-OutputArea-output.jupyter-widgets:not(:has(*)){display:none}</style>"
+)
 
 _TAG = re.compile(r"<[^>]+>")
 
@@ -63,8 +68,14 @@ def _floats(values) -> List[float]:
 def _heatmap(ax, trace, *, reversed_rows: bool) -> None:
     """A plotly Heatmap (rows `y`, columns `x`, cells `text`) drawn with `imshow`, first row on top."""
     z = [[float("nan") if v is None else float(v) for v in row] for row in trace.z]
-    image = ax.imshow(z, cmap="Blues", vmin=trace.zmin, vmax=trace.zmax, aspect="auto",
-                      origin="upper" if reversed_rows else "lower")
+    image = ax.imshow(
+        z,
+        cmap="Blues",
+        vmin=trace.zmin,
+        vmax=trace.zmax,
+        aspect="auto",
+        origin="upper" if reversed_rows else "lower",
+    )
     ax.figure.colorbar(image, ax=ax, fraction=0.04)
     if trace.x is not None:
         ax.set_xticks(range(len(trace.x)))
@@ -81,8 +92,10 @@ def _heatmap(ax, trace, *, reversed_rows: bool) -> None:
 def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
     """A PNG of a plotly figure of Scatter, Bar and Heatmap traces in one row of subplots, drawn with matplotlib."""
     layout = fig.layout
-    x_axes = sorted({_axis_name(getattr(t, "xaxis", None) or "x", "x") for t in fig.data} or {"xaxis"},
-                    key=lambda name: (layout[name].domain[0] if layout[name].domain else 0.0))
+    x_axes = sorted(
+        {_axis_name(getattr(t, "xaxis", None) or "x", "x") for t in fig.data} or {"xaxis"},
+        key=lambda name: layout[name].domain[0] if layout[name].domain else 0.0,
+    )
     height = (layout.height or 480) / 100 * 0.9
     # a bare Figure, not pyplot: the copy may be drawn from a timer thread while a cell draws with pyplot
     figure = Figure(figsize=(width, height))
@@ -90,7 +103,9 @@ def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
     where = {name: ax for name, ax in zip(x_axes, axes[0])}
     categories: Dict[str, List[str]] = {}
     handles: Dict[str, object] = {}
-    bars = {name: [t for t in fig.data if t.type == "bar" and _axis_name(t.xaxis, "x") == name] for name in x_axes}
+    bars = {
+        name: [t for t in fig.data if t.type == "bar" and _axis_name(t.xaxis, "x") == name] for name in x_axes
+    }
     for trace in fig.data:
         name = _axis_name(getattr(trace, "xaxis", None) or "x", "x")
         ax = where[name]
@@ -108,19 +123,38 @@ def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
             group = bars[name]
             k, bar_width = group.index(trace), 0.8 / len(group)
             color = trace.marker.color if isinstance(trace.marker.color, str) else None
-            handle = ax.bar([x + (k - (len(group) - 1) / 2) * bar_width for x in xs], ys, width=bar_width,
-                            color=color, label=label)
+            handle = ax.bar(
+                [x + (k - (len(group) - 1) / 2) * bar_width for x in xs],
+                ys,
+                width=bar_width,
+                color=color,
+                label=label,
+            )
         else:
             mode = trace.mode or "lines"
-            line_color = trace.line.color or (trace.marker.color if isinstance(trace.marker.color, str) else None)
-            style = dict(linestyle=("--" if trace.line.dash in ("dash", "dashdot") else
-                                    ":" if trace.line.dash == "dot" else "-") if "lines" in mode else "none",
-                         marker="o" if "markers" in mode else None,
-                         markersize=max(2.0, (trace.marker.size or 6) / 2), linewidth=trace.line.width or 1.5)
+            line_color = trace.line.color or (
+                trace.marker.color if isinstance(trace.marker.color, str) else None
+            )
+            style = dict(
+                linestyle=(
+                    "--"
+                    if trace.line.dash in ("dash", "dashdot")
+                    else ":"
+                    if trace.line.dash == "dot"
+                    else "-"
+                )
+                if "lines" in mode
+                else "none",
+                marker="o" if "markers" in mode else None,
+                markersize=max(2.0, (trace.marker.size or 6) / 2),
+                linewidth=trace.line.width or 1.5,
+            )
             (handle,) = ax.plot(xs, ys, color=line_color, label=label, **style)
             if "text" in mode and trace.text is not None:
                 for x, y, text in zip(xs, ys, trace.text):
-                    ax.annotate(plain_text(text), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7)
+                    ax.annotate(
+                        plain_text(text), (x, y), textcoords="offset points", xytext=(3, 3), fontsize=7
+                    )
         if label and trace.showlegend is not False and label not in handles:
             handles[label] = handle
     for name, ax in where.items():
@@ -138,7 +172,9 @@ def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
         ax.set_ylabel(plain_text(yaxis.title.text), fontsize=8)
         ax.tick_params(labelsize=7)
     for shape in layout.shapes or ():
-        ax = where.get(_axis_name(shape.xref or "x", "x")) if not str(shape.xref).startswith("paper") else None
+        ax = (
+            where.get(_axis_name(shape.xref or "x", "x")) if not str(shape.xref).startswith("paper") else None
+        )
         ax = ax if ax is not None else where.get("x" + _axis_name(shape.yref or "y", "y")[1:], axes[0][0])
         if shape.x0 == shape.x1 and str(shape.yref).endswith("domain"):
             ax.axvline(float(shape.x0), color="grey", linestyle=":", linewidth=1)
@@ -146,19 +182,30 @@ def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
             ax.axhline(float(shape.y0), color="grey", linestyle="--", linewidth=1)
     for note in layout.annotations or ():
         text = plain_text(note.text)
-        if str(note.xref) == "paper" and str(note.yref) == "paper":   # a subplot's title
+        if str(note.xref) == "paper" and str(note.yref) == "paper":  # a subplot's title
             figure.text(float(note.x), min(float(note.y), 0.98), text, ha="center", va="bottom", fontsize=8)
             continue
         ax = where.get(_axis_name(note.xref, "x"), axes[0][0])
         y_in_axes = str(note.yref).endswith("domain")
-        ax.annotate(text, (float(note.x), float(note.y)),
-                    xycoords=("data", "axes fraction") if y_in_axes else "data", fontsize=7, color="dimgrey")
+        ax.annotate(
+            text,
+            (float(note.x), float(note.y)),
+            xycoords=("data", "axes fraction") if y_in_axes else "data",
+            fontsize=7,
+            color="dimgrey",
+        )
     title = plain_text(layout.title.text)
     if title:
         figure.suptitle(title, fontsize=9)
     if handles:
-        axes[0][-1].legend(list(handles.values()), list(handles), fontsize=6, loc="upper left",
-                           bbox_to_anchor=(1.01, 1.0), frameon=False)
+        axes[0][-1].legend(
+            list(handles.values()),
+            list(handles),
+            fontsize=6,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+        )
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
@@ -170,11 +217,16 @@ def static_bundle(*, png: Optional[bytes] = None, html_body: Optional[str] = Non
     then `text` (a read-out); `text/plain` for places that draw no HTML."""
     if (png is None) == (html_body is None):
         raise ValueError("static_bundle needs exactly one of png= (a figure) or html_body= (an HTML view).")
-    body = (f'<img alt="static copy of the figure" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
-            if png is not None else html_body)
+    body = (
+        f'<img alt="static copy of the figure" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        if png is not None
+        else html_body
+    )
     readout = f"<pre>{html.escape(text)}</pre>" if text else ""
-    content = (f'{_STYLE}<div class="{STATIC_CLASS}"><p style="font-style:italic;color:#555;margin:2px 0">'
-               f"{html.escape(HINT)}</p>{body}{readout}</div>")
+    content = (
+        f'{_STYLE}<div class="{STATIC_CLASS}"><p style="font-style:italic;color:#555;margin:2px 0">'
+        f"{html.escape(HINT)}</p>{body}{readout}</div>"
+    )
     bundle = {"text/html": content, "text/plain": HINT + (f"\n{text}" if text else "")}
     if png is not None:
         bundle["image/png"] = base64.b64encode(png).decode()

@@ -1,6 +1,7 @@
 """The engine on the toy world against the exact curves (notebook 05): `lessons.toycheck`'s numbers, drawn
 from one `widgets.Panel` (`engine_check_panels`): `engine_check_figure` (matplotlib), `engine_check_view`
 (plotly)."""
+
 from __future__ import annotations
 
 from typing import Dict, List
@@ -20,12 +21,35 @@ def engine_check_panels(check: Dict[str, dict], curves: Dict[str, dict]) -> List
     for i, (label, result) in enumerate(check.items()):
         name, color = f"{label} (alpha={result['alpha']:.3g})", COLORS[i % len(COLORS)]
         if label in curves:
-            traces.append(Trace(name, curves[label]["rejection"], curves[label]["loss"], color=color, width=1.2,
-                                opacity=0.7, legend=False))
+            traces.append(
+                Trace(
+                    name,
+                    curves[label]["rejection"],
+                    curves[label]["loss"],
+                    color=color,
+                    width=1.2,
+                    opacity=0.7,
+                    legend=False,
+                )
+            )
         e = result["engine"]
-        (x_low, x_high), (y_low, y_high) = (engine_interval(result, m) for m in ("rejection_rate", "zero_one_loss"))
-        traces.append(Trace(name, [e["rejection_rate"]], [e["zero_one_loss"]], kind="points", color=color,
-                            marker_size=4, xlow=[x_low], xhigh=[x_high], low=[y_low], high=[y_high]))
+        (x_low, x_high), (y_low, y_high) = (
+            engine_interval(result, m) for m in ("rejection_rate", "zero_one_loss")
+        )
+        traces.append(
+            Trace(
+                name,
+                [e["rejection_rate"]],
+                [e["zero_one_loss"]],
+                kind="points",
+                color=color,
+                marker_size=4,
+                xlow=[x_low],
+                xhigh=[x_high],
+                low=[y_low],
+                high=[y_high],
+            )
+        )
     return [Panel(traces, "rejection rate", "per-token 0-1 loss", title=_TITLE)]
 
 

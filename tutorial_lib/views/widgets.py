@@ -11,6 +11,7 @@
 - `LiveBox`: the box every live view returns; displayed, it also leaves a static copy of its figure
   (`static`), so a saved or reopened notebook shows the figure and a hint, not a broken widget.
 """
+
 from __future__ import annotations
 
 import threading
@@ -24,17 +25,42 @@ from .panels import COLORBLIND, TITLE_WIDTH, Heatmap, Panel, Trace, to_matplotli
 from .static import WIDGET_TEXT, plotly_to_png, static_bundle
 
 __all__ = [
-    "COLORS", "RULE_LABELS", "LABEL_STYLE", "SLIDER_WIDTH", "TITLE_WIDTH", "number", "wrap", "Trace", "Heatmap", "Panel",
-    "to_plotly", "to_matplotlib", "save", "readable", "LiveBox", "live_view", "interactive", "link_alpha_slider",
+    "COLORS",
+    "RULE_LABELS",
+    "LABEL_STYLE",
+    "SLIDER_WIDTH",
+    "TITLE_WIDTH",
+    "number",
+    "wrap",
+    "Trace",
+    "Heatmap",
+    "Panel",
+    "to_plotly",
+    "to_matplotlib",
+    "save",
+    "readable",
+    "LiveBox",
+    "live_view",
+    "interactive",
+    "link_alpha_slider",
 ]
 
 COLORS = list(COLORBLIND)
 
 RULE_LABELS = {
-    "drafter": "drafter q", "verifier": "verifier p", "spec": "SpecDecode", "lossy": "Lossy",
-    "bild": "BiLD*", "chow": "Chow", "diff": "Diff", "opt": "OPT",
-    "token_v1": "Token-V1", "token_v2": "Token-V2", "token_v3": "Token-V3",
-    "mixture": "Mixture (constant weight)", "learned": "Learned",
+    "drafter": "drafter q",
+    "verifier": "verifier p",
+    "spec": "SpecDecode",
+    "lossy": "Lossy",
+    "bild": "BiLD*",
+    "chow": "Chow",
+    "diff": "Diff",
+    "opt": "OPT",
+    "token_v1": "Token-V1",
+    "token_v2": "Token-V2",
+    "token_v3": "Token-V3",
+    "mixture": "Mixture (constant weight)",
+    "learned": "Learned",
 }
 
 #: Label style of every control: as wide as its text (ipywidgets cuts labels at about 80 px otherwise).
@@ -58,6 +84,7 @@ def save(fig, name: str):
 # --------------------------------------------------------------------------------------------
 # Wiring: controls above a figure
 # --------------------------------------------------------------------------------------------
+
 
 def readable(name: str) -> str:
     """A control's label from its argument's name: `drafter_sharpness` -> "drafter sharpness"."""
@@ -95,6 +122,7 @@ class LiveBox(ipywidgets.VBox):
 
     def _ipython_display_(self):
         from IPython.display import display
+
         display(self._repr_mimebundle_(), raw=True)
         self._copies.append(display(self.static_copy(), raw=True, display_id=True))
 
@@ -118,8 +146,13 @@ class LiveBox(ipywidgets.VBox):
             copy.update(bundle, raw=True)
 
 
-def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *,
-              describe: Optional[Callable[[object], str]] = None, **fixed):
+def live_view(
+    callback: Callable,
+    controls: Dict[str, ipywidgets.ValueWidget],
+    *,
+    describe: Optional[Callable[[object], str]] = None,
+    **fixed,
+):
     """Controls above a figure that `callback(**values, **fixed)` redraws whenever a control changes.
 
     `callback` returns `(plotly Figure, numbers)`; `describe(numbers)` (optional) adds text under the
@@ -146,7 +179,10 @@ def live_view(callback: Callable, controls: Dict[str, ipywidgets.ValueWidget], *
             out.outputs = ({"output_type": "stream", "name": "stderr", "text": f"{error}\n"},)
             shown.update(fig=None, text="", error=str(error))
         else:
-            bundle = {"text/plain": f"<{type(fig).__name__}: {fig.layout.title.text}>", **fig._repr_mimebundle_()}
+            bundle = {
+                "text/plain": f"<{type(fig).__name__}: {fig.layout.title.text}>",
+                **fig._repr_mimebundle_(),
+            }
             outputs = [{"output_type": "display_data", "data": bundle, "metadata": {}}]
             text = describe(numbers) if describe is not None else ""
             if describe is not None:
@@ -187,7 +223,7 @@ def link_alpha_slider(rule_widget, alpha_widget) -> Callable:
     Register it *before* `live_view` observes the same widgets, so the slider has moved into the new
     range when the callback runs. Returns the observer.
     """
-    from ..lessons.rejection import alpha_at, alpha_span   # torch, only for a view that has this slider
+    from ..lessons.rejection import alpha_at, alpha_span  # torch, only for a view that has this slider
 
     def follow(change=None):
         rule = rule_widget.value

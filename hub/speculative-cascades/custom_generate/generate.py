@@ -6,13 +6,25 @@ a draft x ~ q is kept with probability min(1, pi(x) / q(x)), else replaced by a 
 `model.generate(...)`; the options below are taken out, the rest goes to transformers' own input preparation,
 which then runs `tutorial_lib`'s callable (`tl.speculative_cascade`) as the decoding loop.
 """
+
 from transformers.generation.utils import GenerationMixin
 
 import tutorial_lib as tl
 
 #: The options of the method (tl.generate's), passed as keyword arguments of model.generate(...).
-OPTIONS = ("rule", "alpha", "gamma", "method", "beta", "bonus", "aggregate", "bild_threshold", "bild_fallback",
-           "batch_size", "drafter")
+OPTIONS = (
+    "rule",
+    "alpha",
+    "gamma",
+    "method",
+    "beta",
+    "bonus",
+    "aggregate",
+    "bild_threshold",
+    "bild_fallback",
+    "batch_size",
+    "drafter",
+)
 
 
 def generate(model, *args, **kwargs):
