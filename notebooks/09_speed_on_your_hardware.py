@@ -354,7 +354,8 @@ else:
 
 # %%
 benchmarks = tutorial_lib.paths.DATA_DIR / "benchmarks"
-# two processors: without bf16 units (the first two) and with them (bf16 and AMX: the last two)
+# each run says its processor, its kernel paths and what ran beside it: engine_speed_cpu on a Xeon without bf16
+# units, engine_speed_cpu_busy an earlier run on an AMD EPYC, the _bf16_units runs on a Xeon with bf16 units and AMX
 for name in ("engine_speed_cpu", "engine_speed_cpu_busy", "engine_speed_cpu_bf16_units",
              "engine_speed_cpu_bf16_units_busy"):
     path = benchmarks / f"{name}.json"
