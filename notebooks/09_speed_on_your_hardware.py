@@ -396,6 +396,17 @@ print(f"this notebook's pair ({drafter.name} -> {verifier.name}), section 2's ca
 speed_tables.fixed_call_costs(calibration).round(3)
 
 # %% [markdown]
+# `same_tokens` counts the runs whose tokens equal our verifier-only run's on the same prompt (greedy, so
+# speculative decoding must reproduce them). On the bf16 path some runs miss: on the processor with bf16 units,
+# $\gamma = 5$, $7$ and `"auto"` differ from the verifier alone on one prompt from its fourth token, in every
+# round, while $\gamma = 3$ does not. That is a property of bf16 arithmetic, not of the method: a bf16 call's
+# logits depend, in their last bits, on how many rows the call holds (a block of 6-8 rows is summed in another
+# order than one row), and a near tie between two tokens can flip. Each emitted token is still the verifier's
+# choice on the logits of the call that scored it. The fp32 paths, whose sums differ far less, gave the verifier's
+# tokens in every run on the processor without bf16 units; where exact agreement matters more than speed, force
+# `verifier_path="fp32-packed"`.
+
+# %% [markdown]
 # On the synthetic T5 pair a verifier call takes {glue:text}`t5_verifier_ms:.2f` ms, and
 # {glue:text}`t5_fixed_verifier:.0f`% of it (of the drafter's, {glue:text}`t5_fixed_drafter:.0f`%) is paid
 # whatever the call computes, beyond reading its few megabytes of weights: the framework's operators, Python and

@@ -25,7 +25,6 @@ GLUED_PAGES = (
     "06_t5_evaluation",
     "07_gemma_evaluation",
     "08_real_pair_token_analysis",
-    "09_speed_on_your_hardware",
     "10_rules_in_engines",
 )
 
