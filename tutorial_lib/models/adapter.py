@@ -576,11 +576,8 @@ def load_pair(drafter, verifier, *, dtype=None, device="cpu", shared_vocabulary:
                      load_model(verifier, dtype=v_dtype, device=device, device_map=v_map, max_memory=v_memory),
                      shared_vocabulary=shared_vocabulary)
     if kernel_paths is not None:
-        from .kernel_paths import put_on_path
-        paths = _per_model(kernel_paths, "kernel_paths", "('int8-dynamic', 'auto')")
-        for lm, path, rows in zip(pair, paths, (0, gamma)):  # the drafter's calls are of one row
-            if path is not None:  # None: that model as loaded
-                put_on_path(lm, path, gamma=rows)
+        from .kernel_paths import put_pair_on_paths
+        put_pair_on_paths(pair, _per_model(kernel_paths, "kernel_paths", "('int8-dynamic', 'auto')"), gamma=gamma)
     return pair
 
 

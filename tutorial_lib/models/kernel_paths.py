@@ -49,6 +49,7 @@ __all__ = [
     "DRAFTER_PATHS",
     "GEMV_MAX_ROWS",
     "PathProbe",
+    "put_pair_on_paths",
     "cpu_has_bf16_units",
     "packed_path_available",
     "available_paths",
@@ -533,3 +534,11 @@ def put_on_path(
     lm.model = apply_path(lm.model, path)
     lm.kernel_path = path
     return probe
+
+
+def put_pair_on_paths(pair, paths: Sequence[Optional[str]], *, gamma: int = 5) -> None:
+    """Put a loaded pair's drafter and verifier on `paths` (one each; None leaves that model as loaded), in
+    place: the drafter for its calls of one row, the verifier for blocks of `gamma + 1` rows (`put_on_path`)."""
+    for lm, path, rows in zip(pair, paths, (0, gamma)):
+        if path is not None:
+            put_on_path(lm, path, gamma=rows)

@@ -485,7 +485,7 @@ def latency_configs(settings: dict) -> List[ev.Config]:
 
 def latency_pair(settings: dict, pair, *, results_dir=None):
     """The pair of a profile's batch-size-1 latency rows. Loaded models are put on the profile's
-    `latency_paths` in place (`models.kernel_paths.put_on_path`: the verifier for blocks of the largest
+    `latency_paths` in place (`models.kernel_paths.put_pair_on_paths`: the verifier for blocks of the largest
     latency gamma + 1 rows; the batched sweep, which needs them as loaded, comes first); stand-ins of saved
     runs (`saved_pair`) are those of the saved latency rows. Without `latency_paths`, `pair` itself."""
     paths = settings.get("latency_paths")
@@ -494,9 +494,8 @@ def latency_pair(settings: dict, pair, *, results_dir=None):
     if not all(hasattr(lm, "start") for lm in pair):
         return ev.saved_models(f"gemma-{settings['profile']}-latency", root=results_dir,
                                extra_config=latency_run_config(settings))
-    from ..models.kernel_paths import put_on_path
-    for lm, path, rows in zip(pair, paths, (0, max(settings["latency_gammas"]))):
-        put_on_path(lm, path, gamma=rows)
+    from ..models.kernel_paths import put_pair_on_paths
+    put_pair_on_paths(pair, paths, gamma=max(settings["latency_gammas"]))
     return pair
 
 
