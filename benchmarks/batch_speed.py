@@ -1,4 +1,5 @@
-r"""Where speculation stops paying as the batch grows: tokens per second against batch size, measured and predicted.
+r"""Where speculation stops paying as the batch grows: tokens per second against batch size, measured and
+predicted.
 
 For each batch size $B$ (`--batch-sizes`, default 1, 2, 4, 8, 16) the first $B$ prompts are decoded by
 `batch.generate_batch`: the verifier alone, and speculative decoding (`rule="spec"`, $T = 0$, bonus
@@ -50,7 +51,7 @@ REQUESTS = [
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="qwen", help="a speed profile of notebook 09 (models, dtype)")
     parser.add_argument("--batch-sizes", default="1,2,4,8,16")
     parser.add_argument("--gammas", default="1,3,5")
@@ -131,17 +132,20 @@ def main():
     )
     lines = [
         f"# Tokens per second against batch size ({settings['drafter']} -> {settings['verifier']}, "
-        f"{settings['dtype']}, {settings['device']}, {torch.get_num_threads()} threads, kernel paths {on_paths})",
+        f"{settings['dtype']}, {settings['device']}, {torch.get_num_threads()} threads, "
+        f"kernel paths {on_paths})",
         "",
-        f"{args.max_new_tokens} new tokens per row, T = 0, SpecDecode with a bonus token; gamma 0 is the verifier "
-        f"alone. Median of {args.repeats} shuffled round(s); predicted: the block-cost model from calls timed on B "
-        "rows, at the run's acceptance (forward passes only).",
+        f"{args.max_new_tokens} new tokens per row, T = 0, SpecDecode with a bonus token; "
+        "gamma 0 is the verifier alone. "
+        f"Median of {args.repeats} shuffled round(s); predicted: the block-cost model from calls timed on "
+        "B rows, at the run's acceptance (forward passes only).",
         "",
         "| B | gamma | tokens/s | predicted | measured/predicted | acceptance | peak RSS (MiB) |",
         "|---|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r.batch_size} | {r.gamma} | {r.tokens_per_s:.2f} | {r.predicted:.2f} | {r.tokens_per_s / r.predicted:.2f} "
+        f"| {r.batch_size} | {r.gamma} | {r.tokens_per_s:.2f} | {r.predicted:.2f} "
+        f"| {r.tokens_per_s / r.predicted:.2f} "
         f"| {r.acceptance:.3f} | {r.peak_rss_mib:.0f} |"
         for r in mean.itertuples()
     ]

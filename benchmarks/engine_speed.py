@@ -11,7 +11,8 @@ bf16 units, so on a machine without them this run is that machine's path). Metho
 - transformers on the same weights and paths: greedy `generate`, and assisted generation with its default
   schedule (20 assistant tokens, confidence threshold 0.4; the drafter's generation config is restored
   after every call);
-- transformers' greedy on the verifier as `from_pretrained` loads it (fp32, `F.linear`): what a user runs first.
+- transformers' greedy on the verifier as `from_pretrained` loads it (fp32, `F.linear`): what a user runs
+  first.
 
 First `gamma="auto"` meets the pair as a user's first call does: the stored quick calibration of this pair and
 machine is deleted (`--keep-calibration` keeps it), and the time of that first call to the end of its first
@@ -28,9 +29,9 @@ are judged from the numbers in the JSON. Lossless: at T = 0 every speculative ru
 verifier's tokens. `--beside-heavy-job` runs the whole measurement while another process keeps one core
 busy with matrix products (a laptop that is doing something else).
 
-    python benchmarks/engine_speed.py                    # Qwen pair, 3 prompts x 3 rounds x 48 tokens
+    python benchmarks/engine_speed.py          # Qwen pair, 3 prompts x 3 rounds x 48 tokens
     python benchmarks/engine_speed.py --kernel-paths none --output /tmp/as_loaded   # the models as loaded
-    python benchmarks/engine_speed.py --quick            # SmolLM2 verifying a perturbed copy, 2 prompts x 2 rounds
+    python benchmarks/engine_speed.py --quick  # SmolLM2 verifying a perturbed copy, 2 prompts x 2 rounds
     python benchmarks/engine_speed.py --device cuda --dtypes bfloat16,float32 --kernel-paths none   # on a GPU
     python benchmarks/engine_speed.py --beside-heavy-job --output data/benchmarks/engine_speed_cpu_busy
 """
@@ -131,7 +132,8 @@ def first_auto_block(pair, prompt, *, keep: bool) -> dict:
     start = time.perf_counter()
     gamma_policy.calibration_for(drafter, verifier)
     calibration_s = time.perf_counter() - start
-    gamma_policy._CALIBRATIONS.clear()  # the timed call below finds the stored copy: measure the whole path once more
+    # the timed call below finds the stored copy: measure the whole path once more
+    gamma_policy._CALIBRATIONS.clear()
     if path is not None and not keep:
         path.unlink(missing_ok=True)
     start = time.perf_counter()

@@ -1,4 +1,5 @@
-r"""Run (or resume) a Gemma-style offline rerun's batched sweep, as notebook 07 runs it, from the command line.
+r"""Run (or resume) a Gemma-style offline rerun's batched sweep, as notebook 07 runs it, from the command
+line.
 
 The rows go to `<results>/gemma-<profile>-<hash>/rows.jsonl` with the hash notebook 07 computes for
 the same profile (`reruns.run_config`), so the notebook redraws from them without recomputing a row.
@@ -8,10 +9,12 @@ to `sessions.jsonl` beside the rows, so the run's compute time can be added up a
 
 `--latency` also runs the profile's batch-size-1 latency rows (`reruns.latency_configs`, folder
 `gemma-<profile>-latency-<hash>`) after the sweep, calibrating the pair (`calibration.json` beside the sweep's
-rows) just before them, so the cost model and the clock it is checked against are measured in one sitting. `--n-items N --root DIR` is a pilot: the first N
-items of each task into DIR; it prints rows per minute per task and the verifier's cut rate.
+rows) just before them, so the cost model and the clock it is checked against are measured in one sitting.
+`--n-items N --root DIR` is a pilot: the first N items of each task into DIR; it prints rows per minute per
+task and the verifier's cut rate.
 
-    nohup nice -n 10 env PYTHONPATH=$PWD python benchmarks/gemma_rerun.py --profile offline-large > rerun.log 2>&1 &
+    nohup nice -n 10 env PYTHONPATH=$PWD python benchmarks/gemma_rerun.py --profile offline-large \
+        > rerun.log 2>&1 &
     python benchmarks/gemma_rerun.py --profile offline-large --n-items 6 --root /tmp/pilot      # a pilot
 """
 
@@ -96,7 +99,7 @@ def session_logger(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="offline-large", choices=sorted(reruns.GEMMA_PROFILES))
     parser.add_argument(
         "--root", default=None, help="results folder (default: the repository's data/results)"

@@ -26,6 +26,8 @@ from tutorial_lib.maths import token_analysis as ta
 from tutorial_lib.stats import token_curves as tc
 
 TOKEN_CURVES = ("token_v1", "token_v2", "token_v3")
+#: OPT emits Diff's tokens at T = 0 (its TV term is on one-hot laws): placing Diff places both
+PREFIX_CURVES = ("chow", "diff")
 
 
 def main() -> None:
@@ -34,14 +36,29 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=5, help="interior alphas per rule")
     parser.add_argument("--n-alpha", type=int, default=101, help="grid points over each rule's live range")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--curves",
+        nargs="+",
+        default=list(TOKEN_CURVES),
+        choices=TOKEN_CURVES + PREFIX_CURVES,
+        help="rules to place; Chow and Diff are staircases at T = 0 (one alpha per plateau)",
+    )
+    parser.add_argument(
+        "--dtype", default="float32", help="the pair's dtype (bfloat16 on a processor with AMX)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    pair = tl.load_pair("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", dtype="float32")
+    pair = tl.load_pair("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", dtype=args.dtype)
     items = tc.offline_items(n=args.items)
-    grid = ta.default_grid(args.n_alpha, 0.0, curves=("drafter", "verifier", "spec") + TOKEN_CURVES)
+    curves = tuple(args.curves)
+    grid = ta.default_grid(args.n_alpha, 0.0, curves=("drafter", "verifier", "spec") + curves)
     result = tc.analyse(pair, items, grid=grid, temperature=0.0, cache=True)
-    placed = alpha_grids.placed_alphas(result, args.k, curves=TOKEN_CURVES)
+    tokens = [c for c in curves if c in TOKEN_CURVES]
+    placed = alpha_grids.placed_alphas(result, args.k, curves=tokens) if tokens else {}
+    # a staircase's alphas between two steps behave alike: one alpha per plateau, evenly in rejection level
+    for curve in (c for c in curves if c in PREFIX_CURVES):
+        placed[curve] = alpha_grids.plateau_alphas(result, curve, args.k, ends=False)
     print(
         json.dumps(
             {

@@ -1,4 +1,5 @@
-r"""What the `model.generate(..., custom_generate=tl.speculative_cascade(...))` route costs over `tl.generate`.
+r"""What the `model.generate(..., custom_generate=tl.speculative_cascade(...))` route costs
+over `tl.generate`.
 
 Both routes run the same decoding (the package's engine, one prompt at a time, greedy, the same rule,
 $\alpha$ and $\gamma$), so their tokens must agree, and the difference is transformers' preparation around
@@ -8,7 +9,7 @@ interleaved: the prompts in a shuffled order, each prompt's two calls back to ba
 (seeded), so a machine whose load drifts slows both alike. Reported: the ratio (generate() route over
 tl.generate) of each round's total time, its median and quartiles over rounds.
 
-    python benchmarks/hf_generate_overhead.py                       # SmolLM2-135M, its first 16 layers drafting
+    python benchmarks/hf_generate_overhead.py  # SmolLM2-135M, its first 16 layers drafting
     python benchmarks/hf_generate_overhead.py --pair qwen --rounds 5  # the Qwen2.5-Coder pair, when installed
 """
 
@@ -92,7 +93,7 @@ def time_routes(pair, prompts, *, rule, alpha, gamma, max_new_tokens, rounds, se
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pair", default="smollm2", choices=sorted(PAIRS))
     parser.add_argument("--rule", default="token_v2")
     parser.add_argument("--alpha", type=float, default=0.1)
@@ -151,8 +152,10 @@ def main() -> None:
     output = Path(args.output or REPO / "data" / "benchmarks" / f"hf_generate_overhead_{args.pair}")
     output.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     print(
-        f"{names[1]} / {names[0]}: median {median:.4f} [quartiles {q1:.4f}, {q3:.4f}] over {args.rounds} rounds "
-        f"({result['seconds_median'][names[0]]:.2f} s vs {result['seconds_median'][names[1]]:.2f} s per round); "
+        f"{names[1]} / {names[0]}: median {median:.4f} [quartiles {q1:.4f}, {q3:.4f}] "
+        f"over {args.rounds} rounds "
+        f"({result['seconds_median'][names[0]]:.2f} s vs {result['seconds_median'][names[1]]:.2f} s "
+        "per round); "
         f"wrote {output.with_suffix('.json')}"
     )
 

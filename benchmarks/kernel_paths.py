@@ -1,12 +1,12 @@
 r"""What each kernel path costs the Qwen pair's calls here, against the memory-bandwidth bound.
 
 For every path of `tutorial_lib.models.kernel_paths` (the verifier: fp32, fp32-gemv, fp32-packed, and bf16
-where the processor has bf16 units or `--bf16` asks for it; the drafter also int8-dynamic) this times the whole model fed k tokens on top of a 64-token context (k rows kept,
-as the engine's verifier call; the cache cropped back after each call), k = 1, 2, 3, 4, 6, 8. One
-round runs every (model, path, k) once in a shuffled order; medians and quartiles over rounds after a
-warm-up round. Beside each: t(k) / t(1), and t(1) as a multiple of the bound (the path's bytes of weights
-over the read bandwidth measured in the same run: a sum over 1 GiB of fp32 on torch's threads).
-
+where the processor has bf16 units or `--bf16` asks for it; the drafter also int8-dynamic) this times the
+whole model fed k tokens on top of a 64-token context (k rows kept, as the engine's verifier call; the cache
+cropped back after each call), k = 1, 2, 3, 4, 6, 8. One round runs every (model, path, k) once in a shuffled
+order; medians and quartiles over rounds after a warm-up round. Beside each: t(k) / t(1), and t(1) as a
+multiple of the bound (the path's bytes of weights over the read bandwidth measured in the same run: a sum
+over 1 GiB of fp32 on torch's threads).
 Then the probe's choice (`kernel_paths.probe_paths` on a sample of the verifier's layers, the quick
 measurement `load_pair(..., dtype="auto")` makes) is set beside the full model's cheapest path, and the
 drafter's cost ratio c = t_q / t_p(1) and greedy acceptance (SpecDecode, gamma 5, 3 prompts x 48 tokens)
@@ -177,7 +177,8 @@ def main() -> None:
             "c": c,
         }
         print(
-            f"drafter {path:12s}: acceptance {drafters[path]['acceptance']:.3f} of {accepted + rejected} drafts, "
+            f"drafter {path:12s}: acceptance {drafters[path]['acceptance']:.3f} "
+            f"of {accepted + rejected} drafts, "
             f"c = {c:.3f} (against the verifier on {verifier_path})",
             flush=True,
         )

@@ -10,7 +10,8 @@ the check's milliseconds, the load's seconds, and the check as a fraction of the
 the same files (what the check would cost with it) is timed once beside them.
 
     python benchmarks/model_cache_hash.py                       # every converted offline model, 5 rounds
-    python benchmarks/model_cache_hash.py --models smollm2-135m --rounds 3 --out /tmp/hash  # checks the script
+    # checks the script
+    python benchmarks/model_cache_hash.py --models smollm2-135m --rounds 3 --out /tmp/hash
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def main() -> None:
         print(
             f"{alias} ({size / 1e6:.0f} MB): check {result['check_ms']['median']:.0f} ms "
             f"[{result['check_ms']['min']:.0f}, {result['check_ms']['max']:.0f}], load "
-            f"{result['load_s']['median']:.2f} s [{result['load_s']['min']:.2f}, {result['load_s']['max']:.2f}], "
+            f"{result['load_s']['median']:.2f} s "
+            f"[{result['load_s']['min']:.2f}, {result['load_s']['max']:.2f}], "
             f"check / load {result['fraction']['median']:.3f} [{result['fraction']['min']:.3f}, "
             f"{result['fraction']['max']:.3f}]; SHA-256 once {result['sha256_s_once']:.2f} s",
             flush=True,

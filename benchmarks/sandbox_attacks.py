@@ -6,8 +6,8 @@ the host, and what judging it cost the parent.
 Every solution here is wrong for its tests, or harmful; the harmful ones only read a kernel setting and
 write back the value it already has.
 
-    python benchmarks/sandbox_attacks.py                # both, writes data/benchmarks/sandbox_attacks_cpu.json
-    python benchmarks/sandbox_attacks.py --only now     # the current sandbox alone
+    python benchmarks/sandbox_attacks.py             # both, writes data/benchmarks/sandbox_attacks_cpu.json
+    python benchmarks/sandbox_attacks.py --only now  # the current sandbox alone
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ FALSE_PASSES = {
         "pair",
     ),
     "math replaced by an object whose isclose says True": (
-        "class _M:\n    isclose = staticmethod(lambda *a, **k: True)\nmath = _M()\ndef area(r):\n    return -1.0\n",
+        "class _M:\n    isclose = staticmethod(lambda *a, **k: True)\nmath = _M()\n"
+        "def area(r):\n    return -1.0\n",
         ["assert math.isclose(area(2), 12.566, rel_tol=0.001)"],
         "",
         "area",

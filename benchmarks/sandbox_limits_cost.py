@@ -121,9 +121,11 @@ def main() -> None:
             }
             summary["workloads"][name] = result
             print(
-                f"{name}: before {1000 * result['before_s_median']:.0f} ms, now {1000 * result['now_s_median']:.0f} ms"
+                f"{name}: before {1000 * result['before_s_median']:.0f} ms, "
+                f"now {1000 * result['now_s_median']:.0f} ms"
                 f" (medians); now / before {result['ratio_median']:.3f}, quartiles [{quartiles[0]:.3f}, "
-                f"{quartiles[2]:.3f}], range [{min(ratios):.3f}, {max(ratios):.3f}] over {args.rounds} rounds",
+                f"{quartiles[2]:.3f}], range [{min(ratios):.3f}, {max(ratios):.3f}] "
+                f"over {args.rounds} rounds",
                 flush=True,
             )
     out = Path(args.out)

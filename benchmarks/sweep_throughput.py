@@ -62,7 +62,8 @@ def baseline_batch(commit: str = BASELINE_COMMIT):
 
 
 def run_before(module, pair, tasks, configs, seed=0):
-    """The sweep loop of `BASELINE_COMMIT`: prefill a chunk once, then one `generate_batch` per configuration."""
+    """The sweep loop of `BASELINE_COMMIT`: prefill a chunk once, then one `generate_batch` per
+    configuration."""
     prefill_s, decode_s, texts = 0.0, [], {}
     for task in tasks:
         for start in range(0, len(task.examples), BASELINE_BATCH):
@@ -234,11 +235,13 @@ def main():
         f"{settings['drafter']} -> {settings['verifier']}, {settings['dtype']}, {torch.get_num_threads()} "
         f"threads; task(s) {args.tasks}, first {args.items} items each, at most {args.max_new_tokens} new "
         f"tokens; the `{args.profile}` profile's {len(configs)} configurations (T = {temperatures}). "
-        f"Before: batch {BASELINE_BATCH}, one configuration at a time, a rotating 1/{stride} of the configurations per round. Now: `run_sweep`, "
+        f"Before: batch {BASELINE_BATCH}, one configuration at a time, a rotating 1/{stride} of the "
+        "configurations per round. Now: `run_sweep`, "
         f"{per_chunk} items per chunk, all configurations in one batch. {args.rounds} rounds, alternating "
         "which path runs first.",
         "",
-        "| round | path | configurations | rows | seconds | rows/min | before projected to all configurations |",
+        "| round | path | configurations | rows | seconds | rows/min "
+        "| before projected to all configurations |",
         "|---|---|---|---|---|---|---|",
     ]
     lines += [

@@ -122,7 +122,8 @@ def main():
             out.update(round=r, configurations=len(share))
             results.append(out)
             print(
-                f"round {r} {runner:>6}: {len(share)} configurations, {out['rows']} rows in {out['seconds']:.0f} s: "
+                f"round {r} {runner:>6}: {len(share)} configurations, "
+                f"{out['rows']} rows in {out['seconds']:.0f} s: "
                 f"{out['rows_per_min']:.0f} rows/min, peak RSS {out['peak_rss_mib']:.0f} MiB",
                 flush=True,
             )
@@ -168,7 +169,8 @@ def main():
     lines = [
         f"# T5 sweep throughput: batched / single ({args.profile} profile)",
         "",
-        f"{settings['drafter']} -> {settings['verifier']}, {torch.get_num_threads()} thread(s); first {args.items} "
+        f"{settings['drafter']} -> {settings['verifier']}, {torch.get_num_threads()} thread(s); "
+        f"first {args.items} "
         f"items; gamma {settings['gammas']}, T {settings['temperatures']}; {len(configs)} configurations, "
         f"1/{args.share} of them per round ({len(single_only)} stay one example at a time in the batched "
         f"path); batch size {args.batch_size}; {args.rounds} rounds, alternating which path runs "

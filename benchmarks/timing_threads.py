@@ -1,16 +1,18 @@
-r"""How many torch threads should a timing use on a busy machine? Notebook 09's timing workload at each thread count.
+r"""How many torch threads should a timing use on a busy machine? Notebook 09's timing workload at each thread
+count.
 
 After one untimed pass at each thread count, each round times notebook 09's measurement
 (`speed_runs.measure_speed`: the verifier alone and speculative decoding at the profile's $\gamma$, greedy)
-once per thread count of `--threads`, the order rotating from round to round (each count goes first
-equally often), so a machine whose load changes slows every thread count alike. It reports the wall time of each, the ratio of
-each thread count's time to the first one's (median and range over rounds) and the speed-up of each
+once per thread count of `--threads`, the order rotating from round to round (each count goes first equally
+often), so a machine whose load changes slows every thread count alike. It reports the wall time of each, the
+ratio of each thread count's time to the first one's (median and range over rounds) and the speed-up of each
 $\gamma$ over the verifier measured at each thread count, and what `speed_runs.use_free_cores` would have
-chosen when the run started. `--beside-heavy-job N` starts another process running matrix products on
-`N` threads for the whole run (a stand-in for a user's busy laptop); `--beside TEXT` names a load that is
-already running (the committed run: beside the offline-large rerun).
+chosen when the run started. `--beside-heavy-job N` starts another process running matrix products on `N`
+threads for the whole run (a stand-in for a user's busy laptop); `--beside TEXT` names a load that is already
+running (the committed run: beside the offline-large rerun).
 
-    python benchmarks/timing_threads.py --beside "the offline-large Gemma-style rerun (...)"   # the committed file
+    # the committed file
+    python benchmarks/timing_threads.py --beside "the offline-large Gemma-style rerun (...)"
     python benchmarks/timing_threads.py --beside-heavy-job 2 --output /tmp/timing_threads_heavy
     python benchmarks/timing_threads.py --profile smoke --rounds 2 --output /tmp/timing_threads
 """
@@ -32,7 +34,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def summarise(runs: list, threads: list) -> dict:
-    """Per thread count: median and range of its wall time, and of its time over the first count's in the same round."""
+    """Per thread count: median and range of its wall time, and of its time over the first count's in the
+    same round."""
     by = {(r["round"], r["threads"]): r for r in runs}
     rounds = sorted({r["round"] for r in runs})
     out = {}
@@ -56,7 +59,7 @@ def summarise(runs: list, threads: list) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="default", choices=sorted(speed_runs.SPEED_PROFILES))
     parser.add_argument(
         "--threads", default="1,2", help="thread counts to compare, the first is the reference"

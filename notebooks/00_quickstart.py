@@ -71,7 +71,8 @@ for sequence in world.sample(5, seed=seed):
 # %%
 for where in ("all", "blind", "elsewhere"):
     losses = world.model_losses(where)
-    print(f"{where:>9}: " + ", ".join(f"{m} 0-1 {v['zero_one']:.3f} / log {v['log']:.3f}" for m, v in losses.items()))
+    print(f"{where:>9}: "
+          + ", ".join(f"{m} 0-1 {v['zero_one']:.3f} / log {v['log']:.3f}" for m, v in losses.items()))
 
 # %% [markdown]
 # ## One context, every view
@@ -95,10 +96,12 @@ rows = {
     f"Token-V3 pi (alpha={alpha})": tl.target_distribution("token_v3", q_c, p_c, alpha),
 }
 a, b = table.contexts[row]
-fig = tl.views.figures.plot_distributions(rows, world.tokens, title=f"next token after '{world.tokens[a]} {world.tokens[b]}'")
+fig = tl.views.figures.plot_distributions(rows, world.tokens,
+                                          title=f"next token after '{world.tokens[a]} {world.tokens[b]}'")
 tl.savefig(fig, "quickstart_distributions")
 print("D_TV(p, q) =", round(float(tl.tv_distance(p_c, q_c)), 4))
-print("Lemma 4's optimal rule (knows P) defers:", bool(tl.maths.lemmas.optimal_speculative_deferral(P_c, q_c, p_c, alpha)))
+print("Lemma 4's optimal rule (knows P) defers:",
+      bool(tl.maths.lemmas.optimal_speculative_deferral(P_c, q_c, p_c, alpha)))
 for rule in ("chow", "diff", "opt", "token_v3"):
     pi = tl.target_distribution(rule, q_c, p_c, alpha)
     print(f"{rule:>8}: weight on p {float(tl.deferral_weight(rule, q_c, p_c, alpha)):.3f}, "

@@ -64,7 +64,8 @@ seed = 0                         # which toy world the toy examples come from
 real_pair = None                 # (drafter, verifier) names for tl.models.load_pair, e.g. below
 real_dtype = None                # one dtype or (drafter dtype, verifier dtype)
 real_prompt = "def fibonacci(n):"  # text, or a list of token ids
-timing_pair = None               # (drafter, verifier) of the closing timing cell; None: tl.lessons.first_timing.DEFAULT_PAIR
+timing_pair = None               # (drafter, verifier) of the closing timing cell;
+                                 # None: tl.lessons.first_timing.DEFAULT_PAIR
 timing_tokens = 24               # tokens per timed run
 timing_prompt = "def fibonacci(n):"  # text, or a list of token ids
 output_dir = "."                 # where the metrics JSON is written
@@ -156,12 +157,14 @@ tl.savefig(fig, "targets_examples")
 rule_widget = widgets.Dropdown(options=[(views.widgets.RULE_LABELS[r], r) for r in tl.RULES], value=rule,
                                description="rule")
 alpha_widget = widgets.FloatSlider(value=alpha, min=-5.0, max=5.0, step=0.01, description="alpha")
-views.widgets.link_alpha_slider(rule_widget, alpha_widget)  # first, so alpha is in range when the view redraws
+# first, so alpha is in range when the view redraws
+views.widgets.link_alpha_slider(rule_widget, alpha_widget)
 display(views.widgets.live_view(
     views.targets.target_view,
     dict(example=widgets.Dropdown(options=list(examples), value=example, description="example"),
          rule=rule_widget, alpha=alpha_widget,
-         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature T"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05,
+                                         description="temperature T"),
          gamma=widgets.IntSlider(value=gamma, min=1, max=10, description="block size gamma"),
          beta=widgets.Dropdown(options=[("1 (heuristic)", 1.0), ("normalising (Lossy*)", "normalize")],
                                value=1.0, description="lossy beta")),
@@ -203,7 +206,8 @@ display(views.widgets.live_view(
     dict(example=widgets.Dropdown(options=list(examples), value=every_rule_example, description="example"),
          lenience=widgets.FloatSlider(value=lenience, min=0.0, max=1.0, step=0.05,
                                       description="lenience (0: SpecDecode end, 1: drafter end)"),
-         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature T")),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05,
+                                         description="temperature T")),
     examples=examples))
 
 # %%
@@ -222,7 +226,8 @@ tl.savefig(fig, "targets_every_rule")
 rejection = pd.DataFrame(tl.lessons.rejection.rejection_table(examples, lenience, temperature)).T
 tokens_per_call = rejection.apply(
     lambda column: column.map(lambda rho: tl.maths.latency.expected_tokens_per_call(1.0 - rho, gamma)))
-lemma3_gap = {name: tl.lessons.rejection.lemma3_gap(name, temperature, examples=examples) for name in examples}
+lemma3_gap = {name: tl.lessons.rejection.lemma3_gap(name, temperature, examples=examples)
+              for name in examples}
 rejection["max |ρ - δ D_TV|"] = pd.Series(lemma3_gap)
 with pd.option_context("display.float_format", "{:.3f}".format, "display.width", 250):
     print("rejection probability")
@@ -231,13 +236,16 @@ with pd.option_context("display.float_format", "{:.3f}".format, "display.width",
     display(tokens_per_call)
 
 # %%
-_, every_rule_numbers = views.targets.every_rule_view(every_rule_example, lenience, temperature, examples=examples)
+_, every_rule_numbers = views.targets.every_rule_view(every_rule_example, lenience, temperature,
+                                                      examples=examples)
 tl.lessons.notebook.save_metrics("01_target_distributions", {
-    "parameters": {"example": example, "rule": rule, "alpha": alpha, "temperature": temperature, "gamma": gamma,
-                   "every_rule_example": every_rule_example, "lenience": lenience, "real_pair": real_pair},
+    "parameters": {"example": example, "rule": rule, "alpha": alpha, "temperature": temperature,
+                   "gamma": gamma, "every_rule_example": every_rule_example, "lenience": lenience,
+                   "real_pair": real_pair},
     "examples": {name: {"tv_distance": float(tl.tv_distance(e.p, e.q)), "max_q": float(e.q.max()),
                         "max_p": float(e.p.max())} for name, e in examples.items()},
-    "view": {k: v for k, v in readouts.items() if k not in ("q", "p", "pi")},  # the read-outs without the distributions
+    # the read-outs without the distributions
+    "view": {k: v for k, v in readouts.items() if k not in ("q", "p", "pi")},
     "every_rule": every_rule_numbers,
     "rejection_table": rejection.to_dict(orient="index"),
     "tokens_per_call_table": tokens_per_call.to_dict(orient="index"),
@@ -279,7 +287,8 @@ tl.lessons.notebook.check("01-3", answer_3)
 # %%
 from tutorial_lib.lessons import first_timing
 
-threads_used = tl.decoding.speed_runs.use_free_cores()   # the cores other processes leave free (notebook 09 says why)
+# the cores other processes leave free (notebook 09 says why)
+threads_used = tl.decoding.speed_runs.use_free_cores()
 clock_pair = tuple(timing_pair or first_timing.DEFAULT_PAIR)
 timing = tl.load_pair(*clock_pair, dtype="float32")   # "<model>:layers=N": that model's first N layers
 clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=2)
@@ -288,7 +297,8 @@ auto_reason = first_timing.auto_reason(timing, float(clock.loc["gamma=3", "accep
 display(auto_reason.round(3))
 chosen = clock.loc["gamma=auto", "gammas_chosen"]
 print(f"gamma='auto' chose block sizes {chosen}: with t_q = {auto_reason.attrs['t_q_ms']:.1f} ms and "
-      f"t_p(1) = {auto_reason.attrs['t_p1_ms']:.1f} ms (c = {auto_reason.attrs['cost_ratio']:.2f}) at acceptance "
+      f"t_p(1) = {auto_reason.attrs['t_p1_ms']:.1f} ms (c = {auto_reason.attrs['cost_ratio']:.2f}) "
+      "at acceptance "
       f"{clock.loc['gamma=3', 'acceptance']:.2f}, the block-cost model favours gamma = "
       f"{int(auto_reason.index[auto_reason['best']][0])}; measured speed-ups: gamma=3 "
       f"{clock.loc['gamma=3', 'speedup']:.2f}x, auto {clock.loc['gamma=auto', 'speedup']:.2f}x "

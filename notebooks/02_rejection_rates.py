@@ -109,9 +109,10 @@ inputs = [(toy_world.name, toy_world)] + [(name, e) for name, e in examples.item
 display(views.widgets.live_view(
     views.targets.rejection_curves_view,
     dict(example=widgets.Dropdown(options=inputs, value=toy_world, description="inputs"),
-         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05, description="temperature T",
-                                         continuous_update=False),
-         alpha=widgets.FloatSlider(value=alpha, min=-1.0, max=1.0, step=0.05, description="alpha (marked on every curve)")),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.05,
+                                         description="temperature T", continuous_update=False),
+         alpha=widgets.FloatSlider(value=alpha, min=-1.0, max=1.0, step=0.05,
+                                   description="alpha (marked on every curve)")),
     describe=views.targets.format_rejection_at, n_alpha=n_alpha))
 
 # %%

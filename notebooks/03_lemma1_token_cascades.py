@@ -87,7 +87,8 @@ torch.set_num_threads(1)
 world = tl.ToyWorld(n_words=n_words, seed=seed)
 table = world.contexts()
 context = tl.toy.examples.default_context(world)
-print(f"{len(table.contexts)} contexts; the verifier is blind after {[world.tokens[b] for b in world.blind_spot_tokens]}")
+print(f"{len(table.contexts)} contexts; "
+      f"the verifier is blind after {[world.tokens[b] for b in world.blind_spot_tokens]}")
 print("worked example: the context", tl.lessons.deferral_risks.context_risks(world, context)["name"])
 
 # %% [markdown]
@@ -110,7 +111,8 @@ view = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"E_P[loss of q] = {view['loss_q']:.4f}, E_P[loss of p] = {view['loss_p']:.4f}, "
       f"optimal switch alpha* = {view['optimal_switch']:.4f}")
 print("plug-in switch points:", {k: round(v, 4) for k, v in view["plugin_switch"].items()})
-print("saved", views.widgets.save(views.lemmas.lemma1_figure(context, alpha, loss, world=world), "lemma1_context_risk"))
+print("saved", views.widgets.save(views.lemmas.lemma1_figure(context, alpha, loss, world=world),
+                                  "lemma1_context_risk"))
 
 # %% tags=["remove-output"]
 views.lemmas.context_risk_controls(1, context, alpha, loss, world=world)
@@ -127,7 +129,8 @@ views.lemmas.context_risk_steps(1, context, alpha, loss, world=world)
 # compares two numbers. They must agree on every context, every $\alpha$ of the grid and both losses.
 
 # %%
-grids = {name: tl.lessons.deferral_risks.lemma_alpha_grid(1, name, n_alpha) for name in tl.maths.lemmas.LOSSES}
+grids = {name: tl.lessons.deferral_risks.lemma_alpha_grid(1, name, n_alpha)
+         for name in tl.maths.lemmas.LOSSES}
 brute = tl.lessons.deferral_risks.brute_force_check(world, 1, grids)
 print(f"checked {brute['points_checked']} (context, alpha, loss) points: {brute['mismatches']} mismatches")
 
@@ -145,9 +148,11 @@ totals = tl.lessons.deferral_risks.total_risks(world, 1, loss, alphas)
 optimal_risk = totals["risk"]["optimal (Lemma 1)"]
 worst_gap = min(r - o for name, risks in totals["risk"].items() for r, o in zip(risks, optimal_risk))
 print(f"smallest (rule risk - optimal risk) over every rule and alpha: {worst_gap:.3g} (never negative)")
-at_alpha = {name: risks[0] for name, risks in tl.lessons.deferral_risks.total_risks(world, 1, loss, [alpha])["risk"].items()}
+at_alpha = {name: risks[0]
+            for name, risks in tl.lessons.deferral_risks.total_risks(world, 1, loss, [alpha])["risk"].items()}
 print(f"per-token risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
-print("saved", views.widgets.save(views.lemmas.total_risk_figure(1, loss, world=world, n_alpha=n_alpha), "lemma1_total_risk"))
+print("saved", views.widgets.save(views.lemmas.total_risk_figure(1, loss, world=world, n_alpha=n_alpha),
+                                  "lemma1_total_risk"))
 views.lemmas.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
@@ -169,14 +174,17 @@ views.lemmas.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
 sweep = tl.lessons.deferral_risks.miscalibration_sweep(world, sharpness_values, loss, n_alpha)
 for model, rows in sweep.items():
     for s, row in rows.items():
-        print(f"{model} sharpness {s:>5}: mean excess risk Chow {row['Chow plug-in']:.4f}, Diff {row['Diff plug-in']:.4f}; "
+        print(f"{model} sharpness {s:>5}: mean excess risk Chow {row['Chow plug-in']:.4f}, "
+              f"Diff {row['Diff plug-in']:.4f}; "
               f"optimal risk moved by {row['optimal_shift']:.2g}")
 print("saved", views.widgets.save(views.lemmas.miscalibration_figure(sweep, loss), "lemma1_miscalibration"))
 views.widgets.interactive(
     views.lemmas.total_risk_view, lemma=widgets.fixed(1), loss=widgets.fixed(loss),
-    drafter_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25, continuous_update=False,
+    drafter_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25,
+                                             continuous_update=False,
                                              description="drafter sharpness (1 = as built)"),
-    verifier_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25, continuous_update=False,
+    verifier_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25,
+                                              continuous_update=False,
                                               description="verifier sharpness (1 = as built)"),
     world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha))
 
@@ -205,17 +213,21 @@ teacher = tl.lessons.tradeoff.figure1_curves(world, n_alpha, temperature, gamma,
 rule_names = ("Chow (TokenCascade)", "Diff (oracle)")
 spec_name = f"SpecDecode (gamma = {gamma})"
 print(f"verifier alone {figure1['verifier']:.4f}, drafter alone {figure1['drafter']:.4f}; "
-      f"SpecDecode {figure1[spec_name]['loss'][0]:.4f} at {figure1[spec_name]['calls_per_token'][0]:.3f} calls per token")
+      f"SpecDecode {figure1[spec_name]['loss'][0]:.4f} "
+      f"at {figure1[spec_name]['calls_per_token'][0]:.3f} calls per token")
 for name in rule_names:
     best = min(range(len(figure1[name]["loss"])), key=figure1[name]["loss"].__getitem__)
-    print(f"{name}: best loss {figure1[name]['loss'][best]:.4f} at {figure1[name]['calls_per_token'][best]:.3f} calls per token "
+    print(f"{name}: best loss {figure1[name]['loss'][best]:.4f} "
+          f"at {figure1[name]['calls_per_token'][best]:.3f} calls per token "
           f"(prefixes from P: best {min(teacher[name]['loss']):.4f}, verifier {teacher['verifier']:.4f})")
-print("saved", views.widgets.save(views.lemmas.figure1_figure(figure1, temperature, prefixes), "lemma1_figure1"))
+print("saved", views.widgets.save(views.lemmas.figure1_figure(figure1, temperature, prefixes),
+                                  "lemma1_figure1"))
 views.widgets.interactive(
     views.lemmas.figure1_view,
     temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
                                     description="temperature T"),
-    gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="SpecDecode block size gamma"),
+    gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False,
+                            description="SpecDecode block size gamma"),
     prefixes=widgets.Dropdown(options=["generated", "truth"], value=prefixes, description="prefixes"),
     world=widgets.fixed(world), n_alpha=widgets.fixed(n_alpha))
 
@@ -227,7 +239,8 @@ tl.lessons.notebook.save_metrics("03_lemma1_token_cascades", {
     "risk_at_alpha": dict(at_alpha, alpha=alpha),
     "miscalibration": sweep,
     "figure1": {"verifier_loss": figure1["verifier"], "drafter_loss": figure1["drafter"],
-                "spec_loss": figure1[spec_name]["loss"][0], "spec_calls_per_token": figure1[spec_name]["calls_per_token"][0],
+                "spec_loss": figure1[spec_name]["loss"][0],
+                "spec_calls_per_token": figure1[spec_name]["calls_per_token"][0],
                 "best_loss": {name: min(figure1[name]["loss"]) for name in rule_names},
                 "calls_per_token": {name: figure1[name]["calls_per_token"] for name in rule_names},
                 "truth_prefix_best_loss": {name: min(teacher[name]["loss"]) for name in rule_names}},

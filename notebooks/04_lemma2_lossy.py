@@ -100,15 +100,17 @@ print(inspect.getsource(tl.lessons.lossy.tran_thien_residual))
 # ever rejected) or the draft is always rejected and replaced by the verifier's token.
 
 # %%
-print("saved", views.widgets.save(views.lemmas.lemma2_figure(context, alpha, "normalize", world=world), "lemma2_token_by_token"))
+print("saved", views.widgets.save(views.lemmas.lemma2_figure(context, alpha, "normalize", world=world),
+                                  "lemma2_token_by_token"))
 
 # %% tags=["remove-output"]
 views.widgets.interactive(
     views.lemmas.lemma2_view,
-    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
+    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context,
+                                   description="context"),
     alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
-    beta=widgets.Dropdown(options=[("1", 1.0), ("2", 2.0), ("normalising (Lossy*)", "normalize")], value="normalize",
-                          description="beta"),
+    beta=widgets.Dropdown(options=[("1", 1.0), ("2", 2.0), ("normalising (Lossy*)", "normalize")],
+                          value="normalize", description="beta"),
     temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature T"),
     world=widgets.fixed(world))
 
@@ -163,13 +165,16 @@ print("largest |beta = 1 - Lossy*| over alpha:", {k: f"{v:.2g}" for k, v in gaps
 print(f"mean target mass with beta = 1 at alpha = 0.99: {sweep[one]['target_mass'][-1]:.3f} (Lossy*: "
       f"{sweep[star]['target_mass'][-1]:.3f})")
 beta_two = tl.lessons.lossy.beta_sweep(world, [0.0], betas=(2.0,))["beta = 2"]
-print(f"a fixed beta = 2 at alpha = 0: D_TV(emitted, p) = {beta_two['tv_to_p'][0]:.3f}, target mass {beta_two['target_mass'][0]:.3f}")
+print(f"a fixed beta = 2 at alpha = 0: D_TV(emitted, p) = {beta_two['tv_to_p'][0]:.3f}, "
+      f"target mass {beta_two['target_mass'][0]:.3f}")
 print("saved", views.widgets.save(views.lemmas.beta_figure(sweep), "lemma2_beta"))
 
 # %% tags=["remove-output"]
 views.widgets.interactive(
-    views.lemmas.beta_view, alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
-    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context, description="context"),
+    views.lemmas.beta_view,
+    alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
+    context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context,
+                                   description="context"),
     temperature=widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1, description="temperature T"),
     world=widgets.fixed(world))
 

@@ -100,9 +100,11 @@ print("worked example: the context", tl.lessons.deferral_risks.context_risks(wor
 # %%
 view4 = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=4)
 view1 = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
-print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_switch']:.4f}, Lemma 1 {view1['optimal_switch']:.4f}, "
+print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_switch']:.4f}, "
+      f"Lemma 1 {view1['optimal_switch']:.4f}, "
       f"OPT plug-in {view4['plugin_switch']['OPT plug-in']:.4f}")
-print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world), "lemma4_context_risk"))
+print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world),
+                                  "lemma4_context_risk"))
 
 # %% tags=["remove-output"]
 views.lemmas.context_risk_controls(4, context, alpha, loss, world=world)
@@ -120,14 +122,16 @@ views.lemmas.context_risk_steps(4, context, alpha, loss, world=world)
 # over $\alpha$).
 
 # %%
-grids = {name: tl.lessons.deferral_risks.lemma_alpha_grid(4, name, n_alpha_lemma) for name in tl.maths.lemmas.LOSSES}
+grids = {name: tl.lessons.deferral_risks.lemma_alpha_grid(4, name, n_alpha_lemma)
+         for name in tl.maths.lemmas.LOSSES}
 brute = tl.lessons.deferral_risks.brute_force_check(world, 4, grids, temperatures=lemma_temperatures)
 agreement = tl.lessons.deferral_risks.plugin_agreement(world, 4, loss, grids[loss])
 print(f"checked {brute['points_checked']} (context, alpha, loss, T) points: {brute['mismatches']} mismatches")
 print("share of decisions equal to Lemma 4's:", {k: round(v, 4) for k, v in agreement.items()})
 metrics["lemma4"] = {"points_checked": brute["points_checked"], "mismatches": brute["mismatches"],
                      "plugin_agreement": agreement,
-                     "context": {k: view4[k] for k in ("name", "tv", "loss_q", "loss_p", "optimal_switch", "plugin_switch")}}
+                     "context": {k: view4[k] for k in ("name", "tv", "loss_q", "loss_p", "optimal_switch",
+                                                       "plugin_switch")}}
 
 # %% [markdown]
 # ## Summed over contexts
@@ -137,14 +141,17 @@ metrics["lemma4"] = {"points_checked": brute["points_checked"], "mismatches": br
 # decide most; at large $\alpha$ every rule keeps $q$ and they meet.
 
 # %%
-totals = tl.lessons.deferral_risks.total_risks(world, 4, loss, tl.lessons.deferral_risks.lemma_alpha_grid(4, loss, n_alpha_lemma))
+totals = tl.lessons.deferral_risks.total_risks(
+    world, 4, loss, tl.lessons.deferral_risks.lemma_alpha_grid(4, loss, n_alpha_lemma))
 optimal_risk = totals["risk"]["optimal (Lemma 4)"]
 worst_gap = min(r - o for risks in totals["risk"].values() for r, o in zip(risks, optimal_risk))
-at_alpha = {name: risks[0] for name, risks in tl.lessons.deferral_risks.total_risks(world, 4, loss, [alpha])["risk"].items()}
+at_alpha = {name: risks[0]
+            for name, risks in tl.lessons.deferral_risks.total_risks(world, 4, loss, [alpha])["risk"].items()}
 print(f"smallest (rule risk - optimal risk): {worst_gap:.3g} (never negative)")
 print(f"per-token speculative risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
 metrics["lemma4"].update(min_excess_over_optimal=worst_gap, risk_at_alpha=dict(at_alpha, alpha=alpha))
-print("saved", views.widgets.save(views.lemmas.total_risk_figure(4, loss, world=world, n_alpha=n_alpha_lemma), "lemma4_total_risk"))
+print("saved", views.widgets.save(views.lemmas.total_risk_figure(4, loss, world=world, n_alpha=n_alpha_lemma),
+                                  "lemma4_total_risk"))
 views.lemmas.total_risk_view(4, loss, world=world, n_alpha=n_alpha_lemma)
 
 # %% [markdown]
@@ -173,22 +180,26 @@ tradeoff = tl.lessons.tradeoff.tradeoff_curves(world, gamma, temperature, n_alph
 summary = tl.lessons.tradeoff.tradeoff_summary(tradeoff)
 print(f"verifier alone: loss {tradeoff['verifier']['loss']:.4f} at latency 1; "
       f"drafter alone: loss {tradeoff['drafter']['loss']:.4f} at latency {tradeoff['drafter']['latency']:g}")
-print(f"summary at this run's parameters (gamma = {gamma}, c = {cost_ratio}, T = {temperature}); the summary under "
-      "the sliders below follows them:")
+print(f"summary at this run's parameters (gamma = {gamma}, c = {cost_ratio}, T = {temperature}); "
+      "the summary under the sliders below follows them:")
 print(pd.DataFrame(summary).T.round(4).to_string())
 metrics["tradeoff"] = {"gamma": gamma, "cost_ratio": cost_ratio, "temperature": temperature,
                        "verifier": tradeoff["verifier"], "drafter": tradeoff["drafter"],
                        "curves": tradeoff["curves"], "summary": summary}
-print("saved", views.widgets.save(views.lemmas.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature), "lemma4_tradeoff"))
+print("saved", views.widgets.save(views.lemmas.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature),
+                                  "lemma4_tradeoff"))
 views.widgets.live_view(
     views.lemmas.tradeoff_live,
-    dict(gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False, description="block size gamma"),
-         cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01, continuous_update=False,
+    dict(gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False,
+                                 description="block size gamma"),
+         cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01,
+                                        continuous_update=False,
                                         description="drafter step cost c (verifier calls)"),
-         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
-                                         description="temperature T"),
+         temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1,
+                                         continuous_update=False, description="temperature T"),
          methods=widgets.SelectMultiple(options=list(tl.lessons.tradeoff.TRADEOFF_METHODS),
-                                        value=list(tl.lessons.tradeoff.TRADEOFF_METHODS), rows=9, description="methods")),
+                                        value=list(tl.lessons.tradeoff.TRADEOFF_METHODS), rows=9,
+                                        description="methods")),
     describe=views.lemmas.format_tradeoff_summary, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
@@ -207,12 +218,15 @@ views.widgets.live_view(
 # %%
 checked_alpha = {label: curve["alpha"][round(0.65 * (len(curve["alpha"]) - 1))]
                  for label, curve in tradeoff["curves"].items()}
-check = tl.lessons.toycheck.engine_check(world, tl.lessons.tradeoff.TRADEOFF_METHODS, checked_alpha, gamma=gamma, temperature=temperature,
-                                 n=n_engine, seed=seed)
-print(pd.DataFrame({label: {f"z {k}": v for k, v in r["z"].items()} for label, r in check.items()}).T.round(2).to_string())
-print("saved", views.widgets.save(tl.views.toy.engine_check_figure(check, tradeoff["curves"]), "lemma4_engine_check"))
+check = tl.lessons.toycheck.engine_check(world, tl.lessons.tradeoff.TRADEOFF_METHODS, checked_alpha,
+                                         gamma=gamma, temperature=temperature, n=n_engine, seed=seed)
+print(pd.DataFrame({label: {f"z {k}": v for k, v in r["z"].items()}
+                    for label, r in check.items()}).T.round(2).to_string())
+print("saved", views.widgets.save(tl.views.toy.engine_check_figure(check, tradeoff["curves"]),
+                                  "lemma4_engine_check"))
 metrics["engine_check"] = {"n": n_engine, "results": check,
-                           "max_abs_z": max(abs(z) for r in check.values() for z in r["z"].values() if z == z)}
+                           "max_abs_z": max(abs(z) for r in check.values() for z in r["z"].values()
+                                            if z == z)}
 print(f"largest |z| over every method and metric: {metrics['engine_check']['max_abs_z']:.2f}")
 
 # %% [markdown]

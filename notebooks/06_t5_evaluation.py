@@ -65,13 +65,18 @@ n_examples = None         # sentences per task (None: the profile's)
 gammas = None             # draft block sizes, e.g. [3, 5, 7] (None: the profile's)
 temperatures = None       # e.g. [0.0, 1.0] (None: the profile's)
 n_alpha = None            # alpha values per curve without placed alphas (None: the profile's)
-latency = "modelled"      # "modelled": calls priced by the cost model (below); "wall_time_s": one clock reading per row
-runner = "single"         # "single": every row at batch size 1; "batch": 32 sentences per batch (same rows, faster; see below)
-clock_examples = 20       # with the batch runner: sentences per task decoded at batch size 1 for the check against the clock
+latency = "modelled"      # "modelled": calls priced by the cost model (below);
+                          # "wall_time_s": one clock reading per row
+runner = "single"         # "single": every row at batch size 1;
+                          # "batch": 32 sentences per batch (same rows, faster; see below)
+clock_examples = 20       # with the batch runner: sentences per task decoded at batch size 1
+                          # for the check against the clock
 n_resamples = 2000        # bootstrap resamples of the sentences for every interval (at least 2000)
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
-redraw_only = False       # True: redraw from the saved rows of this profile's run, without training or loading models
-train_here = False        # True: train the T5 pair on this machine instead of using the shipped one (see "The models")
+redraw_only = False       # True: redraw from the saved rows of this profile's run,
+                          # without training or loading models
+train_here = False        # True: train the T5 pair on this machine instead of using the shipped one
+                          # (see "The models")
 output_dir = "."          # where the metrics JSON is written
 
 # %%
@@ -111,15 +116,16 @@ from tutorial_lib.views import verdicts
 from tutorial_lib.sweeps import evaluation as ev
 
 pd.set_option("display.width", 200)
-settings = tl.sweeps.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas, temperatures=temperatures,
-                                n_alpha=n_alpha)
+settings = tl.sweeps.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas,
+                                       temperatures=temperatures, n_alpha=n_alpha)
 if latency not in ("modelled", "wall_time_s"):
     raise ValueError(f"latency={latency!r}: use 'modelled' (the cost model) or 'wall_time_s' (the clock).")
 if runner not in ("single", "batch"):
     raise ValueError(f"runner={runner!r}: use 'single' (batch size 1) or 'batch' (32 sentences per batch).")
 if runner == "batch" and latency != "modelled":
     raise ValueError("runner='batch' splits a batch's time among its rows, which is not a latency: use "
-                     "latency='modelled' (priced from the counted calls, the same as at batch size 1) or runner='single'.")
+                     "latency='modelled' (priced from the counted calls, the same as at batch size 1) "
+                     "or runner='single'.")
 pd.Series(tl.sweeps.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
@@ -263,9 +269,11 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 calibration = None
 cost, cost_accelerator = "wall_time_s", None
 if latency == "modelled":
-    rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["gammas"], required=runner == "batch")
+    rows, calibration, why_not = pricing.price_sweep(pair, rows, settings["gammas"],
+                                                     required=runner == "batch")
     if calibration is None:
-        print(f"Latency is NOT modelled for this run, the figures use measured wall time instead:\n  {why_not}")
+        print("Latency is NOT modelled for this run, the figures use measured wall time instead:\n"
+              f"  {why_not}")
     else:
         clock_rows = rows if runner == "single" else pricing.price_rows(clock_rows, calibration)
         cost, cost_accelerator = pricing.LATENCY_COLUMN, pricing.ACCELERATOR_COLUMN
@@ -370,7 +378,8 @@ for task in tasks:
             fig = tl.views.reruns.family_figure(
                 part, task=task.name, temperature=temperature, gamma=main_gamma, x="latency",
                 x_label=f"latency, verifier = 1 ({PRICING_SHORT[column]})",
-                quality_label=(f"corpus {task.metric_name.upper()}" if task.metric_name in tl.tasks.metrics.CORPUS_METRICS
+                quality_label=(f"corpus {task.metric_name.upper()}"
+                               if task.metric_name in tl.tasks.metrics.CORPUS_METRICS
                                else f"{task.metric_name} (mean per example)"),
                 title=f"{task.name}, T = {temperature:g}, gamma = {main_gamma}; {PRICING_NAMES[column]}")
             name = f"t5_{task.name}_T{temperature:g}".replace(".", "p")
@@ -400,8 +409,8 @@ counts = paired.separated_counts(differences)
 display(counts.round(1))
 comparable = differences[(differences["config"] != differences["versus_config"]) & ~differences["same_texts"]]
 separated = comparable[(comparable["low"] > 0) | (comparable["high"] < 0)]
-separated[["temperature", "label", "alpha", "gamma", "versus", "quality", "versus_quality", "difference", "low",
-           "high"]].round(3)
+separated[["temperature", "label", "alpha", "gamma", "versus", "quality", "versus_quality", "difference",
+           "low", "high"]].round(3)
 
 # %% [markdown]
 # ## The paper's table, with intervals
@@ -423,14 +432,16 @@ table = curve_bootstrap.curve_table(rows, tasks, cost=cost, n_resamples=n_resamp
 table.to_csv(f"{sweep_path}/table.csv", index=False)
 summary.to_csv(f"{sweep_path}/summary.csv", index=False)
 TABLE_COLUMNS = ["temperature", "method", "reduction_at_verifier_quality", "reduction_low", "reduction_high",
-                 "reached_share", "best_quality_within_verifier_cost", "best_quality_low", "best_quality_high",
-                 "best_minus_verifier", "best_minus_verifier_low", "best_minus_verifier_high"]
+                 "reached_share", "best_quality_within_verifier_cost", "best_quality_low",
+                 "best_quality_high", "best_minus_verifier", "best_minus_verifier_low",
+                 "best_minus_verifier_high"]
 table.loc[table["gamma"] == main_gamma, TABLE_COLUMNS].round(3)
 
 # %%
 table_accelerator = None
 if cost_accelerator is not None:
-    table_accelerator = curve_bootstrap.curve_table(rows, tasks, cost=cost_accelerator, n_resamples=n_resamples)
+    table_accelerator = curve_bootstrap.curve_table(rows, tasks, cost=cost_accelerator,
+                                                    n_resamples=n_resamples)
     table_accelerator.to_csv(f"{sweep_path}/table_accelerator.csv", index=False)
     display(table_accelerator.loc[table_accelerator["gamma"] == main_gamma, TABLE_COLUMNS].round(3))
 
@@ -470,15 +481,15 @@ analysis.speculative_ranges(summary, gamma=main_gamma).round(2)
 # %%
 results = None
 if cost == pricing.LATENCY_COLUMN:
-    results = report.write_t5_results(rows, tasks, sweep_path, calibration, n_resamples=n_resamples, table=table,
-                                      clock_rows=clock_rows)
+    results = report.write_t5_results(rows, tasks, sweep_path, calibration, n_resamples=n_resamples,
+                                      table=table, clock_rows=clock_rows)
     claims_table = results["claims"]
 else:   # wall time: no calibration to re-price with
     claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)
     claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
 claims_table[["claim", "temperature", "gamma", "measurement", "unit", "estimate", "low", "high", "verdict",
-              "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor", "noise_floor_from",
-              "detail", "reason"]].round(3)
+              "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor",
+              "noise_floor_from", "detail", "reason"]].round(3)
 
 # %% [markdown]
 # ## The hardware decides the latency verdicts
@@ -547,15 +558,16 @@ if results is not None:
     display(largest[["label", "alpha", "difference", "low", "high"]]
             .assign(alphas_above=largest["label"].map(above_verifier["label"].value_counts())).round(3))
     cold_rows = summary[(summary["temperature"] == coldest) & summary["label"].str.startswith("SpecCascade")]
-    display(cold_rows.loc[cold_rows.groupby("label")["quality"].idxmax(), ["label", "alpha", "quality", "latency"]]
-            .round(3))
+    display(cold_rows.loc[cold_rows.groupby("label")["quality"].idxmax(),
+                          ["label", "alpha", "quality", "latency"]].round(3))
     run = results_facts.get("run", {})
     same = results_facts["same_calls_T0"]
     tl.lessons.notebook.glue_values(
         t5_run_examples=run.get("examples", len(tasks[0].examples)), t5_run_gammas=str(run.get("gammas", "")),
         t5_run_temperatures=str(run.get("temperatures", "")), t5_run_n_alpha=run.get("n_alpha", 0),
         t5_run_configurations=run.get("configurations", len(configs)), t5_run_rows=run.get("rows", len(rows)),
-        t5_run_minutes=run.get("sweep_seconds", float("nan")) / 60, t5_run_finished=str(run.get("finished", "")),
+        t5_run_minutes=run.get("sweep_seconds", float("nan")) / 60,
+        t5_run_finished=str(run.get("finished", "")),
         t5_run_beside=str(run.get("beside", "not recorded")),
         t5_machine_c=hardware.machine_c(calibration), t5_paper_c=hardware.PAPER_T5_C,
         t5_paper_c_source=hardware.PAPER_T5_SOURCE, t5_grid_resamples=results_facts["grid_resamples"],
@@ -565,7 +577,8 @@ if results is not None:
         t5_spec_latency_warm=results_facts["spec_relative_latency"][str(float(warmest))],
         t5_extra_low=results_facts.get("speculative_extra_latency_T0", [float("nan")] * 2)[0],
         t5_extra_high=results_facts.get("speculative_extra_latency_T0", [float("nan")] * 2)[1],
-        t5_same_configs=same["configurations"], t5_same_groups=same["groups"], t5_same_largest=same["largest"],
+        t5_same_configs=same["configurations"], t5_same_groups=same["groups"],
+        t5_same_largest=same["largest"],
         t5_verifier_bleu=cold_summary.loc["Verifier", "quality"],
         t5_verifier_bleu_low=cold_summary.loc["Verifier", "quality_low"],
         t5_verifier_bleu_high=cold_summary.loc["Verifier", "quality_high"],
@@ -573,10 +586,12 @@ if results is not None:
         t5_drafter_bleu_low=cold_summary.loc["Drafter", "quality_low"],
         t5_drafter_bleu_high=cold_summary.loc["Drafter", "quality_high"],
         t5_sentences=int(cold_summary.loc["Verifier", "n"]), t5_pairs_cold=int(cold_counts["pairs"]),
-        t5_self_cold=int(cold_counts["self_comparisons"]), t5_identical_cold=int(cold_counts["identical_texts"]),
+        t5_self_cold=int(cold_counts["self_comparisons"]),
+        t5_identical_cold=int(cold_counts["identical_texts"]),
         t5_compared_cold=int(cold_counts["compared"]), t5_separated_cold=int(cold_counts["exclude_0"]),
         t5_above_cold=int(cold_counts["above"]), t5_below_cold=int(cold_counts["below"]),
-        t5_by_chance_cold=float(cold_counts["expected_by_chance"]), t5_compared_all=int(all_counts["compared"]),
+        t5_by_chance_cold=float(cold_counts["expected_by_chance"]),
+        t5_compared_all=int(all_counts["compared"]),
         t5_separated_all=int(all_counts["exclude_0"]), t5_above_all=int(all_counts["above"]),
         t5_below_all=int(all_counts["below"]), t5_by_chance_all=float(all_counts["expected_by_chance"]))
 
@@ -598,12 +613,15 @@ if results is not None:
     reduction = {}   # per (pricing, temperature): each method's reduction at the verifier's quality
     for name, frame in (("cpu", table), ("accelerator", table_accelerator)):
         for temperature in (coldest, warmest):
-            part = frame[(frame["temperature"] == temperature) & (frame["gamma"] == main_gamma)].set_index("method")
-            reduction[name, temperature] = pd.to_numeric(part["reduction_at_verifier_quality"], errors="coerce")
+            part = frame[(frame["temperature"] == temperature)
+                         & (frame["gamma"] == main_gamma)].set_index("method")
+            reduction[name, temperature] = pd.to_numeric(part["reduction_at_verifier_quality"],
+                                                         errors="coerce")
     cold_table = table[(table["temperature"] == coldest) & (table["gamma"] == main_gamma)].set_index("method")
     faster = cold_table.loc[reduction["cpu", coldest] > 0, [
-        "reduction_at_verifier_quality", "reduction_low", "reduction_high", "best_quality_within_verifier_cost",
-        "best_quality_low", "best_quality_high"]].apply(pd.to_numeric, errors="coerce")
+        "reduction_at_verifier_quality", "reduction_low", "reduction_high",
+        "best_quality_within_verifier_cost", "best_quality_low", "best_quality_high",
+    ]].apply(pd.to_numeric, errors="coerce")
     faster["accelerator_reduction"] = reduction["accelerator", coldest].reindex(faster.index)
     faster["warm_latency_change"] = -reduction["cpu", warmest].reindex(faster.index)
     faster = faster.sort_values("reduction_at_verifier_quality", ascending=False)
@@ -612,7 +630,8 @@ if results is not None:
     tl.lessons.notebook.glue_values(
         t5_fastest=faster.index[0] if len(faster) else "no method",
         t5_fastest_reduction=first.get("reduction_at_verifier_quality", float("nan")),
-        t5_fastest_low=first.get("reduction_low", float("nan")), t5_fastest_high=first.get("reduction_high", float("nan")),
+        t5_fastest_low=first.get("reduction_low", float("nan")),
+        t5_fastest_high=first.get("reduction_high", float("nan")),
         t5_fastest_accelerator=first.get("accelerator_reduction", float("nan")),
         t5_fastest_warm=first.get("warm_latency_change", float("nan")))
 
@@ -630,7 +649,8 @@ if results_facts is not None:
     display(pd.DataFrame({"configurations": results_facts["configurations_T0"],
                           "distinct runs": results_facts["distinct_runs_T0"]}))
     opt_as_diff = results_facts["same_as_diff_T0"].get("SpecCascade [OPT]", {"same": 0, "shared_alphas": 0})
-    v1_as_diff = results_facts["same_as_diff_T0"].get("SpecCascade [Token-V1]", {"same": 0, "shared_alphas": 0})
+    v1_as_diff = results_facts["same_as_diff_T0"].get("SpecCascade [Token-V1]",
+                                                      {"same": 0, "shared_alphas": 0})
     tl.lessons.notebook.glue_values(
         t5_not_run_cold=", ".join(results_facts.get("not_run_T0", [])) or "none",
         t5_opt_same_as_diff=opt_as_diff["same"], t5_opt_shared=opt_as_diff["shared_alphas"],

@@ -94,7 +94,8 @@ latency_items = None      # items per task in the batch-size-1 latency runs (Non
 results_dir = None        # where sweeps are saved (None: the repository's data/results/)
 redraw_only = False       # True: redraw from the saved rows of this profile's run, without loading the models
 n_resamples = 2000        # bootstrap resamples of the items for every interval (at least 2000)
-t5_profile = "offline"    # the saved T5 run (notebook 06) the claim "OPT helps less than with T5" compares with; None: skip
+t5_profile = "offline"    # the saved T5 run (notebook 06) the claim "OPT helps less than with T5"
+                          # compares with; None: skip
 output_dir = "."          # where the metrics JSON is written
 
 # %%
@@ -132,8 +133,8 @@ from tutorial_lib.views import verdicts
 from tutorial_lib.sweeps import evaluation as ev
 
 pd.set_option("display.width", 200)
-settings = tl.sweeps.reruns.gemma_profile(profile, n_items=n_items, temperatures=temperatures, n_alpha=n_alpha,
-                                   batch_size=batch_size, latency_items=latency_items)
+settings = tl.sweeps.reruns.gemma_profile(profile, n_items=n_items, temperatures=temperatures,
+                                          n_alpha=n_alpha, batch_size=batch_size, latency_items=latency_items)
 pd.Series(tl.sweeps.reruns.run_config(settings)["profile"], name="setting").to_frame()
 
 # %% [markdown]
@@ -177,7 +178,8 @@ print(tasks[0].examples[0].prompt[-1200:])
 # %%
 for name, code in {"correct": "def add(a, b):\n    return a + b",
                    "loops forever": "def add(a, b):\n    while True:\n        pass",
-                   "opens a socket": "import socket\nsocket.create_connection(('example.com', 80))\ndef add(a, b):\n    return a + b"}.items():
+                   "opens a socket": "import socket\nsocket.create_connection(('example.com', 80))\n"
+                                     "def add(a, b):\n    return a + b"}.items():
     result = tl.tasks.sandbox.run_python(code, ["assert add(1, 2) == 3"], timeout_s=2)
     print(f"{name:15s} passed={result.passed}  {result.reason}")
 
@@ -193,8 +195,9 @@ configs = tl.sweeps.reruns.gemma_configs(settings)
 n_examples = sum(len(t.examples) for t in tasks)
 print(f"{len(configs)} configurations x {n_examples} items, batches of {settings['batch_size']}")
 start = time.perf_counter()
-rows = ev.run_sweep(pair, tasks, configs, name=f"gemma-{settings['profile']}", root=results_dir, runner="batch",
-                    batch_size=settings["batch_size"], extra_config=tl.sweeps.reruns.run_config(settings))
+rows = ev.run_sweep(pair, tasks, configs, name=f"gemma-{settings['profile']}", root=results_dir,
+                    runner="batch", batch_size=settings["batch_size"],
+                    extra_config=tl.sweeps.reruns.run_config(settings))
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
@@ -215,9 +218,12 @@ if sessions_path.exists():
     planned = int(sessions["configurations"].iloc[-1] * sum(sessions["items"].iloc[-1].values()))
     tl.lessons.notebook.glue_values(
         gemma_rows_saved=len(rows), gemma_rows_planned=planned, gemma_sessions=len(sessions),
-        gemma_wall_hours=sessions["seconds"].sum() / 3600, gemma_cpu_hours=sessions["cpu_seconds"].sum() / 3600)
-    display(pd.DataFrame({"start": sessions["start"], "rows made": sessions["rows_after"] - sessions["rows_before"],
-                          "hours": sessions["seconds"] / 3600, "CPU over wall": sessions["cpu_seconds"] / sessions["seconds"],
+        gemma_wall_hours=sessions["seconds"].sum() / 3600,
+        gemma_cpu_hours=sessions["cpu_seconds"].sum() / 3600)
+    display(pd.DataFrame({"start": sessions["start"],
+                          "rows made": sessions["rows_after"] - sessions["rows_before"],
+                          "hours": sessions["seconds"] / 3600,
+                          "CPU over wall": sessions["cpu_seconds"] / sessions["seconds"],
                           "threads": sessions["threads"]}).round(2))
 
 # %% [markdown]
@@ -252,7 +258,8 @@ lengths.round(3)
 # The cut rate per method (mean over its $\alpha$ values), per task and temperature:
 
 # %%
-cut_rates = lengths.pivot_table(index="label", columns=["task", "temperature"], values="cut_rate", aggfunc="mean")
+cut_rates = lengths.pivot_table(index="label", columns=["task", "temperature"], values="cut_rate",
+                                aggfunc="mean")
 cut_rates.round(3)
 
 # %% [markdown]
@@ -277,11 +284,12 @@ summary = tables["summary"]
 figures = []
 for temperature in settings["temperatures"]:
     for task in tasks:
-        fig = tl.views.reruns.family_figure(summary, task=task.name, temperature=temperature, x="rejection_rate",
+        fig = tl.views.reruns.family_figure(summary, task=task.name, temperature=temperature,
+                                          x="rejection_rate",
                                           x_label="rejection rate (drafter = 0, verifier = 1)",
                                           quality_label=task.metric_name,
-                                          title=f"{task.name}, T = {temperature:g}, gamma = 1: quality against "
-                                                "rejection rate")
+                                          title=f"{task.name}, T = {temperature:g}, gamma = 1: "
+                                                "quality against rejection rate")
         name = f"gemma_{settings['profile']}_{task.name}_T{temperature:g}".replace(".", "p")
         tl.savefig(fig, name, size=fig.get_size_inches())
         figures.append(name)
@@ -312,9 +320,10 @@ counts = paired.separated_counts(differences)
 display(counts.round(1))
 comparable = differences[(differences["config"] != differences["versus_config"]) & ~differences["same_texts"]]
 separated = comparable[(comparable["low"] > 0) | (comparable["high"] < 0)]
-display(separated[["task", "temperature", "label", "alpha", "versus", "quality", "versus_quality", "difference",
-                   "low", "high", "n"]].round(3))
-differences.assign(width=differences["high"] - differences["low"]).groupby("versus")["width"].median().round(3)
+display(separated[["task", "temperature", "label", "alpha", "versus", "quality", "versus_quality",
+                   "difference", "low", "high", "n"]].round(3))
+(differences.assign(width=differences["high"] - differences["low"])
+ .groupby("versus")["width"].median().round(3))
 
 # %% [markdown]
 # ## The table, with intervals
@@ -328,9 +337,9 @@ differences.assign(width=differences["high"] - differences["low"]).groupby("vers
 
 # %%
 table = tables["table"]
-table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_verifier_quality", "reduction_low",
-       "reduction_high", "reached_share", "best_quality_within_verifier_cost", "best_minus_verifier",
-       "best_minus_verifier_low", "best_minus_verifier_high"]].round(3)
+table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_verifier_quality",
+       "reduction_low", "reduction_high", "reached_share", "best_quality_within_verifier_cost",
+       "best_minus_verifier", "best_minus_verifier_low", "best_minus_verifier_high"]].round(3)
 
 # %% [markdown]
 # ## Wall-clock latency at batch size 1
@@ -352,12 +361,14 @@ table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_v
 # %%
 latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
 latency_configs = tl.sweeps.reruns.latency_configs(settings)
-print(f"{settings['latency_items']} items per task; kernel paths {settings.get('latency_paths') or 'as loaded'}; "
+print(f"{settings['latency_items']} items per task; "
+      f"kernel paths {settings.get('latency_paths') or 'as loaded'}; "
       + ", ".join(f"{c.label} (alpha={c.alpha:.3g}, gamma={c.gamma})" for c in latency_configs))
 start = time.perf_counter()
 latency_pair = tl.sweeps.reruns.latency_pair(settings, pair, results_dir=results_dir)  # on its latency_paths
-latency_rows = ev.run_sweep(latency_pair, latency_tasks, latency_configs, name=f"gemma-{settings['profile']}-latency",
-                            root=results_dir, runner="single", extra_config=tl.sweeps.reruns.latency_run_config(settings))
+latency_rows = ev.run_sweep(latency_pair, latency_tasks, latency_configs,
+                            name=f"gemma-{settings['profile']}-latency", root=results_dir, runner="single",
+                            extra_config=tl.sweeps.reruns.latency_run_config(settings))
 latency_seconds = time.perf_counter() - start
 latency_error = None
 latency_column = "wall_time_s"
@@ -367,7 +378,8 @@ if calibration is not None and pricing.counts_calls(latency_rows):
     latency_error = pricing.signed_error(latency_rows, by=["label", "gamma"])
 print("latency axis:", {"wall_time_s": "measured wall time (rows without call counts)",
                         pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column])
-latency_view = analysis.latency_view(latency_rows, latency=latency_column, tasks=tasks, n_resamples=n_resamples)
+latency_view = analysis.latency_view(latency_rows, latency=latency_column, tasks=tasks,
+                                     n_resamples=n_resamples)
 fig = tl.views.reruns.latency_figure(latency_view)
 tl.savefig(fig, f"gemma_{settings['profile']}_latency", size=fig.get_size_inches())
 figures.append(f"gemma_{settings['profile']}_latency")
@@ -430,12 +442,12 @@ if latency_column == pricing.LATENCY_COLUMN:
                                          t5_tasks=t5_tasks, n_resamples=n_resamples, second_seed=second_seed)
     claims_table = results["claims"]
 else:   # no calibration: the claims alone
-    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks, n_resamples=n_resamples,
-                                       second_seed=second_seed)
+    claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks,
+                                       n_resamples=n_resamples, second_seed=second_seed)
     claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
 claims_table[["claim", "task", "temperature", "unit", "estimate", "low", "high", "n", "verdict", "n_needed",
-              "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor", "noise_floor_from", "detail",
-              "reason"]].round(3)
+              "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor", "noise_floor_from",
+              "detail", "reason"]].round(3)
 
 # %% [markdown]
 # The noise floor per task and temperature, in both units (what each claim's floor column reads from):
@@ -483,7 +495,8 @@ else:
 if results is not None:
     fig = verdicts.verdict_figure(results["verdicts_by_c"], machine_c=hardware.machine_c(calibration),
                                   paper_c=hardware.PAPER_T5_C, panels=("claim",),
-                                  title="Speculation at batch size 1 against the drafter's cost c (pooled over tasks)")
+                                  title="Speculation at batch size 1 against the drafter's cost c "
+                                        "(pooled over tasks)")
     tl.savefig(fig, f"gemma_{settings['profile']}_verdicts_by_c", size=fig.get_size_inches())
     figures.append(f"gemma_{settings['profile']}_verdicts_by_c")
     plt.show()
@@ -515,12 +528,14 @@ if results is not None:
 # {glue:text}`gemma_top_cut_task` at $T$ = {glue:text}`gemma_top_cut_temperature`.
 
 # %%
-own_points = summary[summary["end"].fillna("").eq("")] if "end" in summary else summary   # the measured points, not the ends
+# the measured points, not the ends
+own_points = summary[summary["end"].fillna("").eq("")] if "end" in summary else summary
 keyed = own_points[own_points["label"].isin(["Drafter", "Verifier", "SpecDecode"])].drop_duplicates(
     ["task", "label", "temperature"]).set_index(["task", "label", "temperature"])
 quality = keyed["quality"].astype(float).unstack(["label", "temperature"])
 rejection = keyed["rejection_rate"].astype(float).unstack(["label", "temperature"])
-verifier_cut, drafter_cut = (lengths[lengths["label"] == label].pivot_table(index="task", columns="temperature",
+verifier_cut, drafter_cut = (lengths[lengths["label"] == label].pivot_table(index="task",
+                                                                           columns="temperature",
                                                                            values="cut_rate")
                              for label in ("Verifier", "Drafter"))
 per_task = pd.concat({"drafter quality": quality.get("Drafter"), "verifier quality": quality.get("Verifier"),
@@ -536,7 +551,8 @@ if results is not None:
     gemma_facts = json.loads((Path(sweep_path) / "facts.json").read_text())
     tl.lessons.notebook.glue_values(
         gemma_machine_c=gemma_facts["c"], gemma_paper_c=gemma_facts["paper_c"],
-        gemma_paper_c_source=gemma_facts["paper_c_source"], gemma_grid_resamples=gemma_facts["grid_resamples"])
+        gemma_paper_c_source=gemma_facts["paper_c_source"],
+        gemma_grid_resamples=gemma_facts["grid_resamples"])
 
 # %% [markdown]
 # **What a cost per token hides: longer answers.** On {glue:text}`gemma_arithmetic` at $T = 0$ the verifier
@@ -561,33 +577,41 @@ if results is not None:
 # %%
 arithmetic = next((t.name for t in tasks if t.name.startswith("arithmetic")), tasks[0].name)
 code = next((t.name for t in tasks if t.name.startswith(("humaneval", "code"))), tasks[0].name)
-cold_lengths = lengths[(lengths["task"] == arithmetic) & (lengths["temperature"] == min(settings["temperatures"]))]
+cold_lengths = lengths[(lengths["task"] == arithmetic)
+                       & (lengths["temperature"] == min(settings["temperatures"]))]
 length_of = cold_lengths.set_index("label")
 token_v2 = cold_lengths[cold_lengths["label"] == "SpecCascade [Token-V2]"].sort_values("alpha")
-cold_rates = own_points[(own_points["task"] == arithmetic) & (own_points["temperature"] == min(settings["temperatures"]))]
+cold_rates = own_points[(own_points["task"] == arithmetic)
+                        & (own_points["temperature"] == min(settings["temperatures"]))]
 rate_of = cold_rates.drop_duplicates("label").set_index("label")["rejection_rate"]
 warm_lengths = lengths[(lengths["task"] == code) & (lengths["temperature"] == max(settings["temperatures"]))]
 warm_of = warm_lengths.drop_duplicates("label").set_index("label")
 if len(token_v2) and "Verifier" in length_of.index and "SpecCascade [Token-V1]" in warm_of.index:
     v2 = token_v2.iloc[0]
     tl.lessons.notebook.glue_values(
-        gemma_arithmetic=arithmetic, gemma_code=code, gemma_verifier_tokens=length_of.loc["Verifier", "answer_tokens"],
+        gemma_arithmetic=arithmetic, gemma_code=code,
+        gemma_verifier_tokens=length_of.loc["Verifier", "answer_tokens"],
         gemma_v2_alpha=v2["alpha"], gemma_v2_tokens=v2["answer_tokens"],
-        gemma_v2_more_calls=v2["verifier_calls_per_answer"] / length_of.loc["Verifier", "verifier_calls_per_answer"] - 1,
+        gemma_v2_more_calls=(v2["verifier_calls_per_answer"]
+                             / length_of.loc["Verifier", "verifier_calls_per_answer"] - 1),
         gemma_v2_rejection=rate_of.get("SpecCascade [Token-V2]", float("nan")),
         gemma_spec_rejection=rate_of.get("SpecDecode", float("nan")),
         gemma_v2_seconds=v2.get("cost_per_answer", float("nan")),
-        gemma_spec_seconds=length_of["cost_per_answer"].get("SpecDecode", float("nan")) if "cost_per_answer" in length_of else float("nan"),
-        gemma_verifier_seconds=length_of["cost_per_answer"].get("Verifier", float("nan")) if "cost_per_answer" in length_of else float("nan"),
+        gemma_spec_seconds=(length_of["cost_per_answer"].get("SpecDecode", float("nan"))
+                            if "cost_per_answer" in length_of else float("nan")),
+        gemma_verifier_seconds=(length_of["cost_per_answer"].get("Verifier", float("nan"))
+                                if "cost_per_answer" in length_of else float("nan")),
         gemma_v1_tokens=warm_of.loc["SpecCascade [Token-V1]", "answer_tokens"],
         gemma_verifier_warm_tokens=warm_of.loc["Verifier", "answer_tokens"])
-widths = differences.assign(width=differences["high"] - differences["low"]).groupby("versus")["width"].median()
+widths = (differences.assign(width=differences["high"] - differences["low"])
+          .groupby("versus")["width"].median())
 every = counts.set_index("group").loc["all"]
 tl.lessons.notebook.glue_values(
     gemma_pairs=int(every["pairs"]), gemma_self=int(every["self_comparisons"]),
     gemma_identical=int(every["identical_texts"]), gemma_compared=int(every["compared"]),
     gemma_separated=int(every["exclude_0"]), gemma_above=int(every["above"]), gemma_below=int(every["below"]),
-    gemma_by_chance=float(every["expected_by_chance"]), gemma_width_verifier=widths.get("Verifier", float("nan")),
+    gemma_by_chance=float(every["expected_by_chance"]),
+    gemma_width_verifier=widths.get("Verifier", float("nan")),
     gemma_width_spec=widths.get("SpecDecode", float("nan")))
 
 # %%
@@ -625,7 +649,8 @@ tl.lessons.notebook.save_metrics("07_gemma_evaluation", metrics, output_dir)
 answer_1 = None  # e.g. ("SpecCascade [Token-V2]", your rejection rate)
 
 # %%
-tl.lessons.notebook.check("07-1", answer_1, table=table, task=tasks[0].name, temperature=table["temperature"].min())
+tl.lessons.notebook.check("07-1", answer_1, table=table, task=tasks[0].name,
+                          temperature=table["temperature"].min())
 
 # %% [markdown]
 # **Read next:** [08 the Qwen pair token by token](08_real_pair_token_analysis.ipynb): every rule against the best possible deferral, position by position.

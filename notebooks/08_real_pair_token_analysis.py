@@ -68,7 +68,8 @@ n_alpha = 41              # alpha values per rule, over each rule's live range
 temperature = 1.0
 n_resamples = 1000        # bootstrap resamples (items)
 toy_sequences = 2000      # references drawn from the toy world's P for the exact check
-results_dir = None        # where results are cached (None: $TUTORIAL_LIB_RESULTS, else build/results; shipped ones are read)
+results_dir = None        # where results are cached (None: $TUTORIAL_LIB_RESULTS, else build/results;
+                          # shipped ones are read)
 output_dir = "."          # where the metrics JSON is written
 
 # %%
@@ -126,8 +127,10 @@ result = tc.analyse(pair, items, grid=grid, temperature=temperature, cache=cache
 timing = result.timing
 print(f"{len(items)} answers, {timing['positions']} tokens, {len(grid.points)} (rule, alpha) points; "
       f"results in {result.path}")
-print(f"forward passes: drafter {timing['drafter_forward_s']:.0f} s, verifier {timing['verifier_forward_s']:.0f} s; "
-      f"statistics {timing['statistics_s']:.0f} s = {timing['statistics_ms_per_point']:.0f} ms per (rule, alpha) point")
+print(f"forward passes: drafter {timing['drafter_forward_s']:.0f} s, "
+      f"verifier {timing['verifier_forward_s']:.0f} s; "
+      f"statistics {timing['statistics_s']:.0f} s = {timing['statistics_ms_per_point']:.0f} ms "
+      "per (rule, alpha) point")
 
 # %% [markdown]
 # Once the per-answer sums exist, a point of a curve is one division: timing the whole table of
@@ -191,7 +194,8 @@ display(pd.DataFrame({name: report.ranking(summary) for name, summary in summari
 # %%
 pooled_curves = summaries["all"]["expected_01"]["curves"]
 areas = pd.DataFrame({curve: [float(np.atleast_1d(values["area"][k])[0]) for k in ("mean", "low", "high")]
-                      for curve, values in pooled_curves.items()}, index=["area", "low", "high"]).T.sort_values("area")
+                      for curve, values in pooled_curves.items()},
+                     index=["area", "low", "high"]).T.sort_values("area")
 best_rule = areas.index[0]
 i_d, i_v = grid.points.index(("drafter", 0.0)), grid.points.index(("verifier", 0.0))
 tl.lessons.notebook.glue_values(
@@ -203,12 +207,14 @@ tl.lessons.notebook.glue_values(
     tok_best=best_rule, tok_best_area=areas.loc[best_rule, "area"], tok_best_low=areas.loc[best_rule, "low"],
     tok_best_high=areas.loc[best_rule, "high"],
     tok_best_overlaps=int((areas["low"].drop(best_rule) <= areas.loc[best_rule, "high"]).sum()),
-    tok_last_rate=rates[-1], tok_best_loss_last=np.atleast_1d(pooled_curves[best_rule]["at_rates"]["mean"])[-1],
+    tok_last_rate=rates[-1],
+    tok_best_loss_last=np.atleast_1d(pooled_curves[best_rule]["at_rates"]["mean"])[-1],
     tok_envelope_loss_last=np.atleast_1d(summaries["all"]["expected_01"]["oracle_at_rates"]["mean"])[-1],
     tok_below_gold=sum(report.below_envelope(summaries["all"]).values()))
 if {"opt", "diff", "chow"} <= set(areas.index):
     tl.lessons.notebook.glue_values(
-        tok_opt_area=areas.loc["opt", "area"], tok_opt_low=areas.loc["opt", "low"], tok_opt_high=areas.loc["opt", "high"],
+        tok_opt_area=areas.loc["opt", "area"], tok_opt_low=areas.loc["opt", "low"],
+        tok_opt_high=areas.loc["opt", "high"],
         tok_diff_area=areas.loc["diff", "area"], tok_diff_low=areas.loc["diff", "low"],
         tok_diff_high=areas.loc["diff", "high"], tok_chow_area=areas.loc["chow", "area"],
         tok_chow_low=areas.loc["chow", "low"], tok_chow_high=areas.loc["chow", "high"],
@@ -244,8 +250,8 @@ display(HTML(view.token_html(result, first, "token_v2", 0.0, color_by="rejection
 # task (cached on disk like the results) and run the same analysis.
 
 # %%
-greedy_items = tc.greedy_references(pair, tc.offline_items(n=settings["greedy_items"]), max_new_tokens=report.GREEDY_LIMITS,
-                                    cache=cache)
+greedy_items = tc.greedy_references(pair, tc.offline_items(n=settings["greedy_items"]),
+                                    max_new_tokens=report.GREEDY_LIMITS, cache=cache)
 greedy_result = tc.analyse(pair, greedy_items, grid=grid, temperature=temperature, cache=cache)
 greedy_summary = tc.summarise(greedy_result, None, losses=("expected_01", "greedy_01"), rates=rates,
                               n_resamples=n_resamples)
@@ -255,14 +261,16 @@ display(pd.DataFrame(tc.table_rows(greedy_summary)).set_index("curve"))
 i_d, i_v = grid.points.index(("drafter", 0.0)), grid.points.index(("verifier", 0.0))
 for name, s in (("gold", summaries["all"]), ("verifier greedy", greedy_summary)):
     print(f"{name:>16}: drafter 1 - q(y) {s['mean'][i_d, 2]:.3f}, verifier 1 - p(y) {s['mean'][i_v, 2]:.3f}, "
-          f"SpecDecode rejection {s['mean'][i_v, 0]:.3f}; closest to the envelope: {', '.join(report.ranking(s)[:3])}; "
+          f"SpecDecode rejection {s['mean'][i_v, 0]:.3f}; "
+          f"closest to the envelope: {', '.join(report.ranking(s)[:3])}; "
           f"points below it: {report.below_envelope(s) or 'none'}")
 greedy_areas = {curve: [float(np.atleast_1d(values["area"][k])[0]) for k in ("mean", "low", "high")]
                 for curve, values in greedy_summary["expected_01"]["curves"].items()}
 greedy_best = min(greedy_areas, key=lambda curve: greedy_areas[curve][0])
 display(pd.DataFrame({name: report.below_envelope(s) for name, s in summaries.items()}).fillna(0).astype(int))
 tl.lessons.notebook.glue_values(
-    tok_greedy_items=len(greedy_items), tok_greedy_per_task=settings["greedy_items"], tok_greedy_best=greedy_best,
+    tok_greedy_items=len(greedy_items), tok_greedy_per_task=settings["greedy_items"],
+    tok_greedy_best=greedy_best,
     tok_greedy_best_area=greedy_areas[greedy_best][0], tok_greedy_best_low=greedy_areas[greedy_best][1],
     tok_greedy_best_high=greedy_areas[greedy_best][2])
 
@@ -367,7 +375,8 @@ tl.lessons.notebook.save_metrics("08_real_pair_token_analysis", {
               for c, v in pooled["expected_01"]["curves"].items()},
     "at_rates": {c: {k: np.asarray(v["at_rates"][k]).tolist() for k in ("mean", "low", "high")}
                  for c, v in pooled["expected_01"]["curves"].items()},
-    "oracle_at_rates": {k: np.asarray(pooled["expected_01"]["oracle_at_rates"][k]).tolist() for k in ("mean", "low", "high")},
+    "oracle_at_rates": {k: np.asarray(pooled["expected_01"]["oracle_at_rates"][k]).tolist()
+                        for k in ("mean", "low", "high")},
     "ranking": {name: report.ranking(s) for name, s in summaries.items()},
     "below_envelope": report.below_envelope(pooled),
     "greedy_reference": {"items": len(greedy_items), "ranking": report.ranking(greedy_summary),

@@ -67,14 +67,18 @@
 profile = "default"        # "default" (SmolLM2), "qwen", "hub" (GPU) or "smoke" (CI)
 device = None              # None: a GPU if there is one, else the profile's device
 dtype = None               # None: the profile's dtype ("float32" on a CPU, "bfloat16" for "hub")
-verifier_path = "auto"     # the verifier's kernel path: "auto" (the probe's choice), "fp32", "fp32-packed", ...; None: as loaded
-drafter_path = "int8-dynamic"  # the drafter's kernel path (int8-dynamic: a quarter of the bytes); None: as loaded
+verifier_path = "auto"     # the verifier's kernel path: "auto" (the probe's choice), "fp32",
+                           # "fp32-packed", ...; None: as loaded
+drafter_path = "int8-dynamic"  # the drafter's kernel path (int8-dynamic: a quarter of the bytes);
+                               # None: as loaded
 gammas = None              # block sizes to run, e.g. [1, 3, 5]; None: the profile's
 n_prompts = None           # how many of the four chat prompts; None: the profile's
 max_new_tokens = None      # tokens per run; None: the profile's
 repeats = None             # rounds over prompts and methods (interleaved); None: the profile's
-threads = None             # torch threads; None: the cores other processes leave free (tl.decoding.speed_runs.use_free_cores)
-full_calibration = False   # True: the finer calibration of tl.calibrate (minutes) instead of the quick one of gamma "auto"
+threads = None             # torch threads; None: the cores other processes leave free
+                           # (tl.decoding.speed_runs.use_free_cores)
+full_calibration = False   # True: the finer calibration of tl.calibrate (minutes) instead of the quick one
+                           # of gamma "auto"
 output_dir = "."           # where the metrics JSON and the calibration are written
 
 # %%
@@ -116,13 +120,15 @@ from tutorial_lib.views import speed as speed_view
 from tutorial_lib.views import widgets as view_widgets
 from tutorial_lib.views.widgets import live_view
 
-threads_used = speed_runs.use_free_cores(threads)   # beside a busy process, fewer threads run faster and steadier
+# beside a busy process, fewer threads run faster and steadier
+threads_used = speed_runs.use_free_cores(threads)
 if device is None:
     device = "cuda" if torch.cuda.is_available() else None
 settings = speed_runs.speed_profile(profile, device=device, dtype=dtype, gammas=gammas, n_prompts=n_prompts,
                                     max_new_tokens=max_new_tokens, repeats=repeats)
 if settings["device"] == "cuda" and not torch.cuda.is_available():
-    raise RuntimeError(f"profile {profile!r} runs on a GPU and none is visible; choose profile='default' or 'qwen'.")
+    raise RuntimeError(f"profile {profile!r} runs on a GPU and none is visible; "
+                       "choose profile='default' or 'qwen'.")
 on_cpu = settings["device"] == "cpu"
 if on_cpu and drafter_path is not None:
     settings["kernel_paths"] = (drafter_path, None)   # the verifier's path is chosen in section 1
@@ -131,7 +137,9 @@ drafter, verifier = pair
 prompts = speed_runs.speed_prompts(verifier, settings["n_prompts"])
 metrics = {"settings": settings, "threads": threads_used}
 print(f"{drafter.name} drafting for {verifier.name} on {verifier.device} ({verifier.dtype}), "
-      f"{threads_used} torch thread{'s' if threads_used != 1 else ''} ({'as asked' if threads else 'the cores other processes left free'}); {len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
+      f"{threads_used} torch thread{'s' if threads_used != 1 else ''} "
+      f"({'as asked' if threads else 'the cores other processes left free'}); "
+      f"{len(prompts)} prompts of {[len(p) for p in prompts.values()]} tokens")
 
 # %% [markdown]
 # ## 1. Bytes against arithmetic: this machine's two floors
@@ -153,16 +161,21 @@ if on_cpu:
         kernel_paths.probe_paths(verifier.model, ks=(1, 2, 3, 4, 6, 8, 12, 16), rounds=3),
         gamma=max(settings["gammas"]))
     if verifier_path is not None:   # "auto": the path this probe found cheapest for the largest block
-        kernel_paths.put_on_path(verifier, probe.chosen if verifier_path == "auto" else verifier_path, verbose=False)
+        kernel_paths.put_on_path(verifier, probe.chosen if verifier_path == "auto" else verifier_path,
+                                 verbose=False)
     sample_bytes = probe.sample_bytes["fp32"]
-    roofline = kernel_paths.roofline_seconds(sample_bytes, sample_bytes / 4, bandwidth, peak, sorted(probe.seconds["fp32"]))
+    roofline = kernel_paths.roofline_seconds(sample_bytes, sample_bytes / 4, bandwidth, peak,
+                                             sorted(probe.seconds["fp32"]))
     measured_paths = {path: costs for path, costs in probe.seconds.items()}
     title = (f"{verifier.name}'s sampled layers ({sample_bytes / 1e6:.0f} MB fp32): read bandwidth "
-             f"{bandwidth / 1e9:.1f} GB/s, peak {peak / 1e9:.0f} GFLOP/s, bf16 units: {'yes' if probe.bf16_units else 'no'}")
+             f"{bandwidth / 1e9:.1f} GB/s, peak {peak / 1e9:.0f} GFLOP/s, "
+             f"bf16 units: {'yes' if probe.bf16_units else 'no'}")
     display(speed_view.roofline_view(roofline, measured_paths, title, chosen=probe.chosen))
-    view_widgets.save(speed_view.roofline_figure(roofline, measured_paths, title, chosen=probe.chosen), "speed_roofline")
+    view_widgets.save(speed_view.roofline_figure(roofline, measured_paths, title, chosen=probe.chosen),
+                      "speed_roofline")
     probe_table = pd.DataFrame(probe.table()).set_index("path")
-    probe_table["t(1) / bound"] = [probe.seconds[p][1] / (probe.sample_bytes[p] / bandwidth) for p in probe_table.index]
+    probe_table["t(1) / bound"] = [probe.seconds[p][1] / (probe.sample_bytes[p] / bandwidth)
+                                   for p in probe_table.index]
     display(probe_table.round(2))
     print(f"read bandwidth {bandwidth / 1e9:.1f} GB/s; peak {peak / 1e9:.0f} GFLOP/s; the ridge at "
           f"k* = {roofline['ridge_k']:.1f} rows; {probe.describe()}")
@@ -191,11 +204,15 @@ if full_calibration:
                             context_tokens=settings["context_tokens"])
 else:
     calibration = calibration_for(drafter, verifier)
-calibration.save(tl.lessons.notebook.output_folder(output_dir) / "09_calibration.json")  # beside the metrics, never notebooks/
+# beside the metrics, never notebooks/
+calibration.save(tl.lessons.notebook.output_folder(output_dir) / "09_calibration.json")
 table = calibration.table()
-print(f"kernel paths: {calibration.kernel_paths}; t_p(1) = {calibration.t_p(1, with_overhead=False) * 1e3:.1f} ms "
-      f"= {calibration.call_over_bound('verifier'):.2f} x its bound; c = t_q / t_p(1) = {calibration.cost_ratio:.3f}")
-metrics["calibration"] = {"t_q": calibration.t_q(), "t_p": {k: calibration.t_p(k) for k in range(1, calibration.max_k + 1)},
+print(f"kernel paths: {calibration.kernel_paths}; "
+      f"t_p(1) = {calibration.t_p(1, with_overhead=False) * 1e3:.1f} ms "
+      f"= {calibration.call_over_bound('verifier'):.2f} x its bound; "
+      f"c = t_q / t_p(1) = {calibration.cost_ratio:.3f}")
+metrics["calibration"] = {"t_q": calibration.t_q(),
+                          "t_p": {k: calibration.t_p(k) for k in range(1, calibration.max_k + 1)},
                           "cost_ratio": calibration.cost_ratio, "overhead_s": calibration.overhead_s,
                           "kernel_paths": calibration.kernel_paths,
                           "verifier_over_bound": calibration.call_over_bound("verifier"),
@@ -243,7 +260,8 @@ view_widgets.save(speed_view.block_cost_figure(calibration, acceptance, measured
                       "speed_block_cost")
 metrics["acceptance"] = acceptance
 metrics["predicted_speedup"] = {g: calibration.speedup(g, acceptance) for g in range(calibration.max_k)}
-metrics["textbook_speedup"] = {g: calibration.textbook().speedup(g, acceptance) for g in range(calibration.max_k)}
+metrics["textbook_speedup"] = {g: calibration.textbook().speedup(g, acceptance)
+                               for g in range(calibration.max_k)}
 metrics["measured"] = summary.to_dict(orient="records")
 metrics["n_runs"] = len(rows)
 
@@ -287,8 +305,8 @@ metrics["auto"] = {"gammas": decisions.to_dict(), "speedup": float(auto_row["spe
 # %%
 acceptance_slider = widgets.FloatSlider(value=round(min(max(acceptance, 0.0), 0.99), 2), min=0.0, max=0.99,
                                         step=0.01, description="acceptance a")
-cost_slider = widgets.FloatSlider(value=round(min(calibration.cost_ratio, 1.0), 2), min=0.0, max=1.0, step=0.01,
-                                  description="cost ratio c")
+cost_slider = widgets.FloatSlider(value=round(min(calibration.cost_ratio, 1.0), 2), min=0.0, max=1.0,
+                                  step=0.01, description="cost ratio c")
 live_view(speed_view.what_if_view, {"acceptance": acceptance_slider, "cost_ratio": cost_slider},
           describe=speed_view.describe_what_if, calibration=calibration)
 
@@ -296,8 +314,8 @@ live_view(speed_view.what_if_view, {"acceptance": acceptance_slider, "cost_ratio
 what_if = speed_runs.what_if(0.8, 0.1, calibration)
 view_widgets.save(speed_view.what_if_figure(0.8, 0.1, calibration), "speed_what_if")
 print(speed_view.describe_what_if(what_if))
-metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best_speedup_here", "best_gamma_textbook",
-                                                       "best_speedup_textbook")}
+metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best_speedup_here",
+                                                       "best_gamma_textbook", "best_speedup_textbook")}
 
 # %% [markdown]
 # ## 7. Batches: where speculation stops paying
@@ -318,20 +336,23 @@ metrics["what_if_a0.8_c0.1"] = {k: what_if[k] for k in ("best_gamma_here", "best
 # (`speed_tables.where_speculation_pays`).
 
 # %%
-batch_files = [tutorial_lib.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json" for name in ("qwen", "default")]
+batch_files = [tutorial_lib.paths.DATA_DIR / "benchmarks" / f"batch_speed_{name}_cpu.json"
+               for name in ("qwen", "default")]
 batch_file = next((path for path in batch_files if path.exists()), batch_files[0])
 if batch_file.exists():
     batch_speed = json.loads(batch_file.read_text())
     batch_runs = pd.DataFrame(batch_speed["runs"])
     view_widgets.save(speed_view.batch_speed_figure(
-        batch_runs, f"{batch_speed['drafter']} -> {batch_speed['verifier']}: measured against the block-cost model"),
+        batch_runs,
+        f"{batch_speed['drafter']} -> {batch_speed['verifier']}: measured against the block-cost model"),
         "speed_batch_sizes")
     batch_table = speed_tables.by_batch_and_gamma(batch_runs).round(3)
     display(batch_table)
     pays = speed_tables.where_speculation_pays(batch_runs)
     for row in pays.itertuples():
-        print(f"gamma = {row.gamma} beats the verifier alone at B = {row.measured or 'none'} (medians over rounds), "
-              f"in every round at B = {row.every_round or 'none'}; the block-cost model says B = {row.predicted or 'none'}")
+        print(f"gamma = {row.gamma} beats the verifier alone at B = {row.measured or 'none'} "
+              f"(medians over rounds), in every round at B = {row.every_round or 'none'}; "
+              f"the block-cost model says B = {row.predicted or 'none'}")
     metrics["batch_speed"] = {"pair": f"{batch_speed['drafter']} -> {batch_speed['verifier']}",
                               "table": batch_table.to_dict(orient="records"),
                               "pays_at": pays.to_dict(orient="records")}
@@ -354,8 +375,9 @@ else:
 
 # %%
 benchmarks = tutorial_lib.paths.DATA_DIR / "benchmarks"
-# each run says its processor, its kernel paths and what ran beside it: engine_speed_cpu on a Xeon without bf16
-# units, engine_speed_cpu_busy an earlier run on an AMD EPYC, the _bf16_units runs on a Xeon with bf16 units and AMX
+# each run says its processor, its kernel paths and what ran beside it: engine_speed_cpu on a Xeon
+# without bf16 units, engine_speed_cpu_busy an earlier run on an AMD EPYC, the _bf16_units runs on a
+# Xeon with bf16 units and AMX
 for name in ("engine_speed_cpu", "engine_speed_cpu_busy", "engine_speed_cpu_bf16_units",
              "engine_speed_cpu_bf16_units_busy"):
     path = benchmarks / f"{name}.json"
@@ -364,7 +386,8 @@ for name in ("engine_speed_cpu", "engine_speed_cpu_busy", "engine_speed_cpu_bf16
         continue
     run = json.loads(path.read_text())
     print(f"{path.name}: {run['device']}; beside it: {run['beside']}; "
-          f"{run['args']['prompts']} prompts x {run['args']['rounds']} rounds x {run['args']['max_new_tokens']} tokens")
+          f"{run['args']['prompts']} prompts x {run['args']['rounds']} rounds x "
+          f"{run['args']['max_new_tokens']} tokens")
     display(speed_tables.engine_speed_methods(run).round(3))
     aims = speed_tables.engine_speed_aims(run)
     display(aims.round(3))

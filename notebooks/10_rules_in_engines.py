@@ -109,11 +109,12 @@ from tutorial_lib.views import token_analysis as view
 torch.set_num_threads(2)
 settings = engines.engine_profile(profile, n_samples=n_samples, n_resamples=n_resamples)
 started = time.perf_counter()
-# One thread: every check below is a one-token call on a 135M model, where a second thread only waits for
-# the first (and on a busy machine spins: one draw took 5-8 s with two threads beside other jobs, 0.2 s with one).
+# One thread: every check below is a one-token call on a 135M model, where a second thread only waits for the
+# first (and on a busy machine spins: one draw took 5-8 s with two threads beside other jobs, 0.2 s with one).
 torch.set_num_threads(1)
 pair = report.load_profile_pair(settings)
-print(f"pair: {pair.drafter.name} -> {pair.verifier.name}; {settings['n_samples']} draws per context and engine")
+print(f"pair: {pair.drafter.name} -> {pair.verifier.name}; "
+      f"{settings['n_samples']} draws per context and engine")
 metrics = {"profile": profile, "weight": weight, "n_samples": settings["n_samples"]}
 
 # %% [markdown]
@@ -142,14 +143,16 @@ for k, text in enumerate(engines.CONTEXTS):
     law = targets.target_distribution("mixture", q, p, alpha_of_weight)
     tv = float(targets.tv_distance(p, q))
     clock = time.perf_counter()
-    hf_tokens, hf_drafted, hf_kept = engines.ensemble_first_tokens(pair, ids, weight, settings["n_samples"], seed=100 * k)
+    hf_tokens, hf_drafted, hf_kept = engines.ensemble_first_tokens(pair, ids, weight, settings["n_samples"],
+                                                                   seed=100 * k)
     hf_s = time.perf_counter() - clock
     clock = time.perf_counter()
-    our_tokens, our_drafted, our_kept = engines.engine_first_tokens(pair, ids, alpha_of_weight, settings["n_samples"],
-                                                                    seed=100 * k)
+    our_tokens, our_drafted, our_kept = engines.engine_first_tokens(pair, ids, alpha_of_weight,
+                                                                    settings["n_samples"], seed=100 * k)
     our_s = time.perf_counter() - clock
-    for name, tokens, drafted, kept, seconds in (("transformers generate", hf_tokens, hf_drafted, hf_kept, hf_s),
-                                                 ("tutorial_lib engine", our_tokens, our_drafted, our_kept, our_s)):
+    for name, tokens, drafted, kept, seconds in (
+            ("transformers generate", hf_tokens, hf_drafted, hf_kept, hf_s),
+            ("tutorial_lib engine", our_tokens, our_drafted, our_kept, our_s)):
         rate = kept / drafted
         rows.append({"context": text, "engine": name, "D_TV": tv, "predicted acceptance": 1 - weight * tv,
                      "measured acceptance": rate, "z": (rate - (1 - weight * tv)) / np.sqrt(
@@ -187,7 +190,8 @@ for source, laws in (("toy world", toy_p), (f"{pair.verifier.name}", real_p)):
                 paper = engines.algorithm4_greedy_tokens(form, laws, d, knob, cap)
                 checks.append({"laws": source, "engine": form, "knob": knob, "paper's rule": rule,
                                "alpha": alpha_of(knob), "top-K": cap, "drafts": label, "positions": len(laws),
-                               "kept": float((engine == d).double().mean()), "identical": bool(torch.equal(engine, paper))})
+                               "kept": float((engine == d).double().mean()),
+                               "identical": bool(torch.equal(engine, paper))})
 relaxed = pd.DataFrame(checks)
 display(relaxed)
 metrics["relaxed_all_identical"] = bool(relaxed["identical"].all())
@@ -232,12 +236,13 @@ new_tokens = through_generate[0, len(chat):].tolist()
 print("model.generate(custom_generate=tl.speculative_cascade(...)):", repr(pair.verifier.decode(new_tokens)))
 print("the same tokens as tl.generate's:", new_tokens == engine_run.tokens)
 metrics["custom_generate_same_tokens"] = new_tokens == engine_run.tokens
-hub_folder = CHECKOUT / "hub" / "speculative-cascades"   # in a checkout of the project (not in a plain install)
+# in a checkout of the project (not in a plain install)
+hub_folder = CHECKOUT / "hub" / "speculative-cascades"
 if hub_folder.is_dir():
     through_folder = pair.verifier.model.generate(
-        chat_ids, attention_mask=torch.ones_like(chat_ids), assistant_model=pair.drafter.model, max_new_tokens=6,
-        do_sample=False, custom_generate=str(hub_folder), trust_remote_code=True, rule="token_v2", alpha=0.3,
-        gamma=3)
+        chat_ids, attention_mask=torch.ones_like(chat_ids), assistant_model=pair.drafter.model,
+        max_new_tokens=6, do_sample=False, custom_generate=str(hub_folder), trust_remote_code=True,
+        rule="token_v2", alpha=0.3, gamma=3)
     metrics["custom_generate_folder_same_tokens"] = through_folder[0, len(chat):].tolist() == new_tokens
     print("the same tokens through the folder:", metrics["custom_generate_folder_same_tokens"])
 else:
@@ -260,7 +265,8 @@ rules = ["chow", "diff", "opt", "bild", "token_v1", "token_v2", "token_v3", "los
 # a close pair rejects little: match rejection rates at fractions of SpecDecode's own (as notebook 08 does)
 r_spec = float(with_mixture.sums[:, with_mixture.grid.slice("verifier"), 0].sum() / with_mixture.counts.sum())
 rates = [round(f * r_spec, 4) for f in (0.2, 0.4, 0.6)]
-print(f"SpecDecode rejects {r_spec:.4f} of drafts on all {len(analysis.item_ids)} answers; matched rates: {rates}")
+print(f"SpecDecode rejects {r_spec:.4f} of drafts on all {len(analysis.item_ids)} answers; "
+      f"matched rates: {rates}")
 versus_mixture = ld.paired_differences(with_mixture, rules, reference="mixture", rates=rates,
                                        n_resamples=settings["n_resamples"])
 table = pd.DataFrame([{"rule": row["rule"], **{k: f"{v[0]:+.5f} [{v[1]:+.5f}, {v[2]:+.5f}]"
@@ -268,7 +274,8 @@ table = pd.DataFrame([{"rule": row["rule"], **{k: f"{v[0]:+.5f} [{v[1]:+.5f}, {v
                       for row in versus_mixture]).set_index("rule")
 display(table)
 metrics["rates"] = rates
-metrics["mixture_minus_rule"] = {row["rule"]: {k: list(v) for k, v in row.items() if k != "rule"} for row in versus_mixture}
+metrics["mixture_minus_rule"] = {row["rule"]: {k: list(v) for k, v in row.items() if k != "rule"}
+                                 for row in versus_mixture}
 beats_constant = [row["rule"] for row in versus_mixture if row["area"][1] > 0]
 unresolved_constant = [row["rule"] for row in versus_mixture if row["area"][1] <= 0 <= row["area"][2]]
 tl.lessons.notebook.glue_values(
@@ -301,10 +308,12 @@ tl.lessons.notebook.glue_values(
 features = dp.load_features(analysis)
 train_ids, test_ids = ld.split_items(features, held_out=held_out, seed=split_seed)
 assert not set(train_ids) & set(test_ids)
-rule = ld.train_rule(analysis, features, train_ids, held_out_ids=test_ids, hidden=tuple(hidden), seed=split_seed)
+rule = ld.train_rule(analysis, features, train_ids, held_out_ids=test_ids, hidden=tuple(hidden),
+                     seed=split_seed)
 held = ld.learned_curves(analysis, features, rule, test_ids)
-print(f"features: {len(features.item_ids)} answers ({features.features.shape[0]} positions; largest difference "
-      f"from the analysis' oracle columns {features.alignment_error:.1e}); trained on {len(train_ids)} answers "
+print(f"features: {len(features.item_ids)} answers ({features.features.shape[0]} positions; "
+      f"largest difference from the analysis' oracle columns {features.alignment_error:.1e}); "
+      f"trained on {len(train_ids)} answers "
       f"({rule.n_train_positions} positions), evaluated on {len(test_ids)} held-out answers")
 summaries = {"all held-out": tc.summarise(held, None, rates=rates, n_resamples=settings["n_resamples"])}
 for task in dict.fromkeys(held.tasks):
@@ -322,15 +331,19 @@ display(pd.DataFrame(tc.table_rows(summaries["all held-out"])).set_index("curve"
 # not resolve the difference).
 
 # %%
-versus = ld.paired_differences(held, ["token_v2", "opt"] + [r for r in rules if r not in ("token_v2", "opt")] + ["mixture"],
+versus = ld.paired_differences(held,
+                               ["token_v2", "opt"] + [r for r in rules if r not in ("token_v2", "opt")]
+                               + ["mixture"],
                                rates=rates, n_resamples=settings["n_resamples"])
 versus_table = pd.DataFrame([{"versus": row["rule"], **{k: f"{v[0]:+.5f} [{v[1]:+.5f}, {v[2]:+.5f}]"
-                                                         for k, v in row.items() if k != "rule"}} for row in versus])
+                                                         for k, v in row.items() if k != "rule"}}
+                             for row in versus])
 display(versus_table.set_index("versus"))
 for row in versus[:2]:
     mean, low, high = row["area"]
     verdict = ("beats" if high < 0 else "loses to" if low > 0 else "is not resolved against")
-    print(f"learned rule {verdict} {row['rule']}: area above the envelope differs by {mean:+.5f} [{low:+.5f}, {high:+.5f}]")
+    print(f"learned rule {verdict} {row['rule']}: area above the envelope differs by "
+          f"{mean:+.5f} [{low:+.5f}, {high:+.5f}]")
 learned_areas = summaries["all held-out"]["expected_01"]["curves"]
 area_of = {curve: [float(np.atleast_1d(learned_areas[curve]["area"][k])[0]) for k in ("mean", "low", "high")]
            for curve in ("learned", "token_v2", "opt")}
@@ -343,8 +356,9 @@ tl.lessons.notebook.glue_values(
     engines_learned_area=area_of["learned"][0], engines_learned_area_low=area_of["learned"][1],
     engines_learned_area_high=area_of["learned"][2], engines_token_v2_area=area_of["token_v2"][0],
     engines_token_v2_area_low=area_of["token_v2"][1], engines_token_v2_area_high=area_of["token_v2"][2],
-    engines_opt_area=area_of["opt"][0], engines_opt_area_low=area_of["opt"][1], engines_opt_area_high=area_of["opt"][2],
-    engines_learned_vs_token_v2=versus_of["token_v2"][0], engines_learned_vs_token_v2_low=versus_of["token_v2"][1],
+    engines_opt_area=area_of["opt"][0], engines_opt_area_low=area_of["opt"][1],
+    engines_opt_area_high=area_of["opt"][2], engines_learned_vs_token_v2=versus_of["token_v2"][0],
+    engines_learned_vs_token_v2_low=versus_of["token_v2"][1],
     engines_learned_vs_token_v2_high=versus_of["token_v2"][2], engines_learned_vs_opt=versus_of["opt"][0],
     engines_learned_vs_opt_low=versus_of["opt"][1], engines_learned_vs_opt_high=versus_of["opt"][2])
 
@@ -370,9 +384,11 @@ tl.lessons.notebook.glue_values(
 # %%
 metrics["learned"] = {"train_items": len(train_ids), "held_out_items": len(test_ids),
                       "train_positions": rule.n_train_positions, "held_out_positions": int(held.counts.sum()),
-                      "versus": {row["rule"]: {k: list(v) for k, v in row.items() if k != "rule"} for row in versus},
-                      "areas": {c: list(np.ravel([summaries["all held-out"]["expected_01"]["curves"][c]["area"][k]
-                                                  for k in ("mean", "low", "high")]))
+                      "versus": {row["rule"]: {k: list(v) for k, v in row.items() if k != "rule"}
+                                 for row in versus},
+                      "areas": {c: list(np.ravel(
+                                    [summaries["all held-out"]["expected_01"]["curves"][c]["area"][k]
+                                     for k in ("mean", "low", "high")]))
                                 for c in summaries["all held-out"]["expected_01"]["curves"]}}
 
 # %% [markdown]
@@ -405,10 +421,14 @@ for row in versus_dynamic:
 dynamic_of = {row["rule"]: [float(x) for x in row["area"]] for row in versus_dynamic}
 tl.lessons.notebook.glue_values(
     engines_lambdas=len(dynamic.lambdas), engines_dynamic_positions=dynamic.n_train_positions,
-    engines_dynamic_vs_learned=dynamic_of["learned"][0], engines_dynamic_vs_learned_low=dynamic_of["learned"][1],
-    engines_dynamic_vs_learned_high=dynamic_of["learned"][2], engines_dynamic_vs_mixture=dynamic_of["mixture"][0],
-    engines_dynamic_vs_mixture_low=dynamic_of["mixture"][1], engines_dynamic_vs_mixture_high=dynamic_of["mixture"][2],
-    engines_dynamic_vs_token_v2=dynamic_of["token_v2"][0], engines_dynamic_vs_token_v2_low=dynamic_of["token_v2"][1],
+    engines_dynamic_vs_learned=dynamic_of["learned"][0],
+    engines_dynamic_vs_learned_low=dynamic_of["learned"][1],
+    engines_dynamic_vs_learned_high=dynamic_of["learned"][2],
+    engines_dynamic_vs_mixture=dynamic_of["mixture"][0],
+    engines_dynamic_vs_mixture_low=dynamic_of["mixture"][1],
+    engines_dynamic_vs_mixture_high=dynamic_of["mixture"][2],
+    engines_dynamic_vs_token_v2=dynamic_of["token_v2"][0],
+    engines_dynamic_vs_token_v2_low=dynamic_of["token_v2"][1],
     engines_dynamic_vs_token_v2_high=dynamic_of["token_v2"][2])
 held_weights = dynamic.weights(features.features[ld.feature_rows(analysis, features, test_ids)])
 metrics["diversed"] = {"lambdas": list(dynamic.lambdas), "train_positions": dynamic.n_train_positions,
@@ -441,11 +461,12 @@ for k, text in enumerate(engines.CONTEXTS):
     ids = pair.verifier.encode(text)
     q, p = (x.double() for x in models.next_token_distributions(pair, ids))
     target = targets.target_distribution("learned", q, p, learned_alpha)
-    tokens, drafted, kept = engines.engine_first_tokens(pair, ids, learned_alpha, settings["n_samples"], seed=7 + k,
-                                                        rule="learned")
+    tokens, drafted, kept = engines.engine_first_tokens(pair, ids, learned_alpha, settings["n_samples"],
+                                                        seed=7 + k, rule="learned")
     exact.append({"context": text, "defers": bool(targets.deferral_decision("learned", q, p, learned_alpha)),
                   "predicted rejection": float(targets.rejection_probability(target, q)),
-                  "measured rejection": 1 - kept / drafted, "chi2 p vs its target": engines.chi_square_test(tokens, target)[1]})
+                  "measured rejection": 1 - kept / drafted,
+                  "chi2 p vs its target": engines.chi_square_test(tokens, target)[1]})
 exact = pd.DataFrame(exact)
 display(exact.round(4))
 metrics["learned_engine"] = exact.to_dict(orient="records")

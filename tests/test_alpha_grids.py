@@ -1,4 +1,5 @@
-"""Live alpha grids: OPT's range by temperature, OPT = Diff at T = 0, and alphas placed along a rejection curve."""
+"""Live alpha grids: OPT's range by temperature, OPT = Diff at T = 0, and alphas placed along a rejection
+curve."""
 
 from pathlib import Path
 

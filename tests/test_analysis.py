@@ -154,7 +154,8 @@ def test_each_curve_end_carries_its_own_alpha_and_calls():
     assert (diff_drafter["alpha"], diff_spec["alpha"]) == (1.0, -1.0)  # Diff's live range [-1, 1]
     assert ends.loc[("SpecCascade [Token-V3]", "drafter"), "alpha"] == 1.0
     assert ("SpecCascade [Token-V3]", "spec") not in ends.index  # its alpha = 0 is not SpecDecode
-    # the drafter end runs speculatively: one drafter and one verifier call per emitted token (3 items x 8 tokens)
+    # the drafter end runs speculatively: one drafter and one verifier call per emitted
+    # token (3 items x 8 tokens)
     assert (diff_drafter["n_verifier_calls"], diff_drafter["n_drafter_calls"]) == (24, 24)
     assert diff_drafter["time_s"] == pytest.approx(spec["time_s"] / 30 * 24)  # SpecDecode's cost per token
     assert diff_drafter["latency"] == pytest.approx(spec["latency"] * 24 / 30)

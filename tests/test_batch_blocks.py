@@ -163,7 +163,8 @@ def test_sequential_cascades_batch(request, which, temperature, method, alpha, a
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 @pytest.mark.parametrize("threshold,fallback", [(0.5, 0.05), (1.5, 0.1), (3.0, 0.3)])
 def test_original_bild_batches(request, which, temperature, threshold, fallback):
-    """Rows draft blocks of different lengths (the fallback stops some early) and roll back at different drafts."""
+    """Rows draft blocks of different lengths (the fallback stops some early) and roll back at different
+    drafts."""
     pair = request.getfixturevalue(which)
     options = dict(
         method="bild",

@@ -217,7 +217,8 @@ _VIEW_STATE = """(label) => {
         .filter(o => o.getAttribute('data-mime-type') === 'application/vnd.jupyter.stdout')
         .map(o => o.textContent).join('');
     const output = view.closest('.jp-OutputArea-child');
-    const copy = output && output.nextElementSibling ? output.nextElementSibling.querySelector('.tl-static-copy') : null;
+    const copy = output && output.nextElementSibling
+        ? output.nextElementSibling.querySelector('.tl-static-copy') : null;
     return {
         widget_readout: slider.querySelector('.widget-readout').textContent,
         stdout: stdout,
@@ -227,7 +228,8 @@ _VIEW_STATE = """(label) => {
                                                     plot.data.map(t => [t.name, t.x, t.y])])
                 : (html && html.innerHTML.length > 0 ? html.innerHTML : null),
         static_copy: copy ? getComputedStyle(copy).display : null,
-        static_picture: copy ? (copy.querySelector('img') ? copy.querySelector('img').src : copy.innerHTML) : null,
+        static_picture: copy ? (copy.querySelector('img') ? copy.querySelector('img').src : copy.innerHTML)
+                             : null,
     };
 }"""
 
@@ -240,9 +242,11 @@ _REOPENED = r"""() => {
     return {
         copies: copies.length,
         shown: copies.filter(visible).length,
-        with_hint: copies.filter(c => visible(c) && c.textContent.includes('run this cell to move the controls again')).length,
+        with_hint: copies.filter(
+            c => visible(c) && c.textContent.includes('run this cell to move the controls again')).length,
         pictures: copies.filter(c => visible(c) && (Array.from(c.querySelectorAll('img'))
-                                    .some(i => i.complete && i.naturalWidth > 100) || c.querySelector('span[title]'))).length,
+                                    .some(i => i.complete && i.naturalWidth > 100)
+                                    || c.querySelector('span[title]'))).length,
         broken: outputs.filter(o => /Error displaying widget|VBox\(children/.test(o.textContent)).length,
     };
 }"""
@@ -318,7 +322,8 @@ def test_slider_redraws_in_the_browser(lab, browser, name):
         assert after["static_copy"] == "none", (
             "the live view's static copy is missing or shown beside the widget"
         )
-        # the copy follows the controls once they rest (LiveBox.REFRESH_DELAY_S), so a save keeps the last setting
+        # the copy follows the controls once they rest (LiveBox.REFRESH_DELAY_S), so a save keeps the last
+        # setting
         page.wait_for_function(
             f"(old) => ({_VIEW_STATE})({json.dumps(label)}).static_picture !== old",
             arg=first["static_picture"],

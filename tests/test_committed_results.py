@@ -105,8 +105,8 @@ def test_a_gemma_style_folder_holds_what_its_rows_give_today(folder):
     derived = {**tables, **results}
     present = {p.stem for p in folder.glob("*.csv")}
     assert present == set(GEMMA_TABLES + GEMMA_RESULTS), (
-        f"{folder.name}: files {sorted(present ^ set(GEMMA_TABLES + GEMMA_RESULTS))} are committed without being "
-        "derived here, or derived without being committed: run notebook 07 on this profile"
+        f"{folder.name}: files {sorted(present ^ set(GEMMA_TABLES + GEMMA_RESULTS))} are committed without "
+        "being derived here, or derived without being committed: run notebook 07 on this profile"
     )
     stale = []
     for name in sorted(present):
@@ -155,6 +155,7 @@ def test_a_t5_folder_holds_what_its_rows_give_today(folder):
     )
     kept = json.loads((folder / result_files.RESULTS_STAMP).read_text())
     assert kept["t5_results"] == stamp, (
-        f"{folder.name}: its claims and re-pricing were computed from other rows, settings or code than today's "
-        "(tutorial_lib/stats, maths or decoding/calibration.py changed since): run notebook 06 and commit them"
+        f"{folder.name}: its claims and re-pricing were computed from other rows, settings or code than "
+        "today's (tutorial_lib/stats, maths or decoding/calibration changed since): run notebook 06 and "
+        "commit them"
     )

@@ -1,8 +1,9 @@
 """DIVERSED's dynamic ensemble as a rule: a per-position weight r in [0, 1] whose target is (1 - r) q + r p.
 
 The weight rule's target and deferral weight, its place beside the prefix rules, exactness in the engine
-(chi-square of the first token at T = 1), and the learned weight (`stats.learned_deferral`): trained by item on
-the toy world's exact data, never on a held-out answer, its curves the exact statistics of its own target."""
+(chi-square of the first token at T = 1), and the learned weight (`stats.learned_deferral`): trained by item
+on the toy world's exact data, never on a held-out answer, its curves the exact statistics of its own
+target."""
 
 import numpy as np
 import pytest

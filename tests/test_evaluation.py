@@ -1,4 +1,5 @@
-"""The evaluation harness and its analysis: the paper's table on curves with known answers, resumable sweeps, configurations."""
+"""The evaluation harness and its analysis: the paper's table on curves with known answers, resumable sweeps,
+configurations."""
 
 import json
 

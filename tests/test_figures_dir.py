@@ -59,7 +59,8 @@ def test_checkout_of_finds_the_nearest_project(tmp_path):
 
 
 def _figure_folders(target: str) -> set:
-    """The `TUTORIAL_LIB_FIGURES` folders `make <target>` would run the notebooks with (`make -n`: nothing runs)."""
+    """The `TUTORIAL_LIB_FIGURES` folders `make <target>` would run the notebooks with (`make -n`: nothing
+    runs)."""
     out = subprocess.run(
         ["make", "-n", "--no-print-directory", target], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout

@@ -129,7 +129,8 @@ FLIPPING = Calibration.synthetic(0.01, lambda k: 0.1 + 0.03 * (k - 1), max_k=6)
 
 @dataclass
 class CyclePolicy(AutoGamma):
-    """Block sizes from a fixed cycle, 0 included: every order of plain steps and blocks the engine must handle."""
+    """Block sizes from a fixed cycle, 0 included: every order of plain steps and blocks the engine must
+    handle."""
 
     cycle: tuple = (2, 0, 3, 1, 0, 0, 4)
 

@@ -85,7 +85,8 @@ def test_an_almost_right_solution_fails():
     example = TASK["examples"][0]  # has_close_elements: < threshold, not <=
     wrong = (
         "```python\ndef has_close_elements(numbers, threshold):\n"
-        "    return any(abs(a - b) <= threshold + 1 for i, a in enumerate(numbers) for b in numbers[i + 1:])\n```"
+        "    return any(abs(a - b) <= threshold + 1 for i, a in enumerate(numbers) "
+        "for b in numbers[i + 1:])\n```"
     )
     assert metrics.humaneval_pass(wrong, example) == 0.0
 

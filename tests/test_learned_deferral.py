@@ -18,7 +18,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
-    """A toy-world analysis of 24 answers in two tasks, cached in a folder, and the features of all of them."""
+    """A toy-world analysis of 24 answers in two tasks, cached in a folder, and the features of all of
+    them."""
     root = tmp_path_factory.mktemp("results")
     pair = tl.models.toy_pair()
     world = pair.drafter.world

@@ -18,7 +18,8 @@ from tutorial_lib.lessons import lossy, tradeoff
 )
 @pytest.mark.parametrize("loss", lemmas.LOSSES)
 def test_switch_points_separate_defer_from_keep(world, lemma, optimal, loss):
-    """Just below a switch point the rule defers, just above it keeps q: for the optimal rule and each plug-in."""
+    """Just below a switch point the rule defers, just above it keeps q: for the optimal rule and each
+    plug-in."""
     low, high = dr.LEMMA_ALPHA_RANGES[lemma][loss]
     checked = 0
     for row in range(0, len(world.contexts().contexts), 7):

@@ -43,7 +43,8 @@ def test_rouge2():
     reference = "police arrest two men after the robbery in the city centre"
     assert m.rouge2(reference, reference) == pytest.approx(1.0)
     assert m.rouge2("apples and oranges grow", reference) == 0.0
-    # 2 shared bigrams of 3 in the hypothesis ("police arrest", "arrest two"); stemming makes "arrests" match "arrest"
+    # 2 shared bigrams of 3 in the hypothesis ("police arrest", "arrest two"); stemming makes
+    # "arrests" match "arrest"
     partial = m.rouge2("police arrest two", "police arrests two women")
     assert 0.0 < partial < 1.0
     assert m.rouge2("police arrest two", ["something else entirely", "police arrest two"]) == pytest.approx(
@@ -181,7 +182,9 @@ def _needs_bwrap():
     [
         "import builtins\nbuiltins.exec = lambda *a, **k: None\n",
         "class T:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return T()\n",
-        "import sys\nf = sys._getframe(1)\nwhile f:\n    [v['tests'].clear() for v in f.f_locals.values() if isinstance(v, dict) and 'tests' in v]\n    f = f.f_back\n",
+        "import sys\nf = sys._getframe(1)\nwhile f:\n"
+        "    [v['tests'].clear() for v in f.f_locals.values() if isinstance(v, dict) and 'tests' in v]\n"
+        "    f = f.f_back\n",
     ],
 )
 def test_pass_at_1_is_judged_outside_the_solution(cheat):

@@ -1,5 +1,6 @@
 """Committed notebooks: no outputs, no widget state, one `parameters` cell, in step with their .py pair."""
 
+import tomllib
 from pathlib import Path
 
 import jupytext
@@ -69,3 +70,26 @@ def test_every_code_cell_parses(path):
                 f"{path.name} cell {i} does not parse ({error.msg}, line {error.lineno}): fix its .py pair "
                 "and run `make sync`"
             )
+
+
+#: The house's line length, which ruff checks everywhere but in the notebooks' .py pairs, whose markdown cells
+#: hold one paragraph per line.
+LINE_LENGTH = tomllib.loads((NOTEBOOK_DIR.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+    "ruff"
+]["line-length"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_code_cells_keep_the_house_line_length(path):
+    nb = nbformat.read(path, as_version=4)
+    long = [
+        f"cell {i} line {n}: {len(line)} columns"
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for n, line in enumerate(cell.source.splitlines(), 1)
+        if len(line) > LINE_LENGTH
+    ]
+    assert not long, (
+        f"{path.name}: code lines over {LINE_LENGTH} columns (wrap them in its .py pair, then `make sync`):\n"
+        + "\n".join(long)
+    )

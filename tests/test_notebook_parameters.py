@@ -133,8 +133,8 @@ def test_a_kind_that_is_not_one_is_named():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
 def test_papermill_lists_every_parameter(path):
     """`papermill --help-notebook` drops a parameter whose line holds two '=' (a comment saying `x="y"`, or a
-    value such as the model spec `name:layers=16`), and warns on every run that passes it: a default that needs
-    one is `None`, resolved in a later cell (notebook 01's `timing_pair`)."""
+    value such as the model spec `name:layers=16`), and warns on every run that passes it: a default that
+    needs one is `None`, resolved in a later cell (notebook 01's `timing_pair`)."""
     import papermill
 
     parameters, _ = _parameters_and_check(path)

@@ -1,4 +1,5 @@
-"""The offline-large Gemma-style profile: its tasks, its configurations, its T = 0 alphas (no model needed)."""
+"""The offline-large Gemma-style profile: its tasks, its configurations, its T = 0 alphas (no model
+needed)."""
 
 from collections import Counter
 from pathlib import Path

@@ -1,4 +1,5 @@
-"""Paired statistics: corpus BLEU through sacrebleu's statistics, paired bootstrap intervals, pairing rules."""
+"""Paired statistics: corpus BLEU through sacrebleu's statistics, paired bootstrap intervals, pairing
+rules."""
 
 import numpy as np
 import pandas as pd
@@ -225,7 +226,8 @@ def test_counts_of_differences_that_exclude_0_leave_out_self_and_identical_text_
     differences = paired.paired_differences(rows)
     assert len(differences) == 8
     counts = paired.separated_counts(differences).set_index("group").loc["all"]
-    # self: Verifier-Verifier, SpecDecode-SpecDecode; identical texts: SpecDecode-Verifier, Verifier-SpecDecode
+    # self: Verifier-Verifier, SpecDecode-SpecDecode; identical texts:
+    # SpecDecode-Verifier, Verifier-SpecDecode
     assert (counts["self_comparisons"], counts["identical_texts"], counts["compared"]) == (2, 2, 4)
     # Chow is below both references (10 of 40 items lost); Diff equals their quality with its own texts
     assert (counts["exclude_0"], counts["below"], counts["above"]) == (2, 2, 0)

@@ -1,4 +1,5 @@
-"""The reruns' figures (one panel per family, interval bands, the verifier's band) and the answer-length table."""
+"""The reruns' figures (one panel per family, interval bands, the verifier's band) and the answer-length
+table."""
 
 import matplotlib
 

@@ -35,7 +35,8 @@ def test_profile_overrides_and_errors():
 def test_t5_hub_tasks_use_the_prefixes_t5_was_trained_with(monkeypatch):
     import datasets
 
-    fake = {  # the real schemas (and the only calls datasets >= 4 accepts: namespace/name, XSum's Parquet branch)
+    # the real schemas (and the only calls datasets >= 4 accepts: namespace/name, XSum's Parquet branch)
+    fake = {
         ("wmt/wmt14", "de-en", None): datasets.Dataset.from_dict(
             {"translation": [{"de": "Hallo.", "en": "Hello."}] * 3}
         ),

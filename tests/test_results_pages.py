@@ -47,7 +47,8 @@ def _cells(path: Path):
 
 
 def quoted_names(path: Path) -> set:
-    """The glued names the notebook's markdown quotes (`{glue:text}`name:fmt``: the name before the format)."""
+    """The glued names the notebook's markdown quotes (`{glue:text}`name:fmt``: the name before the
+    format)."""
     return {
         role.split(":")[0]
         for kind, source in _cells(path)
@@ -123,9 +124,12 @@ def test_glue_values_glues_plain_numbers_and_refuses_a_table(monkeypatch):
 def test_notebook_times_takes_each_notebooks_newest_run(tmp_path):
     path = tmp_path / "notebook_times.jsonl"
     path.write_text(
-        '{"notebook": "00_quickstart", "seconds": 30, "load": "1.0 1.0 1.0", "finished": "2026-12-01 10:00", "beside": ""}\n'
-        '{"notebook": "09_speed", "seconds": 200, "slowest_cell_s": 151.0, "load": "1 1 1", "finished": "x"}\n'
-        '{"notebook": "00_quickstart", "seconds": 12, "load": "0.5 0.6 0.7", "finished": "2026-12-02 10:00", "beside": "make test"}\n'
+        '{"notebook": "00_quickstart", "seconds": 30, "load": "1.0 1.0 1.0", "finished": "2026-12-01 10:00", '
+        '"beside": ""}\n'
+        '{"notebook": "09_speed", "seconds": 200, "slowest_cell_s": 151.0, "load": "1 1 1", '
+        '"finished": "x"}\n'
+        '{"notebook": "00_quickstart", "seconds": 12, "load": "0.5 0.6 0.7", "finished": "2026-12-02 10:00", '
+        '"beside": "make test"}\n'
     )
     table = notebook.notebook_times(path)
     assert list(table.columns) == list(notebook.NOTEBOOK_TIME_COLUMNS)

@@ -27,7 +27,9 @@ path, name, count = sys.argv[2], sys.argv[3], int(sys.argv[4])
 for i in range(count):
     # every 500th row is larger than a pipe buffer and a page, so a write is never one small syscall
     text = "x" * (100_000 if i % 500 == 0 else 10)
-    rows_file.append_rows(path, [{"task": "t", "config": name, "example_id": str(i), "quality": 1.0, "text": text}])
+    rows_file.append_rows(
+        path, [{"task": "t", "config": name, "example_id": str(i), "quality": 1.0, "text": text}]
+    )
 """
 REPAIRER = """
 import importlib.util, sys, time
@@ -121,10 +123,14 @@ import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
 examples = [{"id": f"e{i}", "prompt": "mi", "references": ["x"]} for i in range(32)]
 task = ev.Task("t", "qa_em", examples, max_new_tokens=3)
-configs = [ev.Config("Drafter", "drafter", gamma=1, temperature=1.0), ev.Config("Verifier", "verifier", gamma=1,
-                                                                                temperature=1.0)]
-table = ev.run_sweep(tl.load_pair("toy-drafter", "toy-verifier"), [task], configs, name="split", root=sys.argv[1],
-                     progress=False)
+configs = [
+    ev.Config("Drafter", "drafter", gamma=1, temperature=1.0),
+    ev.Config("Verifier", "verifier", gamma=1, temperature=1.0),
+]
+table = ev.run_sweep(
+    tl.load_pair("toy-drafter", "toy-verifier"), [task], configs, name="split", root=sys.argv[1],
+    progress=False,
+)
 print("ROWS", len(table))
 """
 

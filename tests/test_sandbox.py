@@ -3,6 +3,7 @@
 Hostile solutions (cheating and harming) are in tests/test_sandbox_hostile.py."""
 
 import os
+import shutil
 import socket
 import textwrap
 import sys
@@ -105,7 +106,7 @@ def test_anything_else_is_not_plain_data(encoded):
 
 def test_without_bwrap_code_does_not_run_unless_asked(monkeypatch, tmp_path):
     sandbox.bwrap_problem.cache_clear()
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.delenv(sandbox.UNSANDBOXED_ENV, raising=False)
     canary = tmp_path / "ran.txt"
     try:
@@ -114,7 +115,7 @@ def test_without_bwrap_code_does_not_run_unless_asked(monkeypatch, tmp_path):
         ):
             run_python(f"open({str(canary)!r}, 'w').write('x')", ["assert True"])
         assert not canary.exists()
-        monkeypatch.setattr(sandbox, "_warned_unsandboxed", False)
+        monkeypatch.setattr(sandbox.runner, "_warned_unsandboxed", False)
         monkeypatch.setenv(sandbox.UNSANDBOXED_ENV, "1")
         with pytest.warns(RuntimeWarning, match="WITHOUT a sandbox.*read every file"):
             result = run_python("def double(x):\n    return 2 * x\n", ["assert double(2) == 4"])
@@ -224,7 +225,8 @@ def test_memory_blow_up_fails(code):
 @needs_bwrap
 def test_writing_inside_the_sandbox_folder_is_allowed():
     code = (
-        "import os, tempfile\nopen('notes.txt', 'w').write('ok')\nfd, path = tempfile.mkstemp()\nos.close(fd)\n"
+        "import os, tempfile\nopen('notes.txt', 'w').write('ok')\n"
+        "fd, path = tempfile.mkstemp()\nos.close(fd)\n"
         "os.remove(path)\ndef read():\n    return open('notes.txt').read()\n"
     )
     assert run(code, ["assert read() == 'ok'"]).passed
@@ -288,7 +290,8 @@ def test_network_connection_fails():
     try:
         port = listener.getsockname()[1]
         code = (
-            f"import socket\ndef talk():\n    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+            "import socket\ndef talk():\n"
+            f"    s = socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
             "    return 'connected'\n"
         )
         result = run(code, ["assert talk() == 'connected'"])

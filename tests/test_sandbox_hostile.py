@@ -47,7 +47,9 @@ HOSTILE = {
             for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
                 if isinstance(value, dict) and isinstance(value.get("tests"), list):
                     value["tests"][:] = [{"statement": "assert True"} for _ in value["tests"]]
-                if isinstance(value, list) and value and all(isinstance(v, str) and "assert" in v for v in value):
+                if isinstance(value, list) and value and all(
+                    isinstance(v, str) and "assert" in v for v in value
+                ):
                     value[:] = ["assert True"] * len(value)
             frame = frame.f_back
         """),
@@ -133,12 +135,14 @@ HOSTILE = {
         shell = "sleep 1; echo owned > OUTSIDE/from_shell; MARKER"
         try:
             import _posixsubprocess
-            _posixsubprocess.fork_exec(["/bin/sh", "-c", shell], [b"/bin/sh"], True, (), None, None, -1, -1, -1, -1,
-                                       -1, -1, *os.pipe(), False, True, -1, None, None, None, -1, None, True)
+            _posixsubprocess.fork_exec(["/bin/sh", "-c", shell], [b"/bin/sh"], True, (), None, None,
+                                       -1, -1, -1, -1, -1, -1, *os.pipe(), False, True, -1, None, None, None,
+                                       -1, None, True)
         except Exception:
             pass
         for start in (lambda: os.posix_spawn("/bin/sh", ["sh", "-c", shell], {}),
-                      lambda: __import__("subprocess").Popen(["/bin/sh", "-c", shell], start_new_session=True),
+                      lambda: __import__("subprocess").Popen(["/bin/sh", "-c", shell],
+                                                             start_new_session=True),
                       lambda: __import__("ctypes").CDLL(None).fork()):
             try:
                 start()
@@ -164,7 +168,8 @@ HOSTILE = {
     "read_the_answers_from_the_task_files": textwrap.dedent("""
         import re
         ANSWERS = {}
-        for path in ("PROJECT/data/tasks/code.jsonl", "../data/tasks/code.jsonl", "/work/main/data/tasks/code.jsonl"):
+        for path in ("PROJECT/data/tasks/code.jsonl", "../data/tasks/code.jsonl",
+                     "/work/main/data/tasks/code.jsonl"):
             try:
                 text = open(path).read()
             except OSError:
@@ -402,11 +407,16 @@ example = {"id": "p", "prompt": "mi", "references": [""], "info": info}
 def fenced(code):
     code = code.replace("SWEEP_PID", str(os.getpid()))  # the kill attempts aim at this very process
     return lambda text: "```python\\n" + code + "\\n```"
-tasks = [ev.Task(name, "mbpp", [example], max_new_tokens=2, postprocess=fenced(code)) for name, code in cases.items()]
+tasks = [
+    ev.Task(name, "mbpp", [example], max_new_tokens=2, postprocess=fenced(code))
+    for name, code in cases.items()
+]
 configs = ev.sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,), gammas=(1,))
 pair = tl.load_pair("toy-drafter", "toy-verifier")
 table = ev.run_sweep(pair, tasks, configs, name="hostile", root=root, progress=False)
-print("RESULT " + json.dumps({f"{t}|{l}": q for t, l, q in zip(table["task"], table["label"], table["quality"])}))
+print("RESULT " + json.dumps(
+    {f"{t}|{l}": q for t, l, q in zip(table["task"], table["label"], table["quality"])}
+))
 """
 
 

@@ -249,7 +249,8 @@ def test_a_thread_bomb_is_stopped_below_a_few_hundred_tasks():
 
 def test_without_a_pids_cgroup_seccomp_refuses_every_thread(monkeypatch):
     """The path CI takes where no pids cgroup is writable."""
-    monkeypatch.setattr(isolation, "_pids_cgroup_root", lambda: None)  # where sandbox finds its cgroup
+    # where the sandbox finds its pids cgroup
+    monkeypatch.setattr(isolation.cgroups, "_pids_cgroup_root", lambda: None)
     assert sandbox.process_limit() == "seccomp"
     result = run_python(THREAD_BOMB, TESTS, **{**LIMITS, "memory_mb": 2048})
     assert not result.passed and _threads_started(result) == 0

@@ -194,11 +194,11 @@ def test_the_memory_cgroup_bounds_the_whole_sandbox_shared_memory_included(monke
     """With the seccomp filter's System V refusal taken out, the memory cgroup alone stops 1 GiB of
     detached shared memory (which no address-space limit counts) at memory_mb plus the tmpfs. Where no
     memory cgroup exists the refusal above is the bound, and this checks that the sandbox says so."""
-    if isolation._memory_cgroup_root() is None:
+    if isolation.cgroups._memory_cgroup_root() is None:
         assert isolation.process_limit() in ("cgroup", "seccomp")
         assert (
-            29 in isolation._SECCOMP_TABLES["x86_64"]["deny"]
-            and 194 in isolation._SECCOMP_TABLES["aarch64"]["deny"]
+            29 in isolation.seccomp._SECCOMP_TABLES["x86_64"]["deny"]
+            and 194 in isolation.seccomp._SECCOMP_TABLES["aarch64"]["deny"]
         )
         return
     sysv = {
@@ -231,9 +231,9 @@ def test_the_memory_cgroup_bounds_the_whole_sandbox_shared_memory_included(monke
     }
     weakened = {
         arch: {**table, "deny": tuple(n for n in table["deny"] if n not in sysv)}
-        for arch, table in isolation._SECCOMP_TABLES.items()
+        for arch, table in isolation.seccomp._SECCOMP_TABLES.items()
     }
-    monkeypatch.setattr(isolation, "_SECCOMP_TABLES", weakened)
+    monkeypatch.setattr(isolation.seccomp, "_SECCOMP_TABLES", weakened)
     started = time.monotonic()
     result = run_python(SYSV_SHM, ["assert f() == 1"], **{**LIMITS, "memory_mb": 128})
     assert not result.passed and "['took', 1024]" not in result.stdout_tail
@@ -385,7 +385,8 @@ JUDGE_ATTACKS = {
         textwrap.dedent("""
         import json, os, stat
         items = ",".join('["i", "%d"]' % (k * (2 ** 61 - 1)) for k in range(110_000))
-        report = ('{"error": null, "tests": [{"values": [["S", [' + items + ']]]}], "rebound": []}\\n').encode()
+        report = ('{"error": null, "tests": [{"values": [["S", [' + items
+                  + ']]]}], "rebound": []}\\n').encode()
         for fd in range(3, 64):
             try:
                 if stat.S_ISFIFO(os.fstat(fd).st_mode):

@@ -32,7 +32,8 @@ DRAWING = ("matplotlib", "seaborn", "plotly", "ipywidgets")
 HEAVY = ("matplotlib", "pandas", "scipy", "transformers", "plotly", "ipywidgets")
 #: The lab: the reruns' harness (tasks, sweeps), the sweep statistics and the views of the reruns' results.
 LAB = ("tasks", "sweeps", "stats", "views.reruns", "views.verdicts", "views.token_analysis")
-#: What lessons 00-05, 09 and 10 load: the maths, the toy worlds, the lessons' maths and the views they draw with.
+#: What lessons 00-05, 09 and 10 load: the maths, the toy worlds, the lessons' maths and the
+#: views they draw with.
 LESSON_VIEWS = ("figures", "panels", "static", "widgets", "targets", "lemmas", "toy", "speed")
 LESSON = ("maths", "toy", "lessons", *(f"views.{view}" for view in LESSON_VIEWS))
 
@@ -237,7 +238,8 @@ def test_notebooks_define_no_function_or_class(notebook):
 
 
 def test_the_package_imports_light():
-    """`import tutorial_lib` loads no wing and none of the heavy libraries, and leaves matplotlib's backend alone."""
+    """`import tutorial_lib` loads no wing and none of the heavy libraries, and leaves matplotlib's backend
+    alone."""
     code = (
         "import sys, tutorial_lib as tl; "
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules)); "
@@ -262,7 +264,8 @@ def _docstrings(path: Path) -> str:
     return "\n".join(doc for n in nodes if (doc := ast.get_docstring(n)))
 
 
-#: Where a reader meets a dotted path to copy: the notebooks, the READMEs, the benchmarks, the book, the docstrings.
+#: Where a reader meets a dotted path to copy: the notebooks, the READMEs, the benchmarks, the book, the
+#: docstrings.
 PROSE = sorted(
     [
         *REPO.glob("*.md"),
@@ -280,7 +283,8 @@ DOTTED = re.compile(
 
 def _resolves(head: str, parts) -> bool:
     """Whether `tutorial_lib.<parts>` names a module or an attribute reached through modules (past the last
-    module, a method or a field is not followed); `tl.<parts>` is the same path (`import tutorial_lib as tl`)."""
+    module, a method or a field is not followed); `tl.<parts>` is the same path
+    (`import tutorial_lib as tl`)."""
     obj = importlib.import_module("tutorial_lib")
     for depth, part in enumerate(parts):
         if not isinstance(obj, types.ModuleType):
@@ -328,9 +332,9 @@ def test_no_lesson_module_reaches_the_lab():
     assert not reached, "lessons that load the lab:\n" + "\n".join(reached)
 
 
-#: Most modules a lesson view may load cold (all of Python's own and its libraries' included; before the lab was
-#: set apart every view loaded 2,498, seaborn, scipy and pandas with them). Timing belongs in benchmarks: this
-#: counts modules, which a slower machine does not change.
+#: Most modules a lesson view may load cold (all of Python's own and its libraries' included; before the lab
+#: was set apart every view loaded 2,498, seaborn, scipy and pandas with them). Timing belongs in benchmarks:
+#: this counts modules, which a slower machine does not change.
 COLD_IMPORT_CAPS = {
     "figures": 700,
     "panels": 700,

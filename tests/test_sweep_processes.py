@@ -1,4 +1,5 @@
-"""A sweep split over processes (`sweeps.processes`, `sweeps.launch`): the split, the rows files, real launches.
+"""A sweep split over processes (`sweeps.processes`, `sweeps.launch`): the split, the rows
+files, real launches.
 
 The launched tests run the command line (`python -m tutorial_lib.sweeps.launch`) on the T5 rerun's
 smoke profile (the tiny trained T5 pair, 81 rows) as 2 CPU processes under `accelerate launch`

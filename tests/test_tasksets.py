@@ -208,7 +208,8 @@ def test_postprocess():
         (
             "code",
             "mbpp",
-            "Use it like this:\n```python\nprint(add(1, 2))\n```\n```python\ndef add(a, b):\n    return a + b\n```",
+            "Use it like this:\n```python\nprint(add(1, 2))\n```\n"
+            "```python\ndef add(a, b):\n    return a + b\n```",
             {
                 "references": [""],
                 "info": {"tests": ["assert add(1, 2) == 3"], "setup": "", "entry_point": "add"},

@@ -1,4 +1,5 @@
-"""`speed_runs.use_free_cores`: a timing takes the cores other processes leave free, or the threads asked for."""
+"""`speed_runs.use_free_cores`: a timing takes the cores other processes leave free, or the threads asked
+for."""
 
 import psutil
 import pytest
@@ -26,8 +27,10 @@ def keep_threads():
     ],
 )
 def test_free_cores_are_the_cores_others_leave(monkeypatch, busy, n_logical, physical, expected):
-    monkeypatch.setattr(speed_runs, "busy_cores", lambda interval_s=0.5: busy)
-    monkeypatch.setattr(speed_runs.os, "sched_getaffinity", lambda pid: set(range(n_logical)), raising=False)
+    monkeypatch.setattr(speed_runs.threads, "busy_cores", lambda interval_s=0.5: busy)
+    monkeypatch.setattr(
+        speed_runs.threads.os, "sched_getaffinity", lambda pid: set(range(n_logical)), raising=False
+    )
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: n_logical if logical else physical)
     assert speed_runs.use_free_cores() == expected
@@ -35,7 +38,7 @@ def test_free_cores_are_the_cores_others_leave(monkeypatch, busy, n_logical, phy
 
 
 def test_threads_asked_for_are_used_without_measuring(monkeypatch):
-    monkeypatch.setattr(speed_runs, "busy_cores", lambda interval_s=0.5: pytest.fail("measured"))
+    monkeypatch.setattr(speed_runs.threads, "busy_cores", lambda interval_s=0.5: pytest.fail("measured"))
     assert speed_runs.use_free_cores(1) == 1 and torch.get_num_threads() == 1
 
 
@@ -46,9 +49,9 @@ def test_bad_thread_counts_are_refused(threads):
 
 
 def test_free_cores_respect_affinity_and_omp_num_threads(monkeypatch):
-    monkeypatch.setattr(speed_runs, "busy_cores", lambda interval_s=0.5: 0.0)
+    monkeypatch.setattr(speed_runs.threads, "busy_cores", lambda interval_s=0.5: 0.0)
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 8)
-    monkeypatch.setattr(speed_runs.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(speed_runs.threads.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert speed_runs.use_free_cores() == 3
     monkeypatch.setenv("OMP_NUM_THREADS", "2")

@@ -52,7 +52,8 @@ def test_statistics_equal_targets_on_the_same_rows(V, head, temperature):
             want = ta.direct_statistics(
                 curve, alpha, q[i], p[i], int(y[i]), q_unscaled=qu[i], p_unscaled=pu[i]
             )
-            # deferral, expected 0-1 and greedy losses; log loss relative (targets' w = 1 - sum q can be 1e-16)
+            # deferral, expected 0-1 and greedy losses; log loss relative
+            # (targets' w = 1 - sum q can be 1e-16)
             np.testing.assert_allclose(
                 got[i, j, 1:4],
                 want[1:4],

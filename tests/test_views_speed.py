@@ -1,4 +1,5 @@
-"""Notebook 09's views: the numbers they draw come from the block-cost model; the slider callback is a plain function."""
+"""Notebook 09's views: the numbers they draw come from the block-cost model; the slider callback is a plain
+function."""
 
 import plotly.graph_objects as go
 import pytest

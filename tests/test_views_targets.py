@@ -156,7 +156,9 @@ def test_live_view_redraws_and_reports_bad_input():
         {
             "output_type": "stream",
             "name": "stderr",
-            "text": "gamma=0 is below 1 (the draft block holds at least one token); pass an integer gamma >= 1.\n",
+            "text": (
+                "gamma=0 is below 1 (the draft block holds at least one token); pass an integer gamma >= 1.\n"
+            ),
         },
     )
 

@@ -3,18 +3,21 @@
 The package is a house of wings, each a subpackage whose `__init__` is the index of its modules.
 A wing imports only from the wings before it in this list (tests/test_structure.py checks it):
 
-| wing        | what lives there |
-|-------------|------------------|
-| `checks`    | the input checks every module shares (one module, the floor) |
-| `maths`     | Table 1's targets and rules, Algorithm 4's verification, Lemmas, the latency model, exact token statistics, alpha grids |
-| `toy`       | the toy world with exact ground truth, the lessons' examples, the synthetic translation task |
-| `models`    | drafter / verifier pairs behind one interface: `transformers`, toy, offline GGUF and synthetic T5 backends |
-| `decoding`  | the engine (`generate`, `gamma="auto"`), lockstep batches, config batches, calibration, speed runs, transformers' `custom_generate` |
-| `tasks`     | task sets (offline and hub), prompts, metrics, the bubblewrap sandbox and its outside judge |
-| `lessons`   | the maths of notebooks 01-05 (rejection rates, Lemma 2, deferral risks, trade-offs) and exercise checks |
-| `sweeps`    | the harness: tasks x configurations, resumable rows, reruns' profiles, pricing from counted calls |
-| `stats`     | curves, paired bootstraps, the paper's claims, token-level curves, one module for intervals |
-| `views`     | everything that draws: plotly / matplotlib panels and ipywidgets |
+- `checks`   - the input checks every module shares (one module, the floor)
+- `maths`    - Table 1's targets and rules, Algorithm 4's verification, Lemmas, the latency model, exact token
+  statistics, alpha grids
+- `toy`      - the toy world with exact ground truth, the lessons' examples, the synthetic translation task
+- `models`   - drafter / verifier pairs behind one interface: `transformers`, toy, offline GGUF and synthetic
+  T5 backends
+- `decoding` - the engine (`generate`, `gamma="auto"`), lockstep batches, config batches, calibration, speed
+  runs, transformers' `custom_generate`
+- `tasks`    - task sets (offline and hub), prompts, metrics, the bubblewrap sandbox and its outside judge
+- `lessons`  - the maths of notebooks 01-05 (rejection rates, Lemma 2, deferral risks, trade-offs) and
+  exercise checks
+- `sweeps`   - the harness: tasks x configurations, resumable rows, reruns' profiles, pricing from counted
+  calls
+- `stats`    - curves, paired bootstraps, the paper's claims, token-level curves, one module for intervals
+- `views`    - everything that draws: plotly / matplotlib panels and ipywidgets
 
 `import tutorial_lib as tl` loads none of the wings: each name below loads its module on first use
 (`tl.generate`, `tl.load_pair`, `tl.speculative_cascade`, `tl.target_distribution`, `tl.views`, ...), so the

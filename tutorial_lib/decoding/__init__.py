@@ -1,18 +1,23 @@
 r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and what a call costs.
 
-- `engine`        - `generate`: Algorithm 4 (speculative cascades, SpecDecode, Lossy, BiLD), sequential, oracle and
-  sequence-level cascades; `calibrate` (the call costs, with the engine's own loop timed).
+- `engine`        - `generate`: Algorithm 4 (speculative cascades, SpecDecode, Lossy, BiLD), sequential,
+  oracle and sequence-level cascades; `calibrate` (the call costs, with the engine's own loop timed).
 - `options`       - the checked options `generate` and the batch decoders share.
 - `gamma_policy`  - `gamma="auto"` (`AutoGamma`): the block size the block-cost model prefers.
 - `calibration`   - measured call costs of a loaded pair (`Calibration`, as a table and JSON).
 - `shared_prefix` - one pass over the prompts' shared prefix, copied into every batch.
-- `lockstep`      - the steps lockstep decoding at gamma = 1 shares: prefill chunks, rows, one step, a row's `Generation`.
+- `lockstep`      - the steps lockstep decoding at gamma = 1 shares: prefill chunks, rows, one step, a row's
+  `Generation`.
 - `batch`         - `generate_batch` / `prefill_batch`: many prompts of one configuration in lockstep.
-- `block_batch`   - the batch's blocks of any gamma (ragged acceptance, realigned caches), encoder-decoders, cascades.
+- `block_batch`   - the batch's blocks of any gamma (ragged acceptance, realigned caches), encoder-decoders,
+  cascades.
 - `config_batch`  - `generate_configs`: many configurations of one chunk of prompts in one batch.
-- `speed_runs`    - measured speed-ups beside the block-cost model's (notebook 09, `benchmarks/engine_speed.py`).
-- `speed_tables`  - those measurements as tables: the engine benchmark's methods and aims (verdicts from the numbers), batches.
-- `hf_generate`   - `speculative_cascade`: the engine as transformers' `model.generate(..., custom_generate=...)`.
+- `speed_runs`    - measured speed-ups beside the block-cost model's (notebook 09,
+  `benchmarks/engine_speed.py`).
+- `speed_tables`  - those measurements as tables: the engine benchmark's methods and aims (verdicts from the
+  numbers), batches.
+- `hf_generate`   - `speculative_cascade`: the engine as transformers'
+  `model.generate(..., custom_generate=...)`.
 """
 
 import importlib

@@ -7,10 +7,10 @@ acceptance, it returns
 $$\gamma^* = \arg\min_{0 \le \gamma \le \gamma_{max}} \bigl(\gamma\, t_q + t_p(\gamma + 1)\bigr)
               \frac{1 - \hat a}{1 - \hat a^{\gamma + 1}}$$
 
-(`Calibration.time_per_token`, with the drafter's catch-up call where it was measured), where $\gamma = 0$ is one plain step of the verifier: nothing pays, so do not
-speculate. After the block the engine reports how many drafts were judged and kept (`observe`).
-The estimate is the mean of a Beta posterior: a prior acceptance $a_0$ worth $n_0$ drafts, then the
-counts,
+(`Calibration.time_per_token`, with the drafter's catch-up call where it was measured), where $\gamma = 0$ is
+one plain step of the verifier: nothing pays, so do not speculate. After the block the engine reports how many
+drafts were judged and kept (`observe`). The estimate is the mean of a Beta posterior: a prior acceptance
+$a_0$ worth $n_0$ drafts, then the counts,
 
 $$\hat a = \frac{a_0 n_0 + \text{accepted}}{n_0 + \text{judged}},$$
 
@@ -39,10 +39,11 @@ size's time as
 
 $$\hat B(\gamma) = \frac{w_0\,\hat\rho\,B_0(\gamma) + \sum_{i:\gamma_i = \gamma} s_i}{w_0 + n_\gamma},$$
 
-a block size never run scaled by $\hat\rho$, one run often by its own mean ($w_0$ = `cost_prior_blocks`).
-Once blocks of two sizes were timed, the shape $\hat\rho B_0(\gamma)$ gives way to a line
+a block size never run scaled by $\hat\rho$, one run often by its own mean ($w_0$ = `cost_prior_blocks`). Once
+blocks of two sizes were timed, the shape $\hat\rho B_0(\gamma)$ gives way to a line
 $\hat\alpha + \hat\beta\gamma$ fitted through them (`cost_line`), so a calibration that got the *shape* wrong
-(blocks that cost k steps on a machine where they cost one) is corrected too. Decisions minimise $\hat B(\gamma) / E[\text{tokens} \mid \hat a, \gamma]$.
+(blocks that cost k steps on a machine where they cost one) is corrected too. Decisions minimise
+$\hat B(\gamma) / E[\text{tokens} \mid \hat a, \gamma]$.
 
 **It keeps measuring what it does not choose.** It takes a plain step ($\gamma = 0$) only after
 `min_judged` drafts were judged (evidence about drafting), unless no acceptance at all could make a
@@ -118,7 +119,8 @@ class AutoGamma:
     def __post_init__(self):
         if not isinstance(self.calibration, Calibration):
             raise TypeError(
-                f"AutoGamma needs a tutorial_lib.decoding.calibration.Calibration, not {type(self.calibration).__name__}; "
+                "AutoGamma needs a tutorial_lib.decoding.calibration.Calibration, "
+                f"not {type(self.calibration).__name__}; "
                 "make one with tl.calibrate(pair) or Calibration.synthetic(...)."
             )
         top = self.calibration.max_k - 1
@@ -178,9 +180,10 @@ class AutoGamma:
         return (self.cost_prior_blocks + self.ratio_sum) / (self.cost_prior_blocks + n)
 
     def cost_line(self, acceptance: Optional[float] = None) -> Optional[Tuple[float, float]]:
-        r"""$(\hat\alpha, \hat\beta)$ of $\hat B(\gamma) \approx \hat\alpha + \hat\beta\gamma$ once blocks of two sizes were
-        timed: weighted least squares through the timed sizes' mean seconds (weights: blocks timed) and the
-        calibration's two ends scaled by $\hat\rho$ (weight $w_0$ / 2 each). None before that."""
+        r"""$(\hat\alpha, \hat\beta)$ of $\hat B(\gamma) \approx \hat\alpha + \hat\beta\gamma$ once blocks of
+        two sizes were timed: weighted least squares through the timed sizes' mean seconds (weights: blocks
+        timed) and the calibration's two ends scaled by $\hat\rho$ (weight $w_0$ / 2 each). None before
+        that."""
         if len(self.timed) < 2:
             return None
         a = self.acceptance if acceptance is None else acceptance
@@ -195,7 +198,8 @@ class AutoGamma:
         return my - slope * mx, slope
 
     def block_seconds(self, gamma: int, acceptance: Optional[float] = None) -> float:
-        r"""$\hat B(\gamma)$: the estimated seconds of one block of `gamma` drafts (see the module docstring)."""
+        r"""$\hat B(\gamma)$: the estimated seconds of one block of `gamma` drafts (see the module
+        docstring)."""
         a = self.acceptance if acceptance is None else acceptance
         prior = self.prior_block_seconds(gamma, a)
         if not self.learn_costs:
@@ -244,7 +248,8 @@ class AutoGamma:
         self, n_accepted: int, n_judged: int, *, gamma: Optional[int] = None, seconds: Optional[float] = None
     ) -> None:
         """After a block: `n_judged` drafts were judged (kept or rejected), `n_accepted` of them kept; the
-        engine also passes the block size and the block's seconds (None: not timed, e.g. it held a prefill)."""
+        engine also passes the block size and the block's seconds (None: not timed, e.g. it held a
+        prefill)."""
         if not 0 <= n_accepted <= n_judged:
             raise ValueError(f"observe({n_accepted}, {n_judged}): kept drafts are among the judged ones.")
         self.accepted += int(n_accepted)
@@ -309,7 +314,8 @@ def _stable(model) -> bool:
 
 
 def stored_calibration_path(drafter, verifier) -> Optional[Path]:
-    """Where the quick calibration of this pair on this machine is kept (None: models without a stable name)."""
+    """Where the quick calibration of this pair on this machine is kept (None: models without a stable
+    name)."""
     if not (_stable(drafter) and _stable(verifier)):
         return None
     key = {

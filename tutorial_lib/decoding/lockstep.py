@@ -89,7 +89,8 @@ class BatchPrefill:
 
 
 def load_models(drafter, verifier, shared_vocabulary: bool = False, encoder_decoder: bool = False):
-    """The two models, loaded and checked; toy models are refused, encoder-decoders unless `encoder_decoder`."""
+    """The two models, loaded and checked; toy models are refused, encoder-decoders unless
+    `encoder_decoder`."""
     drafter, verifier = load_model(drafter), load_model(verifier)
     check_compatible(drafter, verifier, shared_vocabulary=shared_vocabulary)
     for lm in (drafter, verifier):

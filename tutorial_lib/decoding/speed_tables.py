@@ -4,22 +4,27 @@ r"""Speed measurements as tables: the committed runs of `benchmarks/engine_speed
 **The aims.** An engine run is judged against aims stated as inequalities on medians over
 (prompt, round) pairs, each computed from the run's own numbers (never copied from its verdicts):
 
-| aim | measured as | holds when |
-|---|---|---|
-| a block costs what a token costs | $t_p(k) / t_p(1)$ on the verifier's kernel path (per calibration round), at the $k \le 6$ whose median is largest | $\le 1.15$ |
-| the verifier's call is memory-bound | $t_p(1) / (W_p / B)$: its call over its weights' bytes read at the measured bandwidth | $\le 2$ |
-| speculation pays on the same weights | time(transformers' greedy, same path) / time(`gamma="auto"`) | $\ge 2$ |
-| against what a user runs first | time(transformers' greedy, fp32 as loaded) / time(`gamma="auto"`) | $\ge 5$ |
-| against transformers' assisted generation | time(assisted, default schedule, same path) / time(`gamma="auto"`) | $\ge 1.3$ |
-| a first call answers soon | seconds from the first `gamma="auto"` call to the end of its first block | $\le 30$ s |
+- a block costs what a token costs: measured as $t_p(k) / t_p(1)$ on the verifier's kernel path (per
+  calibration round), at the $k \le 6$ whose median is largest; holds when $\le 1.15$.
+- the verifier's call is memory-bound: measured as $t_p(1) / (W_p / B)$: its call over its weights' bytes read
+  at the measured bandwidth; holds when $\le 2$.
+- speculation pays on the same weights: measured as time(transformers' greedy, same path) /
+  time(`gamma="auto"`); holds when $\ge 2$.
+- against what a user runs first: measured as time(transformers' greedy, fp32 as loaded) /
+  time(`gamma="auto"`); holds when $\ge 5$.
+- against transformers' assisted generation: measured as time(assisted, default schedule, same path) /
+  time(`gamma="auto"`); holds when $\ge 1.3$.
+- a first call answers soon: measured as seconds from the first `gamma="auto"` call to the end of its first
+  block; holds when $\le 30$ s.
 
-| function | what |
-|---|---|
-| `engine_speed_methods` | one row per method: median seconds, speed-up over our verifier alone with quartiles, the model's prediction |
-| `engine_speed_aims` | one row per aim: median, quartiles, threshold and verdict |
-| `by_batch_and_gamma` | one row per $(B, \gamma)$ of a batch run: tokens per second, median and range over rounds |
-| `where_speculation_pays` | the batch sizes at which each $\gamma$ beats the verifier alone |
-| `fixed_call_costs` | per model of a calibration: what a call costs whatever its $k$, and the share of one call that is fixed overhead |
+- `engine_speed_methods`   - one row per method: median seconds, speed-up over our verifier alone with
+  quartiles, the model's prediction
+- `engine_speed_aims`      - one row per aim: median, quartiles, threshold and verdict
+- `by_batch_and_gamma`     - one row per $(B, \gamma)$ of a batch run: tokens per second, median and range
+  over rounds
+- `where_speculation_pays` - the batch sizes at which each $\gamma$ beats the verifier alone
+- `fixed_call_costs`       - per model of a calibration: what a call costs whatever its $k$, and the share of
+  one call that is fixed overhead
 
 **What a call costs whatever it computes.** Fitting a model's measured call times to a line in the tokens
 it is fed, $t(k) = t_0 + b\,k$ (least squares over every measured $k$), splits a call into a part
@@ -178,10 +183,10 @@ def by_batch_and_gamma(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def where_speculation_pays(runs: pd.DataFrame) -> pd.DataFrame:
-    """At which batch sizes each $\\gamma$ decodes more tokens per second than the verifier alone ($\\gamma = 0$),
-    from `speed_runs.predict_batch_speed`'s runs: by the medians over rounds (`measured`), in every round
-    (`every_round`: its slowest round faster than the verifier's fastest) and by the block-cost model
-    (`predicted`). One row per gamma, each column a sorted list of batch sizes."""
+    """At which batch sizes each $\\gamma$ decodes more tokens per second than the verifier alone
+    ($\\gamma = 0$), from `speed_runs.predict_batch_speed`'s runs: by the medians over rounds (`measured`), in
+    every round (`every_round`: its slowest round faster than the verifier's fastest) and by the block-cost
+    model (`predicted`). One row per gamma, each column a sorted list of batch sizes."""
     table = by_batch_and_gamma(runs)
     alone = table[table["gamma"] == 0].set_index("batch_size")
     if alone.empty:

@@ -1,4 +1,5 @@
-r"""Lemmas 1 and 4 on a toy world: each context's two risk lines, switch points, and risks summed over contexts.
+r"""Lemmas 1 and 4 on a toy world: each context's two risk lines, switch points, and risks summed over
+contexts.
 
 For one prefix $x_{<t}$ the risks of equations (3) and (8) are linear in the deferral decision $r$:
 
@@ -171,7 +172,8 @@ def context_risk_lines(
 
 
 def total_risks(world: Optional[ToyWorld], lemma: int, loss: str, alphas) -> dict:
-    r"""Per-token deferral risk summed over contexts, $\sum_c w_c R_c(r_c) / \sum_c w_c$, with prefixes from $P$.
+    r"""Per-token deferral risk summed over contexts, $\sum_c w_c R_c(r_c) / \sum_c w_c$, with prefixes
+    from $P$.
 
     `w_c` is the expected number of visits of context `c` under $P$ (the $\mathbb{E}_{x_{<t}}$ of the
     lemmas). Returns `{"alpha": [...], "risk": {rule: [...]}, "deferral_rate": {rule: [...]}}` for

@@ -64,9 +64,10 @@ __all__ = [
     "chi_square_test",
 ]
 
-#: Notebook 10's profiles: the SmolLM2-135M pair (its first 16 layers draft) for the engines' checks, draws per
-#: context; the learned rule always trains on the committed Qwen data of notebook 08 (no model needed). 100 draws:
-#: the first check's cell took over 10 minutes with 300 beside a test run (transformers' assisted generate per draw).
+#: Notebook 10's profiles: the SmolLM2-135M pair (its first 16 layers draft) for the engines' checks, draws
+#: per context; the learned rule always trains on the committed Qwen data of notebook 08 (no model needed).
+#: 100 draws: the first check's cell took over 10 minutes with 300 beside a test run (transformers' assisted
+#: generate per draw).
 ENGINE_PROFILES = {
     "default": dict(
         drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_samples=100, n_resamples=1000
@@ -161,7 +162,8 @@ RELAXED_FORMS = {
 def _check_form(form: str) -> str:
     if form not in RELAXED_FORMS:
         raise ValueError(
-            f"form={form!r}: choose 'vllm' (relax_ratio, as in vLLM and SGLang) or 'tensorrt' (relaxed_delta)."
+            f"form={form!r}: choose 'vllm' (relax_ratio, as in vLLM and SGLang) "
+            "or 'tensorrt' (relaxed_delta)."
         )
     return form
 

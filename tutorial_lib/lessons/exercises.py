@@ -229,7 +229,8 @@ _LIST = [
         "drafter sharpness with Chow's smallest mean excess risk",
         ("sweep",),
         lambda sweep: min(sweep["drafter"], key=lambda s: sweep["drafter"][s]["Chow plug-in"]),
-        "Look only at the drafter's rows of `sweep` and at Chow's column; the answer is a sharpness, not a risk.",
+        "Look only at the drafter's rows of `sweep` and at Chow's column; "
+        "the answer is a sharpness, not a risk.",
         "the key of sweep['drafter'] whose 'Chow plug-in' is smallest.",
         tol=1e-9,
     ),
@@ -247,8 +248,8 @@ _LIST = [
         "the normalising beta",
         (),
         lambda: float(targets.lossy_beta(*_q_p_example(), 0.5)),
-        "Only tokens where s p(v) beats min{q(v), 2 p(v)} take s p(v): try which tokens those are and solve the "
-        "sum = 1 for s, then beta = 1 / s.",
+        "Only tokens where s p(v) beats min{q(v), 2 p(v)} take s p(v): "
+        "try which tokens those are and solve the sum = 1 for s, then beta = 1 / s.",
         "tl.lossy_beta(q, p, 0.5).",
     ),
     Exercise(
@@ -285,8 +286,8 @@ _LIST = [
         lambda tradeoff, gamma, cost_ratio: (
             (gamma * cost_ratio + 1) / tradeoff["curves"]["SpecDecode"]["tokens_per_call"][0]
         ),
-        "A block costs gamma drafter steps of c verifier calls each plus one verifier call; divide by the tokens "
-        "it emits.",
+        "A block costs gamma drafter steps of c verifier calls each plus one verifier call; "
+        "divide by the tokens it emits.",
         "(gamma c + 1) / tokens per call.",
     ),
     Exercise(
@@ -327,8 +328,8 @@ _LIST = [
         lambda table, temperature, gamma, method: crossing_of(
             table, method, temperature=temperature, gamma=gamma
         ),
-        "reduction_at_verifier_quality is 1 - L*, where L* is the latency at which the curve first reaches the "
-        "verifier's quality.",
+        "reduction_at_verifier_quality is 1 - L*, "
+        "where L* is the latency at which the curve first reaches the verifier's quality.",
         "1 - reduction_at_verifier_quality of that method's row.",
         kind="method_and_number",
     ),

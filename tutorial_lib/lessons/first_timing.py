@@ -19,7 +19,8 @@ import pandas as pd
 
 __all__ = ["DEFAULT_PAIR", "time_decoding", "auto_reason"]
 
-#: (drafter, verifier) of notebook 01's clock: SmolLM2-135M's first 16 of 30 layers drafting for the whole model.
+#: (drafter, verifier) of notebook 01's clock: SmolLM2-135M's first 16 of 30 layers drafting for the whole
+#: model.
 DEFAULT_PAIR = ("smollm2-135m:layers=16", "smollm2-135m")
 
 
@@ -85,9 +86,9 @@ def time_decoding(
 
 
 def auto_reason(pair, acceptance: float, gammas: Sequence[int] = range(0, 6)) -> pd.DataFrame:
-    """The block-cost model's predicted speed-up over the verifier at each of `gammas`, at `acceptance`,
-    from the calibration `gamma="auto"` starts from (its quick one, measured once per pair and stored): the row it would pick is the
-    largest speed-up (`best`)."""
+    """The block-cost model's predicted speed-up over the verifier at each of `gammas`, at `acceptance`, from
+    the calibration `gamma="auto"` starts from (its quick one, measured once per pair and stored): the row it
+    would pick is the largest speed-up (`best`)."""
     from ..decoding.gamma_policy import calibration_for
 
     calibration = calibration_for(pair.drafter, pair.verifier)

@@ -90,7 +90,8 @@ def _plain(value: Any) -> Any:
 
 
 def save_metrics(name: str, metrics: Mapping[str, Any], output_dir: str = ".") -> Path:
-    """Write `<output_folder(output_dir)>/<name>.metrics.json` so tests and CI can assert what a notebook showed."""
+    """Write `<output_folder(output_dir)>/<name>.metrics.json` so tests and CI can assert what a notebook
+    showed."""
     out = output_folder(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.metrics.json"
@@ -382,7 +383,8 @@ def check(exercise_id: str, answer: Any, **objects) -> Optional[bool]:
             return None
         if spec.choices and answer.strip().lower() not in spec.choices:
             print(
-                f"{label}: answer with one of {', '.join(repr(c) for c in spec.choices)}; you gave {answer!r}."
+                f"{label}: answer with one of {', '.join(repr(c) for c in spec.choices)}; "
+                f"you gave {answer!r}."
             )
             return None
         ok = answer.strip().lower() == str(spec.solve(**given)).strip().lower()

@@ -369,7 +369,8 @@ def binomial_z(count: int, n: int, rho: float) -> Tuple[float, float, float]:
 
 
 def simulate_rejections(pi, q, n: int, generator: Optional[torch.Generator] = None) -> int:
-    r"""How many of `n` drafts $x \sim q$ `verification.verify_draft` rejects under target `pi` (one position)."""
+    r"""How many of `n` drafts $x \sim q$ `verification.verify_draft` rejects under target `pi` (one
+    position)."""
     q = torch.as_tensor(q, dtype=torch.float64)
     pi = torch.as_tensor(pi, dtype=torch.float64)
     if int(n) < 1:

@@ -1,20 +1,30 @@
 r"""The maths of the paper, with no models and no data: each module opens with the equations it implements.
 
 - `targets`        - Table 1: the target distributions $\mathbb{T}(q, p)$ and deferral rules (Chow, Diff, OPT,
-  Token-V1/2/3, Lossy, BiLD), acceptance probability, residual, rejection probability (Lemma 3), `check_rule`.
+  Token-V1/2/3, Lossy, BiLD), `check_rule`; it re-exports `laws` and `accept_reject`.
+- `laws`           - next-token laws: `probabilities` (softmax at temperature $T$), `tv_distance`, and the
+  input checks (`check_pair`, `trusted_inputs`).
+- `accept_reject`  - Algorithm 4's accept/reject step: acceptance probability, residual, rejection probability
+  (Lemma 3), the law of the emitted token.
 - `verification`   - Algorithm 4's block verification (`verify_block`), used by every decoder, and
   `verify_draft` (one draft per position).
-- `lemmas`         - the deferral risks of equations (3) and (8), brute-force minimisers, Lemmas 1 and 4 in closed form.
-- `latency`        - tokens per verifier call $(1 - a^{\gamma+1}) / (1 - a)$, the latency and block-cost models.
-- `token_analysis` - exact per-position statistics of every rule along a reference (teacher forcing, full vocabulary).
+- `lemmas`         - the deferral risks of equations (3) and (8), brute-force minimisers, Lemmas 1 and 4 in
+  closed form.
+- `latency`        - tokens per verifier call $(1 - a^{\gamma+1}) / (1 - a)$, the latency and block-cost
+  models.
+- `token_analysis` - exact per-position statistics of every rule along a reference (teacher forcing, full
+  vocabulary).
 - `alpha_grids`    - each rule's live alpha range and alphas placed along a rejection curve.
-- `deferral_features` - what a deferral rule sees at decoding time: $\max q$, $\max p$, entropies, $D_{TV}$, cross probabilities.
+- `deferral_features` - what a deferral rule sees at decoding time: $\max q$, $\max p$, entropies, $D_{TV}$,
+  cross probabilities.
 """
 
 import importlib
 
 __all__ = [
     "targets",
+    "laws",
+    "accept_reject",
     "verification",
     "lemmas",
     "latency",

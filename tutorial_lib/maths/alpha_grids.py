@@ -66,7 +66,8 @@ __all__ = [
     "plateau_alphas",
 ]
 
-#: Curve names of the token-level analysis (`token_analysis.CURVES`) -> the evaluation's labels (`evaluation.CURVES`).
+#: Curve names of the token-level analysis (`token_analysis.CURVES`) -> the evaluation's labels
+#: (`evaluation.CURVES`).
 TOKEN_CURVE_LABELS: Dict[str, str] = {
     "chow": "SpecCascade [Chow]",
     "diff": "SpecCascade [Diff]",
@@ -98,7 +99,8 @@ def live_range(rule: str, temperature: float = 1.0) -> tuple:
 
 
 def live_alpha_grid(rule: str, n: int, temperature: float = 1.0) -> np.ndarray:
-    """`n` evenly spaced alphas over `live_range(rule, temperature)`, both ends included (lossy stops at 0.99)."""
+    """`n` evenly spaced alphas over `live_range(rule, temperature)`, both ends included (lossy stops at
+    0.99)."""
     if n < 2:
         raise ValueError(f"n={n}: a grid needs at least its two ends.")
     low, high = live_range(rule, temperature)
@@ -121,7 +123,8 @@ def opt_switch_points(q_logits, p_logits, temperature: float) -> np.ndarray:
 
 
 def opt_live_range(q_logits, p_logits, temperature: float) -> tuple:
-    """`(low, high)` of `opt_switch_points`: OPT's live range on these distributions ((0, 0) when none is live)."""
+    """`(low, high)` of `opt_switch_points`: OPT's live range on these distributions ((0, 0) when none is
+    live)."""
     points = opt_switch_points(q_logits, p_logits, temperature)
     return (float(points.min()), float(points.max())) if len(points) else (0.0, 0.0)
 

@@ -4,7 +4,8 @@ Speculative decoding drafts $\gamma$ tokens with the drafter $q$ and scores them
 verifier $p$. If every draft is kept with probability $a$, independently (the assumption of
 Leviathan et al.), one block emits on average
 
-$$\mathbb{E}[N_\gamma] = \sum_{j=0}^{\gamma} a^j = \frac{1 - a^{\gamma+1}}{1 - a} \qquad (\gamma + 1 \text{ at } a = 1)$$
+$$\mathbb{E}[N_\gamma] = \sum_{j=0}^{\gamma} a^j = \frac{1 - a^{\gamma+1}}{1 - a}
+  \qquad (\gamma + 1 \text{ at } a = 1)$$
 
 tokens: the accepted drafts plus one token from $p$ (the residual after a rejection, or the bonus).
 
@@ -15,12 +16,12 @@ drafts), which takes $t_p(\gamma + 1)$. The expected time per emitted token is
 $$\tau(\gamma) = \frac{\gamma\, t_q + t_p(\gamma + 1)}{\mathbb{E}[N_\gamma]}
              = \bigl(\gamma\, t_q + t_p(\gamma + 1)\bigr)\, \frac{1 - a}{1 - a^{\gamma + 1}},$$
 
-and $\gamma = 0$ is plain decoding with the verifier, $\tau(0) = t_p(1)$. One refinement, optional: after
-a fully accepted block (probability $a^\gamma$) the drafter's first call of the next block feeds two
-tokens (its last draft, never fed while drafting, and the bonus token), which costs $t_q^{(2)}$ instead
-of $t_q$; with $\Delta_q = t_q^{(2)} - t_q$ the block costs $\gamma t_q + a^\gamma \Delta_q + t_p(\gamma + 1)$.
-$\Delta_q = 0$ (the default) is the model above; on an accelerator $\Delta_q \approx 0$ anyway. The predicted speed-up over
-plain decoding is $S(\gamma) = t_p(1) / \tau(\gamma)$, and the best block size is
+and $\gamma = 0$ is plain decoding with the verifier, $\tau(0) = t_p(1)$. One refinement, optional: after a
+fully accepted block (probability $a^\gamma$) the drafter's first call of the next block feeds two tokens (its
+last draft, never fed while drafting, and the bonus token), which costs $t_q^{(2)}$ instead of $t_q$; with
+$\Delta_q = t_q^{(2)} - t_q$ the block costs $\gamma t_q + a^\gamma \Delta_q + t_p(\gamma + 1)$.
+$\Delta_q = 0$ (the default) is the model above; on an accelerator $\Delta_q \approx 0$ anyway. The predicted
+speed-up over plain decoding is $S(\gamma) = t_p(1) / \tau(\gamma)$, and the best block size is
 $\gamma^* = \arg\min_\gamma \tau(\gamma)$, with $\gamma^* = 0$ meaning "do not speculate".
 
 **The textbook speed-up** is the special case where scoring $k$ tokens costs as much as scoring one,
@@ -64,7 +65,8 @@ __all__ = [
     "batch_tokens_per_second",
 ]
 
-#: $t_p$ given as a function of $k$, a mapping $k \mapsto$ seconds, or a sequence whose item $k - 1$ is $t_p(k)$.
+#: $t_p$ given as a function of $k$, a mapping $k \mapsto$ seconds, or a sequence whose item $k - 1$ is
+#: $t_p(k)$.
 VerifierCost = Union[Callable[[int], float], Mapping[int, float], Sequence[float]]
 
 
@@ -108,13 +110,15 @@ def verifier_cost(t_p: VerifierCost) -> Callable[[int], float]:
 
 
 def expected_tokens_per_call(acceptance: float, gamma: int) -> float:
-    r"""$\mathbb{E}[N_\gamma] = (1 - a^{\gamma+1}) / (1 - a)$: tokens per verifier call (1 at $\gamma = 0$)."""
+    r"""$\mathbb{E}[N_\gamma] = (1 - a^{\gamma+1}) / (1 - a)$: tokens per verifier call (1 at
+    $\gamma = 0$)."""
     a, gamma = _check_acceptance(acceptance), _check_gamma(gamma)
     return float(gamma + 1) if a == 1.0 else (1.0 - a ** (gamma + 1)) / (1.0 - a)
 
 
 def expected_latency(tokens_per_call, gamma: int, cost_ratio: float):
-    r"""Latency per token relative to the verifier alone, from counted calls: $(\gamma c + 1) / \text{tokens per call}$.
+    r"""Latency per token relative to the verifier alone, from counted calls:
+    $(\gamma c + 1) / \text{tokens per call}$.
 
     Each verifier call follows `gamma` drafter steps of cost `cost_ratio` each (the drafter drafts the
     whole block before the verifier sees it, rejected or not); the verifier alone costs 1 per token.
@@ -132,7 +136,8 @@ def expected_latency(tokens_per_call, gamma: int, cost_ratio: float):
 
 
 def textbook_speedup(acceptance: float, gamma: int, cost_ratio: float) -> float:
-    r"""Leviathan et al.'s $(1 - a^{\gamma+1}) / ((1 - a)(\gamma c + 1))$: scoring $k$ tokens costs one step."""
+    r"""Leviathan et al.'s $(1 - a^{\gamma+1}) / ((1 - a)(\gamma c + 1))$: scoring $k$ tokens costs one
+    step."""
     c = _check_seconds(cost_ratio, "cost_ratio")
     return expected_tokens_per_call(acceptance, gamma) / (gamma * c + 1.0)
 
@@ -140,8 +145,9 @@ def textbook_speedup(acceptance: float, gamma: int, cost_ratio: float) -> float:
 def block_time_per_token(
     gamma: int, acceptance: float, t_q: float, t_p: VerifierCost, t_q2: Optional[float] = None
 ) -> float:
-    r"""$\tau(\gamma) = (\gamma t_q + a^\gamma \Delta_q + t_p(\gamma + 1)) (1 - a) / (1 - a^{\gamma+1})$, seconds per
-    emitted token; `t_q2` is the drafter fed two tokens ($\Delta_q = t_q^{(2)} - t_q$; None: $\Delta_q = 0$)."""
+    r"""$\tau(\gamma) = (\gamma t_q + a^\gamma \Delta_q + t_p(\gamma + 1)) (1 - a) / (1 - a^{\gamma+1})$,
+    seconds per emitted token; `t_q2` is the drafter fed two tokens ($\Delta_q = t_q^{(2)} - t_q$; None:
+    $\Delta_q = 0$)."""
     gamma, t_q = _check_gamma(gamma), _check_seconds(t_q, "t_q")
     a = _check_acceptance(acceptance)
     catch_up = 0.0 if t_q2 is None or gamma == 0 else (_check_seconds(t_q2, "t_q2") - t_q) * a**gamma
@@ -178,7 +184,8 @@ def speedup_curve(acceptance: float, t_q: float, t_p: VerifierCost, gammas: Sequ
 
 
 def break_even_acceptance(gamma: int, t_q: float, t_p: VerifierCost) -> Optional[float]:
-    r"""The acceptance $a$ above which a block of $\gamma$ drafts beats plain decoding, $\tau(\gamma) < t_p(1)$.
+    r"""The acceptance $a$ above which a block of $\gamma$ drafts beats plain decoding,
+    $\tau(\gamma) < t_p(1)$.
 
     $\mathbb{E}[N_\gamma]$ rises from 1 at $a = 0$ to $\gamma + 1$ at $a = 1$, so the break-even point solves
     $\mathbb{E}[N_\gamma](a) = (\gamma t_q + t_p(\gamma + 1)) / t_p(1)$ (a root of a polynomial, found by

@@ -8,7 +8,8 @@ $$R(r) = \mathbb{E}_{x \sim P}\big[(1 - r)\,\ell(x, q_t) + r\,(\ell(x, p_t) + \a
 and the *speculative deferral risk* (equation 8) charges the rejection probability of Lemma 3,
 $r\,D_{TV}(p_t, q_t)$, instead of the flat cost:
 
-$$R_{\mathrm{spec}}(r) = \mathbb{E}_{x \sim P}\big[(1 - r)\,\ell(x, q_t) + r\,(\ell(x, p_t) + \alpha\,D_{TV}(p_t, q_t))\big].$$
+$$R_{\mathrm{spec}}(r) = \mathbb{E}_{x \sim P}\big[(1 - r)\,\ell(x, q_t) +
+  r\,(\ell(x, p_t) + \alpha\,D_{TV}(p_t, q_t))\big].$$
 
 Both are linear in $r$, so the minimum sits at $r = 0$ or $r = 1$:
 
@@ -62,7 +63,8 @@ def deferral_risk(r, P, q, p, alpha: float, loss: str = "zero_one") -> torch.Ten
 
 
 def speculative_deferral_risk(r, P, q, p, alpha: float, loss: str = "zero_one") -> torch.Tensor:
-    r"""Equation (8): $(1 - r)\,\mathbb{E}_P[\ell(x, q)] + r\,(\mathbb{E}_P[\ell(x, p)] + \alpha D_{TV}(p, q))$."""
+    r"""Equation (8):
+    $(1 - r)\,\mathbb{E}_P[\ell(x, q)] + r\,(\mathbb{E}_P[\ell(x, p)] + \alpha D_{TV}(p, q))$."""
     r = torch.as_tensor(r, dtype=torch.float64)
     return (1 - r) * expected_loss(P, q, loss) + r * (
         expected_loss(P, p, loss) + alpha * targets.tv_distance(p, q)

@@ -7,7 +7,8 @@ $o_t$ of the token Algorithm 4 emits ($o_t = \pi_t$ for every rule but `lossy` w
 $o_t = \min\{q_t, \pi_t\} + R_t\,\mathrm{norm}(\max\{0, \pi_t - q_t\})$), everything is closed-form:
 
 $$R_t = \sum_v \max\{0,\, q_t(v) - \pi_t(v)\} \quad\text{(rejection probability of one draft, } \gamma = 1)$$
-$$\ell^{01}_t = 1 - o_t(y_t), \qquad \ell^{\rm greedy}_t = 1(\arg\max_v o_t(v) \ne y_t), \qquad \ell^{\log}_t = -\log o_t(y_t)$$
+$$\ell^{01}_t = 1 - o_t(y_t), \qquad \ell^{\rm greedy}_t = 1(\arg\max_v o_t(v) \ne y_t),
+  \qquad \ell^{\log}_t = -\log o_t(y_t)$$
 
 and the deferral weight $w_t$ (`targets.deferral_weight`: $\delta_t$ for the prefix rules,
 $1 - \sum_{u \in A_t} q_t(u)$ for the token rules; NaN for `lossy`, which is not a mixture). Ties of the
@@ -368,7 +369,8 @@ def _lossy_points(rows: _Rows, curve: str, alphas: torch.Tensor):
 
 
 def _normalising_s(rows: _Rows, c: torch.Tensor) -> torch.Tensor:
-    r"""$s = 1/\beta$ with $\sum_v \max\{\min\{q, c p\}, s p\} = 1$, exactly (the sum is linear between ratios)."""
+    r"""$s = 1/\beta$ with $\sum_v \max\{\min\{q, c p\}, s p\} = 1$, exactly (the sum is linear between
+    ratios)."""
     V = rows.r.shape[-1]
     below_c = torch.searchsorted(rows.r, c, right=False)  # count of r < c
     g0 = c * (rows.p_pre[:, -1:] - rows.p_pre.gather(-1, below_c)) + rows.q_pre.gather(-1, below_c)

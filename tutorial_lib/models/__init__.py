@@ -1,16 +1,21 @@
 """Models: drafter / verifier pairs behind one interface (next-token logits over a croppable KV cache).
 
-- `adapter`      - `LanguageModel` (a `transformers` model), `Session`, `ModelPair`, `check_compatible`,
-  tiny random models, and `load_model` / `load_pair` with the registries backends add themselves to
-  (`register_loader`, `register_resolver`, `register_wrapper`).
+- `adapter`      - `load_model` / `load_pair` with the registries backends add themselves to
+  (`register_loader`, `register_resolver`, `register_wrapper`), tiny random models, and the interface of
+  `language_model`, re-exported.
+- `language_model` - `LanguageModel` (a `transformers` model), `Session` (its KV cache), `ModelPair`,
+  `check_compatible`.
 - `files`        - the offline GGUF models shipped in registry packages, converted once to safetensors and
   checked in the cache.
-- `kernel_paths` - which kernel computes a model's calls here (fp32, fp32-gemv, fp32-packed, bf16, int8 for a drafter), chosen
-  by a probe, and the bound it is measured against (bytes of weights over the read bandwidth).
+- `kernel_paths` - which kernel computes a model's calls here (fp32, fp32-gemv, fp32-packed, bf16, int8 for a
+  drafter), chosen by a probe, and the bound it is measured against (bytes of weights over the read
+  bandwidth).
 - `layer_skip`   - `<model>:layers=N`: a drafter made of a decoder-only model's first N layers
   (self-speculation).
-- `offline`      - those offline aliases (`smollm2-135m`, `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`) as engine models.
-- `toy`          - the toy world's next-token tables as engine models (`ToyModel`, `toy_pair`, `toy-*` aliases).
+- `offline`      - those offline aliases (`smollm2-135m`, `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`) as
+  engine models.
+- `toy`          - the toy world's next-token tables as engine models (`ToyModel`, `toy_pair`, `toy-*`
+  aliases).
 - `synthetic_t5` - the small T5 pair trained offline on the synthetic translation task (`synthetic-t5-*`).
 
 Importing this package registers every backend, so `load_model("toy-drafter")` works wherever
@@ -18,7 +23,7 @@ Importing this package registers every backend, so `load_model("toy-drafter")` w
 `tl.models.load_pair(...)`.
 """
 
-from . import adapter, files, kernel_paths, layer_skip, offline, synthetic_t5, toy
+from . import adapter, files, kernel_paths, language_model, layer_skip, offline, synthetic_t5, toy
 from .adapter import *  # noqa: F401,F403  (the interface, re-exported)
 from .adapter import __all__ as _adapter_names
 from .toy import ToyModel, toy_pair
@@ -30,6 +35,7 @@ __all__ = [
     "adapter",
     "files",
     "kernel_paths",
+    "language_model",
     "layer_skip",
     "offline",
     "synthetic_t5",

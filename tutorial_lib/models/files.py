@@ -192,8 +192,8 @@ def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
-    # fp32 holds the de-quantised weights without further rounding. `dequantize=True` makes a plain dense model with
-    # no GGUF quantizer attached: transformers refuses to `save_pretrained` a model that has one.
+    # fp32 holds the de-quantised weights without further rounding. `dequantize=True` makes a plain dense
+    # model with no GGUF quantizer attached: transformers refuses to `save_pretrained` a model that has one.
     model = AutoModelForCausalLM.from_pretrained(
         gguf_path.parent,
         gguf_file=gguf_path.name,
@@ -275,7 +275,8 @@ def verify_model_dir(model_dir: Path, alias: str) -> None:
 
     def damaged(problem: str) -> CorruptModelCacheError:
         return CorruptModelCacheError(
-            f"the converted model cache {model_dir} is damaged: {problem}. Rebuild it with `{rebuild_command(alias)}` "
+            f"the converted model cache {model_dir} is damaged: {problem}. "
+            f"Rebuild it with `{rebuild_command(alias)}` "
             f"(or delete the folder: the next load converts it again)."
         )
 

@@ -13,13 +13,17 @@ read ($b$ bytes per weight), far below it at these $k$.
 
 **Paths.** Where a kernel falls short of the bound it is the kernel, not the physics:
 
-| path | what it computes | exact for |
-|---|---|---|
-| `fp32` | the model as loaded, `F.linear` | the fp32 model |
-| `fp32-gemv` | the same fp32 weights; each linear layer given at most `GEMV_MAX_ROWS` rows as `W @ x.T` (a matrix-vector kernel per row block) | the fp32 model (same weights, another summation order) |
-| `fp32-packed` | the same fp32 weights reordered once into oneDNN's blocked layout (`torch.ops.mkldnn`), whose small-batch kernel streams each weight once for all $k$ rows | the fp32 model (same weights, another summation order) |
-| `bf16` | weights in bfloat16: half the bytes; fast where the processor has bf16 units | the model loaded in bf16 |
-| `int8-dynamic` | linear layers quantised to int8 per output channel, activations quantised per call (`torch.ao.quantization.quantize_dynamic`): a quarter of the bytes | a drafter only (a verifier's law would change) |
+- `fp32`         - the model as loaded, `F.linear`; exact for the fp32 model.
+- `fp32-gemv`    - the same fp32 weights; each linear layer given at most `GEMV_MAX_ROWS` rows as `W @ x.T` (a
+  matrix-vector kernel per row block); exact for the fp32 model (same weights, another summation order).
+- `fp32-packed`  - the same fp32 weights reordered once into oneDNN's blocked layout (`torch.ops.mkldnn`),
+  whose small-batch kernel streams each weight once for all $k$ rows; exact for the fp32 model (same weights,
+  another summation order).
+- `bf16`         - weights in bfloat16: half the bytes; fast where the processor has bf16 units; exact for the
+  model loaded in bf16.
+- `int8-dynamic` - linear layers quantised to int8 per output channel, activations quantised per call
+  (`torch.ao.quantization.quantize_dynamic`): a quarter of the bytes; exact for a drafter only (a verifier's
+  law would change).
 
 A path changes the model's law at most as its dtype does; speculative decoding then reproduces the
 verifier *as computed on its path* (at `T = 0` token for token, its greedy output). `probe_paths`
@@ -538,7 +542,8 @@ def put_on_path(
 
 def put_pair_on_paths(pair, paths: Sequence[Optional[str]], *, gamma: int = 5) -> None:
     """Put a loaded pair's drafter and verifier on `paths` (one each; None leaves that model as loaded), in
-    place: the drafter for its calls of one row, the verifier for blocks of `gamma + 1` rows (`put_on_path`)."""
+    place: the drafter for its calls of one row, the verifier for blocks of `gamma + 1` rows
+    (`put_on_path`)."""
     for lm, path, rows in zip(pair, paths, (0, gamma)):
         if path is not None:
             put_on_path(lm, path, gamma=rows)

@@ -334,7 +334,10 @@ def describe_training(folders: dict) -> str:
         hashes = verify_model(folder, record)
         weights = f"model.safetensors sha256 {hashes.get('model.safetensors', '?')[:16]}"
         made = record.get("trained_with", {})
-        where = f"{made.get('processor', 'an unrecorded processor')} ({', '.join(made.get('vector_units', [])) or '-'}; torch {made.get('torch', '?')})"
+        where = (
+            f"{made.get('processor', 'an unrecorded processor')} "
+            f"({', '.join(made.get('vector_units', [])) or '-'}; torch {made.get('torch', '?')})"
+        )
         if "copied_from" in record:
             text = (
                 f"{role}: the repository's shipped model (data/models/{record['copied_from']}, "
@@ -372,7 +375,8 @@ def _copy_shipped(source: Path, partial: Path) -> None:
 
 
 def training_environment() -> dict:
-    """What training's floating-point sums depend on: the processor, its widest vector units, the libraries."""
+    """What training's floating-point sums depend on: the processor, its widest vector units, the
+    libraries."""
     import platform
     import torch
     import transformers
@@ -527,7 +531,8 @@ def _train_one(role: str, budget: str, final: Path, progress: bool, replace_exis
 
 
 def _publish(final: Path, write, replace_existing: bool) -> None:
-    """`write(folder)` into a folder beside `final`, then rename it: a reader never sees a half-written model."""
+    """`write(folder)` into a folder beside `final`, then rename it: a reader never sees a half-written
+    model."""
     final.parent.mkdir(parents=True, exist_ok=True)
     partial = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
     try:

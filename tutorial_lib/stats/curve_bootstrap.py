@@ -16,11 +16,11 @@ the Gemma plots). Quality is the mean per-item quality, or corpus BLEU (`paired.
 
 **Intervals.** Every number is recomputed on $B$ resamples of the items (`intervals.resample_items`,
 the same resample for every configuration and the verifier, so $Q_p$ moves with the curves), and the
-95% percentile interval is read off the resampled values (`intervals.percentile_interval`). A curve that does not reach $Q_p$ in a
-resample counts as reduction $-\infty$ there (and best quality $-\infty$ when every point costs more
-than the verifier), so a bound of $-\infty$ says "not reached in more than 2.5% of the resamples";
-`reached_share` is the share of resamples in which it was reached. The point estimate alone decides
-"reached": `NOT_REACHED` where the full-sample curve does not reach $Q_p$, whatever the interval.
+95% percentile interval is read off the resampled values (`intervals.percentile_interval`). A curve that does
+not reach $Q_p$ in a resample counts as reduction $-\infty$ there (and best quality $-\infty$ when every point
+costs more than the verifier), so a bound of $-\infty$ says "not reached in more than 2.5% of the resamples";
+`reached_share` is the share of resamples in which it was reached. The point estimate alone decides "reached":
+`NOT_REACHED` where the full-sample curve does not reach $Q_p$, whatever the interval.
 
 **Curve ends** (`ends=True`): at `gamma = 1`, as `analysis.with_rule_ends`, each speculative rule's
 curve gets the drafter's quality at its drafter end (rejection rate 0; on a time axis SpecDecode's

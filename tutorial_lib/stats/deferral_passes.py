@@ -184,7 +184,8 @@ def feature_pass(
     missing = [i for i in todo if i not in by_id]
     if missing:
         raise ValueError(
-            f"items lacks {missing[:3]}; pass the Items the analysis was made from (token_curves.offline_items)."
+            f"items lacks {missing[:3]}; pass the Items the analysis was made from "
+            "(token_curves.offline_items)."
         )
     if todo:
         _extend(pair, analysis, done, todo, by_id, index, directory, progress, tqdm)

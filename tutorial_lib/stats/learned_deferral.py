@@ -8,7 +8,8 @@ plugs in a regression instead: a small multi-layer perceptron (scikit-learn's `M
 deferring brought on the training references, $g_t = \ell_q - \ell_p$ (for the expected 0-1 loss,
 $g_t = p_t(y_t) - q_t(y_t)$). Squared error makes the regression an estimate of
 $\mathbb{E}[g \mid \text{features}]$, so the rule
-$$\delta_t = 1\big(\hat g(\text{features}_t) > \alpha\, D_{TV}(p_t, q_t)\big), \qquad \pi_t = (1 - \delta_t)\,q_t + \delta_t\,p_t$$
+$$\delta_t = 1\big(\hat g(\text{features}_t) > \alpha\, D_{TV}(p_t, q_t)\big), \qquad
+\pi_t = (1 - \delta_t)\,q_t + \delta_t\,p_t$$
 is Lemma 4's rule with a learned gain, and sweeping $\alpha$ ranks positions by estimated gain per
 unit of rejection, as the oracle envelope ranks them by the true one.
 
@@ -222,8 +223,8 @@ def learned_alphas(
 
 
 def _curve_sums(oracle: np.ndarray, owner: np.ndarray, n_items: int, decisions: np.ndarray) -> np.ndarray:
-    r"""Per-item sums `(I, A, STATS)` of a mixture whose weight at position n and point a is `decisions[n, a]`:
-    rejection $r D_{TV}$, deferral $r$, each loss $\ell_q + r(\ell_p - \ell_q)$."""
+    r"""Per-item sums `(I, A, STATS)` of a mixture whose weight at position n and point a is
+    `decisions[n, a]`: rejection $r D_{TV}$, deferral $r$, each loss $\ell_q + r(\ell_p - \ell_q)$."""
     stats = [decisions * oracle[:, :1], decisions]
     for loss in ("expected_01", "greedy_01", "log_loss"):
         qc, pc = LOSS_COLUMNS[loss]
@@ -270,11 +271,11 @@ def curves_on_items(
     settings: Optional[dict] = None,
 ) -> tc.TokenAnalysis:
     r"""The items `item_ids` of `analysis` with more curves of mixtures: name -> (alphas, weights on $p$ of
-    shape `(N, A)` over the items' positions in the analysis' order), each point's statistics from the oracle's
-    columns (rejection $r D_{TV}$, loss $\ell_q + r(\ell_p - \ell_q)$). For weights strictly between 0 and 1
-    only the rejection, the deferral and the expected 0-1 loss are the target's own (linear in $r$); the
-    greedy 0-1 and log-loss columns are then the interpolations of the two models' (for the log loss an upper
-    bound)."""
+    shape `(N, A)` over the items' positions in the analysis' order), each point's statistics from the
+    oracle's columns (rejection $r D_{TV}$, loss $\ell_q + r(\ell_p - \ell_q)$). For weights strictly between
+    0 and 1 only the rejection, the deferral and the expected 0-1 loss are the target's own (linear in $r$);
+    the greedy 0-1 and log-loss columns are then the interpolations of the two models' (for the log loss an
+    upper bound)."""
     return _restricted(analysis, item_ids, curves, settings or {})
 
 
@@ -342,7 +343,8 @@ def learned_curves(
 def _curve_numbers(
     result: tc.TokenAnalysis, curves: Sequence[str], loss: str, rates: np.ndarray, n_grid: int
 ):
-    """A function of resampled item indices: per curve, its area above the envelope and its loss at `rates`."""
+    """A function of resampled item indices: per curve, its area above the envelope and its loss at
+    `rates`."""
     column, rejection = ta.STATS.index(loss), ta.STATS.index("rejection")
     qc, pc = LOSS_COLUMNS[loss]
     oracle, owner = result.oracle, result.position_item

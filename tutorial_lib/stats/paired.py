@@ -490,10 +490,13 @@ def same_law_floor(
                     "SpecDecode minus the verifier (one law, the same items and seeds)"
                 )
             row["rate_floor_from"] = (
-                "by construction: at T = 0 nothing is drawn, so a second seed set repeats SpecDecode's run and "
-                "its rate (a floor of 0 without measuring anything)"
+                "by construction: at T = 0 nothing is drawn, so a second seed set repeats SpecDecode's "
+                "run and its rate (a floor of 0 without measuring anything)"
                 if temperature == 0
-                else "not run: a floor in rejection rate needs SpecDecode with a second seed set on these items"
+                else (
+                    "not run: a floor in rejection rate needs SpecDecode with a second seed set on "
+                    "these items"
+                )
             )
         out.append(row)
     return pd.DataFrame(out, columns=["task", "temperature", *FLOOR_COLUMNS])

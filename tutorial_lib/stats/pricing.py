@@ -7,7 +7,8 @@ reading the prompt) and its encoder passes $n^{\text{enc}}_m$ (an encoder-decode
 $t^{\text{pre}}_m$, $t^{\text{enc}}_m$, and the engine's per-call overhead $o$), its modelled latency is
 
 $$
-L = \sum_{m \in \{q, p\}} \Big[ n^{\text{pre}}_m \,(t^{\text{pre}}_m + o) + n^{\text{enc}}_m\, t^{\text{enc}}_m
+L = \sum_{m \in \{q, p\}} \Big[ n^{\text{pre}}_m \,(t^{\text{pre}}_m + o)
+    + n^{\text{enc}}_m\, t^{\text{enc}}_m
     + \sum_{k \ge 1} c_m(k)\,\big(t_m(k) + o\big) \Big] + n_{\text{blocks}}\, o_{\text{block}},
 $$
 
@@ -33,12 +34,12 @@ Two pricings (columns of `price_rows`):
 Prefills and encoder passes are priced at the row's prompt length (`prompt_tokens`) by a
 least-squares line through every length the calibration measured, its slope held >= 0 so that a
 longer prompt never costs less (`Calibration.prefill_fit`; `calibrate_for_sweep` measures at the
-10%, 50% and 90% quantiles of the sweep's prompt lengths and at each task's median). Rows of the batched runner are priced as the
-calls `engine.generate` makes for that item alone (`batch.generate_batch` counts them so), i.e. a
-latency at batch size 1; their `wall_time_s` is a share of a batch's time, so `model_error` of such
-rows measures batching as much as the model. Rows written before the counters existed (no
-`verifier_calls_by_k`) cannot be priced from their total call counts (a speculative call's $k$
-is not recorded) and are refused: rerun them.
+10%, 50% and 90% quantiles of the sweep's prompt lengths and at each task's median). Rows of the batched
+runner are priced as the calls `engine.generate` makes for that item alone (`batch.generate_batch` counts them
+so), i.e. a latency at batch size 1; their `wall_time_s` is a share of a batch's time, so `model_error` of
+such rows measures batching as much as the model. Rows written before the counters existed (no
+`verifier_calls_by_k`) cannot be priced from their total call counts (a speculative call's $k$ is not
+recorded) and are refused: rerun them.
 """
 
 from __future__ import annotations
@@ -195,7 +196,8 @@ def price_rows(
     are refused with the reason (see `row_latency`)."""
     if not isinstance(calibration, Calibration):
         raise TypeError(
-            f"calibration must be a tutorial_lib.decoding.calibration.Calibration (calibrate_for_sweep or Calibration.load), "
+            "calibration must be a tutorial_lib.decoding.calibration.Calibration "
+            "(calibrate_for_sweep or Calibration.load), "
             f"not {type(calibration).__name__}."
         )
     table = _as_table(rows)
@@ -448,11 +450,11 @@ def calibrate_for_sweep(
     passes are timed for encoder-decoders. `context_tokens` (cached tokens under each call) defaults
     to the median over tasks of each task's median prompt length in the sweep's saved rows (64
     without rows); prefills and encoder passes are timed at each of those task medians too, so a
-    row's prefill is priced at its own prompt length (run it after the sweep, or calibrate again). A stored calibration is reused when it covers the sweep's
-    k and models; `recalibrate=True` measures again (and replaces it). The rounds go on until the
-    measurement has lasted `min_seconds`; by default a tenth of the saved rows' summed wall time, at most
-    a minute (5 rounds of a small pair's millisecond calls last seconds, and one slow spell of the machine
-    would move every median; `interleaved_rounds`). With models that are not
+    row's prefill is priced at its own prompt length (run it after the sweep, or calibrate again). A stored
+    calibration is reused when it covers the sweep's k and models; `recalibrate=True` measures again (and
+    replaces it). The rounds go on until the measurement has lasted `min_seconds`; by default a tenth of the
+    saved rows' summed wall time, at most a minute (5 rounds of a small pair's millisecond calls last seconds,
+    and one slow spell of the machine would move every median; `interleaved_rounds`). With models that are not
     loaded (`evaluation.ModelRecord`), the stored calibration is returned or its absence reported.
     """
     folder = _sweep_path(sweep)

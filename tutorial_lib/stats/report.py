@@ -3,15 +3,19 @@ r"""The reruns' result files: what notebooks 06 and 07 compute from a sweep's ro
 Notebooks 06 and 07 write their result files with the functions here (`write_t5_results`,
 `write_gemma_results`), into the sweep's folder beside `rows.jsonl`:
 
-| file | what |
-|---|---|
-| `claims.csv` | the claims (`stats.claims`) |
-| `signed_error.csv` | per method, the modelled latency's signed error against the wall time: median and quartiles (`pricing.signed_error`) |
-| `latency_by_task.csv` | (Gemma-style) batch-size-1 latency per task and pooled, total over total (`analysis.latency_view`) |
-| `verdicts_by_c.csv`, `flip_points.csv` | each latency claim re-priced over the drafter's relative cost c (`stats.hardware`) |
-| `noise_floor.csv` | (Gemma-style) per task and temperature, the same-law noise floor in the quality and rejection-rate units (`paired.same_law_floor`; from the second-seed run where one is saved) |
-| `facts.json` | the run's other numbers (cost ratio, step times, SpecDecode's relative latency, ...) that the notebooks' prose quotes |
-| `answer_lengths.csv`, `paired_differences.csv`, `summary.csv` | written by the notebooks' own cells (`analysis.answer_lengths`, `paired.paired_differences`, `analysis.summarize`) |
+- `claims.csv` - the claims (`stats.claims`).
+- `signed_error.csv` - per method, the modelled latency's signed error against the wall time: median and
+  quartiles (`pricing.signed_error`).
+- `latency_by_task.csv` - (Gemma-style) batch-size-1 latency per task and pooled, total over total
+  (`analysis.latency_view`).
+- `verdicts_by_c.csv`, `flip_points.csv` - each latency claim re-priced over the drafter's relative cost c
+  (`stats.hardware`).
+- `noise_floor.csv` - (Gemma-style) per task and temperature, the same-law noise floor in the quality and
+  rejection-rate units (`paired.same_law_floor`; from the second-seed run where one is saved).
+- `facts.json` - the run's other numbers (cost ratio, step times, SpecDecode's relative latency, ...) that the
+  notebooks' prose quotes.
+- `answer_lengths.csv`, `paired_differences.csv`, `summary.csv` - written by the notebooks' own cells
+  (`analysis.answer_lengths`, `paired.paired_differences`, `analysis.summarize`).
 
 `write_t5_results` keeps `results_stamp.json` beside its files (`sweeps.result_files`): a hash of what they
 were computed from and each file's SHA-256. A redraw reads the files back only if every hash still matches,
@@ -343,7 +347,8 @@ def write_gemma_results(
     progress: bool = True,
     second_seed: Optional[pd.DataFrame] = None,
 ) -> Dict[str, object]:
-    """`gemma_results`, each written beside the rows in `folder` (`<name>.csv`, `facts.json`); returns them."""
+    """`gemma_results`, each written beside the rows in `folder` (`<name>.csv`, `facts.json`); returns
+    them."""
     results = gemma_results(
         rows,
         tasks,

@@ -372,9 +372,10 @@ def greedy_references(
     """The items again, each with the verifier's own greedy answer as its reference (token ids, the end
     token included when it is reached), decoded by `batch.generate_batch` (the verifier alone,
     `T = 0`): a task's shared prefix runs once and its items go `batch_size` at a time in lockstep
-    (one forward pass per step for the batch: a CPU reads the weights once for all rows). Batched and single passes differ by float rounding, so an answer can
-    differ from one-at-a-time decoding where two tokens nearly tie. The answers are cached on disk
-    like `analyse`'s results. `max_new_tokens`: one limit, or one per task name."""
+    (one forward pass per step for the batch: a CPU reads the weights once for all rows). Batched and single
+    passes differ by float rounding, so an answer can differ from one-at-a-time decoding where two tokens
+    nearly tie. The answers are cached on disk like `analyse`'s results. `max_new_tokens`: one limit, or one
+    per task name."""
     verifier = pair.verifier
     if chat is None:
         chat = getattr(verifier.tokenizer, "chat_template", None) is not None

@@ -2,10 +2,10 @@ r"""What notebook 08 reads off the token-level analysis (`token_curves`): its pr
 ranked by their distance to the oracle envelope, the points below it, and the toy-world check.
 
 **Toy-world check.** With references $y \sim P$ drawn from the toy world's truth, the mean of a statistic
-over positions, $\hat\mu = \sum_i s_i / \sum_i n_i$ ($s_i$ the sum over answer $i$'s $n_i$ positions), estimates
-the exact teacher-forced expectation of `ToyWorld.evaluate(prefixes="truth")`. Its standard error is the
-ratio estimator's, $\mathrm{se} = \mathrm{sd}(s_i - \hat\mu\, n_i)\,\sqrt{m} / \sum_i n_i$ over the $m$ answers,
-and $z = (\hat\mu - \mu) / \mathrm{se}$.
+over positions, $\hat\mu = \sum_i s_i / \sum_i n_i$ ($s_i$ the sum over answer $i$'s $n_i$ positions),
+estimates the exact teacher-forced expectation of `ToyWorld.evaluate(prefixes="truth")`. Its standard error is
+the ratio estimator's, $\mathrm{se} = \mathrm{sd}(s_i - \hat\mu\, n_i)\,\sqrt{m} / \sum_i n_i$ over the $m$
+answers, and $z = (\hat\mu - \mu) / \mathrm{se}$.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ __all__ = [
     "toy_world_check",
 ]
 
-#: Notebook 08's profiles: the Qwen pair on every offline item, or SmolLM2 drafting with its first 16 layers (CI).
+#: Notebook 08's profiles: the Qwen pair on every offline item, or SmolLM2 drafting with its first
+#: 16 layers (CI).
 TOKEN_PROFILES = {
     "qwen": dict(drafter="qwen2.5-coder-0.5b", verifier="qwen2.5-coder-1.5b", n_items=None, greedy_items=16),
     "smoke": dict(drafter="smollm2-135m:layers=16", verifier="smollm2-135m", n_items=2, greedy_items=1),
@@ -48,7 +49,8 @@ def token_profile(profile: str, n_items=None) -> dict:
 
 
 def load_profile_pair(settings: dict) -> ModelPair:
-    """The profile's pair in float32; a drafter named `<verifier>:layers=N` is the verifier's first N layers."""
+    """The profile's pair in float32; a drafter named `<verifier>:layers=N` is the verifier's first N
+    layers."""
     drafter = settings["drafter"]
     base, n_layers = split_layers(drafter)
     if n_layers is not None and base == settings["verifier"]:  # the verifier's weights, loaded once

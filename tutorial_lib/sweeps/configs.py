@@ -144,7 +144,8 @@ class Task:
             raise TypeError(f"Task postprocess={self.postprocess!r}: pass a function str -> str, or None.")
         if isinstance(self.examples, (str, bytes, dict)):
             raise TypeError(
-                f"Task examples: give a list of examples (dicts or Example), not a {type(self.examples).__name__}."
+                "Task examples: give a list of examples (dicts or Example), "
+                f"not a {type(self.examples).__name__}."
             )
         if self.max_input_tokens is not None and not isinstance(self.max_input_tokens, bool):
             try:
@@ -314,7 +315,8 @@ def opt_grid(n: int, temperature: float = 1.0) -> np.ndarray:
 
 
 def bild_thresholds(n: int) -> np.ndarray:
-    """BiLD's rollback thresholds on $-\\log p(x)$: geometric from 0.25 (roll back often) to 8 (almost never)."""
+    """BiLD's rollback thresholds on $-\\log p(x)$: geometric from 0.25 (roll back often) to 8 (almost
+    never)."""
     return np.geomspace(0.25, 8.0, n)
 
 
@@ -408,7 +410,10 @@ class Config:
         return self._key(f"{self.alpha:.6g}")
 
     def _key(self, alpha_text: str) -> str:
-        key = f"{self.label}|{self.method}|{self.rule}|{alpha_text}|{self.beta}|g{self.gamma}|T{self.temperature:g}"
+        key = (
+            f"{self.label}|{self.method}|{self.rule}|{alpha_text}|{self.beta}"
+            f"|g{self.gamma}|T{self.temperature:g}"
+        )
         return key if self.bonus == "verifier" else f"{key}|bonus={self.bonus}"
 
     def engine_options(self) -> dict:
@@ -436,8 +441,8 @@ def sweep_configs(
     overrides a curve's grid by label (e.g. alphas placed along a pilot curve by
     `alpha_grids.placed_alphas`), for every temperature (a list) or per temperature (`{0.0: [...],
     1.0: [...]}`; an empty list leaves the curve out at that temperature, where its runs would only
-    repeat another curve's, e.g. Lossy at T = 0 is SpecDecode); `bonus` is the speculative methods' bonus token (`"none"`: one
-    token per step, for the batched runs).
+    repeat another curve's, e.g. Lossy at T = 0 is SpecDecode); `bonus` is the speculative methods' bonus
+    token (`"none"`: one token per step, for the batched runs).
 
     A gamma of `"auto"` (as `Config` and `generate` take it) runs the speculative curves with the block size
     the engine picks before each block (`gamma_policy`; needs the paper's bonus token, `bonus="verifier"`);
@@ -482,7 +487,8 @@ def sweep_configs(
                 spec = CURVES[label]
                 grid_name = spec.get("grid", spec.get("rule"))
                 if alphas and label in alphas and (None in alphas[label] or temperature in alphas[label]):
-                    # an empty list: the curve is not run at this temperature (its runs would repeat another's)
+                    # an empty list: the curve is not run at this temperature (its runs would repeat
+                    # another's)
                     grid = list(alphas[label].get(temperature, alphas[label].get(None)))
                 elif spec["method"] in ("drafter", "verifier") or grid_name in ("spec", None):
                     grid = [0.0]

@@ -1,4 +1,5 @@
-r"""The evaluation harness: resumable sweeps saved as rows (tasks and configurations: `configs`, re-exported here).
+r"""The evaluation harness: resumable sweeps saved as rows (tasks and configurations: `configs`,
+re-exported here).
 
 A **sweep** runs every configuration $c$ = (method, rule, $\alpha$, $\beta$, $\gamma$, $T$) on every
 example $x$ of a task and records one row per $(c, x)$: the quality of the output against the
@@ -15,200 +16,99 @@ A sweep can be split over processes: under `accelerate launch --num_processes N`
 `run_sweep` runs only this process's share of the pending rows into its own rows file, and every
 process returns the whole table (`processes` says how the work is dealt out).
 
-A sweep can be reloaded without its models: `ModelRecord(name, dtype)` stands in for a model that
-is not installed, and `run_sweep` then returns the saved rows, or says which are missing and how
-to install the models that would compute them.
+A sweep's folder, its hash and the models the hash records are `sweep_folders` (its names are
+re-exported here). A sweep can be reloaded without its models: `ModelRecord(name, dtype)` stands in
+for a model that is not installed, and `run_sweep` then returns the saved rows, or says which are
+missing and how to install the models that would compute them.
 """
+
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import json
 import os
-import tempfile
 import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
 
-from .. import paths
 from . import rows_file
 from .processes import Processes, current_processes
 from ..checks import check_seed, check_whole_number
-from .configs import (CURVES, GEMMA_CURVES, T5_CURVES, Config, Example, Task, bild_thresholds, sequence_argument,
-                      check_run_name, opt_grid, sweep_configs)
+from .configs import (
+    CURVES,
+    GEMMA_CURVES,
+    T5_CURVES,
+    Config,
+    Example,
+    Task,
+    bild_thresholds,
+    sequence_argument,
+    check_run_name,
+    opt_grid,
+    sweep_configs,
+)
+from .sweep_folders import ROW_KEY, ModelRecord, Sweep, model_identity, results_dir, saved_models, sweep_of
 
-__all__ = ["Example", "Task", "Config", "CURVES", "T5_CURVES", "GEMMA_CURVES", "sweep_configs", "opt_grid", "sweep_of",
-           "bild_thresholds", "results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "run_sweep",
-           "prompt_ids", "batch_plan", "Processes", "MissingRowsError", "IncompleteSweepError"]
-
-
-# ---- the sweep --------------------------------------------------------------------------------------
-
-def results_dir() -> Path:
-    """Where sweeps are saved: `$TUTORIAL_LIB_RESULTS`, else the repository's `data/results/`."""
-    if os.environ.get("TUTORIAL_LIB_RESULTS"):
-        return Path(os.environ["TUTORIAL_LIB_RESULTS"])
-    repo = paths.CHECKOUT
-    return (repo if (repo / "pyproject.toml").exists() else Path.cwd()) / "data" / "results"
-
-
-@dataclass(frozen=True)
-class ModelRecord:
-    """A model as a sweep's hash records it, standing in for a model that is not loaded: `run_sweep`
-    with a pair of records returns the saved rows of that run (the models are needed only for rows
-    still missing). Models of up to 20M parameters are recorded with a hash of their weights, so
-    their runs can only be reloaded with the models themselves."""
-    name: str
-    dtype: str = "float32"
-    weights: Optional[str] = None
-    install: str = ""   # how to get the model, for the error that reports missing rows
-
-    def identity(self) -> dict:
-        ident = {"name": self.name, "dtype": self.dtype}
-        return ident if self.weights is None else {**ident, "weights": self.weights}
-
-
-def model_identity(lm) -> dict:
-    """What identifies a model in a sweep's hash: its name, dtype and, for models small enough to
-    hash quickly, its weights (so rows of a retrained checkpoint are never mixed with older ones)."""
-    if isinstance(lm, ModelRecord):
-        return lm.identity()
-    ident = {"name": lm.name, "dtype": str(lm.dtype).replace("torch.", "")}
-    network = getattr(lm, "model", None)
-    from ..toy.toyworld import ToyLanguageModel
-    if hasattr(network, "parameters") and not isinstance(network, ToyLanguageModel):  # the toy world: its name says all
-        parameters = list(network.parameters())
-        if sum(w.numel() for w in parameters) <= 20_000_000:
-            digest = hashlib.sha256()
-            for w in parameters:
-                digest.update(w.detach().float().cpu().numpy().tobytes())
-            ident["weights"] = digest.hexdigest()[:16]
-    return ident
-
-
-def saved_models(name: str, *, root: Optional[os.PathLike] = None, extra_config: Optional[dict] = None,
-                 install: str = "") -> Tuple[ModelRecord, ModelRecord]:
-    """The drafter and verifier (as `ModelRecord`s) of a saved sweep `name` whose `extra_config`
-    matches, to reload its rows without the models: `run_sweep(saved_models(...), ...)`. Where
-    several saved runs match (the same settings with other weights), the one with the most rows."""
-    root = Path(root or results_dir())
-    wanted = json.loads(json.dumps(extra_config or {}, sort_keys=True, default=str))
-    found = []
-    for config_file in sorted(root.glob(f"{name}-*/config.json")):
-        config = json.loads(config_file.read_text())
-        if config.get("name") == name and all(config.get(k) == v for k, v in wanted.items()):
-            size = sum(path.stat().st_size for path in rows_file.folder_rows_paths(config_file.parent) if path.exists())
-            found.append((size, config))
-    if not found:
-        raise FileNotFoundError(f"no saved sweep {name!r} with these settings in {root}; run it with the models "
-                                f"first{f' ({install})' if install else ''}.")
-    config = max(found, key=lambda item: item[0])[1]
-    return ModelRecord(**config["drafter"], install=install), ModelRecord(**config["verifier"], install=install)
+__all__ = [
+    "Example",
+    "Task",
+    "Config",
+    "CURVES",
+    "T5_CURVES",
+    "GEMMA_CURVES",
+    "sweep_configs",
+    "opt_grid",
+    "sweep_of",
+    "bild_thresholds",
+    "results_dir",
+    "ModelRecord",
+    "model_identity",
+    "saved_models",
+    "Sweep",
+    "run_sweep",
+    "prompt_ids",
+    "batch_plan",
+    "Processes",
+    "MissingRowsError",
+    "IncompleteSweepError",
+]
 
 
 class MissingRowsError(RuntimeError):
     """`run_sweep` was given `ModelRecord`s (models not loaded) and some requested rows are not saved."""
 
 
-#: What keys a row in its sweep: the same example id may occur in two tasks.
-ROW_KEY = ("task", "config", "example_id")
-
-
-@dataclass
-class Sweep:
-    """Where one run's rows live: `<results>/<name>-<hash>/{config.json, rows.jsonl}`."""
-    name: str
-    config: dict
-    root: Optional[Path] = None
-    #: This process's place among those that run the sweep (None: alone; `run_sweep` sets it).
-    processes: Optional[Processes] = field(default=None, repr=False, compare=False)
-
-    def __post_init__(self):
-        check_run_name(self.name)
-        blob = json.dumps(self.config, sort_keys=True, default=str).encode()
-        self.hash = hashlib.sha256(blob).hexdigest()[:12]
-        self.path = Path(self.root or results_dir()) / f"{self.name}-{self.hash}"
-
-    @property
-    def rows_path(self) -> Path:
-        return self.path / "rows.jsonl"
-
-    def rows_paths(self) -> List[Path]:
-        """The folder's rows files: `rows.jsonl`, and `rows.<writer>.jsonl` of processes that each wrote
-        their own (a sweep split over processes); read together as one run."""
-        if not self.path.is_dir():
-            return []
-        return rows_file.folder_rows_paths(self.path)
-
-    def load(self, *, example_ids: Optional[Dict[str, set]] = None,
-             configs: Sequence["Config"] = ()) -> pd.DataFrame:
-        """Every saved row once, from all of the folder's rows files (`rows_paths`). Refused with a
-        `rows_file.RowsFileError` naming the file and line: a row written twice with different results,
-        and, given `example_ids` (task name -> its example ids), a row for an example its task does not
-        have. Rows saved under a configuration's `legacy_key` whose own alpha equals the configuration's
-        are read under its `key`."""
-        numbered = []
-        for path in self.rows_paths():
-            numbered += [(path, number, row) for number, row in rows_file.read_numbered_rows(path)]
-        legacy = {(c.legacy_key, c.alpha): c.key for c in configs if c.legacy_key != c.key}
-        if legacy:
-            for _, _, row in numbered:
-                new_key = legacy.get((row["config"], row.get("alpha")))
-                if new_key is not None:
-                    row["config"] = new_key
-        for path in self.rows_paths():
-            rows_file.check_rows([(n, r) for p, n, r in numbered if p == path], path, example_ids=example_ids)
-        if len(self.rows_paths()) > 1:  # copies across files must agree too
-            rows_file.check_rows([(f"{n} of {p.name}", r) for p, n, r in numbered], self.path / "rows*.jsonl",
-                                 example_ids=example_ids)
-        rows = rows_file.unique_rows(row for _, _, row in numbered)
-        return pd.DataFrame(rows) if rows else pd.DataFrame()
-
-    def done(self, **load_options) -> set:
-        """The (task, config key, example id) of every saved row."""
-        table = self.load(**load_options)
-        return set() if table.empty else set(zip(*(table[k] for k in ROW_KEY)))
-
-    def write_config(self) -> None:
-        """Create the folder and its `config.json` (once; written whole, so a process that reads it
-        meanwhile never sees half of it)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        config_file = self.path / "config.json"
-        if not config_file.exists():
-            handle, temporary = tempfile.mkstemp(prefix="config.json.", dir=self.path)  # one per writer
-            with os.fdopen(handle, "w") as out:
-                out.write(json.dumps({"name": self.name, "hash": self.hash, **self.config},
-                                     indent=2, sort_keys=True, default=str))
-            os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the run's settings from other users
-            os.replace(temporary, config_file)
-
-    def append(self, rows: Iterable[dict]) -> None:
-        """Append rows to the folder's rows file: `rows.jsonl`, or this process's own among several
-        (`processes`)."""
-        self.write_config()
-        name = self.processes.rows_name if self.processes is not None else rows_file.ROWS_NAME
-        rows_file.append_rows(self.path / name, rows)
-
-
 def _row(task: Task, example: Example, config: Config, generation, seed: int) -> dict:
     n_tokens = len(generation.tokens)
     return {
-        "task": task.name, "example_id": example.id, "config": config.key, "label": config.label,
-        "method": config.method, "rule": config.rule, "alpha": config.alpha, "beta": str(config.beta),
-        "gamma": config.gamma, "temperature": config.temperature, "seed": seed,
-        "quality": task.score(generation.text, example), "text": generation.text, "n_tokens": n_tokens,
-        "n_verifier_calls": generation.n_verifier_calls, "n_drafter_calls": generation.n_drafter_calls,
-        "n_drafted": generation.n_drafted, "n_accepted": generation.n_accepted,
-        "n_rejected": generation.n_rejected, "deferral_rate": generation.deferral_rate,
-        "wall_time_s": generation.wall_time_s, "drafter_time_s": generation.drafter_time_s,
+        "task": task.name,
+        "example_id": example.id,
+        "config": config.key,
+        "label": config.label,
+        "method": config.method,
+        "rule": config.rule,
+        "alpha": config.alpha,
+        "beta": str(config.beta),
+        "gamma": config.gamma,
+        "temperature": config.temperature,
+        "seed": seed,
+        "quality": task.score(generation.text, example),
+        "text": generation.text,
+        "n_tokens": n_tokens,
+        "n_verifier_calls": generation.n_verifier_calls,
+        "n_drafter_calls": generation.n_drafter_calls,
+        "n_drafted": generation.n_drafted,
+        "n_accepted": generation.n_accepted,
+        "n_rejected": generation.n_rejected,
+        "deferral_rate": generation.deferral_rate,
+        "wall_time_s": generation.wall_time_s,
+        "drafter_time_s": generation.drafter_time_s,
         "verifier_time_s": generation.verifier_time_s,
         # the calls each model made, which `pricing.price_rows` prices with a calibration
-        "prompt_tokens": len(generation.prompt_tokens), **generation.call_counts(),
+        "prompt_tokens": len(generation.prompt_tokens),
+        **generation.call_counts(),
     }
 
 
@@ -221,24 +121,26 @@ def prompt_ids(lm, task: Task, example: Example) -> List[int]:
     limit = task.max_input_tokens
     if limit is not None and len(ids) > limit:
         eos = getattr(getattr(lm, "tokenizer", None), "eos_token_id", None)
-        ids = ids[:limit - 1] + ids[-1:] if eos is not None and ids[-1] == eos else ids[:limit]
+        ids = ids[: limit - 1] + ids[-1:] if eos is not None and ids[-1] == eos else ids[:limit]
     return ids
 
 
-def sweep_of(pair, tasks: Sequence[Task], name: str, *, runner: str, seed: int = 0,
-             extra_config: Optional[dict] = None, root=None) -> Sweep:
-    """The `Sweep` (folder and configuration) that `run_sweep` with these arguments reads and writes: a script
-    can count its saved rows (`.done()`) before deciding what to measure."""
-    drafter, verifier = pair
-    return Sweep(name, {"drafter": model_identity(drafter), "verifier": model_identity(verifier), "seed": seed,
-                        "runner": runner, "tasks": {t.name: t.fingerprint() for t in tasks},
-                        **(extra_config or {})}, root)
-
-
-def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config], *, name: str,
-              seed: int = 0, runner: str = "single", batch_size: int = 16, root: Optional[os.PathLike] = None,
-              progress: bool = True, extra_config: Optional[dict] = None, max_rows: Optional[int] = None,
-              eos_token_id=None, processes: Optional[Processes] = None) -> pd.DataFrame:
+def run_sweep(
+    pair,
+    tasks: Union[Task, Sequence[Task]],
+    configs: Sequence[Config],
+    *,
+    name: str,
+    seed: int = 0,
+    runner: str = "single",
+    batch_size: int = 16,
+    root: Optional[os.PathLike] = None,
+    progress: bool = True,
+    extra_config: Optional[dict] = None,
+    max_rows: Optional[int] = None,
+    eos_token_id=None,
+    processes: Optional[Processes] = None,
+) -> pd.DataFrame:
     """Run every configuration on every example of every task; returns the sweep's whole table.
 
     `runner="single"` runs `engine.generate` one example at a time (batch size 1: the wall times
@@ -270,11 +172,15 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     if not tasks:  # an empty table would come back as if the sweep had run
         raise ValueError("tasks=[]: pass at least one Task, e.g. evaluation.Task('qa', 'qa_em', examples).")
     if len({t.name for t in tasks}) != len(tasks):
-        raise ValueError(f"tasks share a name ({[t.name for t in tasks]}); rows are keyed by task name, so give each "
-                         "task its own.")
+        raise ValueError(
+            f"tasks share a name ({[t.name for t in tasks]}); rows are keyed by task name, so give each "
+            "task its own."
+        )
     configs = sequence_argument(configs, "configs", "evaluation.sweep_configs(...)")
     if not configs or not all(isinstance(c, Config) for c in configs):
-        raise TypeError("configs: pass a non-empty list of evaluation.Config, e.g. evaluation.sweep_configs(...).")
+        raise TypeError(
+            "configs: pass a non-empty list of evaluation.Config, e.g. evaluation.sweep_configs(...)."
+        )
     if len({c.key for c in configs}) != len(configs):
         raise ValueError("configs holds the same configuration twice; pass each once.")
     seed = check_seed(seed)
@@ -286,23 +192,30 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     if not isinstance(progress, (bool, np.bool_)):
         raise TypeError(f"progress={progress!r}: pass True or False.")
     if extra_config is not None and not isinstance(extra_config, dict):
-        raise TypeError(f"extra_config={extra_config!r}: pass a dict (recorded in the run's configuration) or None.")
+        raise TypeError(
+            f"extra_config={extra_config!r}: pass a dict (recorded in the run's configuration) or None."
+        )
     if not (isinstance(pair, (tuple, list)) or hasattr(pair, "__iter__")) or isinstance(pair, (str, bytes)):
         raise TypeError(f"pair={pair!r}: pass (drafter, verifier), e.g. tutorial_lib.load_pair(...).")
     pair = tuple(pair)
     if len(pair) != 2:
-        raise ValueError(f"pair holds {len(pair)} model{'' if len(pair) == 1 else 's'}; a sweep needs two, "
-                         "(drafter, verifier), e.g. tutorial_lib.load_pair('toy-drafter', 'toy-verifier') "
-                         "(for one model alone, pass it twice and run the 'Drafter' or 'Verifier' curve).")
+        raise ValueError(
+            f"pair holds {len(pair)} model{'' if len(pair) == 1 else 's'}; a sweep needs two, "
+            "(drafter, verifier), e.g. tutorial_lib.load_pair('toy-drafter', 'toy-verifier') "
+            "(for one model alone, pass it twice and run the 'Drafter' or 'Verifier' curve)."
+        )
     for role, model in zip(("drafter", "verifier"), pair):
         loaded = isinstance(model, ModelRecord) or hasattr(model, "encode")
         if isinstance(model, (str, bytes)) or not loaded:
-            raise TypeError(f"the {role} is {model!r:.60}, not a loaded model; load the pair first, e.g. "
-                            "pair = tutorial_lib.load_pair('toy-drafter', 'toy-verifier'), or pass "
-                            "ModelRecords (evaluation.saved_models) to reload saved rows.")
+            raise TypeError(
+                f"the {role} is {model!r:.60}, not a loaded model; load the pair first, e.g. "
+                "pair = tutorial_lib.load_pair('toy-drafter', 'toy-verifier'), or pass "
+                "ModelRecords (evaluation.saved_models) to reload saved rows."
+            )
     drafter, verifier = pair
     if eos_token_id is not None and eos_token_id is not False and not isinstance(verifier, ModelRecord):
         from ..decoding.options import stop_tokens
+
         stop_tokens(eos_token_id, verifier)  # named now, not after the first row
     sweep = sweep_of(pair, tasks, name, runner=runner, seed=seed, extra_config=extra_config, root=root)
     load_options = dict(example_ids={t.name: {e.id for e in t.examples} for t in tasks}, configs=configs)
@@ -313,13 +226,17 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
     records = [m for m in (drafter, verifier) if isinstance(m, ModelRecord)]
     if records and saved < total:
         install = "; ".join(dict.fromkeys(m.install for m in records if m.install)) or "load the models"
-        raise MissingRowsError(f"{total - saved} of the {total} requested rows are not saved in {sweep.path} and "
-                               f"{', '.join(m.name for m in records)} is not loaded to compute them: {install}, "
-                               "then run again with the models.")
+        raise MissingRowsError(
+            f"{total - saved} of the {total} requested rows are not saved in {sweep.path} and "
+            f"{', '.join(m.name for m in records)} is not loaded to compute them: {install}, "
+            "then run again with the models."
+        )
     processes = current_processes() if processes is None else processes
     if not isinstance(processes, Processes):
-        raise TypeError(f"processes={processes!r}: pass a processes.Processes, or None (this process's place, from "
-                        "the launcher).")
+        raise TypeError(
+            f"processes={processes!r}: pass a processes.Processes, or None (this process's place, from "
+            "the launcher)."
+        )
     # process 0 holds the folder for the whole launch, so that another launch on it waits rather than
     # writing while this one's processes read the pending work (they would then deal out different lists)
     with _holding_folder(sweep, wanted=processes.index == 0 and saved < total) as waited:
@@ -339,20 +256,48 @@ def run_sweep(pair, tasks: Union[Task, Sequence[Task]], configs: Sequence[Config
             done = done | _left_to_others(tasks, configs, done, runner, batch_size, processes)
             label = f"{name} [process {processes.index + 1}/{processes.count}]"
         sweep.processes = processes  # where `append` writes; `_requested` waits for the other processes
-        table, complete = _compute(sweep, (drafter, verifier), tasks, configs, done, load_options,
-                                   label=label, total=total, seed=seed, runner=runner, batch_size=batch_size,
-                                   max_rows=max_rows, progress=progress, eos_token_id=eos_token_id)
+        table, complete = _compute(
+            sweep,
+            (drafter, verifier),
+            tasks,
+            configs,
+            done,
+            load_options,
+            label=label,
+            total=total,
+            seed=seed,
+            runner=runner,
+            batch_size=batch_size,
+            max_rows=max_rows,
+            progress=progress,
+            eos_token_id=eos_token_id,
+        )
     if complete:
         _check_complete(table, sweep, tasks, configs, processes, waited)
     return table
 
 
-def _compute(sweep: "Sweep", pair, tasks: Sequence[Task], configs: Sequence[Config], done: set,
-             load_options: dict, *, label: str, total: int, seed: int, runner: str, batch_size: int,
-             max_rows: Optional[int], progress: bool, eos_token_id) -> Tuple[pd.DataFrame, bool]:
+def _compute(
+    sweep: "Sweep",
+    pair,
+    tasks: Sequence[Task],
+    configs: Sequence[Config],
+    done: set,
+    load_options: dict,
+    *,
+    label: str,
+    total: int,
+    seed: int,
+    runner: str,
+    batch_size: int,
+    max_rows: Optional[int],
+    progress: bool,
+    eos_token_id,
+) -> Tuple[pd.DataFrame, bool]:
     """`run_sweep`'s rows not in `done`, computed and appended; the table once every process has finished,
     and whether this process ran its whole share (False: it stopped at `max_rows`)."""
     from tqdm.auto import tqdm
+
     drafter, verifier = pair
     todo = [(t, c) for t in tasks for c in configs]
     bar = tqdm(total=total, desc=label, disable=not progress, unit="example")
@@ -363,8 +308,9 @@ def _compute(sweep: "Sweep", pair, tasks: Sequence[Task], configs: Sequence[Conf
     else:
         lockstep, blocks, singles = batch_plan(configs, verifier)
     from ..decoding.engine import generate
+
     for task in tasks:
-        for config in singles:   # batch size 1: the wall times are latencies
+        for config in singles:  # batch size 1: the wall times are latencies
             bar.set_postfix_str(f"{task.name}: {config.label} a={config.alpha:.3g}", refresh=False)
             for i, example in enumerate(task.examples):
                 if (task.name, config.key, example.id) in done:
@@ -372,9 +318,15 @@ def _compute(sweep: "Sweep", pair, tasks: Sequence[Task], configs: Sequence[Conf
                 if max_rows is not None and new_rows >= max_rows:
                     bar.close()
                     return _requested(sweep, tasks, configs, load_options), False
-                generation = generate(drafter, verifier, prompt_ids(verifier, task, example),
-                                      max_new_tokens=task.max_new_tokens, seed=seed + i,
-                                      eos_token_id=eos_token_id, **config.engine_options())
+                generation = generate(
+                    drafter,
+                    verifier,
+                    prompt_ids(verifier, task, example),
+                    max_new_tokens=task.max_new_tokens,
+                    seed=seed + i,
+                    eos_token_id=eos_token_id,
+                    **config.engine_options(),
+                )
                 sweep.append([_row(task, example, config, generation, seed + i)])
                 new_rows += 1
                 bar.update(1)
@@ -382,13 +334,13 @@ def _compute(sweep: "Sweep", pair, tasks: Sequence[Task], configs: Sequence[Conf
             from ..decoding.batch import generate_batch
             from ..decoding.config_batch import generate_configs
         for start in range(0, len(task.examples), batch_size) if lockstep or blocks else ():
-            chunk = task.examples[start:start + batch_size]
+            chunk = task.examples[start : start + batch_size]
             # every gamma = 1 configuration still missing a row of this chunk decodes in one batch, rows
             # with one history sharing their forward passes (`config_batch`)
             pending = [c for c in lockstep if any((task.name, c.key, e.id) not in done for e in chunk)]
             missing = [c for c in blocks if any((task.name, c.key, e.id) not in done for e in chunk)]
             if not pending and not missing:
-                continue        # (so saved runs reload without their models)
+                continue  # (so saved runs reload without their models)
             prompts = [prompt_ids(verifier, task, e) for e in chunk]
             seeds = [seed + start + j for j in range(len(chunk))]
             if pending:
@@ -396,18 +348,33 @@ def _compute(sweep: "Sweep", pair, tasks: Sequence[Task], configs: Sequence[Conf
                     if new_rows >= max_rows:
                         bar.close()
                         return _requested(sweep, tasks, configs, load_options), False
-                    pending = pending[:-(-(max_rows - new_rows) // len(chunk))]
-                bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, "
-                                    f"{len(pending)} configurations", refresh=False)
+                    pending = pending[: -(-(max_rows - new_rows) // len(chunk))]
+                bar.set_postfix_str(
+                    f"{task.name}: items {start}-{start + len(chunk) - 1}, {len(pending)} configurations",
+                    refresh=False,
+                )
                 options = []
                 for config in pending:
                     o = config.engine_options()
-                    options.append({k: o[k] for k in ("method", "rule", "alpha", "beta", "temperature") if k in o})
+                    options.append(
+                        {k: o[k] for k in ("method", "rule", "alpha", "beta", "temperature") if k in o}
+                    )
                 # prefilled there, for the models the pending configurations call
-                shared = generate_configs(drafter, verifier, prompts, options, seeds=seeds,
-                                          max_new_tokens=task.max_new_tokens, eos_token_id=eos_token_id)
-                rows = [_row(task, e, config, g, s) for config, generations in zip(pending, shared.generations)
-                        for e, g, s in zip(chunk, generations, seeds) if (task.name, config.key, e.id) not in done]
+                shared = generate_configs(
+                    drafter,
+                    verifier,
+                    prompts,
+                    options,
+                    seeds=seeds,
+                    max_new_tokens=task.max_new_tokens,
+                    eos_token_id=eos_token_id,
+                )
+                rows = [
+                    _row(task, e, config, g, s)
+                    for config, generations in zip(pending, shared.generations)
+                    for e, g, s in zip(chunk, generations, seeds)
+                    if (task.name, config.key, e.id) not in done
+                ]
                 sweep.append(rows)
                 new_rows += len(rows)
                 bar.update(len(rows))
@@ -416,16 +383,30 @@ def _compute(sweep: "Sweep", pair, tasks: Sequence[Task], configs: Sequence[Conf
                 if max_rows is not None and new_rows >= max_rows:
                     bar.close()
                     return _requested(sweep, tasks, configs, load_options), False
-                bar.set_postfix_str(f"{task.name}: items {start}-{start + len(chunk) - 1}, {config.label} "
-                                    f"a={config.alpha:.3g}", refresh=False)
+                bar.set_postfix_str(
+                    f"{task.name}: items {start}-{start + len(chunk) - 1}, {config.label} "
+                    f"a={config.alpha:.3g}",
+                    refresh=False,
+                )
                 options = config.engine_options()
                 if options["method"] != "speculative":
-                    options["bonus"] = "none" if options["gamma"] == 1 else "verifier"  # unused by plain decoding
-                generations = generate_batch(drafter, verifier, prompts, seeds=seeds,
-                                             max_new_tokens=task.max_new_tokens, eos_token_id=eos_token_id,
-                                             **options)
-                rows = [_row(task, e, config, g, s) for e, g, s in zip(chunk, generations, seeds)
-                        if (task.name, config.key, e.id) not in done]
+                    options["bonus"] = (
+                        "none" if options["gamma"] == 1 else "verifier"
+                    )  # unused by plain decoding
+                generations = generate_batch(
+                    drafter,
+                    verifier,
+                    prompts,
+                    seeds=seeds,
+                    max_new_tokens=task.max_new_tokens,
+                    eos_token_id=eos_token_id,
+                    **options,
+                )
+                rows = [
+                    _row(task, e, config, g, s)
+                    for e, g, s in zip(chunk, generations, seeds)
+                    if (task.name, config.key, e.id) not in done
+                ]
                 sweep.append(rows)
                 new_rows += len(rows)
                 bar.update(len(rows))
@@ -459,8 +440,11 @@ def _holding_folder(sweep: "Sweep", *, wanted: bool):
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             waited = True
-            warnings.warn(f"another launch is computing rows of this sweep in {sweep.path}; waiting for it "
-                          "to finish (this one then computes only the rows still missing).", stacklevel=4)
+            warnings.warn(
+                f"another launch is computing rows of this sweep in {sweep.path}; waiting for it "
+                "to finish (this one then computes only the rows still missing).",
+                stacklevel=4,
+            )
             fcntl.flock(handle, fcntl.LOCK_EX)
         except OSError:
             pass
@@ -472,8 +456,14 @@ def _holding_folder(sweep: "Sweep", *, wanted: bool):
                 sweep.path.rmdir()
 
 
-def _check_complete(table: pd.DataFrame, sweep: "Sweep", tasks: Sequence[Task], configs: Sequence[Config],
-                    processes: Processes, waited: bool) -> None:
+def _check_complete(
+    table: pd.DataFrame,
+    sweep: "Sweep",
+    tasks: Sequence[Task],
+    configs: Sequence[Config],
+    processes: Processes,
+    waited: bool,
+) -> None:
     """Refuse to return a table that lacks rows of the plan (every configuration on every example)."""
     have = set() if table.empty else set(zip(*(table[k] for k in ROW_KEY)))
     planned = [(t.name, c, e.id) for t in tasks for c in configs for e in t.examples]
@@ -484,32 +474,49 @@ def _check_complete(table: pd.DataFrame, sweep: "Sweep", tasks: Sequence[Task], 
     for task, c, item in missing:
         config = f"{c.label} a={c.alpha:.3g} g={c.gamma} T={c.temperature:g}"
         by_config.setdefault((task, config), []).append(item)
-    listed = [f"{task}: {config} (items {', '.join(items[:4])}{', ...' if len(items) > 4 else ''})"
-              for (task, config), items in list(by_config.items())[:6]]
+    listed = [
+        f"{task}: {config} (items {', '.join(items[:4])}{', ...' if len(items) > 4 else ''})"
+        for (task, config), items in list(by_config.items())[:6]
+    ]
     more = f"; and {len(by_config) - 6} more configurations" if len(by_config) > 6 else ""
     reasons = []
     if processes.count > 1:
-        reasons.append(f"a process of this launch of {processes.count} stopped before its share was done (an "
-                       "error, a kill, or max_rows given to it)")
-    reasons.append("another launch wrote to this folder meanwhile, so this launch's processes saw different "
-                   "pending work" + (" (one held it while this launch started)" if waited else "")
-                   if processes.count > 1 else "another writer changed this folder's rows files meanwhile")
+        reasons.append(
+            f"a process of this launch of {processes.count} stopped before its share was done (an "
+            "error, a kill, or max_rows given to it)"
+        )
+    reasons.append(
+        "another launch wrote to this folder meanwhile, so this launch's processes saw different "
+        "pending work" + (" (one held it while this launch started)" if waited else "")
+        if processes.count > 1
+        else "another writer changed this folder's rows files meanwhile"
+    )
     raise IncompleteSweepError(
         f"{len(missing)} of the {len(planned)} rows this sweep plans are missing from {sweep.path} after "
         f"this launch finished: {'; '.join(listed)}{more}. Likely reason: {', or '.join(reasons)}. Run the "
-        "same call again once nothing else runs on this folder: it computes only the missing rows.")
+        "same call again once nothing else runs on this folder: it computes only the missing rows."
+    )
 
 
-def _left_to_others(tasks: Sequence[Task], configs: Sequence[Config], done: set, runner: str, batch_size: int,
-                    processes: Processes) -> set:
+def _left_to_others(
+    tasks: Sequence[Task],
+    configs: Sequence[Config],
+    done: set,
+    runner: str,
+    batch_size: int,
+    processes: Processes,
+) -> set:
     """The keys of the pending rows that other processes run: the pending units (an example of a
     configuration with `runner="single"`, a chunk of `batch_size` examples under every configuration
     with `"batch"`), in the sweep's order, are dealt out by `processes.share`."""
     if runner == "single":
         units = [[(t.name, c.key, e.id)] for t in tasks for c in configs for e in t.examples]
     else:
-        units = [[(t.name, c.key, e.id) for c in configs for e in t.examples[start:start + batch_size]]
-                 for t in tasks for start in range(0, len(t.examples), batch_size)]
+        units = [
+            [(t.name, c.key, e.id) for c in configs for e in t.examples[start : start + batch_size]]
+            for t in tasks
+            for start in range(0, len(t.examples), batch_size)
+        ]
     pending = [unit for unit in units if any(key not in done for key in unit)]
     mine = {key for unit in processes.share(pending) for key in unit}
     return {key for unit in pending for key in unit if key not in mine}
@@ -523,7 +530,7 @@ def batch_plan(configs: Sequence[Config], verifier) -> Tuple[list, list, list]:
     for config in configs:
         plain = config.method in ("drafter", "verifier")
         if config.method == "oracle" or config.gamma == "auto":
-            singles.append(config)   # both models at every position, or a block per row: `engine.generate`
+            singles.append(config)  # both models at every position, or a block per row: `engine.generate`
         elif config.method in ("token_cascade", "seq_cascade", "bild"):
             blocks.append(config)
         elif not encoder_decoder and (plain or config.gamma == 1 and config.bonus == "none"):
@@ -531,11 +538,13 @@ def batch_plan(configs: Sequence[Config], verifier) -> Tuple[list, list, list]:
         elif plain or config.bonus in ("verifier", "none"):
             blocks.append(config)
         else:
-            singles.append(config)   # bonus="target": one more drafter step per row
+            singles.append(config)  # bonus="target": one more drafter step per row
     return lockstep, blocks, singles
 
 
-def _requested(sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config], load_options: dict) -> pd.DataFrame:
+def _requested(
+    sweep: Sweep, tasks: Sequence[Task], configs: Sequence[Config], load_options: dict
+) -> pd.DataFrame:
     """The sweep's rows of these tasks and configurations (a folder may also hold rows of others), once
     every process of a split sweep has finished its share."""
     if sweep.processes is not None:

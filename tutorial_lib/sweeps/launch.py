@@ -1,4 +1,5 @@
-r"""The command line that runs (or resumes) a rerun profile's sweep, split over the processes it is launched as.
+r"""The command line that runs (or resumes) a rerun profile's sweep, split over the processes it is
+launched as.
 
 `reruns` profiles: `--rerun t5` is notebook 06's sweep (batch size 1), `--rerun gemma` notebook 07's
 batched one; the rows go to the folder the notebook reads (`<results>/<rerun>-<profile>-<hash>/`).
@@ -6,9 +7,10 @@ Launched by `accelerate launch` (or torchrun) as N processes, each runs its shar
 (`processes`); run plainly, it is one process:
 
     python -m tutorial_lib.sweeps.launch --rerun t5 --profile smoke --root /tmp/results
-    accelerate launch --multi_gpu --num_processes 2 -m tutorial_lib.sweeps.launch --rerun gemma --profile offline-large
-    accelerate launch --multi_gpu --num_processes 8 -m tutorial_lib.sweeps.launch --rerun gemma --profile hub \
-        --device cuda
+    accelerate launch --multi_gpu --num_processes 2 -m tutorial_lib.sweeps.launch --rerun gemma \
+        --profile offline-large
+    accelerate launch --multi_gpu --num_processes 8 -m tutorial_lib.sweeps.launch --rerun gemma \
+        --profile hub --device cuda
 
 (`--multi_gpu` is accelerate's torchrun launcher, which starts N processes without GPUs too; its
 `--cpu` flag starts a single one.) With `--device cuda`, each of several processes loads its pair on
@@ -127,7 +129,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         raise SystemExit(3) from None
     if processes.index == 0:
         print(
-            f"{len(rows)} rows of {len(configs)} configurations x {sum(len(t.examples) for t in tasks)} items in "
+            f"{len(rows)} rows of {len(configs)} configurations x "
+            f"{sum(len(t.examples) for t in tasks)} items in "
             f"{rows.attrs['path']} ({processes.count} process{'es' if processes.count > 1 else ''})",
             flush=True,
         )

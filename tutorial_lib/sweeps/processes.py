@@ -97,7 +97,8 @@ class Processes:
 
     @property
     def rows_name(self) -> str:
-        """The rows file this process appends to: `rows.jsonl` alone, `rows.process-<index>.jsonl` among several."""
+        """The rows file this process appends to: `rows.jsonl` alone, `rows.process-<index>.jsonl` among
+        several."""
         return rows_file.ROWS_NAME if self.count == 1 else rows_file.process_rows_name(self.index)
 
     @property

@@ -47,9 +47,9 @@ def results_stamp(folders, table=None, **settings) -> str:
     digest.update(json.dumps(settings, sort_keys=True, default=str).encode())
     package = Path(__file__).resolve().parents[1]
     sources = [
-        *package.glob("stats/*.py"),
+        *package.glob("stats/**/*.py"),  # the wing and its packages (`stats.analysis`, `stats.claims`)
         *package.glob("maths/*.py"),
-        package / "decoding" / "calibration.py",
+        *package.glob("decoding/calibration/*.py"),
     ]
     for source in sorted(sources):
         digest.update(source.name.encode() + source.read_bytes())

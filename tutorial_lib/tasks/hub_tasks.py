@@ -49,7 +49,8 @@ def _gsm8k_final(answer: str) -> str:
 
 
 def _gsm8k_worked(answer: str) -> str:
-    """A GSM8K training answer as a shot: calculator annotations <<...>> removed, "#### N" as "The answer is N."."""
+    """A GSM8K training answer as a shot: calculator annotations <<...>> removed, "#### N" as
+    "The answer is N."."""
     reasoning = re.sub(r"<<[^>]*>>", "", answer.split("####")[0]).strip()
     return " ".join(reasoning.split()) + f" The answer is {_gsm8k_final(answer)}."
 
@@ -295,7 +296,8 @@ def _load_split(spec: HubSpec, split: str):
     except Exception as error:  # noqa: BLE001 - any failure here means "the hub is not usable from here"
         where = spec.dataset + (f" ({spec.config})" if spec.config else "")
         raise HubUnavailableError(
-            f"could not load {where}, split {split!r}, from the Hugging Face hub: {type(error).__name__}: {error}. "
+            f"could not load {where}, split {split!r}, from the Hugging Face hub: "
+            f"{type(error).__name__}: {error}. "
             "Without network access to the hub use the offline task sets instead: "
             "offline_task('code'), offline_task('arithmetic') or offline_task('facts')."
         ) from error

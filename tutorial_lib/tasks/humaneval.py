@@ -74,7 +74,8 @@ def _problems_text() -> str:
 
 
 def read_problems() -> list[dict]:
-    """The 164 problems, in the file's order: `task_id`, `prompt`, `entry_point`, `canonical_solution`, `test`."""
+    """The 164 problems, in the file's order: `task_id`, `prompt`, `entry_point`, `canonical_solution`,
+    `test`."""
     return [json.loads(line) for line in _problems_text().splitlines() if line.strip()]
 
 

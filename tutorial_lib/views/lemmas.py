@@ -2,8 +2,8 @@
 
 The numbers come from `tutorial_lib.lessons.deferral_risks` (risk lines, switch points, risks summed over
 contexts, miscalibration), `tutorial_lib.lessons.lossy` (Lemma 2 from its definition, beta = 1 against Lossy*)
-and `tutorial_lib.lessons.tradeoff` (Figure 1 and the cost-quality curves). Every `*_view` function is a widget
-callback returning a plotly figure; every `*_figure` function returns the matplotlib twin for
+and `tutorial_lib.lessons.tradeoff` (Figure 1 and the cost-quality curves). Every `*_view` function is a
+widget callback returning a plotly figure; every `*_figure` function returns the matplotlib twin for
 `tl.savefig`. Both are drawn from one list of `widgets.Panel`s, so they always show the same numbers.
 """
 
@@ -86,7 +86,8 @@ def _context_panels(world, lemma, context_index, alpha, loss) -> Tuple[List[Pane
 def lemma1_view(
     context_index: int, alpha: float, loss: str = "zero_one", *, world: Optional[ToyWorld] = None
 ) -> go.Figure:
-    """Equation (3) for one context as `alpha` moves: R(0), R(1), the optimal rule and the Chow and Diff plug-ins."""
+    """Equation (3) for one context as `alpha` moves: R(0), R(1), the optimal rule and the Chow and Diff
+    plug-ins."""
     return to_plotly(*_context_panels(world, 1, context_index, alpha, loss))
 
 
@@ -100,7 +101,8 @@ def lemma1_figure(
 def lemma4_view(
     context_index: int, alpha: float, loss: str = "zero_one", *, world: Optional[ToyWorld] = None
 ) -> go.Figure:
-    """Equation (8) for one context as `alpha` moves: R(1) now rises with slope D_TV(p, q); the OPT plug-in."""
+    """Equation (8) for one context as `alpha` moves: R(1) now rises with slope D_TV(p, q); the OPT
+    plug-in."""
     return to_plotly(*_context_panels(world, 4, context_index, alpha, loss))
 
 
@@ -184,7 +186,8 @@ def _total_panels(lemma, loss, drafter_sharpness, verifier_sharpness, world, n_a
         excess, xlabel="alpha", ylabel="risk above the optimal rule", title="excess risk of the plug-ins"
     )
     title = (
-        f"Lemma {lemma}, summed over contexts ({dr.LOSS_NAMES[loss]}); drafter sharpness {number(drafter_sharpness)}, "
+        f"Lemma {lemma}, summed over contexts ({dr.LOSS_NAMES[loss]}); "
+        f"drafter sharpness {number(drafter_sharpness)}, "
         f"verifier sharpness {number(verifier_sharpness)}"
     )
     return [left, right], title
@@ -277,7 +280,8 @@ def figure1_view(
     world: Optional[ToyWorld] = None,
     n_alpha: int = 21,
 ) -> go.Figure:
-    """Quality against verifier calls per token for Chow, the Diff oracle and SpecDecode (the paper's Figure 1)."""
+    """Quality against verifier calls per token for Chow, the Diff oracle and SpecDecode (the paper's Figure
+    1)."""
     curves = tradeoff.figure1_curves(world, n_alpha, temperature, gamma, prefixes)
     return to_plotly(*_figure1_panels(curves, temperature, prefixes))
 
@@ -345,7 +349,8 @@ def _lemma2_panels(world, context_index, alpha, beta, temperature):
     )
     beta_text = f"{float(c['beta']):.3g}" + (" (normalising)" if isinstance(beta, str) else "")
     title = (
-        f"Lemma 2, context {context_name(world, c['table'], c['row'])}, alpha = {c['alpha']:.2f}, beta = {beta_text}, "
+        f"Lemma 2, context {context_name(world, c['table'], c['row'])}, alpha = {c['alpha']:.2f}, "
+        f"beta = {beta_text}, "
         f"T = {number(temperature)}: rejection probability {c['rejection']:.3f}"
     )
     return [models, accept, residual], title
@@ -387,7 +392,8 @@ def _beta_panels(world, alpha, context_index, temperature):
         title=notes,
     )
     title = (
-        f"context {context_name(world, c['table'], c['row'])}, alpha = {c['alpha']:.2f}, T = {number(temperature)}: "
+        f"context {context_name(world, c['table'], c['row'])}, alpha = {c['alpha']:.2f}, "
+        f"T = {number(temperature)}: "
         f"acceptance {c['acceptance']:.3f} for both betas"
     )
     return [panel], title
@@ -526,7 +532,8 @@ def format_tradeoff_summary(numbers) -> str:
     lines = [
         f"summary at gamma = {setting['gamma']}, c = {number(setting['cost_ratio'])}, "
         f"T = {number(setting['temperature'])}:",
-        f"{'method':<26}{'best loss':>11}{'latency at verifier quality':>29}{'best loss at latency <= 1':>27}",
+        f"{'method':<26}{'best loss':>11}"
+        f"{'latency at verifier quality':>29}{'best loss at latency <= 1':>27}",
     ]
     lines += [
         f"{label:<26}{cell(row['best_loss']):>11}{cell(row['latency_at_verifier_quality']):>29}"

@@ -185,9 +185,9 @@ def family_figure(
     families with no curve in the summary are left out), in rows of two. `quality_label` is a metric's
     name (`METRIC_WORDS` gives its words and range) or any label. Each curve has its 95% interval
     (`quality_low`, `quality_high`: `analysis.quality_bounds`) as a band kept inside the metric's range;
-    the verifier's quality is a dashed line in a grey band (its own interval); on a latency axis a dotted line marks the verifier's cost (1). The drafter and
-    SpecDecode are drawn faintly in every panel after the first, as anchors. Returns the figure, at
-    `FAMILY_FIGURE_SIZE` (half its height for one row)."""
+    the verifier's quality is a dashed line in a grey band (its own interval); on a latency axis a dotted line
+    marks the verifier's cost (1). The drafter and SpecDecode are drawn faintly in every panel after the
+    first, as anchors. Returns the figure, at `FAMILY_FIGURE_SIZE` (half its height for one row)."""
     panels = family_panels(
         summary,
         task=task,
@@ -260,7 +260,8 @@ def where_each_wins_panels(
 
 
 def where_each_wins_figure(wins: pd.DataFrame, *, quality_label: str = "sentence BLEU (mean, T = 0)"):
-    """Bars of the drafter's and the verifier's quality per group of examples (`analysis.quality_by_group`)."""
+    """Bars of the drafter's and the verifier's quality per group of examples
+    (`analysis.quality_by_group`)."""
     return to_matplotlib(where_each_wins_panels(wins, quality_label=quality_label), legend="each")
 
 

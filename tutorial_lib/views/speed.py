@@ -3,13 +3,13 @@
 `roofline_panels` draws a call of k rows against its two floors, reading the weights and doing their
 arithmetic (`models.kernel_paths.roofline_seconds`), with each kernel path's measured seconds. Every
 other number comes from `decoding.speed_runs` (`block_costs`, `what_if`: the block-cost model of a
-`calibration.Calibration`); this module only draws. `block_cost_panels` gives the two panels of the measured machine (t_p(k) / t_p(1) against
-k; predicted speed-up against gamma beside the textbook curve, with measured points), drawn
-`to_plotly` or `to_matplotlib`. `what_if_view(acceptance, cost_ratio, calibration=...)` is the widget
-callback of the sliders: the same verifier cost curve with another drafter cost and acceptance, and
-the acceptance above which speculation starts to pay, against the cost ratio. `batch_speed_panels` draws
-`benchmarks/batch_speed.py`'s table: tokens per second against the batch size, measured beside the
-block-cost model's prediction, and speculation's speed-up over the verifier at each batch size.
+`calibration.Calibration`); this module only draws. `block_cost_panels` gives the two panels of the measured
+machine (t_p(k) / t_p(1) against k; predicted speed-up against gamma beside the textbook curve, with measured
+points), drawn `to_plotly` or `to_matplotlib`. `what_if_view(acceptance, cost_ratio, calibration=...)` is the
+widget callback of the sliders: the same verifier cost curve with another drafter cost and acceptance, and the
+acceptance above which speculation starts to pay, against the cost ratio. `batch_speed_panels` draws
+`benchmarks/batch_speed.py`'s table: tokens per second against the batch size, measured beside the block-cost
+model's prediction, and speculation's speed-up over the verifier at each batch size.
 """
 
 from __future__ import annotations
@@ -238,8 +238,10 @@ def describe_what_if(numbers: Dict) -> str:
         else f"speculate with gamma = {here}: {number(numbers['best_speedup_here'])}x"
     )
     return (
-        f"At a = {number(numbers['acceptance'])} and c = {number(numbers['cost_ratio'])}, on this machine: {verdict}; "
-        f"with blocks as cheap as one step (the textbook) gamma = {numbers['best_gamma_textbook']} would give "
+        f"At a = {number(numbers['acceptance'])} and c = {number(numbers['cost_ratio'])}, "
+        f"on this machine: {verdict}; "
+        "with blocks as cheap as one step (the textbook) "
+        f"gamma = {numbers['best_gamma_textbook']} would give "
         f"{number(numbers['best_speedup_textbook'])}x."
     )
 

@@ -90,7 +90,8 @@ def _heatmap(ax, trace, *, reversed_rows: bool) -> None:
 
 
 def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
-    """A PNG of a plotly figure of Scatter, Bar and Heatmap traces in one row of subplots, drawn with matplotlib."""
+    """A PNG of a plotly figure of Scatter, Bar and Heatmap traces in one row of subplots, drawn with
+    matplotlib."""
     layout = fig.layout
     x_axes = sorted(
         {_axis_name(getattr(t, "xaxis", None) or "x", "x") for t in fig.data} or {"xaxis"},

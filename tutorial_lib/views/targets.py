@@ -1,11 +1,11 @@
 """Views of notebooks 01 (target distributions) and 02 (rejection rates): they draw, the maths is elsewhere.
 
-The numbers come from `tutorial_lib.lessons.rejection` (read-outs, every rule at once, rejection curves, Lemma 3
-by simulation) and `tutorial_lib.toy.examples` (the pairs). Widget callbacks (`target_view`,
-`every_rule_view`, `rejection_curves_view`) return a plotly figure and the numbers it shows, so tests
-call them directly and notebooks wire them to sliders with `widgets.live_view`; each has a matplotlib
-twin (`*_figure`) whose figure the notebooks save with `tl.savefig`. One naming rule across `views`:
-`*_view` is interactive (plotly, or a widget), `*_figure` static (matplotlib).
+The numbers come from `tutorial_lib.lessons.rejection` (read-outs, every rule at once, rejection curves,
+Lemma 3 by simulation) and `tutorial_lib.toy.examples` (the pairs). Widget callbacks (`target_view`,
+`every_rule_view`, `rejection_curves_view`) return a plotly figure and the numbers it shows, so tests call
+them directly and notebooks wire them to sliders with `widgets.live_view`; each has a matplotlib twin
+(`*_figure`) whose figure the notebooks save with `tl.savefig`. One naming rule across `views`: `*_view` is
+interactive (plotly, or a widget), `*_figure` static (matplotlib).
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def _rule_title(rule: str, alpha: float, beta: rejection.Beta = 1.0) -> str:
 def _readout_title(example: Example, rule: str, readouts: dict, beta, shown: str = "") -> List[str]:
     """Three lines: what is shown, the decision, the numbers."""
     return [
-        f"{example.name}: {_rule_title(rule, readouts['alpha'], beta)}, T={number(readouts['temperature'])}{shown}",
+        f"{example.name}: {_rule_title(rule, readouts['alpha'], beta)}, "
+        f"T={number(readouts['temperature'])}{shown}",
         readouts["decision"],
         f"D_TV = {readouts['tv_distance']:.3f}, rejection = {readouts['rejection_probability']:.3f}, "
         f"tokens per call (γ={readouts['gamma']}) = {readouts['expected_tokens_per_call']:.2f}",
@@ -196,7 +197,8 @@ def every_rule_view(
     r"""Widget callback: $q$, $p$ and every rule's $\pi$ as one heatmap (rows) over the tokens (columns).
 
     Each rule sits at `rejection.alpha_at(rule, lenience)`. Returns `(plotly Figure, {label: numbers})`
-    with each rule's alpha, rejection probability and deferral weight (q and p above the line, the targets below).
+    with each rule's alpha, rejection probability and deferral weight (q and p above the line, the targets
+    below).
     """
     panel, title, numbers = _every_rule_panel(example, lenience, temperature, examples, max_tokens)
     return to_plotly([panel], title, height=520), numbers
@@ -341,7 +343,8 @@ def rejection_curves_view(
 
 
 def rejection_curves_figure(result: dict):
-    """Static twin of `rejection_curves_view`, from its result (or `rejection.rejection_curves`'); returns the figure."""
+    """Static twin of `rejection_curves_view`, from its result (or `rejection.rejection_curves`'); returns the
+    figure."""
     panels, title = _rejection_panels(result)
     return to_matplotlib(panels, title, legend="first", cols=3, shared_y=True)
 

@@ -54,7 +54,8 @@ def engine_check_panels(check: Dict[str, dict], curves: Dict[str, dict]) -> List
 
 
 def engine_check_figure(check: Dict[str, dict], curves: Dict[str, dict]):
-    """Exact loss-against-rejection curves (lines) and the engine's estimates (points, +-2 standard errors)."""
+    """Exact loss-against-rejection curves (lines) and the engine's estimates (points, +-2 standard
+    errors)."""
     return to_matplotlib(engine_check_panels(check, curves), legend="each")
 
 

@@ -1,8 +1,7 @@
 """Figures of the reruns' verdicts (notebooks 06 and 07): batch-size-1 latency per task and pooled, and
 each latency claim against the drafter's relative cost c. Every number comes from
-`tutorial_lib.stats.analysis.latency_view` and `tutorial_lib.stats.hardware`; this module only draws, from a list
-of
-`widgets.Panel`s (`*_panels`): `*_figure` with matplotlib (for `tl.savefig`), `*_view` with plotly."""
+`tutorial_lib.stats.analysis.latency_view` and `tutorial_lib.stats.hardware`; this module only draws, from a
+list of `widgets.Panel`s (`*_panels`): `*_figure` with matplotlib (for `tl.savefig`), `*_view` with plotly."""
 
 from __future__ import annotations
 

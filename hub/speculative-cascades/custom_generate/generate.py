@@ -28,8 +28,8 @@ OPTIONS = (
 
 
 def generate(model, *args, **kwargs):
-    """`model.generate(**inputs, assistant_model=drafter, custom_generate="<this folder>", trust_remote_code=True,
-    rule="token_v2", alpha=0.3, gamma=5)`: see README.md beside this folder."""
+    """`model.generate(**inputs, assistant_model=drafter, custom_generate="<this folder>",
+    trust_remote_code=True, rule="token_v2", alpha=0.3, gamma=5)`: see README.md beside this folder."""
     options = {name: kwargs.pop(name) for name in OPTIONS if name in kwargs}
     cascade = tl.speculative_cascade(**options)
     return GenerationMixin.generate(model, *args, custom_generate=cascade, **kwargs)

@@ -1,0 +1,83 @@
+"""The headline Gemma-style profile: every rule the claims compare at T = 1 and T = 0 with 3 alphas, its T = 0
+alphas placed on the committed bf16 T = 0 token analysis, and its second seed set (no model needed)."""
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from tutorial_lib.maths import alpha_grids, targets
+from tutorial_lib.stats import token_curves
+from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps import reruns
+
+RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
+GREEDY_ANALYSIS = RESULTS / "token-analysis-95c2a115e487"
+RULE_LABELS = [label for label in ev.GEMMA_CURVES if label not in ("Drafter", "Verifier", "SpecDecode")]
+
+
+def test_every_rule_runs_at_three_alphas_or_more_at_both_temperatures():
+    settings = reruns.gemma_profile("headline")
+    configs = reruns.gemma_configs(settings)
+    assert len(configs) == len({c.key for c in configs})
+    for temperature in (1.0, 0.0):
+        counts = Counter(c.label for c in configs if c.temperature == temperature)
+        assert {label: counts[label] for label in ("Drafter", "Verifier", "SpecDecode")} == dict.fromkeys(
+            ("Drafter", "Verifier", "SpecDecode"), 1
+        )
+        assert all(counts[label] >= 3 for label in RULE_LABELS), (temperature, counts)
+    # the same 513 items as offline-large, tasks cheapest first
+    tasks = reruns.gemma_tasks(settings)
+    sizes = [(t.name, len(t.examples)) for t in tasks]
+    assert sizes == [("facts", 49), ("humaneval", 164), ("arithmetic-300", 300)]
+    large = {t.name: t.fingerprint() for t in reruns.gemma_tasks(reruns.gemma_profile("offline-large"))}
+    assert all(t.fingerprint() == large[t.name] for t in tasks)
+
+
+def test_the_t0_alphas_are_placed_on_the_committed_t0_analysis():
+    result = token_curves.TokenAnalysis.load(GREEDY_ANALYSIS)
+    assert result.settings["temperature"] == 0.0
+    placed = alpha_grids.placed_alphas(result, 3, curves=("token_v2", "token_v3"))
+    # Token-V3's alpha = 0 end accepts the draft exactly when it is the verifier's top token at T = 0:
+    # SpecDecode
+    placed["SpecCascade [Token-V3]"] = [a for a in placed["SpecCascade [Token-V3]"] if a != 0.0]
+    placed["SpecCascade [Chow]"] = alpha_grids.plateau_alphas(result, "chow", 3, ends=False)
+    placed["SpecCascade [Diff]"] = alpha_grids.plateau_alphas(result, "diff", 3, ends=False)
+    for label, alphas in placed.items():
+        assert alphas == pytest.approx(reruns.GEMMA_GREEDY_ALPHAS_3[label], abs=1e-4), label
+        assert len(alphas) == 3, label
+
+
+def test_opt_and_token_v1_emit_diffs_tokens_at_t0_so_they_take_diffs_alphas():
+    alphas = reruns.GEMMA_GREEDY_ALPHAS_3
+    assert alphas["SpecCascade [OPT]"] == alphas["SpecCascade [Token-V1]"] == alphas["SpecCascade [Diff]"]
+    # at T = 0 (one-hot scaled laws, decisions on the temperature-1 laws) the three emit the same token
+    generator = torch.Generator().manual_seed(0)
+    qu = torch.softmax(3 * torch.randn(400, 12, generator=generator), -1)
+    pu = torch.softmax(3 * torch.randn(400, 12, generator=generator), -1)
+    q = torch.nn.functional.one_hot(qu.argmax(-1), 12).double()
+    p = torch.nn.functional.one_hot(pu.argmax(-1), 12).double()
+    for alpha in alphas["SpecCascade [Diff]"]:
+        emitted = {
+            rule: targets.target_distribution(rule, q, p, alpha, q_unscaled=qu, p_unscaled=pu).argmax(-1)
+            for rule in ("diff", "opt", "token_v1")
+        }
+        assert torch.equal(emitted["diff"], emitted["opt"])
+        assert torch.equal(emitted["diff"], emitted["token_v1"])
+    # the three alphas are on different steps of Diff's staircase: each defers at different positions
+    steps = [
+        targets.deferral_decision("diff", q, p, alpha, q_unscaled=qu, p_unscaled=pu).sum().item()
+        for alpha in alphas["SpecCascade [Diff]"]
+    ]
+    assert steps == sorted(steps, reverse=True) and len(set(steps)) == 3
+
+
+def test_the_headline_floor_is_its_own_law_with_a_second_seed_set():
+    headline, again = reruns.gemma_profile("headline"), reruns.gemma_profile("headline-seed2")
+    assert reruns.SECOND_SEED_PROFILES["headline"] == "headline-seed2"
+    for key in ("drafter", "verifier", "dtype", "device", "tasks", "max_new_tokens", "shots"):
+        assert again[key] == headline[key], key
+    assert again.get("seed", 0) >= max(len(t.examples) for t in reruns.gemma_tasks(again))  # no seed shared
+    assert {c.label for c in reruns.gemma_configs(again)} == {"Verifier", "SpecDecode"}
+    assert {c.temperature for c in reruns.gemma_configs(again)} == {1.0}
