@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from sweep_rows import config_rows
 
 from tutorial_lib.stats import claims
 
@@ -34,31 +35,19 @@ def _config(
     texts=None,
 ):
     """One configuration's rows; each has its own texts unless `texts` says otherwise (as SpecDecode's)."""
-    texts = texts or [f"{label} {alpha} {i}" for i in range(len(quality))]
-    return [
-        {
-            "task": "t",
-            "example_id": f"x{i}",
-            "config": f"{label}|{alpha}|g{gamma}|T{temperature}",
-            "label": label,
-            "method": method,
-            "rule": rule,
-            "alpha": alpha,
-            "beta": "1.0",
-            "gamma": gamma,
-            "temperature": temperature,
-            "seed": i,
-            "quality": float(q),
-            "text": texts[i],
-            "n_tokens": 10,
-            "n_verifier_calls": 10,
-            "n_drafter_calls": 10,
-            "n_accepted": accepted,
-            "n_rejected": rejected,
-            "wall_time_s": time,
-        }
-        for i, q in enumerate(quality)
-    ]
+    return config_rows(
+        label,
+        method,
+        rule,
+        alpha,
+        quality,
+        rejected=rejected,
+        accepted=accepted,
+        time=time,
+        gamma=gamma,
+        temperature=temperature,
+        texts=texts,
+    )
 
 
 def _gemma_rows(token_first: bool, *, both_reach: bool = False) -> pd.DataFrame:

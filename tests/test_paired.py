@@ -4,6 +4,7 @@ rules."""
 import numpy as np
 import pandas as pd
 import pytest
+from sweep_rows import config_rows
 import sacrebleu
 
 from tutorial_lib.sweeps import evaluation as ev
@@ -49,32 +50,23 @@ def test_corpus_bleu_from_statistics_equals_sacrebleu():
 
 
 def _rows(quality_by_label, *, temperature=1.0, gamma=1, texts=None, seeds=None):
+    """Every configuration's rows; without `texts`, every row's text is empty (all texts alike)."""
     rows = []
     for label, (method, rule, alpha, qualities) in quality_by_label.items():
-        for i, q in enumerate(qualities):
-            rows.append(
-                {
-                    "task": "t",
-                    "example_id": f"x{i}",
-                    "config": f"{label}|{alpha}|g{gamma}|T{temperature}",
-                    "label": label,
-                    "method": method,
-                    "rule": rule,
-                    "alpha": alpha,
-                    "beta": "1.0",
-                    "gamma": gamma,
-                    "temperature": temperature,
-                    "seed": i if seeds is None else seeds[i],
-                    "quality": float(q),
-                    "text": texts[label][i] if texts else "",
-                    "n_tokens": 10,
-                    "n_verifier_calls": 10,
-                    "n_drafter_calls": 10,
-                    "n_accepted": 8,
-                    "n_rejected": 2,
-                    "wall_time_s": 1.0,
-                }
-            )
+        own = texts[label] if texts else [""] * len(qualities)
+        rows += config_rows(
+            label,
+            method,
+            rule,
+            alpha,
+            qualities,
+            rejected=2,
+            accepted=8,
+            gamma=gamma,
+            temperature=temperature,
+            texts=own,
+            seeds=seeds,
+        )
     return pd.DataFrame(rows)
 
 

@@ -122,7 +122,8 @@ def context_risks(
     weight = 1.0 if lemma == 1 else tv
     est_q, est_p = plugin_estimates(q, p, loss)
     gap = {"chow": est_q, "diff": est_q - est_p, "opt": est_q - est_p}
-    switch = lambda g: g / weight if weight > 0 else None  # noqa: E731  (w = 0: deferring is free, never strictly better)
+    # w = 0: deferring is free, never strictly better
+    switch = lambda g: g / weight if weight > 0 else None
     return dict(
         context=t.contexts[row],
         name=context_name(world, t, row),

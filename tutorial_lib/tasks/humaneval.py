@@ -178,7 +178,7 @@ def check_tests(problem: dict) -> list[str]:
         raise ValueError(f"{task_id}: the test module has {len(checks)} `check` functions; expected one")
     # The benchmark's own code (prompt helpers such as encode_cyclic, imports, input draws) runs here.
     namespace: dict = {"random": _random_stand_in()}
-    exec(compile(prompt_header(problem), f"<{task_id} prompt>", "exec"), namespace)  # noqa: S102 - the package's code
+    exec(compile(prompt_header(problem), f"<{task_id} prompt>", "exec"), namespace)
     header_names = set(namespace)
     inlined: dict = {}
     tests: list[str] = []
@@ -194,7 +194,7 @@ def check_tests(problem: dict) -> list[str]:
                 for alias in statement.names:
                     namespace[alias.asname or alias.name] = getattr(namespace["random"], alias.name)
                 return
-        exec(compile(ast.Module(body=[statement], type_ignores=[]), f"<{task_id} test>", "exec"), namespace)  # noqa: S102
+        exec(compile(ast.Module(body=[statement], type_ignores=[]), f"<{task_id} test>", "exec"), namespace)
 
     def rewrite(node: ast.expr) -> ast.expr:
         names = {
@@ -221,7 +221,7 @@ def check_tests(problem: dict) -> list[str]:
                     raise ValueError(
                         f"{task_id}: a loop over candidate calls needs a plain loop variable, no else"
                     )
-                values = eval(compile(ast.Expression(statement.iter), f"<{task_id} test>", "eval"), namespace)  # noqa: S307
+                values = eval(compile(ast.Expression(statement.iter), f"<{task_id} test>", "eval"), namespace)
                 for value in list(values):
                     namespace[statement.target.id] = value
                     walk(statement.body)
