@@ -74,7 +74,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import scipy.stats
 import torch
 
 from ..maths import latency
@@ -164,6 +163,8 @@ class AutoGamma:
             return 1.0
         if kept <= 0.0:
             return 0.0
+        import scipy.stats  # on first use: it costs every importer of the engine 0.8 s otherwise
+
         return float(scipy.stats.beta.ppf(self.optimism, kept, lost))
 
     # ---- costs ----------------------------------------------------------------------------------
