@@ -1,15 +1,19 @@
-r"""A token-level analysis of the Qwen pair at T = 0, to place the Token rules' T = 0 alphas.
+r"""A token-level analysis of the Qwen pair at T = 0, to place the rules' T = 0 alphas.
 
 At $T = 0$ a Token rule emits the drafter's top token when it lies in the acceptance set $A$ (built
 from the temperature-1 laws) and the verifier's otherwise, so its rejection rate as a function of
 alpha differs from the $T = 1$ curve that placed `reruns.GEMMA_OFFLINE_ALPHAS`; alphas placed at
 $T = 1$ bunch up at $T = 0$. This runs `token_curves.analyse` at $T = 0$ along the
 gold answers of the first `--items` items of each offline task (code, arithmetic, facts), with a fine
-grid on the three Token rules only, caches it under `data/results/token-analysis-<key>/`, and prints
-`alpha_grids.placed_alphas(result, k)`: `k` interior alphas per rule at evenly spaced rejection levels
-(`reruns.GEMMA_GREEDY_ALPHAS` holds the k = 1 placement of `--items 16`).
+grid on the rules of `--curves` (the three Token rules by default), caches it under
+`data/results/token-analysis-<key>/`, and prints `k` interior alphas per rule: for a Token rule at evenly
+spaced rejection levels (`alpha_grids.placed_alphas(result, k)`), for Chow and Diff, staircases at T = 0,
+one per plateau (`alpha_grids.plateau_alphas`). `reruns.GEMMA_GREEDY_ALPHAS` holds the k = 1 placement of
+`--items 16`, `reruns.GEMMA_GREEDY_ALPHAS_3` the second command's:
 
     python benchmarks/greedy_alpha_analysis.py --items 16 --k 5
+    python benchmarks/greedy_alpha_analysis.py --items 16 --k 3 --curves chow diff token_v1 token_v2 \
+        token_v3 --dtype bfloat16
 """
 
 from __future__ import annotations
