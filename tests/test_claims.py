@@ -5,7 +5,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from sweep_rows import config_rows
 
 from tutorial_lib.stats import claims
 
@@ -13,6 +12,7 @@ from tutorial_lib.sweeps import rows_file
 from tutorial_lib.stats.analysis import NOT_REACHED
 from tutorial_lib.stats.curve_bootstrap import CurveBootstrap, curve_table
 from tutorial_lib.stats.paired import item_scores
+from sweep_rows import config_rows
 
 N = 40
 RNG = np.random.default_rng(0)

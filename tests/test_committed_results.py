@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from tutorial_lib.stats import report
-from tutorial_lib.sweeps import result_files, reruns
+from tutorial_lib.sweeps import result_files, reruns, rows_file
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
 #: notebook 07's files beside a Gemma-style sweep's rows, and the function whose output each is
@@ -68,9 +68,7 @@ def _under_way(folder: Path) -> bool:
     expected = len(reruns.gemma_configs(settings)) * sum(
         len(t.examples) for t in reruns.gemma_tasks(settings)
     )
-    with open(folder / "rows.jsonl", encoding="utf-8") as rows:
-        saved = sum(1 for line in rows if line.strip())
-    return saved < expected
+    return len(rows_file.read_folder_rows(folder)) < expected  # the rows a resumed sweep would skip
 
 
 def test_every_results_folder_is_of_a_known_kind():

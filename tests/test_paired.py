@@ -4,12 +4,12 @@ rules."""
 import numpy as np
 import pandas as pd
 import pytest
-from sweep_rows import config_rows
 import sacrebleu
 
 from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.tasks import metrics
 from tutorial_lib.stats import paired
+from sweep_rows import config_rows
 
 HYPOTHESES = [
     "the cat sat on the mat",
