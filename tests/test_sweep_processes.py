@@ -59,6 +59,41 @@ def test_the_shares_hold_every_unit_exactly_once(count):
     assert shares[0][:2] == ([0, count] if count < 17 else [0])
 
 
+@pytest.mark.parametrize("gpus", [0, 1, 2])
+def test_processes_sharing_fewer_gpus_wait_on_no_device(monkeypatch, gpus):
+    """Two processes on a host with `gpus` GPUs: with fewer GPUs than processes (or none) they talk over
+    gloo, and their barrier must name no device (accelerate 1.15's names cuda:<local rank>, which a lent
+    one-GPU machine lacks: "invalid device ordinal"); with a GPU each they keep accelerate's NCCL barrier."""
+    import accelerate
+    import torch
+
+    calls = []
+
+    class FakeState:
+        def __init__(self, cpu, timeout):
+            self.cpu, self.num_processes, self.process_index, self.local_process_index = cpu, 2, 1, 1
+            self.device = torch.device("cpu" if cpu else "cuda:1")
+
+        def wait_for_everyone(self):
+            calls.append("accelerate")
+
+    monkeypatch.setattr(accelerate, "PartialState", FakeState)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.distributed, "barrier", lambda **options: calls.append(("gloo", options)))
+    monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    processes = pr.current_processes()
+    processes.wait()
+    assert (processes.index, processes.count) == (1, 2)
+    if gpus == 2:
+        assert calls == ["accelerate"] and processes.device == "cuda:1"
+    else:
+        assert calls == [("gloo", {})]
+        assert processes.device == ("cuda:0" if gpus == 1 else "cpu")
+
+
 def test_bad_process_settings_say_what_to_change(monkeypatch):
     with pytest.raises(ValueError, match="from 0 to count - 1"):
         pr.share([1], 2, 2)

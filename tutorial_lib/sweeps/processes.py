@@ -152,6 +152,14 @@ def current_processes() -> Processes:
             "(its --cpu flag starts one process) or torchrun --nproc_per_node N."
         )
     device = f"cuda:{state.local_process_index % gpus}" if shared else str(state.device)
-    return Processes(
-        state.process_index, state.num_processes, state.local_process_index, device, state.wait_for_everyone
-    )
+    # Over gloo the barrier names no device: accelerate before 1.16 passes `device_ids=[local rank]` there
+    # too, which torch runs on cuda:<local rank>, a GPU that processes sharing fewer GPUs do not have.
+    barrier = gloo_barrier if cpu or shared else state.wait_for_everyone
+    return Processes(state.process_index, state.num_processes, state.local_process_index, device, barrier)
+
+
+def gloo_barrier() -> None:
+    """Wait for every process of the default (gloo) process group, on no device."""
+    import torch.distributed
+
+    torch.distributed.barrier()
