@@ -134,7 +134,7 @@ def main() -> None:
         root=Path(args.root) if args.root else None,
     )
     before = len(sweep.done())
-    total = len(configs) * sum(len(t.examples) for t in tasks)
+    total = reruns.planned_rows(configs, tasks)
     print(f"rows in {sweep.path}: {before} of {total} saved before this session", flush=True)
     sweep.path.mkdir(parents=True, exist_ok=True)
     # a session that finds the sweep complete decodes nothing: it is not a session of the run's compute time
@@ -184,7 +184,7 @@ def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
         extra_config=reruns.latency_run_config(settings),
         root=Path(root) if root else None,
     )
-    expected = len(latency_configs) * sum(len(t.examples) for t in latency_tasks)
+    expected = reruns.planned_rows(latency_configs, latency_tasks)
     saved = len(latency.done())
     start = time.perf_counter()
     if saved < expected:

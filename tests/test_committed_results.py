@@ -65,9 +65,7 @@ def _under_way(folder: Path) -> bool:
     settings = reruns.gemma_profile(profile)
     if _config(folder)["profile"] != reruns.run_config(settings)["profile"]:
         return False  # rows of an older definition of the profile: they go
-    expected = len(reruns.gemma_configs(settings)) * sum(
-        len(t.examples) for t in reruns.gemma_tasks(settings)
-    )
+    expected = reruns.planned_rows(reruns.gemma_configs(settings), reruns.gemma_tasks(settings))
     return len(rows_file.read_folder_rows(folder)) < expected  # the rows a resumed sweep would skip
 
 

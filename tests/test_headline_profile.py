@@ -33,6 +33,9 @@ def test_every_rule_runs_at_three_alphas_or_more_at_both_temperatures():
     assert sizes == [("facts", 49), ("humaneval", 164), ("arithmetic-300", 300)]
     large = {t.name: t.fingerprint() for t in reruns.gemma_tasks(reruns.gemma_profile("offline-large"))}
     assert all(t.fingerprint() == large[t.name] for t in tasks)
+    # the run's size: every configuration on every item, and each task's share of it
+    assert reruns.planned_rows(configs, tasks) == 49 * 513 == 25_137
+    assert reruns.planned_rows(configs, tasks[:1]) == 49 * 49 and reruns.planned_rows([], tasks) == 0
 
 
 def test_the_t0_alphas_are_placed_on_the_committed_t0_analysis():

@@ -20,7 +20,7 @@ tables are `rerun_profiles` (re-exported here).
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from . import evaluation as ev
 
@@ -52,6 +52,7 @@ __all__ = [
     "GEMMA_GREEDY_ALPHAS_3",
     "SECOND_SEED_PROFILES",
     "second_seed_rows",
+    "planned_rows",
     "T5_HUB_DATASETS",
     "t5_profile",
     "gemma_profile",
@@ -267,6 +268,11 @@ def task_table(tasks: List[ev.Task], verifier=None) -> "pd.DataFrame":
 # ---- Gemma ----------------------------------------------------------------------------------------
 
 
+def planned_rows(configs: Sequence[ev.Config], tasks: Sequence[ev.Task]) -> int:
+    """How many rows a complete sweep of `configs` over `tasks` holds: one per configuration and item."""
+    return len(configs) * sum(len(task.examples) for task in tasks)
+
+
 def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFrame"]:
     """The saved rows of the profile's second-seed run (`SECOND_SEED_PROFILES`), whole tasks only (a task
     counts once both of its curves ran every item: a run still under way gives the tasks it finished), or
@@ -294,8 +300,8 @@ def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFr
     rows = pd.DataFrame(sweep.load())
     if rows.empty:
         return None
-    n_configs = len(gemma_configs(again))
-    whole = [t.name for t in tasks if (rows["task"] == t.name).sum() == n_configs * len(t.examples)]
+    configs = gemma_configs(again)
+    whole = [t.name for t in tasks if (rows["task"] == t.name).sum() == planned_rows(configs, [t])]
     return rows[rows["task"].isin(whole)].reset_index(drop=True)
 
 
