@@ -106,7 +106,7 @@ for name, pair in examples.items():
     print(f"{name:>36}: {pair.description}")
 
 # %% [markdown]
-# ### Optional: a real next-token pair
+# ## Optional: a real next-token pair
 # Set `real_pair` to add the next-token distributions of two real models after `real_prompt` as one
 # more example, through the model engine (`tl.models`): for example
 # `("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")` where those models are installed, or

@@ -2,6 +2,7 @@
 without the executed copies, and what counts as fetching from the network. (The built site itself is
 checked in a browser by tests/test_book_browser.py.)"""
 
+import re
 import sys
 from pathlib import Path
 
@@ -176,3 +177,89 @@ def test_docstring_markdown_becomes_rest_for_autodoc():
         "     - :math:`\\alpha` grids",
         "",
     ]
+
+
+def _library_docstrings():
+    """(where, docstring) of every module of the library, each name of its `__all__`, and their methods:
+    what the book's API pages give autodoc."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import tutorial_lib
+
+    names = ["tutorial_lib"] + [m.name for m in pkgutil.walk_packages(tutorial_lib.__path__, "tutorial_lib.")]
+    for module_name in names:
+        module = importlib.import_module(module_name)
+        yield module_name, inspect.getdoc(module)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if inspect.ismodule(obj) or getattr(obj, "__module__", module_name) != module_name:
+                continue  # described on its own module's page
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                yield f"{module_name}.{name}", inspect.getdoc(obj)
+            if inspect.isclass(obj):
+                for member, value in vars(obj).items():
+                    if not member.startswith("_") and (
+                        inspect.isfunction(value) or isinstance(value, property)
+                    ):
+                        yield f"{module_name}.{name}.{member}", inspect.getdoc(value)
+
+
+#: roles Sphinx defines and plain docutils does not know
+_SPHINX_ROLE = re.compile(r'Unknown interpreted text role "(class|func|meth|mod|attr|data|obj|ref|doc|exc)"')
+
+
+def test_every_library_docstring_reads_as_rest_without_a_warning():
+    """The API pages: each docstring, after the book's Markdown-maths hook, parses as reStructuredText
+    with no warning (a backtick that closes inside a word, a list that starts without a blank line,
+    a substitution made of a bar...): Sphinx would print it and the page would show the markup."""
+    import io
+
+    import docutils.core
+
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from offline_book import markdown_math_to_rst
+
+    problems = []
+    for where, doc in _library_docstrings():
+        if not doc:
+            continue
+        text = "\n".join(markdown_math_to_rst(doc.splitlines()))
+        stream = io.StringIO()
+        docutils.core.publish_doctree(
+            text,
+            settings_overrides={"warning_stream": stream, "report_level": 2, "halt_level": 5},
+        )
+        problems += [
+            f"{where}: {line}"
+            for line in stream.getvalue().splitlines()
+            if ("(WARNING" in line or "(ERROR" in line) and not _SPHINX_ROLE.search(line)
+        ]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_reexported_object_is_described_on_its_own_module_page_only():
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    from offline_book import _described_where_defined
+
+    import tutorial_lib.models as models
+    from tutorial_lib.models import language_model
+    from tutorial_lib.stats import intervals, paired
+
+    class App:
+        class env:
+            temp_data = {}
+
+    def skipped(page, name, obj):
+        App.env.temp_data["autodoc:module"] = page
+        return _described_where_defined(App, "module", name, obj, False, {})
+
+    assert skipped("tutorial_lib.models", "LanguageModel", models.LanguageModel) is True
+    assert (
+        skipped("tutorial_lib.models.language_model", "LanguageModel", language_model.LanguageModel) is None
+    )
+    # not in its home module's `__all__`, so its home page does not describe it: the re-exporting page does
+    assert "bootstrap_indices" not in intervals.__all__
+    assert skipped("tutorial_lib.stats.paired", "bootstrap_indices", paired.bootstrap_indices) is None
+    assert skipped("tutorial_lib.models", "Path", Path) is None  # not the library's own

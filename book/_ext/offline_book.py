@@ -4,13 +4,18 @@
   their own, and tables as Markdown tables; autodoc reads reStructuredText, so each docstring's maths
   becomes `:math:` roles and `.. math::` blocks, and each table a `list-table`, before autodoc parses it
   (code in backticks is left as it is).
+- A package's `__init__` re-exports its modules' names (its `__all__`): each class and function is described
+  once, on the page of the module that defines it, and the package's page lists its modules, so no object is
+  described twice and no cross-reference has two targets.
 - Every `{solution}` of sphinx-exercise is a closed dropdown (sphinx-togglebutton opens it on a click),
   whether or not its page asks for `:class: dropdown`: a reader sees the exercise first.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
+import sys
 
 _CODE_OR_MATH = re.compile(r"(``.+?``|`[^`]+`|\$\$.+?\$\$|\$[^$\s](?:[^$]*?[^$\s])?\$)")
 
@@ -118,7 +123,21 @@ def _close_solutions(app, doctree):
             node["classes"].append("dropdown")
 
 
+def _described_where_defined(app, what, name, obj, skip, options):
+    """Skip a class or function of the library on a module's page that only imports it from the module
+    whose page describes it."""
+    here = app.env.temp_data.get("autodoc:module")
+    defined = getattr(obj, "__module__", None)
+    if what != "module" or skip or not here or not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        return None
+    if not isinstance(defined, str) or defined.split(".")[0] != "tutorial_lib" or defined == here:
+        return None
+    # described on its own module's page only where that page lists it (its `__all__`)
+    return True if name in getattr(sys.modules.get(defined), "__all__", ()) else None
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _docstring_maths)
+    app.connect("autodoc-skip-member", _described_where_defined)
     app.connect("doctree-read", _close_solutions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

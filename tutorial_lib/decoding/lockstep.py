@@ -3,7 +3,7 @@ many prompts) and `config_batch.generate_configs` (many configurations over one 
 run on them.
 
 - `prefill_chunks` / `prefill_rows`: the prompts minus their last token, left-padded, prefilled in
-  chunks after one pass of their shared prefix (`shared_prefix`), into a `BatchPrefill` of `Chunk`s;
+  chunks after one pass of their shared prefix (`shared_prefix`), into a `BatchPrefill` of `Chunk` records;
 - `Rows`: one chunk's outputs, traces, counters and per-row random streams;
 - `speculative_step` / `plain_step`: one lockstep step for the running rows, drawing in the order
   `engine.generate` draws (draft, coin, residual) through `verification.verify_block`;

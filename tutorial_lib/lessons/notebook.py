@@ -1,6 +1,7 @@
 """Small helpers notebooks share: where a run writes, recording the numbers it shows, and exercise checks.
 
 Where a run writes (a student's run writes only to the student's folders):
+
 - `output_folder(output_dir)`: the metrics JSON of a notebook. An explicit `output_dir` wins; the
   default "." means `$TUTORIAL_LIB_OUTPUT`, else (in a checkout) its git-ignored `build/outputs/`, else
   the folder beside the notebook (`paths.student_folder`).

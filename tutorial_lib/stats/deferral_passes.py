@@ -144,7 +144,7 @@ def feature_pass(
     progress: bool = True,
 ) -> FeatureSet:
     """Features of every position of `item_ids` (ids of `analysis`), from one teacher-forced pass per
-    model along the same references (`items`: the `token_curves.Item`s the analysis was made from).
+    model along the same references (`items`: the `token_curves.Item` records the analysis was made from).
 
     The cache folder is keyed by the analysis and the models, and grows: items already in it are
     loaded, the others computed and saved after each item (an interrupted pass resumes where it

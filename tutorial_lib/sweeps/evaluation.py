@@ -77,7 +77,7 @@ __all__ = [
 
 
 class MissingRowsError(RuntimeError):
-    """`run_sweep` was given `ModelRecord`s (models not loaded) and some requested rows are not saved."""
+    """`run_sweep` was given `ModelRecord` objects (models not loaded) and some requested rows are not saved."""
 
 
 def _row(task: Task, example: Example, config: Config, generation, seed: int) -> dict:
@@ -155,7 +155,7 @@ def run_sweep(
     stops after that many new rows (as an interruption would). Example `i` of a task uses seed
     `seed + i` in every configuration (common random numbers across methods).
 
-    `pair` may hold `ModelRecord`s instead of models: then nothing runs, and the saved rows are
+    `pair` may hold `ModelRecord` objects instead of models: then nothing runs, and the saved rows are
     returned if every requested row is saved (`MissingRowsError` says how many are not, and how to
     install the models, otherwise).
 

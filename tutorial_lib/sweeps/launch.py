@@ -4,7 +4,7 @@ launched as.
 `reruns` profiles: `--rerun t5` is notebook 06's sweep (batch size 1), `--rerun gemma` notebook 07's
 batched one; the rows go to the folder the notebook reads (`<results>/<rerun>-<profile>-<hash>/`).
 Launched by `accelerate launch` (or torchrun) as N processes, each runs its share of the missing rows
-(`processes`); run plainly, it is one process:
+(`processes`); run plainly, it is one process::
 
     python -m tutorial_lib.sweeps.launch --rerun t5 --profile smoke --root /tmp/results
     accelerate launch --multi_gpu --num_processes 2 -m tutorial_lib.sweeps.launch --rerun gemma \

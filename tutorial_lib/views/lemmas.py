@@ -4,7 +4,7 @@ The numbers come from `tutorial_lib.lessons.deferral_risks` (risk lines, switch 
 contexts, miscalibration), `tutorial_lib.lessons.lossy` (Lemma 2 from its definition, beta = 1 against Lossy*)
 and `tutorial_lib.lessons.tradeoff` (Figure 1 and the cost-quality curves). Every `*_view` function is a
 widget callback returning a plotly figure; every `*_figure` function returns the matplotlib twin for
-`tl.savefig`. Both are drawn from one list of `widgets.Panel`s, so they always show the same numbers.
+`tl.savefig`. Both are drawn from one list of `widgets.Panel` records, so they always show the same numbers.
 """
 
 from __future__ import annotations
