@@ -77,7 +77,8 @@ __all__ = [
 
 
 class MissingRowsError(RuntimeError):
-    """`run_sweep` was given `ModelRecord` objects (models not loaded) and some requested rows are not saved."""
+    """`run_sweep` was given `ModelRecord` objects (models not loaded) and some requested rows are not
+    saved."""
 
 
 def _row(task: Task, example: Example, config: Config, generation, seed: int) -> dict:
