@@ -225,6 +225,11 @@ if sessions_path.exists():
                           "hours": sessions["seconds"] / 3600,
                           "CPU over wall": sessions["cpu_seconds"] / sessions["seconds"],
                           "threads": sessions["threads"]}).round(2))
+else:  # computed here, by this notebook (a smoke run, a new folder): no session of the script was logged
+    tl.lessons.notebook.glue_values(
+        gemma_rows_saved=len(rows), gemma_rows_planned=tl.sweeps.reruns.planned_rows(configs, tasks),
+        gemma_sessions=0, gemma_wall_hours=0.0, gemma_cpu_hours=0.0)
+    print(f"no sessions.jsonl in {sweep_path}: its rows were computed by this notebook, not by the script")
 
 # %% [markdown]
 # ## What the rules do to the answers: length, verifier calls, cut rate
@@ -479,6 +484,7 @@ if settings["profile"] == "offline-large" and earlier_claims.exists():
 else:
     print(f"nothing to compare with: this is the {settings['profile']} profile"
           + ("" if settings["profile"] != "offline-large" else f", and {earlier_claims} is not saved"))
+    tl.lessons.notebook.glue_values(gemma_verdicts_changed=0, gemma_verdicts_compared=0)
 
 # %% [markdown]
 # ## The hardware decides the latency verdicts

@@ -1,6 +1,7 @@
 """Every notebook executes under papermill with small parameters, and the numbers it records hold."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -56,6 +57,29 @@ def kernel_name():
     return "tutorial-lib" if "tutorial-lib" in find_kernel_specs() else "python3"
 
 
+#: a value the prose quotes from the notebook's glue (myst-nb): {glue}`key`, {glue:text}`key:,d`, ...
+_GLUE_REFERENCE = re.compile(r"\{glue(?::\w+)?\}`([A-Za-z0-9_]+)")
+
+
+def unglued_references(executed: Path) -> list:
+    """Keys the markdown cells of an executed notebook quote that none of its outputs glued: the book
+    would print a warning and leave a hole in the sentence."""
+    cells = json.loads(executed.read_text())["cells"]
+    glued = {
+        output["metadata"]["scrapbook"]["name"]
+        for cell in cells
+        for output in cell.get("outputs", [])
+        if "scrapbook" in output.get("metadata", {})
+    }
+    quoted = {
+        key
+        for cell in cells
+        if cell["cell_type"] == "markdown"
+        for key in _GLUE_REFERENCE.findall("".join(cell["source"]))
+    }
+    return sorted(quoted - glued)
+
+
 def run(name, tmp_path, monkeypatch, **extra):
     monkeypatch.setenv("TUTORIAL_LIB_FIGURES", str(tmp_path / "figures"))
     params = dict(SMALL_PARAMETERS[name], output_dir=str(tmp_path), **extra)
@@ -68,6 +92,8 @@ def run(name, tmp_path, monkeypatch, **extra):
         progress_bar=False,
         execution_timeout=600,
     )  # a hung cell fails, not CI
+    missing = unglued_references(tmp_path / f"{name}.ipynb")
+    assert not missing, f"{name}: its prose quotes values no cell glued at these parameters: {missing}"
     if set(extra) <= {
         "results_dir"
     }:  # a notebook's plain run (not a redraw or another runner): the book's copy
