@@ -1,7 +1,6 @@
 """Every notebook executes under papermill with small parameters, and the numbers it records hold."""
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -9,6 +8,7 @@ import papermill
 from jupyter_client.kernelspec import find_kernel_specs
 import tutorial_lib as tl
 from conftest import EXECUTED_FOR_BOOK
+from test_results_pages import GLUE_ROLE  # the static check's reading of a glue role
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -57,10 +57,6 @@ def kernel_name():
     return "tutorial-lib" if "tutorial-lib" in find_kernel_specs() else "python3"
 
 
-#: a value the prose quotes from the notebook's glue (myst-nb): {glue}`key`, {glue:text}`key:,d`, ...
-_GLUE_REFERENCE = re.compile(r"\{glue(?::\w+)?\}`([A-Za-z0-9_]+)")
-
-
 def unglued_references(executed: Path) -> list:
     """Keys the markdown cells of an executed notebook quote that none of its outputs glued: the book
     would print a warning and leave a hole in the sentence."""
@@ -72,10 +68,10 @@ def unglued_references(executed: Path) -> list:
         if "scrapbook" in output.get("metadata", {})
     }
     quoted = {
-        key
+        role.split(":")[0]
         for cell in cells
         if cell["cell_type"] == "markdown"
-        for key in _GLUE_REFERENCE.findall("".join(cell["source"]))
+        for role in GLUE_ROLE.findall("".join(cell["source"]))
     }
     return sorted(quoted - glued)
 
