@@ -23,7 +23,6 @@ import argparse
 import json
 import platform
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -66,20 +65,8 @@ def random_model(alias: str, config_dir: Path | None, dtype: torch.dtype, device
 
 
 def read_bandwidth(device: str, megabytes: int = 2048, repeats: int = 10) -> float:
-    """Bytes per second `device` reads: the best of `repeats` sums over a bf16 tensor far bigger than its
-    caches (on a GPU, timed after a synchronisation on each side)."""
-    if not device.startswith("cuda"):
-        return tl.models.kernel_paths.measure_read_bandwidth(megabytes=megabytes // 2)
-    data = torch.ones(megabytes * 2**20 // 2, dtype=torch.bfloat16, device=device)
-    data.sum()
-    best = float("inf")
-    for _ in range(repeats):
-        torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        data.sum()
-        torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - start)
-    return data.numel() * 2 / best
+    """Bytes per second `device` reads (`kernel_paths.measure_read_bandwidth`, synchronised on a GPU)."""
+    return tl.models.kernel_paths.measure_read_bandwidth(megabytes=megabytes, repeats=repeats, device=device)
 
 
 def main(argv=None) -> int:

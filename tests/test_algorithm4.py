@@ -151,3 +151,27 @@ def test_verify_block_stops_a_row_at_a_stop_token():
     assert verdict.tokens(drafts, 1)[:3] == [2, 3, 4] and len(verdict.tokens(drafts, 1)) == 4
     with pytest.raises(ValueError, match=r"\(B, n, V\)"):
         verify_block(q, q, torch.tensor([1]))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_sample_each_draws_every_row_from_its_own_stream_in_any_number_of_threads(threads):
+    from tutorial_lib.maths.accept_reject import sample, sample_each
+
+    laws = torch.softmax(torch.randn(7, 5000, generator=torch.Generator().manual_seed(1)), -1)
+    laws[3] = 0.0
+    laws[3, 42] = 1.0  # a one-hot row (T = 0) still draws from its stream
+    in_order = []
+    generators = [torch.Generator().manual_seed(10 + i) for i in range(7)]
+    for i in range(7):
+        in_order.append([int(sample(laws[i], generators[i])) for _ in range(3)])
+    generators = [torch.Generator().manual_seed(10 + i) for i in range(7)]
+    each = [sample_each(laws, generators, threads=threads) for _ in range(3)]
+    assert [list(draws) for draws in zip(*each)] == in_order
+    assert in_order[3] == [42, 42, 42]
+
+
+def test_sample_each_refuses_a_generator_count_that_is_not_one_per_row():
+    from tutorial_lib.maths.accept_reject import sample_each
+
+    with pytest.raises(ValueError, match="one generator per row"):
+        sample_each(torch.full((3, 4), 0.25), [torch.Generator()] * 2)

@@ -337,3 +337,17 @@ def test_an_empty_list_of_curves_gammas_or_temperatures_is_refused(argument):
 
     with pytest.raises(ValueError, match=rf"{argument}=\[\]: pass at least one"):  # was an empty sweep
         ev.sweep_configs(**{"curves": ["Drafter"], argument: []})
+
+
+def test_trusted_logits_skip_their_checks_only_where_a_draw_would_catch_them():
+    from tutorial_lib.maths import targets
+
+    logits = torch.tensor([[0.0, float("nan"), 1.0]])
+    with pytest.raises(ValueError, match="NaN"):
+        targets.probabilities(logits, 1.0)
+    with targets.trusted_inputs():
+        law = targets.probabilities(logits, 1.0)
+        with pytest.raises(RuntimeError, match="nan"):
+            targets.sample(law, torch.Generator().manual_seed(0))
+        with pytest.raises(ValueError, match="NaN"):  # at T = 0 an argmax would pick it silently
+            targets.probabilities(logits, 0.0)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
 from ..checks import check_seed, check_whole_number
-from ..maths import targets
+from ..maths.accept_reject import sample_each
 from ..maths.verification import block_targets, temperature_laws, verify_block
 from ..models.adapter import LanguageModel, check_compatible, load_model
 from .engine import Generation, TraceStep
@@ -202,8 +202,9 @@ class Rows:
         self.last = torch.tensor([ids[-1] for ids in prompt_ids])  # (b,) next token to feed
         self.max_new_tokens, self.eos = max_new_tokens, eos
 
-    def sample(self, r: int, probs: torch.Tensor) -> int:
-        return int(targets.sample(probs, self.generators[r]))
+    def sample_each(self, live: List[int], laws: torch.Tensor) -> List[int]:
+        """Row `live[k]` draws from `laws[k]` with its own stream (in parallel threads: `sample_each`)."""
+        return sample_each(laws, [self.generators[r] for r in live])
 
     def emit(self, r: int, step: TraceStep) -> None:
         self.tokens[r].append(step.token)
@@ -219,11 +220,19 @@ def speculative_step(
     rows: Rows, logits: Dict[str, torch.Tensor], live: List[int], rule, alpha, beta, temperature
 ) -> None:
     # `logits` hold the running rows only, in the order of `live`.
-    q, q_unscaled = temperature_laws(logits["drafter"], temperature)  # (k, V)
-    p, p_unscaled = temperature_laws(logits["verifier"], temperature)  # (k, V)
+    laws = {which: temperature_laws(logits[which], temperature) for which in ("drafter", "verifier")}
+    speculative_step_on_laws(rows, laws, live, rule, alpha, beta)
+
+
+def speculative_step_on_laws(
+    rows: Rows, laws: Dict[str, Tuple[torch.Tensor, torch.Tensor]], live: List[int], rule, alpha, beta
+) -> None:
+    """`speculative_step` given each model's `(scaled, unscaled)` laws (`temperature_laws`) of the rows
+    of `live`, `(k, V)` each."""
+    (q, q_unscaled), (p, p_unscaled) = laws["drafter"], laws["verifier"]
     pi, weight = block_targets(rule, q, p, alpha, q_unscaled=q_unscaled, p_unscaled=p_unscaled, beta=beta)
     # Each row draws from its own generator in the engine's order: draft, coin, then residual.
-    drafts = torch.tensor([rows.sample(r, q[k]) for k, r in enumerate(live)])  # (k,)
+    drafts = torch.tensor(rows.sample_each(live, q), dtype=torch.long)  # (k,)
     verdict = verify_block(
         pi.unsqueeze(1),
         q.unsqueeze(1),
@@ -251,9 +260,12 @@ def speculative_step(
 
 
 def plain_step(rows: Rows, logits: torch.Tensor, live: List[int], which: str, temperature) -> None:
-    law, _ = temperature_laws(logits, temperature)  # (k, V), rows of `live`
-    for k, r in enumerate(live):
-        x = rows.sample(r, law[k])
+    plain_step_on_law(rows, temperature_laws(logits, temperature)[0], live, which)
+
+
+def plain_step_on_law(rows: Rows, law: torch.Tensor, live: List[int], which: str) -> None:
+    """`plain_step` given the sampled law of the rows of `live`, `(k, V)`."""
+    for k, (r, x) in enumerate(zip(live, rows.sample_each(live, law))):
         prob = float(law[k, x])
         rows.emit(
             r,

@@ -33,6 +33,7 @@ from typing import Callable, Optional, Sequence, Tuple, Union
 import torch
 
 from . import targets
+from .accept_reject import sample_each
 
 __all__ = ["BlockVerdict", "temperature_laws", "block_targets", "verify_block", "verify_draft"]
 
@@ -95,7 +96,7 @@ def _draw_tokens(generators: Generators, rows: torch.Tensor, laws: torch.Tensor)
     """One token per row from `laws` `(k, V)`, each row from its own generator or all from one."""
     if generators is None or isinstance(generators, torch.Generator):
         return targets.sample(laws, generators)
-    return torch.stack([targets.sample(law, generators[int(r)]) for r, law in zip(rows, laws)])
+    return torch.tensor(sample_each(laws, [generators[int(r)] for r in rows]), dtype=torch.long)
 
 
 def verify_block(

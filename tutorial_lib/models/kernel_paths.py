@@ -226,20 +226,25 @@ def weight_bytes(model: nn.Module) -> int:
 
 
 def measure_read_bandwidth(
-    *, megabytes: int = 1024, threads: Optional[int] = None, repeats: int = 5
+    *, megabytes: int = 1024, threads: Optional[int] = None, repeats: int = 5, device="cpu"
 ) -> float:
-    """Bytes per second this machine reads: the best of `repeats` sums over a `megabytes` fp32 tensor (far
-    bigger than any cache), on `threads` threads (torch's count by default, as the models run)."""
+    """Bytes per second `device` reads: the best of `repeats` sums over a `megabytes` fp32 tensor (far
+    bigger than any cache), on `threads` threads (torch's count by default, as the models run). On a
+    GPU each sum is timed between two synchronisations (its kernels run asynchronously)."""
+    device = torch.device(device)
+    synchronize = torch.cuda.synchronize if device.type == "cuda" else (lambda device: None)
     previous = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(int(threads))
     try:
-        data = torch.ones(int(megabytes) * 2**20 // 4, dtype=torch.float32)
+        data = torch.ones(int(megabytes) * 2**20 // 4, dtype=torch.float32, device=device)
         data.sum()
         best = float("inf")
         for _ in range(int(repeats)):
+            synchronize(device)
             start = time.perf_counter()
             data.sum()
+            synchronize(device)
             best = min(best, time.perf_counter() - start)
         return data.numel() * 4 / best
     finally:
