@@ -24,6 +24,7 @@ import argparse
 import atexit
 import json
 import signal
+import subprocess
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,6 +37,25 @@ from tutorial_lib.sweeps import reruns
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _code_commit() -> str:
+    """The commit this checkout is at, with "+changes" when its package differs from it; "unknown"
+    outside git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "-C", str(root), "diff", "--quiet", "HEAD", "--", "tutorial_lib", "benchmarks"]
+        ).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if changed else "")
 
 
 def pilot_report(rows, tasks) -> list[dict]:
@@ -83,6 +103,7 @@ def session_logger(
             "finished": finished,
             "configurations": n_configs,
             "items": {t.name: len(t.examples) for t in tasks},
+            "code": _code_commit(),  # the rows' law is the profile's; how fast they came, the code's
         }
         with open(sweep.path / "sessions.jsonl", "a", encoding="utf-8") as log:
             log.write(json.dumps(session) + "\n")

@@ -84,3 +84,26 @@ def test_the_headline_floor_is_its_own_law_with_a_second_seed_set():
     assert again.get("seed", 0) >= max(len(t.examples) for t in reruns.gemma_tasks(again))  # no seed shared
     assert {c.label for c in reruns.gemma_configs(again)} == {"Verifier", "SpecDecode"}
     assert {c.temperature for c in reruns.gemma_configs(again)} == {1.0}
+
+
+def test_a_session_of_the_run_records_the_commit_its_code_came_from():
+    import importlib.util
+    import re
+    import subprocess
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "gemma_rerun.py"
+    spec = importlib.util.spec_from_file_location("gemma_rerun_script", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    recorded = module._code_commit()
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(script.parent), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):  # an unpacked archive, not a clone
+        assert recorded == "unknown"
+        return
+    assert re.fullmatch(r"[0-9a-f]{12}(\+changes)?", recorded) and recorded.startswith(head)
