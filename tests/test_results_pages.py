@@ -336,3 +336,22 @@ def test_written_t5_results_are_stamped_with_hashes_and_recomputed_only_when_ask
     _write_t5(tmp_path, recompute=True)
     assert len(calls) == 8 and (tmp_path / "facts.json").read_text() == "{}"
     report.check_result_files(tmp_path, report.T5_RESULT_FILES)
+
+
+def test_the_manual_quotes_the_committed_draws_benchmark():
+    import json
+    import statistics
+
+    root = Path(__file__).resolve().parent.parent
+    result = json.loads((root / "data" / "benchmarks" / "config_batch_draws_cpu.json").read_text())
+    manual = " ".join((root / "book" / "manual" / "reruns.md").read_text().split())
+    ratios = result["ratio_baseline_over_now"]
+    assert result["same_tokens"] and result["same_traces"]
+    quoted = (
+        f"{statistics.median(ratios):.2f} times as long as now (median of {len(ratios)} rounds; range "
+        f"{min(ratios):.2f}-{max(ratios):.2f})"
+    )
+    assert quoted in manual
+    for side in ("baseline", "now"):
+        seconds = [r["seconds"] for r in result["rounds"] if r["side"] == side]
+        assert f"{min(seconds):.1f}-{max(seconds):.1f} s" in manual
