@@ -105,8 +105,9 @@ def sample_each(laws, generators: Sequence[torch.Generator], threads: Optional[i
     uses its row's generator only, so the order in which rows draw changes nothing. A draw
     (`torch.multinomial`'s one-sample path: $\arg\max_v \pi(v) / E_v$ with $E_v \sim \mathrm{Exp}(1)$)
     makes $V$ exponential variates from one sequential stream: about 5 ms for a 152k vocabulary on one
-    core, more than a small model's forward pass per row. So rows are split between `threads`
-    (default `torch.get_num_threads()`) threads, in which torch runs without Python's lock.
+    core here, whatever `torch.set_num_threads` says. So rows are split between `threads` (default
+    `torch.get_num_threads()`) threads, in which torch runs without Python's lock
+    (`benchmarks/config_batch_draws.py` measures what that gains in a batched sweep).
     """
     laws = torch.as_tensor(laws)
     if laws.ndim != 2 or laws.shape[0] != len(generators):
