@@ -5,7 +5,8 @@ The rows go to `<results>/gemma-<profile>-<hash>/rows.jsonl` with the hash noteb
 the same profile (`reruns.run_config`), so the notebook redraws from them without recomputing a row.
 `run_sweep` skips every row already saved: the same command, run again after a stop, resumes (at
 most the chunk being decoded when it stopped is lost). Each session appends its start, end and rows
-to `sessions.jsonl` beside the rows, so the run's compute time can be added up afterwards.
+to `sessions.jsonl` beside the rows, so the run's compute time can be added up afterwards; a session whose
+machine was shut down is appended by the next one from its last heartbeat (`session.open.json`).
 
 `--latency` also runs the profile's batch-size-1 latency rows (`reruns.latency_configs`, folder
 `gemma-<profile>-latency-<hash>`) after the sweep, calibrating the pair (`calibration.json` beside the sweep's
@@ -23,8 +24,10 @@ from __future__ import annotations
 import argparse
 import atexit
 import json
+import os
 import signal
 import subprocess
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -79,44 +82,100 @@ def pilot_report(rows, tasks) -> list[dict]:
     return report
 
 
-def session_logger(
-    sweep, started: str, wall: float, cpu: float, threads: int, before: int, n_configs: int, tasks
-):
-    """Append this session's start, end, seconds and rows to `sessions.jsonl` once, when the sweep ends *or*
-    the process is stopped (SIGTERM, SIGINT, SIGHUP: the end of a working session kills long runs), so the
-    run's compute time adds up over sessions. Returns the function that writes the line."""
-    written = []
+OPEN_SESSION = "session.open.json"  # the running session's latest heartbeat; never committed
 
-    def write(finished: bool = False) -> None:
-        if written:
-            return
-        written.append(True)
+
+def recover_unrecorded_session(folder: Path) -> dict | None:
+    """A session whose machine was shut down (no signal, so no line) leaves its last heartbeat in
+    `session.open.json`: append it to `sessions.jsonl`, marked, so its rows and hours still count (to its
+    last heartbeat: the minutes after it are lost). Returns the line, or None when there was none."""
+    heartbeat = folder / OPEN_SESSION
+    if not heartbeat.exists():
+        return None
+    session = json.loads(heartbeat.read_text(encoding="utf-8"))
+    session["ended_by"] = "unrecorded stop: end, seconds and rows are its last heartbeat's"
+    with open(folder / "sessions.jsonl", "a", encoding="utf-8") as log:
+        log.write(json.dumps(session) + "\n")
+    heartbeat.unlink()
+    print(f"recovered a session that ended without its line: {json.dumps(session)}", flush=True)
+    return session
+
+
+class SessionLog:
+    """This session's start, end, seconds and rows, appended to `sessions.jsonl` once, when the sweep ends
+    *or* the process is stopped (SIGTERM, SIGINT, SIGHUP: the end of a working session kills long runs), so
+    the run's compute time adds up over sessions. A machine shut down sends no signal: every `heartbeat_s`
+    the session so far is written to `session.open.json`, which the next session appends
+    (`recover_unrecorded_session`)."""
+
+    def __init__(
+        self,
+        sweep,
+        started: str,
+        wall: float,
+        cpu: float,
+        threads: int,
+        before: int,
+        n_configs: int,
+        tasks,
+        heartbeat_s: float = 120.0,
+    ):
+        self.sweep, self.started, self.wall, self.cpu = sweep, started, wall, cpu
+        self.threads, self.before, self.n_configs, self.tasks = threads, before, n_configs, tasks
+        self.heartbeat_s, self.heartbeat = heartbeat_s, sweep.path / OPEN_SESSION
+        self.written, self.lock, self.stop_beating = False, threading.Lock(), threading.Event()
+
+    def line(self, finished: bool) -> dict:
         # CPU seconds of all threads: on a shared machine, the wall time overstates what a quiet run takes
-        session = {
-            "start": started,
+        return {
+            "start": self.started,
             "end": _now(),
-            "seconds": round(time.perf_counter() - wall, 1),
-            "cpu_seconds": round(time.process_time() - cpu, 1),
-            "threads": threads,
-            "rows_before": before,
-            "rows_after": len(sweep.done()),
+            "seconds": round(time.perf_counter() - self.wall, 1),
+            "cpu_seconds": round(time.process_time() - self.cpu, 1),
+            "threads": self.threads,
+            "rows_before": self.before,
+            "rows_after": len(self.sweep.done()),
             "finished": finished,
-            "configurations": n_configs,
-            "items": {t.name: len(t.examples) for t in tasks},
+            "configurations": self.n_configs,
+            "items": {t.name: len(t.examples) for t in self.tasks},
             "code": _code_commit(),  # the rows' law is the profile's; how fast they came, the code's
         }
-        with open(sweep.path / "sessions.jsonl", "a", encoding="utf-8") as log:
-            log.write(json.dumps(session) + "\n")
-        print(json.dumps(session), flush=True)
 
-    def stopped(signum, frame):
-        write()
-        raise SystemExit(128 + signum)
+    def write(self, finished: bool = False) -> None:
+        self.stop_beating.set()
+        with self.lock:  # a heartbeat being written finishes first, and is then removed
+            if self.written:
+                return
+            self.written = True
+            line = self.line(finished)
+            with open(self.sweep.path / "sessions.jsonl", "a", encoding="utf-8") as log:
+                log.write(json.dumps(line) + "\n")
+            self.heartbeat.unlink(missing_ok=True)
+        print(json.dumps(line), flush=True)
 
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, stopped)
-    atexit.register(write)
-    return write
+    def beat_once(self) -> None:
+        with self.lock:
+            if self.written:
+                return
+            temporary = self.heartbeat.with_suffix(".tmp")
+            temporary.write_text(json.dumps(self.line(False)), encoding="utf-8")
+            os.replace(temporary, self.heartbeat)  # whole or not at all: a shutdown mid-write keeps the last
+
+    def start_heartbeat(self) -> None:
+        def beat() -> None:
+            while not self.stop_beating.wait(self.heartbeat_s):
+                self.beat_once()
+
+        threading.Thread(target=beat, name="session-heartbeat", daemon=True).start()
+
+    def write_when_stopped(self) -> None:
+        def stopped(signum, frame):
+            self.write()
+            raise SystemExit(128 + signum)
+
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, stopped)
+        atexit.register(self.write)
 
 
 def main() -> None:
@@ -158,12 +217,13 @@ def main() -> None:
     total = reruns.planned_rows(configs, tasks)
     print(f"rows in {sweep.path}: {before} of {total} saved before this session", flush=True)
     sweep.path.mkdir(parents=True, exist_ok=True)
+    recover_unrecorded_session(sweep.path)
     # a session that finds the sweep complete decodes nothing: it is not a session of the run's compute time
-    log_session = (
-        session_logger(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
-        if before < total
-        else None
-    )
+    log_session = None
+    if before < total:
+        log_session = SessionLog(sweep, started, wall, cpu, args.threads, before, len(configs), tasks)
+        log_session.write_when_stopped()
+        log_session.start_heartbeat()
     rows = ev.run_sweep(
         pair,
         tasks,
@@ -180,7 +240,7 @@ def main() -> None:
             f"run_sweep wrote to {rows.attrs['path']}, not {sweep.path}: the folder hash moved"
         )
     if log_session is not None:
-        log_session(finished=True)
+        log_session.write(finished=True)
     if args.n_items is not None:
         print(json.dumps(pilot_report(rows, tasks), indent=1), flush=True)
     if args.latency:

@@ -87,14 +87,11 @@ def test_the_headline_floor_is_its_own_law_with_a_second_seed_set():
 
 
 def test_a_session_of_the_run_records_the_commit_its_code_came_from():
-    import importlib.util
     import re
     import subprocess
 
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "gemma_rerun.py"
-    spec = importlib.util.spec_from_file_location("gemma_rerun_script", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _gemma_rerun_script()
+    script = Path(module.__file__)
     recorded = module._code_commit()
     try:
         head = subprocess.run(
@@ -107,3 +104,81 @@ def test_a_session_of_the_run_records_the_commit_its_code_came_from():
         assert recorded == "unknown"
         return
     assert re.fullmatch(r"[0-9a-f]{12}(\+changes)?", recorded) and recorded.startswith(head)
+
+
+def _gemma_rerun_script():
+    import importlib.util
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "gemma_rerun.py"
+    spec = importlib.util.spec_from_file_location("gemma_rerun_script", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_session_whose_machine_stops_without_a_signal_is_appended_by_the_next_from_its_heartbeat(tmp_path):
+    import json
+    import time
+    from types import SimpleNamespace
+
+    module = _gemma_rerun_script()
+    saved = {("facts", "c", i) for i in range(3)}
+    sweep = SimpleNamespace(path=tmp_path, done=lambda: set(saved))
+    task = SimpleNamespace(name="facts", examples=[0] * 5)
+    log = module.SessionLog(
+        sweep,
+        "2026-12-05T00:00:00+00:00",
+        time.perf_counter(),
+        time.process_time(),
+        2,
+        3,
+        1,
+        [task],
+        heartbeat_s=0.05,
+    )
+    log.start_heartbeat()
+    saved.add(("facts", "c", 3))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # a heartbeat that has seen the fourth row
+        beat = tmp_path / module.OPEN_SESSION
+        if beat.exists() and json.loads(beat.read_text())["rows_after"] == 4:
+            break
+        time.sleep(0.02)
+    log.stop_beating.set()  # the machine goes: no line is written, the heartbeat stays
+    assert not (tmp_path / "sessions.jsonl").exists()
+    recovered = module.recover_unrecorded_session(tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / "sessions.jsonl").read_text().splitlines()]
+    assert lines == [recovered]
+    assert (recovered["rows_before"], recovered["rows_after"], recovered["finished"]) == (3, 4, False)
+    assert "unrecorded stop" in recovered["ended_by"]
+    assert not (tmp_path / module.OPEN_SESSION).exists()
+    assert module.recover_unrecorded_session(tmp_path) is None  # appended once
+
+
+def test_a_session_that_ends_writes_its_line_once_and_leaves_no_heartbeat(tmp_path):
+    import json
+    import time
+    from types import SimpleNamespace
+
+    module = _gemma_rerun_script()
+    sweep = SimpleNamespace(path=tmp_path, done=lambda: {("facts", "c", 0), ("facts", "c", 1)})
+    task = SimpleNamespace(name="facts", examples=[0] * 2)
+    log = module.SessionLog(
+        sweep,
+        "2026-12-05T00:00:00+00:00",
+        time.perf_counter(),
+        time.process_time(),
+        1,
+        0,
+        1,
+        [task],
+        heartbeat_s=0.01,
+    )
+    log.start_heartbeat()
+    time.sleep(0.1)
+    log.write(finished=True)
+    log.write()  # the exit hook after the sweep's own line: nothing more
+    time.sleep(0.1)  # a heartbeat thread still running would write here
+    lines = [json.loads(x) for x in (tmp_path / "sessions.jsonl").read_text().splitlines()]
+    assert len(lines) == 1 and lines[0]["finished"] and lines[0]["rows_after"] == 2
+    assert not (tmp_path / module.OPEN_SESSION).exists()
