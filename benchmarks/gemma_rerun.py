@@ -34,6 +34,7 @@ from pathlib import Path
 
 import torch
 
+from tutorial_lib.models import kernel_paths
 from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.sweeps import reruns
 
@@ -139,6 +140,8 @@ class SessionLog:
             "configurations": self.n_configs,
             "items": {t.name: len(t.examples) for t in self.tasks},
             "code": _code_commit(),  # the rows' law is the profile's; how fast they came, the code's
+            # and the processor's: its kernels (AMX or AVX-512 bf16 units) set the speed and the rounding
+            "machine": kernel_paths.machine_key(),
         }
 
     def write(self, finished: bool = False) -> None:

@@ -181,4 +181,5 @@ def test_a_session_that_ends_writes_its_line_once_and_leaves_no_heartbeat(tmp_pa
     time.sleep(0.1)  # a heartbeat thread still running would write here
     lines = [json.loads(x) for x in (tmp_path / "sessions.jsonl").read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["finished"] and lines[0]["rows_after"] == 2
+    assert lines[0]["machine"].endswith(f"threads {torch.get_num_threads()}")  # the processor is named
     assert not (tmp_path / module.OPEN_SESSION).exists()
