@@ -195,9 +195,21 @@ configs = tl.sweeps.reruns.gemma_configs(settings)
 n_examples = sum(len(t.examples) for t in tasks)
 print(f"{len(configs)} configurations x {n_examples} items, batches of {settings['batch_size']}")
 start = time.perf_counter()
-rows = ev.run_sweep(pair, tasks, configs, name=f"gemma-{settings['profile']}", root=results_dir,
-                    runner="batch", batch_size=settings["batch_size"],
-                    extra_config=tl.sweeps.reruns.run_config(settings))
+planned_tasks = tasks  # the profile's tasks; `tasks` below: those whose rows are all saved
+if redraw_only:  # the saved rows; a run that stopped early is redrawn on the tasks it finished
+    rows, progress = tl.sweeps.reruns.finished_rows(pair, tasks, configs, f"gemma-{settings['profile']}",
+                                                    settings, results_dir=results_dir)
+    tasks = [t for t in tasks if progress.loc[t.name, "finished"]]
+    display(progress)
+    unfinished = [name for name in progress.index if not progress.loc[name, "finished"]]
+    if unfinished:
+        print(f"not run yet, left out of every table and claim below: {', '.join(unfinished)} "
+              f"({int(progress.loc[unfinished, 'rows_saved'].sum())} of "
+              f"{int(progress.loc[unfinished, 'rows_planned'].sum())} of their rows saved)")
+else:
+    rows = ev.run_sweep(pair, tasks, configs, name=f"gemma-{settings['profile']}", root=results_dir,
+                        runner="batch", batch_size=settings["batch_size"],
+                        extra_config=tl.sweeps.reruns.run_config(settings))
 sweep_seconds = time.perf_counter() - start
 sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
@@ -213,11 +225,19 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 
 # %%
 sessions_path = Path(sweep_path) / "sessions.jsonl"
+rows_in_folder = int(progress["rows_saved"].sum()) if redraw_only else len(rows)  # unfinished tasks too
 if sessions_path.exists():
     sessions = pd.read_json(sessions_path, lines=True)
     planned = int(sessions["configurations"].iloc[-1] * sum(sessions["items"].iloc[-1].values()))
+    # rows no line accounts for: a session whose machine was shut down before it could write its line
+    unlogged = int((sessions["rows_before"].iloc[1:].to_numpy()
+                    - sessions["rows_after"].iloc[:-1].to_numpy()).clip(min=0).sum()
+                   + max(0, rows_in_folder - int(sessions["rows_after"].max())))
+    if unlogged:
+        print(f"{unlogged:,} saved rows were made in sessions that left no line (stopped without a signal "
+              "before the sessions wrote heartbeats): their hours are not in the sums below")
     tl.lessons.notebook.glue_values(
-        gemma_rows_saved=len(rows), gemma_rows_planned=planned, gemma_sessions=len(sessions),
+        gemma_rows_saved=rows_in_folder, gemma_rows_planned=planned, gemma_sessions=len(sessions),
         gemma_wall_hours=sessions["seconds"].sum() / 3600,
         gemma_cpu_hours=sessions["cpu_seconds"].sum() / 3600)
     display(pd.DataFrame({"start": sessions["start"],
@@ -227,7 +247,8 @@ if sessions_path.exists():
                           "threads": sessions["threads"]}).round(2))
 else:  # computed here, by this notebook (a smoke run, a new folder): no session of the script was logged
     tl.lessons.notebook.glue_values(
-        gemma_rows_saved=len(rows), gemma_rows_planned=tl.sweeps.reruns.planned_rows(configs, tasks),
+        gemma_rows_saved=rows_in_folder,
+        gemma_rows_planned=tl.sweeps.reruns.planned_rows(configs, planned_tasks),
         gemma_sessions=0, gemma_wall_hours=0.0, gemma_cpu_hours=0.0)
     print(f"no sessions.jsonl in {sweep_path}: its rows were computed by this notebook, not by the script")
 
@@ -364,44 +385,53 @@ table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_v
 # otherwise (rows written before the counters) it is the measured wall time, as the printed line says.
 
 # %%
-latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
+latency_tasks = [t.head(settings["latency_items"]) for t in planned_tasks]
 latency_configs = tl.sweeps.reruns.latency_configs(settings)
 print(f"{settings['latency_items']} items per task; "
       f"kernel paths {settings.get('latency_paths') or 'as loaded'}; "
       + ", ".join(f"{c.label} (alpha={c.alpha:.3g}, gamma={c.gamma})" for c in latency_configs))
 start = time.perf_counter()
-latency_pair = tl.sweeps.reruns.latency_pair(settings, pair, results_dir=results_dir)  # on its latency_paths
-latency_rows = ev.run_sweep(latency_pair, latency_tasks, latency_configs,
-                            name=f"gemma-{settings['profile']}-latency", root=results_dir, runner="single",
-                            extra_config=tl.sweeps.reruns.latency_run_config(settings))
-latency_seconds = time.perf_counter() - start
-latency_error = None
+latency_error = latency_view = None
 latency_column = "wall_time_s"
-if calibration is not None and pricing.counts_calls(latency_rows):
-    latency_rows = pricing.price_rows(latency_rows, calibration)
-    latency_column = pricing.LATENCY_COLUMN
-    latency_error = pricing.signed_error(latency_rows, by=["label", "gamma"])
-print("latency axis:", {"wall_time_s": "measured wall time (rows without call counts)",
-                        pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column])
-latency_view = analysis.latency_view(latency_rows, latency=latency_column, tasks=tasks,
-                                     n_resamples=n_resamples)
-fig = tl.views.reruns.latency_figure(latency_view)
-tl.savefig(fig, f"gemma_{settings['profile']}_latency", size=fig.get_size_inches())
-figures.append(f"gemma_{settings['profile']}_latency")
-plt.show()
-latency_view.round(3)
+try:
+    latency_pair = tl.sweeps.reruns.latency_pair(settings, pair, results_dir=results_dir)  # its latency_paths
+    latency_rows = ev.run_sweep(latency_pair, latency_tasks, latency_configs,
+                                name=f"gemma-{settings['profile']}-latency", root=results_dir, runner="single",
+                                extra_config=tl.sweeps.reruns.latency_run_config(settings))
+except (ev.MissingRowsError, FileNotFoundError) as why:
+    if not redraw_only:
+        raise
+    latency_rows = None  # the run's latency rows come after its sweep (gemma_rerun.py --latency)
+    print(f"latency at batch size 1: not run yet ({why})")
+latency_seconds = time.perf_counter() - start
+if latency_rows is not None:
+    latency_rows = latency_rows[latency_rows["task"].isin({t.name for t in tasks})]
+    if calibration is not None and pricing.counts_calls(latency_rows):
+        latency_rows = pricing.price_rows(latency_rows, calibration)
+        latency_column = pricing.LATENCY_COLUMN
+        latency_error = pricing.signed_error(latency_rows, by=["label", "gamma"])
+    print("latency axis:", {"wall_time_s": "measured wall time (rows without call counts)",
+                            pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column])
+    latency_view = analysis.latency_view(latency_rows, latency=latency_column, tasks=tasks,
+                                         n_resamples=n_resamples)
+    fig = tl.views.reruns.latency_figure(latency_view)
+    tl.savefig(fig, f"gemma_{settings['profile']}_latency", size=fig.get_size_inches())
+    figures.append(f"gemma_{settings['profile']}_latency")
+    plt.show()
+latency_view.round(3) if latency_view is not None else None
 
 # %%
 if latency_error is not None:
-    tl.lessons.notebook.glue_values(
-        gemma_aim=report.AIM, gemma_aim_methods=len(latency_error),
-        gemma_aim_met=int((latency_error["median"].abs() <= report.AIM).sum()))
+    aim_met = int((latency_error["median"].abs() <= report.AIM).sum())
+    aim_sentence = (f"{aim_met} of the {len(latency_error)} methods meet the aim |median| ≤ {report.AIM:.0%}")
+else:
+    aim_sentence = "not measured, as this run's latency rows are not saved yet"
+tl.lessons.notebook.glue_values(gemma_aim_sentence=aim_sentence)
 latency_error.round(4) if latency_error is not None else None
 
 # %% [markdown]
 # The cost model against the wall clock on these rows, per method (signed error $(L - W)/W$, median and
-# quartiles): {glue:text}`gemma_aim_met` of the {glue:text}`gemma_aim_methods` methods meet the aim
-# $|\text{median}| \le$ {glue:text}`gemma_aim:.0%`.
+# quartiles): {glue:text}`gemma_aim_sentence`.
 
 # %% [markdown]
 # ## Did the paper's claims hold?
@@ -521,9 +551,7 @@ if results is not None:
 # Of the claims compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared`
 # verdicts changed.
 #
-# On the re-pricing over $c$: this machine's $c$ is {glue:text}`gemma_machine_c:.2f`; the paper's T5-small
-# $\to$ T5-large pair is at about {glue:text}`gemma_paper_c:.3f` ({glue:text}`gemma_paper_c_source`). The
-# verdicts on the grid use {glue:text}`gemma_grid_resamples` resamples of the items.
+# On the re-pricing over $c$: {glue:text}`gemma_c_sentence`.
 #
 # ## What the run says
 #
@@ -555,10 +583,12 @@ tl.lessons.notebook.glue_values(
     gemma_top_cut_temperature=f"{top_cut.idxmax()[1]:g}", gemma_top_cut_label=top_cut.idxmax()[2])
 if results is not None:
     gemma_facts = json.loads((Path(sweep_path) / "facts.json").read_text())
-    tl.lessons.notebook.glue_values(
-        gemma_machine_c=gemma_facts["c"], gemma_paper_c=gemma_facts["paper_c"],
-        gemma_paper_c_source=gemma_facts["paper_c_source"],
-        gemma_grid_resamples=gemma_facts["grid_resamples"])
+    c_sentence = (f"this machine's c is {gemma_facts['c']:.2f}; the paper's T5-small → T5-large pair is at "
+                  f"about {gemma_facts['paper_c']:.3f} ({gemma_facts['paper_c_source']}). The verdicts on "
+                  f"the grid use {gemma_facts['grid_resamples']} resamples of the items")
+else:
+    c_sentence = "not run, as it re-prices the latency rows, which this run has not saved yet"
+tl.lessons.notebook.glue_values(gemma_c_sentence=c_sentence)
 
 # %% [markdown]
 # **What a cost per token hides: longer answers.** On {glue:text}`gemma_arithmetic` at $T = 0$ the verifier
@@ -630,7 +660,8 @@ metrics = {
     "claims_compared": None if compared is None else compared.to_dict(orient="records"),
     "paired_differences": differences.to_dict(orient="records"),
     "answer_lengths": lengths.to_dict(orient="records"),
-    "latency": latency_view.to_dict(orient="records"), "latency_column": latency_column,
+    "latency": None if latency_view is None else latency_view.to_dict(orient="records"),
+    "latency_column": latency_column,
     "latency_model_error": None if latency_error is None else latency_error.to_dict(orient="records"),
     "verifier_quality": analysis.qualities(summary, "verifier"),
     "drafter_quality": analysis.qualities(summary, "drafter"),

@@ -183,3 +183,25 @@ def test_a_session_that_ends_writes_its_line_once_and_leaves_no_heartbeat(tmp_pa
     assert len(lines) == 1 and lines[0]["finished"] and lines[0]["rows_after"] == 2
     assert lines[0]["machine"].endswith(f"threads {torch.get_num_threads()}")  # the processor is named
     assert not (tmp_path / module.OPEN_SESSION).exists()
+
+
+def test_the_progress_of_the_committed_headline_run_counts_every_saved_row_once_per_task():
+    import json
+
+    settings = reruns.gemma_profile("headline")
+    pair = reruns.saved_pair("gemma-headline", settings)
+    tasks, configs = reruns.gemma_tasks(settings), reruns.gemma_configs(settings)
+    progress = reruns.saved_progress(pair, tasks, configs, "gemma-headline", settings)
+    folder = ev.sweep_of(
+        pair, tasks, "gemma-headline", runner="batch", extra_config=reruns.run_config(settings)
+    )
+    lines = [json.loads(x) for x in (folder.path / "rows.jsonl").read_text().splitlines() if x.strip()]
+    assert list(progress.index) == [t.name for t in tasks]
+    assert progress["rows_saved"].sum() == len({(r["task"], r["config"], r["example_id"]) for r in lines})
+    assert (progress["rows_planned"] == [len(configs) * len(t.examples) for t in tasks]).all()
+    assert (progress["finished"] == (progress["rows_saved"] == progress["rows_planned"])).all()
+    assert progress.loc["facts", "finished"]  # the first task of the run, finished in its first sessions
+    rows, same = reruns.finished_rows(pair, tasks, configs, "gemma-headline", settings)
+    assert same.equals(progress) and rows.attrs["path"] == str(folder.path)
+    finished = set(progress.index[progress["finished"]])
+    assert set(rows["task"]) == finished and len(rows) == progress.loc[list(finished), "rows_saved"].sum()

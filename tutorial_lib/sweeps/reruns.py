@@ -70,6 +70,8 @@ __all__ = [
     "run_config",
     "latency_run_config",
     "saved_pair",
+    "saved_progress",
+    "finished_rows",
     "describe_pair",
     "task_table",
 ]
@@ -271,6 +273,68 @@ def task_table(tasks: List[ev.Task], verifier=None) -> "pd.DataFrame":
 def planned_rows(configs: Sequence[ev.Config], tasks: Sequence[ev.Task]) -> int:
     """How many rows a complete sweep of `configs` over `tasks` holds: one per configuration and item."""
     return len(configs) * sum(len(task.examples) for task in tasks)
+
+
+def saved_progress(
+    pair,
+    tasks: Sequence[ev.Task],
+    configs: Sequence[ev.Config],
+    name: str,
+    settings: dict,
+    *,
+    results_dir=None,
+) -> "pd.DataFrame":
+    """Per task of a profile's batched sweep: the rows saved, the rows planned (every configuration on every
+    item) and whether the task is finished."""
+    return finished_rows(pair, tasks, configs, name, settings, results_dir=results_dir)[1]
+
+
+def finished_rows(
+    pair,
+    tasks: Sequence[ev.Task],
+    configs: Sequence[ev.Config],
+    name: str,
+    settings: dict,
+    *,
+    results_dir=None,
+) -> tuple:
+    """The saved rows of a profile's batched sweep on the tasks it finished, and its progress per task
+    (`saved_progress`). A run that stopped early (its tasks run in the profile's order) is redrawn on its
+    finished tasks; a task with only some rows saved is left out whole, as its claims would rest on a
+    prefix of its items. The rows' `attrs["path"]` is the run's folder, as `run_sweep` gives it."""
+    import pandas as pd
+
+    sweep = ev.sweep_of(
+        pair,
+        tasks,
+        name,
+        runner="batch",
+        seed=settings.get("seed", 0),
+        extra_config=run_config(settings),
+        root=results_dir,
+    )
+    table = sweep.load(example_ids={t.name: {e.id for e in t.examples} for t in tasks}, configs=configs)
+    keys = {c.key for c in configs}
+    if not table.empty:
+        table = table[table["config"].isin(keys)]
+    progress = []
+    for task in tasks:
+        saved = 0 if table.empty else int((table["task"] == task.name).sum())
+        planned = len(configs) * len(task.examples)
+        progress.append(
+            {"task": task.name, "rows_saved": saved, "rows_planned": planned, "finished": saved == planned}
+        )
+    progress = pd.DataFrame(progress).set_index("task")
+    finished = [t for t in tasks if progress.loc[t.name, "finished"]]
+    if not finished:
+        raise ev.MissingRowsError(
+            f"no task of {sweep.path} is finished ({int(progress['rows_saved'].sum())} of "
+            f"{int(progress['rows_planned'].sum())} rows saved): run it further "
+            "(benchmarks/gemma_rerun.py), or redraw another profile."
+        )
+    rows = table[table["task"].isin({t.name for t in finished})].reset_index(drop=True)
+    rows.attrs["path"] = str(sweep.path)
+    return rows, progress
 
 
 def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFrame"]:
