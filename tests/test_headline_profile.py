@@ -116,26 +116,34 @@ def _gemma_rerun_script():
     return module
 
 
-def test_a_session_whose_machine_stops_without_a_signal_is_appended_by_the_next_from_its_heartbeat(tmp_path):
-    import json
+def _session_log(module, folder, done, *, before: int, items: int, heartbeat_s: float):
+    """A session of the script over a stand-in sweep (its folder and saved rows) of one task."""
     import time
     from types import SimpleNamespace
 
-    module = _gemma_rerun_script()
-    saved = {("facts", "c", i) for i in range(3)}
-    sweep = SimpleNamespace(path=tmp_path, done=lambda: set(saved))
-    task = SimpleNamespace(name="facts", examples=[0] * 5)
-    log = module.SessionLog(
+    sweep = SimpleNamespace(path=folder, done=done)
+    task = SimpleNamespace(name="facts", examples=[0] * items)
+    started = "2026-12-05T00:00:00+00:00"
+    return module.SessionLog(
         sweep,
-        "2026-12-05T00:00:00+00:00",
+        started,
         time.perf_counter(),
         time.process_time(),
         2,
-        3,
+        before,
         1,
         [task],
-        heartbeat_s=0.05,
+        heartbeat_s=heartbeat_s,
     )
+
+
+def test_a_session_whose_machine_stops_without_a_signal_is_appended_by_the_next_from_its_heartbeat(tmp_path):
+    import json
+    import time
+
+    module = _gemma_rerun_script()
+    saved = {("facts", "c", i) for i in range(3)}
+    log = _session_log(module, tmp_path, lambda: set(saved), before=3, items=5, heartbeat_s=0.05)
     log.start_heartbeat()
     saved.add(("facts", "c", 3))
     deadline = time.monotonic() + 10
@@ -158,22 +166,10 @@ def test_a_session_whose_machine_stops_without_a_signal_is_appended_by_the_next_
 def test_a_session_that_ends_writes_its_line_once_and_leaves_no_heartbeat(tmp_path):
     import json
     import time
-    from types import SimpleNamespace
 
     module = _gemma_rerun_script()
-    sweep = SimpleNamespace(path=tmp_path, done=lambda: {("facts", "c", 0), ("facts", "c", 1)})
-    task = SimpleNamespace(name="facts", examples=[0] * 2)
-    log = module.SessionLog(
-        sweep,
-        "2026-12-05T00:00:00+00:00",
-        time.perf_counter(),
-        time.process_time(),
-        1,
-        0,
-        1,
-        [task],
-        heartbeat_s=0.01,
-    )
+    saved = {("facts", "c", 0), ("facts", "c", 1)}
+    log = _session_log(module, tmp_path, lambda: saved, before=0, items=2, heartbeat_s=0.01)
     log.start_heartbeat()
     time.sleep(0.1)
     log.write(finished=True)
@@ -191,7 +187,7 @@ def test_the_progress_of_the_committed_headline_run_counts_every_saved_row_once_
     settings = reruns.gemma_profile("headline")
     pair = reruns.saved_pair("gemma-headline", settings)
     tasks, configs = reruns.gemma_tasks(settings), reruns.gemma_configs(settings)
-    progress = reruns.saved_progress(pair, tasks, configs, "gemma-headline", settings)
+    rows, progress = reruns.finished_rows(pair, tasks, configs, "gemma-headline", settings)
     folder = ev.sweep_of(
         pair, tasks, "gemma-headline", runner="batch", extra_config=reruns.run_config(settings)
     )
@@ -201,7 +197,6 @@ def test_the_progress_of_the_committed_headline_run_counts_every_saved_row_once_
     assert (progress["rows_planned"] == [len(configs) * len(t.examples) for t in tasks]).all()
     assert (progress["finished"] == (progress["rows_saved"] == progress["rows_planned"])).all()
     assert progress.loc["facts", "finished"]  # the first task of the run, finished in its first sessions
-    rows, same = reruns.finished_rows(pair, tasks, configs, "gemma-headline", settings)
-    assert same.equals(progress) and rows.attrs["path"] == str(folder.path)
+    assert rows.attrs["path"] == str(folder.path)
     finished = set(progress.index[progress["finished"]])
     assert set(rows["task"]) == finished and len(rows) == progress.loc[list(finished), "rows_saved"].sum()

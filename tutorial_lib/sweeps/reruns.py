@@ -70,7 +70,6 @@ __all__ = [
     "run_config",
     "latency_run_config",
     "saved_pair",
-    "saved_progress",
     "finished_rows",
     "describe_pair",
     "task_table",
@@ -275,20 +274,6 @@ def planned_rows(configs: Sequence[ev.Config], tasks: Sequence[ev.Task]) -> int:
     return len(configs) * sum(len(task.examples) for task in tasks)
 
 
-def saved_progress(
-    pair,
-    tasks: Sequence[ev.Task],
-    configs: Sequence[ev.Config],
-    name: str,
-    settings: dict,
-    *,
-    results_dir=None,
-) -> "pd.DataFrame":
-    """Per task of a profile's batched sweep: the rows saved, the rows planned (every configuration on every
-    item) and whether the task is finished."""
-    return finished_rows(pair, tasks, configs, name, settings, results_dir=results_dir)[1]
-
-
 def finished_rows(
     pair,
     tasks: Sequence[ev.Task],
@@ -299,9 +284,10 @@ def finished_rows(
     results_dir=None,
 ) -> tuple:
     """The saved rows of a profile's batched sweep on the tasks it finished, and its progress per task
-    (`saved_progress`). A run that stopped early (its tasks run in the profile's order) is redrawn on its
-    finished tasks; a task with only some rows saved is left out whole, as its claims would rest on a
-    prefix of its items. The rows' `attrs["path"]` is the run's folder, as `run_sweep` gives it."""
+    (rows saved, rows planned: every configuration on every item, and whether the task is finished). A run
+    that stopped early (its tasks run in the profile's order) is redrawn on its finished tasks; a task with
+    only some rows saved is left out whole, as its claims would rest on a prefix of its items. The rows'
+    `attrs["path"]` is the run's folder, as `run_sweep` gives it."""
     import pandas as pd
 
     sweep = ev.sweep_of(
