@@ -220,31 +220,23 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 # is logged in `sessions.jsonl` beside the rows. The committed run saved {glue:text}`gemma_rows_saved:,d` of
 # {glue:text}`gemma_rows_planned:,d` rows in {glue:text}`gemma_sessions` sessions of
 # {glue:text}`gemma_wall_hours:.2f` h wall time in all ({glue:text}`gemma_cpu_hours:.2f` h of CPU time over all
-# threads); per session, the rows it made, its hours and its CPU time over wall time (how much of the machine
-# it got: a session beside other work gets less):
+# threads); per session, the rows it made, its hours, its CPU time over wall time (how much of the machine
+# it got: a session beside other work gets less), how it ended and the processor it ran on:
 
 # %%
-sessions_path = Path(sweep_path) / "sessions.jsonl"
 rows_in_folder = int(progress["rows_saved"].sum()) if redraw_only else len(rows)  # unfinished tasks too
-if sessions_path.exists():
-    sessions = pd.read_json(sessions_path, lines=True)
-    planned = int(sessions["configurations"].iloc[-1] * sum(sessions["items"].iloc[-1].values()))
-    # rows no line accounts for: a session whose machine was shut down before it could write its line
-    unlogged = int((sessions["rows_before"].iloc[1:].to_numpy()
-                    - sessions["rows_after"].iloc[:-1].to_numpy()).clip(min=0).sum()
-                   + max(0, rows_in_folder - int(sessions["rows_after"].max())))
-    if unlogged:
-        print(f"{unlogged:,} saved rows were made in sessions that left no line (stopped without a signal "
-              "before the sessions wrote heartbeats): their hours are not in the sums below")
+sessions = tl.sweeps.reruns.run_sessions(sweep_path, rows_in_folder)
+if sessions is not None:
+    sessions_table, run_totals = sessions
+    if run_totals["rows_unlogged"]:
+        print(f"{run_totals['rows_unlogged']:,} saved rows no session line accounts for (a session still "
+              "running, or one stopped without a signal before sessions wrote heartbeats): their hours are "
+              "not in the sums below")
     tl.lessons.notebook.glue_values(
-        gemma_rows_saved=rows_in_folder, gemma_rows_planned=planned, gemma_sessions=len(sessions),
-        gemma_wall_hours=sessions["seconds"].sum() / 3600,
-        gemma_cpu_hours=sessions["cpu_seconds"].sum() / 3600)
-    display(pd.DataFrame({"start": sessions["start"],
-                          "rows made": sessions["rows_after"] - sessions["rows_before"],
-                          "hours": sessions["seconds"] / 3600,
-                          "CPU over wall": sessions["cpu_seconds"] / sessions["seconds"],
-                          "threads": sessions["threads"]}).round(2))
+        gemma_rows_saved=rows_in_folder, gemma_rows_planned=run_totals["rows_planned"],
+        gemma_sessions=run_totals["sessions"], gemma_wall_hours=run_totals["wall_hours"],
+        gemma_cpu_hours=run_totals["cpu_hours"])
+    display(sessions_table.round(2))
 else:  # computed here, by this notebook (a smoke run, a new folder): no session of the script was logged
     tl.lessons.notebook.glue_values(
         gemma_rows_saved=rows_in_folder,

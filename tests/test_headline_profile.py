@@ -200,3 +200,57 @@ def test_the_progress_of_the_committed_headline_run_counts_every_saved_row_once_
     assert rows.attrs["path"] == str(folder.path)
     finished = set(progress.index[progress["finished"]])
     assert set(rows["task"]) == finished and len(rows) == progress.loc[list(finished), "rows_saved"].sum()
+
+
+def test_a_runs_sessions_add_up_and_the_rows_no_line_accounts_for_are_counted(tmp_path):
+    import json
+
+    def line(before, after, seconds, **extra):
+        return {
+            "start": "2026-12-05T00:00:00+00:00",
+            "seconds": seconds,
+            "cpu_seconds": 2 * seconds,
+            "threads": 2,
+            "rows_before": before,
+            "rows_after": after,
+            "finished": False,
+            "configurations": 49,
+            "items": {"facts": 49, "humaneval": 164},
+            **extra,
+        }
+
+    assert reruns.run_sessions(tmp_path, 0) is None  # a folder the script never ran
+    sessions = [
+        line(0, 100, 3600),
+        line(100, 150, 1800, machine="AMD EPYC|avx512_bf16|torch 2.13.0+cpu|threads 2"),
+        # 150 -> 180: a session shut down before heartbeats existed; then one recovered from its heartbeat
+        line(180, 200, 900, ended_by="unrecorded stop: end, seconds and rows are its last heartbeat's"),
+        line(200, 230, 900, finished=True),
+    ]
+    (tmp_path / "sessions.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    table, totals = reruns.run_sessions(tmp_path, 240)  # 10 rows after the last line: another unlogged stop
+    assert totals == {
+        "sessions": 4,
+        "wall_hours": 2.0,
+        "cpu_hours": 4.0,
+        "rows_planned": 49 * 213,
+        "rows_unlogged": 30 + 10,
+    }
+    assert list(table["rows made"]) == [100, 50, 20, 30] and (table["CPU over wall"] == 2).all()
+    assert list(table["ended"]) == [
+        "stopped by a signal",
+        "stopped by a signal",
+        "last heartbeat (no signal)",
+        "finished",
+    ]
+    assert list(table["processor"]) == ["not recorded", "AMD EPYC", "not recorded", "not recorded"]
+
+
+def test_the_committed_headline_run_names_the_rows_its_sessions_do_not_account_for():
+    settings = reruns.gemma_profile("headline")
+    pair = reruns.saved_pair("gemma-headline", settings)
+    tasks, configs = reruns.gemma_tasks(settings), reruns.gemma_configs(settings)
+    rows, progress = reruns.finished_rows(pair, tasks, configs, "gemma-headline", settings)
+    table, totals = reruns.run_sessions(rows.attrs["path"], int(progress["rows_saved"].sum()))
+    made = int(table["rows made"].sum()) + totals["rows_unlogged"]
+    assert made == progress["rows_saved"].sum() and totals["rows_planned"] == progress["rows_planned"].sum()

@@ -71,6 +71,7 @@ __all__ = [
     "latency_run_config",
     "saved_pair",
     "finished_rows",
+    "run_sessions",
     "describe_pair",
     "task_table",
 ]
@@ -321,6 +322,54 @@ def finished_rows(
     rows = table[table["task"].isin({t.name for t in finished})].reset_index(drop=True)
     rows.attrs["path"] = str(sweep.path)
     return rows, progress
+
+
+def run_sessions(folder, rows_saved: int) -> Optional[tuple]:
+    """The sessions of a long run (`sessions.jsonl` in its folder, written by `benchmarks/gemma_rerun.py`), or
+    None where the folder has none. Returns a table, one row per session (its start, the rows it made, its
+    hours, its CPU time over wall time, threads, how it ended, its processor) and the run's totals: sessions,
+    wall and CPU hours, rows planned, and `rows_unlogged`, the saved rows (of `rows_saved`) that no session's
+    line accounts for (a session still running, or one stopped without a signal before sessions wrote
+    heartbeats): their hours are not in the totals."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(folder) / "sessions.jsonl"
+    if not path.exists():
+        return None
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        return None
+    sessions = pd.DataFrame(lines)
+    before, after = sessions["rows_before"].to_numpy(), sessions["rows_after"].to_numpy()
+    unlogged = int((before[1:] - after[:-1]).clip(min=0).sum() + max(0, rows_saved - int(after.max())))
+    ended = [
+        "finished"
+        if line.get("finished")
+        else ("last heartbeat (no signal)" if line.get("ended_by") else "stopped by a signal")
+        for line in lines
+    ]
+    table = pd.DataFrame(
+        {
+            "start": sessions["start"],
+            "rows made": after - before,
+            "hours": sessions["seconds"] / 3600,
+            "CPU over wall": sessions["cpu_seconds"] / sessions["seconds"],
+            "threads": sessions["threads"],
+            "ended": ended,
+            "processor": [str(line.get("machine", "not recorded")).split("|")[0] for line in lines],
+        }
+    )
+    totals = {
+        "sessions": len(lines),
+        "wall_hours": float(sessions["seconds"].sum() / 3600),
+        "cpu_hours": float(sessions["cpu_seconds"].sum() / 3600),
+        "rows_planned": int(lines[-1]["configurations"] * sum(lines[-1]["items"].values())),
+        "rows_unlogged": unlogged,
+    }
+    return table, totals
 
 
 def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFrame"]:
