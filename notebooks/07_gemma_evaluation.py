@@ -388,8 +388,8 @@ latency_column = "wall_time_s"
 try:
     latency_pair = tl.sweeps.reruns.latency_pair(settings, pair, results_dir=results_dir)  # its latency_paths
     latency_rows = ev.run_sweep(latency_pair, latency_tasks, latency_configs,
-                                name=f"gemma-{settings['profile']}-latency", root=results_dir, runner="single",
-                                extra_config=tl.sweeps.reruns.latency_run_config(settings))
+                                name=f"gemma-{settings['profile']}-latency", root=results_dir,
+                                runner="single", extra_config=tl.sweeps.reruns.latency_run_config(settings))
 except (ev.MissingRowsError, FileNotFoundError) as why:
     if not redraw_only:
         raise
@@ -402,8 +402,9 @@ if latency_rows is not None:
         latency_rows = pricing.price_rows(latency_rows, calibration)
         latency_column = pricing.LATENCY_COLUMN
         latency_error = pricing.signed_error(latency_rows, by=["label", "gamma"])
-    print("latency axis:", {"wall_time_s": "measured wall time (rows without call counts)",
-                            pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column])
+    axis = {"wall_time_s": "measured wall time (rows without call counts)",
+            pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibration"}[latency_column]
+    print("latency axis:", axis)
     latency_view = analysis.latency_view(latency_rows, latency=latency_column, tasks=tasks,
                                          n_resamples=n_resamples)
     fig = tl.views.reruns.latency_figure(latency_view)
