@@ -124,7 +124,8 @@ class SessionLog:
         self.sweep, self.started, self.wall, self.cpu = sweep, started, wall, cpu
         self.threads, self.before, self.n_configs, self.tasks = threads, before, n_configs, tasks
         self.heartbeat_s, self.heartbeat = heartbeat_s, sweep.path / OPEN_SESSION
-        self.written, self.lock, self.stop_beating = False, threading.Lock(), threading.Event()
+        # re-entrant: a signal that lands while the main thread writes its line finds it written and returns
+        self.written, self.lock, self.stop_beating = False, threading.RLock(), threading.Event()
 
     def line(self, finished: bool) -> dict:
         # CPU seconds of all threads: on a shared machine, the wall time overstates what a quiet run takes
