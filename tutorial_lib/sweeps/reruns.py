@@ -375,9 +375,7 @@ def run_sessions(folder, rows_saved: int) -> Optional[tuple]:
 def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFrame"]:
     """The saved rows of the profile's second-seed run (`SECOND_SEED_PROFILES`), whole tasks only (a task
     counts once both of its curves ran every item: a run still under way gives the tasks it finished), or
-    None where the profile has none or none is saved. Loads no model."""
-    import pandas as pd
-
+    None where the profile has none or no task of it is finished (`finished_rows`). Loads no model."""
     name = SECOND_SEED_PROFILES.get(settings["profile"])
     if name is None:
         return None
@@ -386,22 +384,13 @@ def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFr
         pair = saved_pair(f"gemma-{name}", again, results_dir=results_dir)
     except FileNotFoundError:
         return None
-    tasks = gemma_tasks(again)
-    sweep = ev.sweep_of(
-        pair,
-        tasks,
-        f"gemma-{name}",
-        runner="batch",
-        seed=again.get("seed", 0),
-        extra_config=run_config(again),
-        root=results_dir,
-    )
-    rows = pd.DataFrame(sweep.load())
-    if rows.empty:
+    try:
+        rows, _ = finished_rows(
+            pair, gemma_tasks(again), gemma_configs(again), f"gemma-{name}", again, results_dir=results_dir
+        )
+    except ev.MissingRowsError:  # no task finished yet
         return None
-    configs = gemma_configs(again)
-    whole = [t.name for t in tasks if (rows["task"] == t.name).sum() == planned_rows(configs, [t])]
-    return rows[rows["task"].isin(whole)].reset_index(drop=True)
+    return rows
 
 
 def gemma_profile(name: str = "offline-large", **overrides) -> dict:
