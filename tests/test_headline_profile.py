@@ -4,11 +4,12 @@ alphas placed on the committed bf16 T = 0 token analysis, and its second seed se
 from collections import Counter
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
 from tutorial_lib.maths import alpha_grids, targets
-from tutorial_lib.stats import token_curves
+from tutorial_lib.stats import report, token_curves
 from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.sweeps import reruns
 
@@ -254,3 +255,13 @@ def test_the_committed_headline_run_names_the_rows_its_sessions_do_not_account_f
     table, totals = reruns.run_sessions(rows.attrs["path"], int(progress["rows_saved"].sum()))
     made = int(table["rows made"].sum()) + totals["rows_unlogged"]
     assert made == progress["rows_saved"].sum() and totals["rows_planned"] == progress["rows_planned"].sum()
+
+
+def test_the_headline_run_is_set_beside_offline_large_whose_claims_are_read_from_its_folder(tmp_path):
+    earlier_profile, before = reruns.earlier_claims(reruns.gemma_profile("headline"))
+    assert earlier_profile == "offline-large"
+    assert before.equals(pd.read_csv(RESULTS / report.GEMMA_RUN / "claims.csv"))
+    assert reruns.earlier_claims(reruns.gemma_profile("offline-large"))[0] == "offline-all"
+    # a profile that replaced no run, and a results folder without the earlier run: nothing to compare with
+    assert reruns.earlier_claims(reruns.gemma_profile("smoke")) is None
+    assert reruns.earlier_claims(reruns.gemma_profile("headline"), results_dir=tmp_path) is None

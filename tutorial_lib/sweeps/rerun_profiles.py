@@ -21,6 +21,7 @@ __all__ = [
     "GEMMA_GREEDY_ALPHAS_3",
     "GEMMA_PROFILES",
     "SECOND_SEED_PROFILES",
+    "EARLIER_PROFILES",
 ]
 
 # ---- T5 -------------------------------------------------------------------------------------------
@@ -476,4 +477,13 @@ GEMMA_PROFILES: Dict[str, dict] = {
 SECOND_SEED_PROFILES: Dict[str, str] = {
     "offline-large": "offline-large-seed2",
     "headline": "headline-seed2",
+}
+
+#: The run each profile's run replaced, whose claims notebook 07 sets beside its own (before -> after).
+#: offline-large grew offline-all's code and arithmetic sets into HumanEval and arithmetic-300, with one
+#: alpha per rule where offline-all had three; headline runs offline-large's items again with every rule at
+#: 3 alphas at both temperatures, in bf16 where offline-large ran fp32.
+EARLIER_PROFILES: Dict[str, str] = {
+    "offline-large": "offline-all",
+    "headline": "offline-large",
 }

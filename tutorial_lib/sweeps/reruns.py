@@ -10,6 +10,7 @@ $\gamma = 1$). Each has a few profiles, chosen by the notebook's `profile` param
 | `offline` (T5's default) | models that run here without a network | task sets the package makes or ships |
 | `offline-all` (Gemma) | as `offline` | every item of the smaller offline sets, room to answer |
 | `offline-large` (Gemma's default) | as `offline` | HumanEval, arithmetic-300, facts: enough to decide |
+| `headline` (Gemma) | as `offline`, in bf16 | as `offline-large`; every rule at 3 alphas at T = 1 and T = 0 |
 | `full` (T5) | as `offline` | more examples, the whole grid |
 | `smoke` | the cheapest models | a few examples (`make test`) |
 
@@ -31,6 +32,7 @@ from .rerun_profiles import (
     GEMMA_GREEDY_ALPHAS_3,
     GEMMA_MIDDLE_ALPHAS,
     GEMMA_PROFILES,
+    EARLIER_PROFILES,
     SECOND_SEED_PROFILES,
     T5_HUB_DATASETS,
     T5_OFFLINE_ALPHAS,
@@ -52,6 +54,8 @@ __all__ = [
     "GEMMA_GREEDY_ALPHAS_3",
     "SECOND_SEED_PROFILES",
     "second_seed_rows",
+    "EARLIER_PROFILES",
+    "earlier_claims",
     "planned_rows",
     "T5_HUB_DATASETS",
     "t5_profile",
@@ -391,6 +395,34 @@ def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFr
     except ev.MissingRowsError:  # no task finished yet
         return None
     return rows
+
+
+def earlier_claims(settings: dict, *, results_dir=None) -> Optional[tuple]:
+    """The claims of the run this profile's run replaced (`EARLIER_PROFILES`), as that run's notebook saved
+    them (`claims.csv` in its folder; a test derives every committed folder's claims from its rows again):
+    `(earlier profile, claims table)`, or None where the profile replaced no run or that run's claims are
+    not saved. Loads no model."""
+    import pandas as pd
+
+    name = EARLIER_PROFILES.get(settings["profile"])
+    if name is None:
+        return None
+    earlier = gemma_profile(name)
+    try:
+        pair = saved_pair(f"gemma-{name}", earlier, results_dir=results_dir)
+    except FileNotFoundError:
+        return None
+    sweep = ev.sweep_of(
+        pair,
+        gemma_tasks(earlier),
+        f"gemma-{name}",
+        runner="batch",
+        seed=earlier.get("seed", 0),
+        extra_config=run_config(earlier),
+        root=results_dir,
+    )
+    path = sweep.path / "claims.csv"
+    return (name, pd.read_csv(path)) if path.exists() else None
 
 
 def gemma_profile(name: str = "offline-large", **overrides) -> dict:
