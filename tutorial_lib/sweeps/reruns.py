@@ -376,18 +376,27 @@ def run_sessions(folder, rows_saved: int) -> Optional[tuple]:
     return table, totals
 
 
+def _saved_gemma_run(name: Optional[str], results_dir) -> Optional[tuple]:
+    """A related profile's settings and the stand-ins of its saved sweep, or None where there is no such
+    profile or its sweep is not saved."""
+    if name is None:
+        return None
+    settings = gemma_profile(name)
+    try:
+        return settings, saved_pair(f"gemma-{name}", settings, results_dir=results_dir)
+    except FileNotFoundError:
+        return None
+
+
 def second_seed_rows(settings: dict, *, results_dir=None) -> Optional["pd.DataFrame"]:
     """The saved rows of the profile's second-seed run (`SECOND_SEED_PROFILES`), whole tasks only (a task
     counts once both of its curves ran every item: a run still under way gives the tasks it finished), or
     None where the profile has none or no task of it is finished (`finished_rows`). Loads no model."""
     name = SECOND_SEED_PROFILES.get(settings["profile"])
-    if name is None:
+    saved = _saved_gemma_run(name, results_dir)
+    if saved is None:
         return None
-    again = gemma_profile(name)
-    try:
-        pair = saved_pair(f"gemma-{name}", again, results_dir=results_dir)
-    except FileNotFoundError:
-        return None
+    again, pair = saved
     try:
         rows, _ = finished_rows(
             pair, gemma_tasks(again), gemma_configs(again), f"gemma-{name}", again, results_dir=results_dir
@@ -405,13 +414,10 @@ def earlier_claims(settings: dict, *, results_dir=None) -> Optional[tuple]:
     import pandas as pd
 
     name = EARLIER_PROFILES.get(settings["profile"])
-    if name is None:
+    saved = _saved_gemma_run(name, results_dir)
+    if saved is None:
         return None
-    earlier = gemma_profile(name)
-    try:
-        pair = saved_pair(f"gemma-{name}", earlier, results_dir=results_dir)
-    except FileNotFoundError:
-        return None
+    earlier, pair = saved
     sweep = ev.sweep_of(
         pair,
         gemma_tasks(earlier),
