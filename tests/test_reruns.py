@@ -220,9 +220,14 @@ def test_the_committed_t5_run_reloads_complete_under_exact_alpha_keys():
 def test_the_latency_settings_stay_out_of_the_batched_sweeps_hash():
     # how the latency rows are measured decides no batched row: measuring them again on more items or on
     # another kernel path must find the batched rows where they are
+    for name in ("offline-large", "headline"):  # latency_alphas is optional: headline sets it
+        profile = reruns.gemma_profile(name)
+        assert not set(reruns.LATENCY_KEYS) & set(reruns.run_config(profile)["profile"])
+        assert {k for k in reruns.LATENCY_KEYS if k in profile} <= set(
+            reruns.latency_run_config(profile)["profile"]
+        )
+    assert "latency_alphas" in reruns.latency_run_config(reruns.gemma_profile("headline"))["profile"]
     settings = reruns.gemma_profile("offline-large")
-    assert not set(reruns.LATENCY_KEYS) & set(reruns.run_config(settings)["profile"])
-    assert set(reruns.LATENCY_KEYS) <= set(reruns.latency_run_config(settings)["profile"])
     other = reruns.gemma_profile("offline-large", latency_items=3)
     other["latency_paths"] = ["fp32", "fp32"]
     assert reruns.run_config(other) == reruns.run_config(settings)

@@ -196,7 +196,7 @@ def load_t5_pair(settings: dict, **placement):
 #: verifier's, as `models.load_pair(kernel_paths=)` takes them). They decide no row of the batched sweep,
 #: so they are left out of its folder's hash: the latency rows can be measured again on another path or
 #: on more items without moving the sweep's rows.
-LATENCY_KEYS = ("latency_items", "latency_gammas", "latency_curves", "latency_paths")
+LATENCY_KEYS = ("latency_items", "latency_gammas", "latency_curves", "latency_paths", "latency_alphas")
 
 
 def run_config(settings: dict) -> dict:
@@ -476,9 +476,10 @@ def gemma_configs(settings: dict) -> List[ev.Config]:
 
 def latency_configs(settings: dict) -> List[ev.Config]:
     """The batch-size-1 latency runs at the lowest temperature: the drafter and the verifier alone, and
-    per gamma each latency curve at the alpha its quality rows use at that temperature (`greedy_alphas`
-    at T = 0 where the profile has them, else `alphas`; the middle of its alpha grid without either;
-    gamma = 1 without a bonus token, as in the batched sweep; larger gamma with Algorithm 4's bonus token)."""
+    per gamma each latency curve at the alpha its quality rows use at that temperature (the profile's
+    `latency_alphas` where it picks one of several; else the first of `greedy_alphas` at T = 0 where the
+    profile has them, else of `alphas`; the middle of its alpha grid without either; gamma = 1 without a
+    bonus token, as in the batched sweep; larger gamma with Algorithm 4's bonus token)."""
     from ..maths.targets import alpha_grid
 
     temperature = min(settings["temperatures"])
@@ -493,6 +494,14 @@ def latency_configs(settings: dict) -> List[ev.Config]:
             # the alpha of the quality rows at this temperature (a profile's own T = 0 placements)
             greedy = settings.get("greedy_alphas") if temperature == 0 else None
             chosen = (greedy or {}).get(label) or (settings.get("alphas") or {}).get(label)
+            picked = (settings.get("latency_alphas") or {}).get(label)
+            if picked is not None:
+                if chosen and picked not in chosen:
+                    raise ValueError(
+                        f"latency_alphas[{label!r}] = {picked}: the latency rows take an alpha of the "
+                        f"quality rows at T = {temperature:g}; pick one of {chosen}."
+                    )
+                chosen = [picked]
             alpha = 0.0 if rule in ("spec", None) else float(chosen[0] if chosen else alpha_grid(rule, 3)[1])
             configs += ev.sweep_configs(
                 [label],
