@@ -75,9 +75,10 @@
 # `offline-all`), and the curves' ends are measured runs too (below). The batched rows of `offline-all` and
 # `offline-large` were computed in **fp32**, on a processor without bf16 matrix units, where batched bf16
 # forward passes measured 2-8 times slower than fp32; `headline`'s in **bf16**, on processors with bf16 units
-# (the table of sessions names each session's processor: rounding differs between their kernels). The batch-size-1 latency rows of `offline-large` run on the kernel paths its profile
-# names (`latency_paths`: an int8 drafter and a bf16 verifier, which a probe chose on a processor with bf16
-# units, notebook 09); at $T = 0$ their tokens are that bf16 verifier's, which can differ from the fp32 rows'.
+# (the table of sessions names each session's processor: rounding differs between their kernels). The
+# batch-size-1 latency rows of `offline-large` and `headline` run on the kernel paths their profiles name
+# (`latency_paths`: an int8 drafter and a bf16 verifier, which a probe chose on a processor with bf16 units,
+# notebook 09); at $T = 0$ their tokens are that bf16 verifier's, which can differ from the batched rows'.
 #
 # **Batched lockstep execution, and what it costs here.** At $\gamma = 1$ each step emits exactly one
 # token per sequence (accept the draft or replace it from the residual, as the authors' colab does),
@@ -224,12 +225,12 @@ sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
 
 # %% [markdown]
-# **How the saved run was computed.** A long run is computed by `benchmarks/gemma_rerun.py` (for this
-# profile's committed rows: `--profile offline-large --latency`), resuming where a session stopped; each session
-# is logged in `sessions.jsonl` beside the rows. The committed run saved {glue:text}`gemma_rows_saved:,d` of
+# **How the saved run was computed.** A long run is computed by `benchmarks/gemma_rerun.py` (for a profile's
+# committed rows: `--profile <profile> --latency`), resuming where a session stopped; each session is logged
+# in `sessions.jsonl` beside the rows. The committed run saved {glue:text}`gemma_rows_saved:,d` of
 # {glue:text}`gemma_rows_planned:,d` rows in {glue:text}`gemma_sessions` sessions of
-# {glue:text}`gemma_wall_hours:.2f` h wall time in all ({glue:text}`gemma_cpu_hours:.2f` h of CPU time over all
-# threads); per session, the rows it made, its hours, its CPU time over wall time (how much of the machine
+# {glue:text}`gemma_wall_hours:.2f` h wall time in all ({glue:text}`gemma_cpu_hours:.2f` h of CPU time over
+# all threads); per session, the rows it made, its hours, its CPU time over wall time (how much of the machine
 # it got: a session beside other work gets less), how it ended and the processor it ran on:
 
 # %%
@@ -438,29 +439,28 @@ latency_error.round(4) if latency_error is not None else None
 # %% [markdown]
 # ## Did the paper's claims hold?
 #
-# The paper's Gemma claims, each measured as a difference that is positive when the claim holds,
-# with a 95% bootstrap interval over items (`tl.stats.claims.gemma_claims`, on the rejection-rate axis):
-# **holds** when the interval lies above 0, **does not hold** when it lies at or below 0, otherwise
-# **not resolved at this sample size**, with `n_needed`, the number of items per task at which a
-# difference of the measured size would be detected (5% test, 80% power; empty where the measured
-# spread gives no such size). A claim about a rule is measured on **that rule's own configurations**
-# (never SpecDecode's or the drafter's runs at the ends of its curve, nor a configuration with
-# SpecDecode's texts); where it takes the best of several, its interval holds for all of them at
-# once, so the selection is inside it. Two labels say why a claim has no number, each with its reason:
-# **by construction** (the difference is fixed by the design whatever the items: a rule with no
-# configuration of its own, or no compared curve reaching the verifier's quality on its own runs, so both
-# sides read "not reached") and **not run** (a compared method was not run at that temperature: the
-# profile's design). Beside each claim, the **noise floor in the claim's own unit**
-# (`tl.stats.paired.same_law_floor`): two runs of one law on the same items. Where this profile has a
-# second seed set (the verifier and SpecDecode at $T = 1$ again, item $i$ drawn with seed $1000 + i$:
-# `offline-large-seed2`), a quality claim gets the verifier's second run minus its first, and a
-# rejection-rate claim SpecDecode's second rate over its first, minus 1; else a quality claim gets
-# SpecDecode minus the verifier (one law), which at $T = 0$ is 0 by construction and is not given as a
-# floor. `noise_floor_from` says which, and `against_floor` whether the estimate lies within the floor.
-# Rejection rates are reported as rates, and a difference between them relative to SpecDecode's own rate. "OPT helps less with Gemma than with T5" compares OPT's
-# rejection-rate advantage over Chow and Diff here with the same, on the same axis, in the saved T5
-# run of notebook 06 (`t5_profile`), when that run is saved. `report.write_gemma_results` writes the
-# claims, the latency table and the run's other result files beside its rows.
+# The paper's Gemma claims, each measured as a difference that is positive when the claim holds, with a 95%
+# bootstrap interval over items (`tl.stats.claims.gemma_claims`, on the rejection-rate axis): **holds** when
+# the interval lies above 0, **does not hold** when it lies at or below 0, otherwise **not resolved at this
+# sample size**, with `n_needed`, the number of items per task at which a difference of the measured size
+# would be detected (5% test, 80% power; empty where the measured spread gives no such size). A claim about a
+# rule is measured on **that rule's own configurations** (never SpecDecode's or the drafter's runs at the ends
+# of its curve, nor a configuration with SpecDecode's texts); where it takes the best of several, its interval
+# holds for all of them at once, so the selection is inside it. Two labels say why a claim has no number, each
+# with its reason: **by construction** (the difference is fixed by the design whatever the items: a rule with
+# no configuration of its own, or no compared curve reaching the verifier's quality on its own runs, so both
+# sides read "not reached") and **not run** (a compared method was not run at that temperature: the profile's
+# design). Beside each claim, the **noise floor in the claim's own unit** (`tl.stats.paired.same_law_floor`):
+# two runs of one law on the same items. Where this profile has a second seed set (the verifier and SpecDecode
+# at $T = 1$ again, item $i$ drawn with seed $1000 + i$: `offline-large-seed2`, `headline-seed2`), a quality
+# claim gets the verifier's second run minus its first, and a rejection-rate claim SpecDecode's second rate
+# over its first, minus 1; else a quality claim gets SpecDecode minus the verifier (one law), which at $T = 0$
+# is 0 by construction and is not given as a floor. `noise_floor_from` says which, and `against_floor` whether
+# the estimate lies within the floor. Rejection rates are reported as rates, and a difference between them
+# relative to SpecDecode's own rate. "OPT helps less with Gemma than with T5" compares OPT's rejection-rate
+# advantage over Chow and Diff here with the same, on the same axis, in the saved T5 run of notebook 06
+# (`t5_profile`), when that run is saved. `report.write_gemma_results` writes the claims, the latency table
+# and the run's other result files beside its rows.
 
 # %%
 t5_rows = t5_tasks = None
@@ -495,14 +495,15 @@ floors = (results["noise_floor"] if results is not None else
 floors.round(3)
 
 # %% [markdown]
-# **Before and after.** Each run here replaced an earlier one (`tl.sweeps.reruns.EARLIER_PROFILES`):
-# `offline-large` replaced `offline-all`, whose code and arithmetic sets grew into HumanEval and arithmetic-300
-# (the facts stayed), with one $\alpha$ per rule where `offline-all` had three; `headline` runs `offline-large`'s
-# items again with every rule at three $\alpha$ values at both temperatures, in bf16. Each claim of the earlier
-# run beside this run's (`tl.stats.claims.compare_claims`; `n_before` and `n_after` are the items per task), on
-# the tasks this run finished: an interval that narrows around the same estimate is what more items or more
-# configurations should give. A verdict that moves says the earlier run could not decide, or that the claim now
-# rests on other configurations.
+# **Before and after.** `offline-large` and `headline` each replaced an earlier run
+# (`tl.sweeps.reruns.EARLIER_PROFILES`): `offline-large` replaced `offline-all`, whose code and arithmetic
+# sets grew into HumanEval and arithmetic-300 (the facts stayed), with one $\alpha$ per rule where
+# `offline-all` had three; `headline` runs `offline-large`'s items again with every rule at three $\alpha$
+# values at both temperatures, in bf16. Each claim of the earlier run beside this run's
+# (`tl.stats.claims.compare_claims`; `n_before` and `n_after` are the items per task), on the tasks this run
+# finished: an interval that narrows around the same estimate is what more items or more configurations should
+# give. A verdict that moves says the earlier run could not decide, or that the claim now rests on other
+# configurations.
 
 # %%
 earlier = tl.sweeps.reruns.earlier_claims(settings, results_dir=results_dir)
@@ -521,7 +522,8 @@ if earlier is not None:
                           f"{settings['profile']}": compared["verdict_after"].value_counts()})
             .fillna(0).astype(int))
 else:
-    print(f"nothing to compare with: the {settings['profile']} profile replaced no saved run")
+    print(f"nothing to compare with: the {settings['profile']} profile replaced no run, or that run's claims "
+          "are not saved")
     tl.lessons.notebook.glue_values(gemma_verdicts_changed=0, gemma_verdicts_compared=0,
                                     gemma_earlier="no earlier run")
 
@@ -548,16 +550,16 @@ if results is not None:
     display(results["flip_points"])
 
 # %% [markdown]
-# **Read a moved verdict with the design in mind** (this run against {glue:text}`gemma_earlier`: of the claims
-# compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared` verdicts changed). A
-# verdict is about the $\alpha$ values a run measured, not about a rule's whole curve.
-# - `offline-large` against `offline-all`: each rule at one $\alpha$ at $T = 1$ (the middle of its `offline-all`
-#   placement, about halfway in rejection rate from SpecDecode to the drafter) and each Token rule at one
-#   $\alpha$ at $T = 0$. "Does not hold" there says that the best measured Token configuration falls short of
-#   the verifier's quality by more than its interval allows; a rule run closer to its SpecDecode end could
-#   still tie it. A claim that reads "by construction" lost the configurations it needed (with one $\alpha$
-#   per rule, no compared curve reaches the verifier's quality on its own runs); one that reads "not run"
-#   compares rules that profile does not run at that temperature.
+# **Read a moved verdict with the design in mind** (this run against {glue:text}`gemma_earlier`: of the
+# claims compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared` verdicts
+# changed). A verdict is about the $\alpha$ values a run measured, not about a rule's whole curve.
+# - `offline-large` against `offline-all`: each rule at one $\alpha$ at $T = 1$ (the middle of its
+#   `offline-all` placement, about halfway in rejection rate from SpecDecode to the drafter) and each Token
+#   rule at one $\alpha$ at $T = 0$. "Does not hold" there says that the best measured Token configuration
+#   falls short of the verifier's quality by more than its interval allows; a rule run closer to its
+#   SpecDecode end could still tie it. A claim that reads "by construction" lost the configurations it needed
+#   (with one $\alpha$ per rule, no compared curve reaches the verifier's quality on its own runs); one that
+#   reads "not run" compares rules that profile does not run at that temperature.
 # - `headline` against `offline-large`: three $\alpha$ values per rule at both temperatures, so a curve can be
 #   drawn and the claims that read "not run" at $T = 0$ are measured; a best of more configurations carries
 #   its picking in a wider interval. The numbers are bf16's, not fp32's: another law, whose tokens differ from

@@ -265,6 +265,12 @@ def test_the_headline_run_is_set_beside_offline_large_whose_claims_are_read_from
     # a profile that replaced no run, and a results folder without the earlier run: nothing to compare with
     assert reruns.earlier_claims(reruns.gemma_profile("smoke")) is None
     assert reruns.earlier_claims(reruns.gemma_profile("headline"), results_dir=tmp_path) is None
+    # the earlier run saved, its claims not
+    copy = tmp_path / report.GEMMA_RUN
+    copy.mkdir()
+    (copy / "config.json").write_text((RESULTS / report.GEMMA_RUN / "config.json").read_text())
+    (copy / "rows.jsonl").write_text("")
+    assert reruns.earlier_claims(reruns.gemma_profile("headline"), results_dir=tmp_path) is None
 
 
 def test_the_headline_latency_rows_take_the_middle_of_token_v2s_t0_quality_alphas():
@@ -274,7 +280,9 @@ def test_the_headline_latency_rows_take_the_middle_of_token_v2s_t0_quality_alpha
     }
     middle = reruns.GEMMA_GREEDY_ALPHAS_3["SpecCascade [Token-V2]"][1]
     assert token == {(middle, 1), (middle, 5)}
-    # the pick is a latency setting: the batched rows' folder does not move with it
-    assert "latency_alphas" not in reruns.run_config(settings)["profile"]
     with pytest.raises(ValueError, match="pick one of"):
-        reruns.latency_configs({**settings, "latency_alphas": {"SpecCascade [Token-V2]": 0.3}})
+        reruns.latency_configs({**settings, "latency_alphas": {0.0: {"SpecCascade [Token-V2]": 0.3}}})
+    # the pick is the T = 0 rows': a run at T = 1 alone takes its first T = 1 alpha
+    warm = reruns.gemma_profile("headline", temperatures=[1.0])
+    alphas = {c.alpha for c in reruns.latency_configs(warm) if c.label == "SpecCascade [Token-V2]"}
+    assert alphas == {warm["alphas"]["SpecCascade [Token-V2]"][0]}

@@ -426,8 +426,8 @@ GEMMA_PROFILES: Dict[str, dict] = {
         latency_gammas=[1, 5],
         latency_paths=["int8-dynamic", "bf16"],
         latency_curves=["Verifier", "SpecDecode", "SpecCascade [Token-V2]"],
-        # the middle of Token-V2's three T = 0 alphas, as offline-large's latency rows took its one (0.515)
-        latency_alphas={"SpecCascade [Token-V2]": GEMMA_GREEDY_ALPHAS_3["SpecCascade [Token-V2]"][1]},
+        # at T = 0 the middle of Token-V2's three alphas, as offline-large's latency rows took its one (0.515)
+        latency_alphas={0.0: {"SpecCascade [Token-V2]": GEMMA_GREEDY_ALPHAS_3["SpecCascade [Token-V2]"][1]}},
         max_new_tokens={"humaneval": 384, "arithmetic-300": 320, "facts": 24},
         shots={"humaneval": 0, "arithmetic-300": 2, "facts": 4},
     ),

@@ -477,9 +477,10 @@ def gemma_configs(settings: dict) -> List[ev.Config]:
 def latency_configs(settings: dict) -> List[ev.Config]:
     """The batch-size-1 latency runs at the lowest temperature: the drafter and the verifier alone, and
     per gamma each latency curve at the alpha its quality rows use at that temperature (the profile's
-    `latency_alphas` where it picks one of several; else the first of `greedy_alphas` at T = 0 where the
-    profile has them, else of `alphas`; the middle of its alpha grid without either; gamma = 1 without a
-    bonus token, as in the batched sweep; larger gamma with Algorithm 4's bonus token)."""
+    `latency_alphas[temperature][label]` where it picks one of several; else the first of `greedy_alphas`
+    at T = 0 where the profile has them, else of `alphas`; the middle of its alpha grid without either;
+    gamma = 1 without a bonus token, as in the batched sweep; larger gamma with Algorithm 4's bonus
+    token)."""
     from ..maths.targets import alpha_grid
 
     temperature = min(settings["temperatures"])
@@ -494,7 +495,7 @@ def latency_configs(settings: dict) -> List[ev.Config]:
             # the alpha of the quality rows at this temperature (a profile's own T = 0 placements)
             greedy = settings.get("greedy_alphas") if temperature == 0 else None
             chosen = (greedy or {}).get(label) or (settings.get("alphas") or {}).get(label)
-            picked = (settings.get("latency_alphas") or {}).get(label)
+            picked = ((settings.get("latency_alphas") or {}).get(temperature) or {}).get(label)
             if picked is not None:
                 if chosen and picked not in chosen:
                     raise ValueError(
