@@ -279,6 +279,19 @@ def planned_rows(configs: Sequence[ev.Config], tasks: Sequence[ev.Task]) -> int:
     return len(configs) * sum(len(task.examples) for task in tasks)
 
 
+def _batch_sweep(pair, tasks: Sequence[ev.Task], name: str, settings: dict, results_dir) -> ev.Sweep:
+    """The folder of a profile's batched sweep, as `run_sweep` with the profile's settings writes it."""
+    return ev.sweep_of(
+        pair,
+        tasks,
+        name,
+        runner="batch",
+        seed=settings.get("seed", 0),
+        extra_config=run_config(settings),
+        root=results_dir,
+    )
+
+
 def finished_rows(
     pair,
     tasks: Sequence[ev.Task],
@@ -295,15 +308,7 @@ def finished_rows(
     `attrs["path"]` is the run's folder, as `run_sweep` gives it."""
     import pandas as pd
 
-    sweep = ev.sweep_of(
-        pair,
-        tasks,
-        name,
-        runner="batch",
-        seed=settings.get("seed", 0),
-        extra_config=run_config(settings),
-        root=results_dir,
-    )
+    sweep = _batch_sweep(pair, tasks, name, settings, results_dir)
     table = sweep.load(example_ids={t.name: {e.id for e in t.examples} for t in tasks}, configs=configs)
     keys = {c.key for c in configs}
     if not table.empty:
@@ -418,16 +423,7 @@ def earlier_claims(settings: dict, *, results_dir=None) -> Optional[tuple]:
     if saved is None:
         return None
     earlier, pair = saved
-    sweep = ev.sweep_of(
-        pair,
-        gemma_tasks(earlier),
-        f"gemma-{name}",
-        runner="batch",
-        seed=earlier.get("seed", 0),
-        extra_config=run_config(earlier),
-        root=results_dir,
-    )
-    path = sweep.path / "claims.csv"
+    path = _batch_sweep(pair, gemma_tasks(earlier), f"gemma-{name}", earlier, results_dir).path / "claims.csv"
     return (name, pd.read_csv(path)) if path.exists() else None
 
 
@@ -499,8 +495,8 @@ def latency_configs(settings: dict) -> List[ev.Config]:
             if picked is not None:
                 if chosen and picked not in chosen:
                     raise ValueError(
-                        f"latency_alphas[{label!r}] = {picked}: the latency rows take an alpha of the "
-                        f"quality rows at T = {temperature:g}; pick one of {chosen}."
+                        f"latency_alphas[{temperature!r}][{label!r}] = {picked}: the latency rows take an "
+                        f"alpha of the quality rows at T = {temperature:g}; pick one of {chosen}."
                     )
                 chosen = [picked]
             alpha = 0.0 if rule in ("spec", None) else float(chosen[0] if chosen else alpha_grid(rule, 3)[1])
