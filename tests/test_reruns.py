@@ -270,3 +270,25 @@ def test_latency_pair_puts_loaded_models_on_the_latency_paths_and_finds_saved_on
     saved = reruns.saved_pair("gemma-offline-large", large)
     records = reruns.latency_pair(large, saved)
     assert saved[1].dtype == "float32" and records[1].dtype == "bfloat16"
+
+
+def test_latency_pair_loads_again_in_fp32_a_model_whose_bf16_weights_cannot_give_its_path():
+    # the headline profile runs its sweep in bf16 and its latency rows with an int8 drafter, which is
+    # quantised from fp32 weights: the drafter is loaded again, the pair as loaded is left to the sweep
+    from tutorial_lib.models import kernel_paths
+
+    names = {"drafter": "tiny-random-llama:1", "verifier": "tiny-random-llama:0"}
+    settings = {**reruns.gemma_profile("headline"), **names}
+    assert settings["dtype"] == "bfloat16" and settings["latency_paths"] == ["int8-dynamic", "bf16"]
+    pair = tl.models.load_pair(names["drafter"], names["verifier"], dtype="bfloat16")
+    assert not kernel_paths.reachable(pair.drafter.model, "int8-dynamic")
+    moved = reruns.latency_pair(settings, pair)
+    assert moved is not pair and moved.verifier is pair.verifier
+    assert [kernel_paths.path_of(lm.model) for lm in moved] == ["int8-dynamic", "bf16"]
+    assert kernel_paths.path_of(pair.drafter.model) == "bf16"  # the sweep's drafter as loaded
+    assert str(moved.drafter.dtype) == "torch.float32"  # as the saved offline-large latency rows record it
+    # a drafter made of the verifier's layers cannot be loaded again by itself: the error says what to change
+    smoke = reruns.gemma_profile("smoke", dtype="bfloat16")
+    layered = reruns.load_gemma_pair(smoke)
+    with pytest.raises(ValueError, match="dtype='float32'"):
+        reruns.latency_pair({**smoke, "latency_paths": ["int8-dynamic", None]}, layered)

@@ -59,6 +59,7 @@ __all__ = [
     "available_paths",
     "apply_path",
     "path_of",
+    "reachable",
     "probe_paths",
     "choose_path",
     "measure_read_bandwidth",
@@ -168,6 +169,14 @@ def path_of(model: nn.Module) -> str:
     return "bf16" if dtype == torch.bfloat16 else "fp32" if dtype == torch.float32 else str(dtype)
 
 
+def reachable(model: nn.Module, path: str) -> bool:
+    """Whether `apply_path` can put `model` on `path` from the path it is on: every path but its own is out of
+    reach from `int8-dynamic`, and every path but `bf16` from `bf16` (fp32's exact weights, which they start
+    from, are gone)."""
+    current = path_of(model)
+    return current == path or not (current == "int8-dynamic" or (current == "bf16" and path != "bf16"))
+
+
 def apply_path(model: nn.Module, path: str) -> nn.Module:
     """Put `model` (a `torch.nn.Module`, e.g. `LanguageModel.model`) on `path` and return it (the same
     object, except for `int8-dynamic`, which returns a quantised copy). From `bf16` or `int8-dynamic`
@@ -177,7 +186,7 @@ def apply_path(model: nn.Module, path: str) -> nn.Module:
     current = path_of(model)
     if current == path:
         return model
-    if current == "int8-dynamic" or (current == "bf16" and path != "bf16"):
+    if not reachable(model, path):
         raise ValueError(
             f"the model is on {current!r}, whose weights cannot give {path!r}'s exactly; load it again "
             f"with dtype=torch.float32 and apply {path!r} to that"

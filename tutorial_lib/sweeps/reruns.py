@@ -514,8 +514,11 @@ def latency_configs(settings: dict) -> List[ev.Config]:
 def latency_pair(settings: dict, pair, *, results_dir=None):
     """The pair of a profile's batch-size-1 latency rows. Loaded models are put on the profile's
     `latency_paths` in place (`models.kernel_paths.put_pair_on_paths`: the verifier for blocks of the largest
-    latency gamma + 1 rows; the batched sweep, which needs them as loaded, comes first); stand-ins of saved
-    runs (`saved_pair`) are those of the saved latency rows. Without `latency_paths`, `pair` itself."""
+    latency gamma + 1 rows; the batched sweep, which needs them as loaded, comes first), except a model whose
+    loaded weights cannot give its path (`kernel_paths.reachable`: a profile loaded in bf16 has no fp32
+    weights to quantise to int8): that one is loaded again in fp32 and put on its path, and a new pair is
+    returned, the pair as loaded left as it was. Stand-ins of saved runs (`saved_pair`) are those of the saved
+    latency rows. Without `latency_paths`, `pair` itself."""
     paths = settings.get("latency_paths")
     if paths is None:
         return pair
@@ -525,8 +528,22 @@ def latency_pair(settings: dict, pair, *, results_dir=None):
             root=results_dir,
             extra_config=latency_run_config(settings),
         )
-    from ..models.kernel_paths import put_pair_on_paths
+    from ..models.adapter import ModelPair, load_model
+    from ..models.kernel_paths import put_pair_on_paths, reachable
+    from ..models.layer_skip import split_layers
 
+    models = list(pair)
+    for i, (lm, path, name) in enumerate(zip(pair, paths, (settings["drafter"], settings["verifier"]))):
+        if path is None or reachable(lm.model, path):
+            continue
+        if split_layers(name)[1] is not None:
+            raise ValueError(
+                f"latency_paths={paths!r}: {name!r} is made from its verifier's layers as loaded "
+                f"({lm.dtype}), which cannot give {path!r}; load the profile in float32 (dtype='float32')"
+            )
+        models[i] = load_model(name, dtype="float32", device=settings["device"])
+    if any(new is not old for new, old in zip(models, pair)):
+        pair = ModelPair(*models)
     put_pair_on_paths(pair, paths, gamma=max(settings["latency_gammas"]))
     return pair
 
