@@ -288,7 +288,6 @@ def test_latency_pair_loads_again_in_fp32_a_model_whose_bf16_weights_cannot_give
     assert kernel_paths.path_of(pair.drafter.model) == "bf16"  # the sweep's drafter as loaded
     assert str(moved.drafter.dtype) == "torch.float32"  # as the saved offline-large latency rows record it
     # a drafter made of the verifier's layers cannot be loaded again by itself: the error says what to change
-    smoke = reruns.gemma_profile("smoke", dtype="bfloat16")
-    layered = reruns.load_gemma_pair(smoke)
+    layered = {**settings, "drafter": "smollm2-135m:layers=16", "latency_paths": ["int8-dynamic", None]}
     with pytest.raises(ValueError, match="dtype='float32'"):
-        reruns.latency_pair({**smoke, "latency_paths": ["int8-dynamic", None]}, layered)
+        reruns.latency_pair(layered, pair)

@@ -516,8 +516,9 @@ def latency_pair(settings: dict, pair, *, results_dir=None):
     `latency_paths` in place (`models.kernel_paths.put_pair_on_paths`: the verifier for blocks of the largest
     latency gamma + 1 rows; the batched sweep, which needs them as loaded, comes first), except a model whose
     loaded weights cannot give its path (`kernel_paths.reachable`: a profile loaded in bf16 has no fp32
-    weights to quantise to int8): that one is loaded again in fp32 and put on its path, and a new pair is
-    returned, the pair as loaded left as it was. Stand-ins of saved runs (`saved_pair`) are those of the saved
+    weights to quantise to int8, nor to probe fp32's paths with for "auto"): that one is loaded again in fp32
+    and put on its path in a new pair, the loaded one left as it was (the other model, shared by both pairs,
+    is put on its path in place). Stand-ins of saved runs (`saved_pair`) are those of the saved
     latency rows. Without `latency_paths`, `pair` itself."""
     paths = settings.get("latency_paths")
     if paths is None:
@@ -543,7 +544,7 @@ def latency_pair(settings: dict, pair, *, results_dir=None):
             )
         models[i] = load_model(name, dtype="float32", device=settings["device"])
     if any(new is not old for new, old in zip(models, pair)):
-        pair = ModelPair(*models)
+        pair = ModelPair(*models, shared_vocabulary=pair.shared_vocabulary)
     put_pair_on_paths(pair, paths, gamma=max(settings["latency_gammas"]))
     return pair
 
