@@ -208,15 +208,7 @@ def main() -> None:
         flush=True,
     )
     seed = settings.get("seed", 0)  # a profile without one draws item i with seed i
-    sweep = ev.sweep_of(
-        pair,
-        tasks,
-        name,
-        runner="batch",
-        seed=seed,
-        extra_config=reruns.run_config(settings),
-        root=Path(args.root) if args.root else None,
-    )
+    sweep = reruns.batch_sweep(pair, tasks, name, settings, Path(args.root) if args.root else None)
     before = len(sweep.done())
     total = reruns.planned_rows(configs, tasks)
     print(f"rows in {sweep.path}: {before} of {total} saved before this session", flush=True)

@@ -57,6 +57,7 @@ __all__ = [
     "EARLIER_PROFILES",
     "earlier_claims",
     "planned_rows",
+    "batch_sweep",
     "T5_HUB_DATASETS",
     "t5_profile",
     "gemma_profile",
@@ -279,7 +280,7 @@ def planned_rows(configs: Sequence[ev.Config], tasks: Sequence[ev.Task]) -> int:
     return len(configs) * sum(len(task.examples) for task in tasks)
 
 
-def _batch_sweep(pair, tasks: Sequence[ev.Task], name: str, settings: dict, results_dir) -> ev.Sweep:
+def batch_sweep(pair, tasks: Sequence[ev.Task], name: str, settings: dict, results_dir) -> ev.Sweep:
     """The folder of a profile's batched sweep, as `run_sweep` with the profile's settings writes it."""
     return ev.sweep_of(
         pair,
@@ -308,7 +309,7 @@ def finished_rows(
     `attrs["path"]` is the run's folder, as `run_sweep` gives it."""
     import pandas as pd
 
-    sweep = _batch_sweep(pair, tasks, name, settings, results_dir)
+    sweep = batch_sweep(pair, tasks, name, settings, results_dir)
     table = sweep.load(example_ids={t.name: {e.id for e in t.examples} for t in tasks}, configs=configs)
     keys = {c.key for c in configs}
     if not table.empty:
@@ -423,7 +424,7 @@ def earlier_claims(settings: dict, *, results_dir=None) -> Optional[tuple]:
     if saved is None:
         return None
     earlier, pair = saved
-    path = _batch_sweep(pair, gemma_tasks(earlier), f"gemma-{name}", earlier, results_dir).path / "claims.csv"
+    path = batch_sweep(pair, gemma_tasks(earlier), f"gemma-{name}", earlier, results_dir).path / "claims.csv"
     return (name, pd.read_csv(path)) if path.exists() else None
 
 
