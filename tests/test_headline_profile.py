@@ -9,12 +9,14 @@ import pytest
 import torch
 
 from tutorial_lib.maths import alpha_grids, targets
-from tutorial_lib.stats import report, token_curves
+from tutorial_lib.stats import token_curves
 from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.sweeps import reruns
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
 GREEDY_ANALYSIS = RESULTS / "token-analysis-95c2a115e487"
+#: the run headline replaced (`reruns.EARLIER_PROFILES`)
+OFFLINE_LARGE_RUN = "gemma-offline-large-93f757b9c761"
 RULE_LABELS = [label for label in ev.GEMMA_CURVES if label not in ("Drafter", "Verifier", "SpecDecode")]
 
 
@@ -260,15 +262,15 @@ def test_the_committed_headline_run_names_the_rows_its_sessions_do_not_account_f
 def test_the_headline_run_is_set_beside_offline_large_whose_claims_are_read_from_its_folder(tmp_path):
     earlier_profile, before = reruns.earlier_claims(reruns.gemma_profile("headline"))
     assert earlier_profile == "offline-large"
-    assert before.equals(pd.read_csv(RESULTS / report.GEMMA_RUN / "claims.csv"))
+    assert before.equals(pd.read_csv(RESULTS / OFFLINE_LARGE_RUN / "claims.csv"))
     assert reruns.earlier_claims(reruns.gemma_profile("offline-large"))[0] == "offline-all"
     # a profile that replaced no run, and a results folder without the earlier run: nothing to compare with
     assert reruns.earlier_claims(reruns.gemma_profile("smoke")) is None
     assert reruns.earlier_claims(reruns.gemma_profile("headline"), results_dir=tmp_path) is None
     # the earlier run saved, its claims not
-    copy = tmp_path / report.GEMMA_RUN
+    copy = tmp_path / OFFLINE_LARGE_RUN
     copy.mkdir()
-    (copy / "config.json").write_text((RESULTS / report.GEMMA_RUN / "config.json").read_text())
+    (copy / "config.json").write_text((RESULTS / OFFLINE_LARGE_RUN / "config.json").read_text())
     (copy / "rows.jsonl").write_text("")
     assert reruns.earlier_claims(reruns.gemma_profile("headline"), results_dir=tmp_path) is None
 

@@ -143,47 +143,70 @@ def test_the_committed_offline_all_run_is_complete_and_priced():
     )
 
 
-def test_the_committed_offline_large_run_is_complete_priced_and_notebook_07s_default():
-    # HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every
-    # configuration, its calibration and latency rows; notebook 07 redraws it and its results page quotes it
-    import re
-    from tutorial_lib.stats import pricing, report
+@pytest.mark.parametrize(
+    "profile, tasks_in_order, run, latency_run",
+    [
+        (
+            "headline",
+            [("facts", 49), ("humaneval", 164), ("arithmetic-300", 300)],
+            "gemma-headline-e2cc8ff38748",
+            "gemma-headline-latency-edfaf343a75b",
+        ),
+        (
+            "offline-large",
+            [("humaneval", 164), ("arithmetic-300", 300), ("facts", 49)],
+            "gemma-offline-large-93f757b9c761",
+            "gemma-offline-large-latency-3b9945ad41d4",
+        ),
+    ],
+)
+def test_the_committed_large_runs_are_complete_and_priced(profile, tasks_in_order, run, latency_run):
+    # HumanEval's 164 problems, 300 arithmetic problems and the 49 facts under every configuration, the
+    # calibration and the latency rows: notebook 07 redraws them without computing a row
+    from tutorial_lib.stats import pricing
 
-    settings = reruns.gemma_profile("offline-large")
-    pair = reruns.saved_pair("gemma-offline-large", settings)
+    settings = reruns.gemma_profile(profile)
+    pair = reruns.saved_pair(f"gemma-{profile}", settings)
     tasks = reruns.gemma_tasks(settings)
-    assert [(t.name, len(t.examples)) for t in tasks] == [
-        ("humaneval", 164),
-        ("arithmetic-300", 300),
-        ("facts", 49),
-    ]
+    assert [(t.name, len(t.examples)) for t in tasks] == tasks_in_order
     configs = reruns.gemma_configs(settings)
     rows = ev.run_sweep(
         pair,
         tasks,
         configs,
-        name="gemma-offline-large",
+        name=f"gemma-{profile}",
         runner="batch",
         extra_config=reruns.run_config(settings),
         progress=False,
     )
-    assert len(rows) == len(configs) * 513 == 7695 and Path(rows.attrs["path"]).name == report.GEMMA_RUN
+    assert len(rows) == len(configs) * 513 and Path(rows.attrs["path"]).name == run
     calibration = pricing.calibrate_for_sweep(pair, rows, gammas=settings["latency_gammas"])
     assert pricing.price_rows(rows, calibration)[pricing.LATENCY_COLUMN].gt(0).all()
     latency = ev.run_sweep(
         reruns.latency_pair(settings, pair),
         [t.head(settings["latency_items"]) for t in tasks],
         reruns.latency_configs(settings),
-        name="gemma-offline-large-latency",
+        name=f"gemma-{profile}-latency",
         runner="single",
         extra_config=reruns.latency_run_config(settings),
         progress=False,
     )
     assert settings["latency_items"] >= 16 and latency["wall_time_s"].gt(0).all()
     assert len(latency) == len(reruns.latency_configs(settings)) * 3 * settings["latency_items"]
-    assert Path(latency.attrs["path"]).name == report.GEMMA_LATENCY_RUN
+    assert Path(latency.attrs["path"]).name == latency_run
+
+
+def test_notebook_07_and_its_results_page_default_to_the_headline_run():
+    import re
+    from tutorial_lib.stats import report
+
     notebook = (Path(__file__).resolve().parents[1] / "notebooks" / "07_gemma_evaluation.py").read_text()
-    assert re.search(r'^profile = "offline-large"', notebook, re.M)
+    assert re.search(r'^profile = "headline" ', notebook, re.M)
+    assert reruns.gemma_profile()["profile"] == "headline"
+    assert report.GEMMA_RUN == "gemma-headline-e2cc8ff38748"
+    assert report.GEMMA_LATENCY_RUN == "gemma-headline-latency-edfaf343a75b"
+    headline = reruns.gemma_profile("headline")
+    assert len(reruns.gemma_configs(headline)) * 513 == 25137
 
 
 def test_describe_pair_and_task_table_with_loaded_models():

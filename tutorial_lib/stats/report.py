@@ -22,7 +22,8 @@ were computed from and each file's SHA-256. A redraw reads the files back only i
 else it raises `ResultFilesChanged` naming the files, so an edited result is never shown as the run's.
 The notebooks show these tables with their own cells and glue the numbers their prose quotes
 (`lessons.notebook.glue_values`); nothing here writes sentences. The Gemma-style run's claims are also set
-beside those of the run it replaced (`GEMMA_EARLIER_RUN`, `claims.compare_claims`).
+beside those of the run it replaced (`sweeps.reruns.EARLIER_PROFILES`, `reruns.earlier_claims`,
+`claims.compare_claims`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ __all__ = [
     "T5_RUN",
     "GEMMA_RUN",
     "GEMMA_LATENCY_RUN",
-    "GEMMA_EARLIER_RUN",
     "GEMMA_RENAMED_TASKS",
     "AIM",
     "GRID_RESAMPLES",
@@ -70,13 +70,12 @@ __all__ = [
 
 #: the committed runs the results pages show (folder names under data/results/)
 T5_RUN = "t5-offline-b9b8c2dcad8e"
-#: the Gemma-style run of notebook 07's default profile: the enlarged rerun (HumanEval 164, arithmetic-300,
-#: facts 49), filled over several sessions
-GEMMA_RUN = "gemma-offline-large-93f757b9c761"
-GEMMA_LATENCY_RUN = "gemma-offline-large-latency-3b9945ad41d4"
-#: the run it replaced (every item of the smaller offline sets, 3 alphas per rule), whose claims notebook 07
-#: sets beside the new ones; its tasks under the names of the tasks that replaced them
-GEMMA_EARLIER_RUN = "gemma-offline-all-a7e860fca67e"
+#: the Gemma-style run of notebook 07's default profile: the headline comparison (every rule at 3 alphas at
+#: T = 1 and T = 0, in bf16, on HumanEval 164, arithmetic-300 and facts 49), filled over several sessions
+GEMMA_RUN = "gemma-headline-e2cc8ff38748"
+GEMMA_LATENCY_RUN = "gemma-headline-latency-edfaf343a75b"
+#: the tasks of the earliest run (offline-all) under the names of the tasks that replaced them, for setting
+#: its claims beside a later run's
 GEMMA_RENAMED_TASKS = {"code": "humaneval", "arithmetic": "arithmetic-300"}
 GRID_RESAMPLES = 400
 #: The cost model's aim: |median signed error| per method at most this.

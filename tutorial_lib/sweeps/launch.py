@@ -8,7 +8,7 @@ Launched by `accelerate launch` (or torchrun) as N processes, each runs its shar
 
     python -m tutorial_lib.sweeps.launch --rerun t5 --profile smoke --root /tmp/results
     accelerate launch --multi_gpu --num_processes 2 -m tutorial_lib.sweeps.launch --rerun gemma \
-        --profile offline-large
+        --profile headline
     accelerate launch --multi_gpu --num_processes 8 -m tutorial_lib.sweeps.launch --rerun gemma \
         --profile hub --device cuda
 

@@ -9,8 +9,8 @@ $\gamma = 1$). Each has a few profiles, chosen by the notebook's `profile` param
 | `hub` | the paper's families from the Hugging Face hub | the real datasets through `datasets.load_dataset` |
 | `offline` (T5's default) | models that run here without a network | task sets the package makes or ships |
 | `offline-all` (Gemma) | as `offline` | every item of the smaller offline sets, room to answer |
-| `offline-large` (Gemma's default) | as `offline` | HumanEval, arithmetic-300, facts: enough to decide |
-| `headline` (Gemma) | as `offline`, in bf16 | as `offline-large`; every rule at 3 alphas at T = 1 and T = 0 |
+| `offline-large` (Gemma) | as `offline` | HumanEval, arithmetic-300, facts: enough to decide |
+| `headline` (Gemma's default) | as `offline`, bf16 | as `offline-large`; 3 alphas per rule, T = 1 and 0 |
 | `full` (T5) | as `offline` | more examples, the whole grid |
 | `smoke` | the cheapest models | a few examples (`make test`) |
 
@@ -428,7 +428,7 @@ def earlier_claims(settings: dict, *, results_dir=None) -> Optional[tuple]:
     return (name, pd.read_csv(path)) if path.exists() else None
 
 
-def gemma_profile(name: str = "offline-large", **overrides) -> dict:
+def gemma_profile(name: str = "headline", **overrides) -> dict:
     """The settings of one Gemma profile; keyword arguments that are not None replace settings."""
     return _profile(GEMMA_PROFILES, name, overrides)
 
