@@ -607,14 +607,16 @@ tl.lessons.notebook.glue_values(gemma_c_sentence=c_sentence)
 
 # %% [markdown]
 # **What a cost per token hides: longer answers.** On {glue:text}`gemma_arithmetic` at $T = 0$ the verifier
-# answers in {glue:text}`gemma_verifier_tokens:.1f` tokens on average. Token-V2 (alpha
-# {glue:text}`gemma_v2_alpha:.3g`) answers in {glue:text}`gemma_v2_tokens:.1f` tokens, so it makes
+# answers in {glue:text}`gemma_verifier_tokens:.1f` tokens on average. Token-V2 at its lowest alpha
+# ({glue:text}`gemma_v2_alpha:.3g`) answers in {glue:text}`gemma_v2_tokens:.1f` tokens, so it makes
 # {glue:text}`gemma_v2_more_calls:+.0%` verifier calls per answer against the verifier alone, while its rejection
-# rate ({glue:text}`gemma_v2_rejection:.3f`) is below SpecDecode's ({glue:text}`gemma_spec_rejection:.3f`):
-# the drafter's longer style leaks in. At batch size 1, with the measured CPU calibration, its modelled
-# latency per answer is {glue:text}`gemma_v2_seconds:.1f` s, against {glue:text}`gemma_spec_seconds:.1f` s for
-# SpecDecode and {glue:text}`gemma_verifier_seconds:.1f` s for the verifier. On {glue:text}`gemma_code` at
-# $T = 1$ Token-V1 answers in {glue:text}`gemma_v1_tokens:.1f` tokens against the verifier's
+# rate at that alpha ({glue:text}`gemma_v2_rejection:.3f`) is {glue:text}`gemma_v2_rate_relation` SpecDecode's
+# ({glue:text}`gemma_spec_rejection:.3f`). More calls at a lower rate is the drafter's longer style leaking
+# in: each token is rejected less often, and there are more tokens. At batch size 1, with the measured CPU
+# calibration, its modelled latency per answer is {glue:text}`gemma_v2_seconds:.1f` s, against
+# {glue:text}`gemma_spec_seconds:.1f` s for SpecDecode and {glue:text}`gemma_verifier_seconds:.1f` s for the
+# verifier. On {glue:text}`gemma_code` at $T = 1$ Token-V1 at its lowest alpha
+# ({glue:text}`gemma_v1_alpha:.3g`) answers in {glue:text}`gemma_v1_tokens:.1f` tokens against the verifier's
 # {glue:text}`gemma_verifier_warm_tokens:.1f`.
 #
 # **Paired differences**: of {glue:text}`gemma_pairs` (configuration, reference) pairs,
@@ -634,24 +636,31 @@ length_of = cold_lengths.set_index("label")
 token_v2 = cold_lengths[cold_lengths["label"] == "SpecCascade [Token-V2]"].sort_values("alpha")
 cold_rates = own_points[(own_points["task"] == arithmetic)
                         & (own_points["temperature"] == min(settings["temperatures"]))]
-rate_of = cold_rates.drop_duplicates("label").set_index("label")["rejection_rate"]
+spec_rate = cold_rates.loc[cold_rates["label"] == "SpecDecode", "rejection_rate"]
 warm_lengths = lengths[(lengths["task"] == code) & (lengths["temperature"] == max(settings["temperatures"]))]
-warm_of = warm_lengths.drop_duplicates("label").set_index("label")
-if len(token_v2) and "Verifier" in length_of.index and "SpecCascade [Token-V1]" in warm_of.index:
+warm_of = warm_lengths.sort_values("alpha").drop_duplicates("label").set_index("label")
+if (len(token_v2) and "Verifier" in length_of.index and "SpecCascade [Token-V1]" in warm_of.index
+        and len(spec_rate)):
     v2 = token_v2.iloc[0]
+    # the rejection rate of the configuration whose lengths are quoted: Token-V2 at that same alpha
+    v2_rate = float(cold_rates.loc[(cold_rates["label"] == "SpecCascade [Token-V2]")
+                                   & cold_rates["alpha"].sub(v2["alpha"]).abs().lt(1e-9),
+                                   "rejection_rate"].iloc[0])
     tl.lessons.notebook.glue_values(
         gemma_arithmetic=arithmetic, gemma_code=code,
         gemma_verifier_tokens=length_of.loc["Verifier", "answer_tokens"],
         gemma_v2_alpha=v2["alpha"], gemma_v2_tokens=v2["answer_tokens"],
         gemma_v2_more_calls=(v2["verifier_calls_per_answer"]
                              / length_of.loc["Verifier", "verifier_calls_per_answer"] - 1),
-        gemma_v2_rejection=rate_of.get("SpecCascade [Token-V2]", float("nan")),
-        gemma_spec_rejection=rate_of.get("SpecDecode", float("nan")),
+        gemma_v2_rejection=v2_rate, gemma_spec_rejection=spec_rate.iloc[0],
+        gemma_v2_rate_relation=("below" if v2_rate < spec_rate.iloc[0] else
+                                "equal to" if v2_rate == spec_rate.iloc[0] else "above"),
         gemma_v2_seconds=v2.get("cost_per_answer", float("nan")),
         gemma_spec_seconds=(length_of["cost_per_answer"].get("SpecDecode", float("nan"))
                             if "cost_per_answer" in length_of else float("nan")),
         gemma_verifier_seconds=(length_of["cost_per_answer"].get("Verifier", float("nan"))
                                 if "cost_per_answer" in length_of else float("nan")),
+        gemma_v1_alpha=warm_of.loc["SpecCascade [Token-V1]", "alpha"],
         gemma_v1_tokens=warm_of.loc["SpecCascade [Token-V1]", "answer_tokens"],
         gemma_verifier_warm_tokens=warm_of.loc["Verifier", "answer_tokens"])
 widths = (differences.assign(width=differences["high"] - differences["low"])
