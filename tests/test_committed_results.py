@@ -58,15 +58,31 @@ FOLDERS = sorted(RESULTS.iterdir())
 
 def _under_way(folder: Path) -> bool:
     """A Gemma-style sweep of today's profile settings with fewer rows saved than its configurations times
-    its items: a run still under way (`benchmarks/gemma_rerun.py` resumes it)."""
+    its items, or with its batch-size-1 latency rows not all saved: a run still under way
+    (`benchmarks/gemma_rerun.py --latency` resumes it, the latency rows after the sweep's last chunk)."""
     profile = _profile(folder)
     if profile not in reruns.GEMMA_PROFILES or not folder.name.startswith(f"gemma-{profile}-"):
         return False
     settings = reruns.gemma_profile(profile)
     if _config(folder)["profile"] != reruns.run_config(settings)["profile"]:
         return False  # rows of an older definition of the profile: they go
-    expected = reruns.planned_rows(reruns.gemma_configs(settings), reruns.gemma_tasks(settings))
-    return len(rows_file.read_folder_rows(folder)) < expected  # the rows a resumed sweep would skip
+    tasks = reruns.gemma_tasks(settings)
+    expected = reruns.planned_rows(reruns.gemma_configs(settings), tasks)
+    if len(rows_file.read_folder_rows(folder)) < expected:  # the rows a resumed sweep would skip
+        return True
+    if not settings.get("latency_items") or profile in reruns.SECOND_SEED_PROFILES.values():
+        return False  # a second seed set has no latency rows of its own: its quality rows are all it runs
+    planned = reruns.planned_rows(
+        reruns.latency_configs(settings), [t.head(settings["latency_items"]) for t in tasks]
+    )
+    # as its config.json reads back (temperatures as keys become text)
+    latency_settings = json.loads(json.dumps(reruns.latency_run_config(settings)["profile"], default=str))
+    saved = [
+        len(rows_file.read_folder_rows(other))
+        for other in RESULTS.glob(f"gemma-{profile}-latency-*")
+        if _config(other)["profile"] == latency_settings
+    ]
+    return max(saved, default=0) < planned
 
 
 def test_every_results_folder_is_of_a_known_kind():
