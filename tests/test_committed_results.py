@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 
 from tutorial_lib.stats import report
+from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib.sweeps import result_files, reruns, rows_file
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
@@ -72,17 +73,21 @@ def _under_way(folder: Path) -> bool:
         return True
     if not settings.get("latency_items") or profile in reruns.SECOND_SEED_PROFILES.values():
         return False  # a second seed set has no latency rows of its own: its quality rows are all it runs
-    planned = reruns.planned_rows(
-        reruns.latency_configs(settings), [t.head(settings["latency_items"]) for t in tasks]
+    try:  # the stand-ins of the saved latency rows, as notebook 07 finds them (`reruns.latency_pair`)
+        saved = reruns.saved_pair(f"gemma-{profile}", settings, results_dir=RESULTS)
+        pair = reruns.latency_pair(settings, saved, results_dir=RESULTS)
+    except FileNotFoundError:
+        return True  # no latency row saved yet
+    latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
+    latency = ev.sweep_of(
+        pair,
+        latency_tasks,
+        f"gemma-{profile}-latency",
+        runner="single",
+        extra_config=reruns.latency_run_config(settings),
+        root=RESULTS,
     )
-    # as its config.json reads back (temperatures as keys become text)
-    latency_settings = json.loads(json.dumps(reruns.latency_run_config(settings)["profile"], default=str))
-    saved = [
-        len(rows_file.read_folder_rows(other))
-        for other in RESULTS.glob(f"gemma-{profile}-latency-*")
-        if _config(other)["profile"] == latency_settings
-    ]
-    return max(saved, default=0) < planned
+    return len(latency.done()) < reruns.planned_rows(reruns.latency_configs(settings), latency_tasks)
 
 
 def test_every_results_folder_is_of_a_known_kind():
