@@ -32,7 +32,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from tutorial_lib.tasks import sandbox
+from tutorial_lib.tasks import isolation, sandbox
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE_COMMIT = "46936a8"
@@ -86,14 +86,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--out", default=str(REPO / "data" / "benchmarks" / "sandbox_limits_cost_cpu"))
     args = parser.parse_args()
-    if not sandbox.sandbox_available():
-        raise SystemExit(f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT}")
+    if not isolation.sandbox_available():
+        raise SystemExit(f"bubblewrap cannot run here ({isolation.bwrap_problem()}); {sandbox.INSTALL_HINT}")
     with tempfile.TemporaryDirectory() as folder:
         before = _baseline_sandbox(Path(folder))
         summary = {
             "baseline_commit": BASELINE_COMMIT,
             "rounds": args.rounds,
-            "process_limit": sandbox.process_limit(),
+            "process_limit": isolation.process_limit(),
             "workloads": {},
         }
         for name, (code, tests) in WORKLOADS.items():

@@ -56,7 +56,11 @@ def test_every_canonical_solution_passes_in_the_sandbox():
 def test_a_reply_of_the_body_alone_completes_the_prompt(index):
     problem, example = PROBLEMS[index], TASK["examples"][index]
     assert metrics.humaneval_pass(problem["canonical_solution"], example) == 1.0
-    assert humaneval.program(problem, problem["canonical_solution"]).startswith(problem["prompt"])
+    header, code = humaneval.program(problem, problem["canonical_solution"])
+    assert header == humaneval.prompt_header(problem)
+    assert code.startswith(f"def {problem['entry_point']}(") and code.endswith(
+        problem["canonical_solution"] + "\n"
+    )
 
 
 @pytest.mark.parametrize("index", [0, 2, 32, 38, 44, 53, 151])

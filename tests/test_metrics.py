@@ -169,11 +169,12 @@ def test_extract_code():
 
 
 def _needs_bwrap():
-    from tutorial_lib.tasks import sandbox
+    from tutorial_lib.tasks import isolation, sandbox
 
-    if not sandbox.sandbox_available():
+    if not isolation.sandbox_available():
         pytest.skip(
-            f"bubblewrap cannot run here ({sandbox.bwrap_problem()}); {sandbox.INSTALL_HINT} (CI installs it)"
+            f"bubblewrap cannot run here ({isolation.bwrap_problem()}); {sandbox.INSTALL_HINT} "
+            "(CI installs it)"
         )
 
 

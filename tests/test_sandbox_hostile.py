@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 from process_tree import descendants as _descendants
 
+import tutorial_lib.tasks.isolation as isolation
 import tutorial_lib.tasks.sandbox as sandbox
 from tutorial_lib.tasks.metrics import METRICS
 
 pytestmark = pytest.mark.skipif(
-    not sandbox.sandbox_available(),
-    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it "
+    not isolation.sandbox_available(),
+    reason=f"bubblewrap cannot run here ({isolation.bwrap_problem()}): {sandbox.INSTALL_HINT}; "
+    "CI installs it "
     "(.ci/run), and these tests then run",
 )
 
@@ -311,7 +313,7 @@ def _fill(code: str, outside: Path, canary: Path, port: int, parent_pid) -> str:
         code.replace("OUTSIDE", str(outside))
         .replace("CANARY", str(canary))
         .replace("PROJECT", str(PROJECT))
-        .replace("INTERPRETER", sandbox.interpreter_files()[0])
+        .replace("INTERPRETER", isolation.interpreter_files()[0])
         .replace("PARENT_PID", str(parent_pid))
         .replace("PORT", str(port))
         .replace("MARKER", MARKER)
@@ -329,7 +331,7 @@ def outside(tmp_path):
     listener.bind(("127.0.0.1", 0))
     listener.listen(8)
     listener.settimeout(0.05)
-    interpreter = sandbox.interpreter_files()[0]
+    interpreter = isolation.interpreter_files()[0]
     before = (os.stat(interpreter).st_mode, sorted(os.listdir(os.path.dirname(os.__file__))))
     yield folder, canary, listener
     listener.close()
@@ -452,7 +454,8 @@ def test_a_sweep_over_hostile_solutions_finishes_and_scores_them_zero(tmp_path, 
 def test_killing_the_sweep_mid_run_leaves_no_sandbox_and_no_folder(tmp_path):
     script = (
         "import tutorial_lib.tasks.sandbox as s\n"
-        "s.run_python('import time\\ntime.sleep(60)\\n', ['assert True'], timeout_s=60, cpu_s=60)\n"
+        "s.run_python('import time\\ntime.sleep(60)\\ndef f():\\n    pass\\n', ['assert f() is None'],"
+        " timeout_s=60, cpu_s=60)\n"
     )
     sweep = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)})
     try:

@@ -13,12 +13,14 @@ import pytest
 
 import tutorial_lib.tasks.isolation as isolation
 import tutorial_lib.tasks.sandbox as sandbox
-from tutorial_lib.tasks.judge import MAX_REPORT_DEPTH, MalformedReport, parse_report, plan_tests
+from tutorial_lib.tasks.judge import plan_tests
+from tutorial_lib.tasks.judge.verdicts import MAX_REPORT_DEPTH, MalformedReport, parse_report
 from tutorial_lib.tasks.sandbox import SandboxResult, run_python
 
 pytestmark = pytest.mark.skipif(
-    not sandbox.sandbox_available(),
-    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it",
+    not isolation.sandbox_available(),
+    reason=f"bubblewrap cannot run here ({isolation.bwrap_problem()}): {sandbox.INSTALL_HINT}; "
+    "CI installs it",
 )
 
 LIMITS = dict(timeout_s=4.0, cpu_s=2.0, memory_mb=256, max_output_bytes=20_000)
@@ -179,27 +181,27 @@ def test_the_same_forms_pass_for_a_correct_solution(code, tests, setup):
 
 
 def test_the_expected_side_is_planned_outside_the_solutions_run():
-    """Which run evaluates a hole depends on the test, the setup and the entry point, never on the code."""
+    """Which run evaluates a hole depends on the test, the setup, the prompt code and the entry point:
+    `plan_tests` is never given the solution's code."""
     tests = [
         "assert tuple_size((1, 2)) == sys.getsizeof((1, 2))",
         "assert max([1]) == 1",
         "assert check(f(1))",
     ]
-    setup = "def check(v):\n    return v\n"
-    for code in (
-        "",
-        "import sys as sys\ndef tuple_size(t):\n    return 0\ndef max(x):\n    return 0\n",
-        "exec('max = len')\nset = 'sys'\n",
-    ):
-        plans, _ = plan_tests(tests, setup, code)
-        assert plans[0].sides == ("solution", "expected") and plans[0].modules == ("sys",)
-        assert (
-            plans[1].refused and "never calls" in plans[1].unjudged_reason
-        )  # builtins.max: nothing to judge
-        assert plans[2].skeleton is None and "solution's interpreter" in plans[2].unjudged_reason
-    plan = plan_tests(["assert max([1]) == 1"], "", "", entry_point="max")[0][0]
-    assert plan.holes == ("max([1])",) and plan.sides == ("solution",)
-    refused = plan_tests(["assert tuple_size((1, 2)) == 3"], "", "", entry_point="other")[0][0]
+    plans = plan_tests(tests, "def check(v):\n    return v\n")
+    assert [(h.side, h.source) for h in plans[0].holes] == [
+        ("solution", "tuple_size((1, 2))"),
+        ("expected", "sys.getsizeof((1, 2))"),
+    ]
+    assert plans[1].refused and "never calls" in plans[1].unjudged_reason  # builtins.max: nothing to judge
+    # the setup's `check` runs on the expected side, on the value the solution's `f(1)` returned
+    assert [(h.side, h.source, h.needs) for h in plans[2].holes] == [
+        ("solution", "f(1)", ()),
+        ("expected", "check(__judge_hole_0)", (0,)),
+    ]
+    plan = plan_tests(["assert max([1]) == 1"], entry_point="max")[0]
+    assert [(h.side, h.source, h.solution_names) for h in plan.holes] == [("solution", "max([1])", ("max",))]
+    refused = plan_tests(["assert tuple_size((1, 2)) == 3"], entry_point="other")[0]
     assert refused.refused and "`other`" in refused.unjudged_reason
 
 
@@ -243,15 +245,15 @@ def test_a_thread_bomb_is_stopped_below_a_few_hundred_tasks():
     result = run_python(THREAD_BOMB, TESTS, **{**LIMITS, "memory_mb": 2048})
     assert not result.passed
     started = _threads_started(result)
-    print(f"process limit here: {sandbox.process_limit()}; thread bomb started {started} threads")
-    assert started < sandbox.MAX_TASKS <= 300
+    print(f"process limit here: {isolation.process_limit()}; thread bomb started {started} threads")
+    assert started < isolation.MAX_TASKS <= 300
 
 
 def test_without_a_pids_cgroup_seccomp_refuses_every_thread(monkeypatch):
     """The path CI takes where no pids cgroup is writable."""
     # where the sandbox finds its pids cgroup
     monkeypatch.setattr(isolation.cgroups, "_pids_cgroup_root", lambda: None)
-    assert sandbox.process_limit() == "seccomp"
+    assert isolation.process_limit() == "seccomp"
     result = run_python(THREAD_BOMB, TESTS, **{**LIMITS, "memory_mb": 2048})
     assert not result.passed and _threads_started(result) == 0
 
@@ -304,7 +306,7 @@ def test_the_sandboxs_writable_space_is_a_capped_tmpfs():
     written = int(
         next(line for line in result.stdout_tail.splitlines() if line.startswith("WRITTEN")).split()[1]
     )
-    assert written <= sandbox.TMPFS_BYTES and not result.passed
+    assert written <= isolation.TMPFS_BYTES and not result.passed
 
 
 SWEEP_CASES = [

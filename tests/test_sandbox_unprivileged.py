@@ -21,8 +21,9 @@ from tutorial_lib.tasks import judge_worker
 from tutorial_lib.tasks.sandbox import run_python
 
 pytestmark = pytest.mark.skipif(
-    not sandbox.sandbox_available(),
-    reason=f"bubblewrap cannot run here ({sandbox.bwrap_problem()}): {sandbox.INSTALL_HINT}; CI installs it",
+    not isolation.sandbox_available(),
+    reason=f"bubblewrap cannot run here ({isolation.bwrap_problem()}): {sandbox.INSTALL_HINT}; "
+    "CI installs it",
 )
 
 LIMITS = dict(timeout_s=5.0, cpu_s=3.0, memory_mb=256, max_output_bytes=20_000)
@@ -71,7 +72,7 @@ def test_the_sandbox_runs_as_an_unprivileged_host_user():
                 ):  # root until it drops to the sandbox's user and execs bwrap
                     continue
                 uids = _host_uids(pid)
-                if uids and (cmdline.startswith(b"bwrap") or b"-I\x00-S\x00-B\x00-c" in cmdline):
+                if uids and (cmdline.startswith(b"bwrap") or b"-s\x00-S\x00-B\x00-P\x00-c" in cmdline):
                     seen.append((pid, uids, cmdline[:40]))
             time.sleep(0.05)
 
@@ -197,8 +198,8 @@ def test_the_memory_cgroup_bounds_the_whole_sandbox_shared_memory_included(monke
     if isolation.cgroups._memory_cgroup_root() is None:
         assert isolation.process_limit() in ("cgroup", "seccomp")
         assert (
-            29 in isolation.seccomp._SECCOMP_TABLES["x86_64"]["deny"]
-            and 194 in isolation.seccomp._SECCOMP_TABLES["aarch64"]["deny"]
+            29 in isolation.seccomp._TABLES["x86_64"]["deny"]
+            and 194 in isolation.seccomp._TABLES["aarch64"]["deny"]
         )
         return
     sysv = {
@@ -231,9 +232,9 @@ def test_the_memory_cgroup_bounds_the_whole_sandbox_shared_memory_included(monke
     }
     weakened = {
         arch: {**table, "deny": tuple(n for n in table["deny"] if n not in sysv)}
-        for arch, table in isolation.seccomp._SECCOMP_TABLES.items()
+        for arch, table in isolation.seccomp._TABLES.items()
     }
-    monkeypatch.setattr(isolation.seccomp, "_SECCOMP_TABLES", weakened)
+    monkeypatch.setattr(isolation.seccomp, "_TABLES", weakened)
     started = time.monotonic()
     result = run_python(SYSV_SHM, ["assert f() == 1"], **{**LIMITS, "memory_mb": 128})
     assert not result.passed and "['took', 1024]" not in result.stdout_tail
@@ -384,9 +385,9 @@ JUDGE_ATTACKS = {
     "colliding_hashes_forged_into_the_report_as_a_set": (
         textwrap.dedent("""
         import json, os, stat
-        items = ",".join('["i", "%d"]' % (k * (2 ** 61 - 1)) for k in range(110_000))
-        report = ('{"error": null, "tests": [{"values": [["S", [' + items
-                  + ']]]}], "rebound": []}\\n').encode()
+        items = ",".join('["i", "%x"]' % (k * (2 ** 61 - 1)) for k in range(110_000))
+        report = ('{"error": null, "values": [["S", [' + items
+                  + ']]], "statements": [], "rebound": []}\\n').encode()
         for fd in range(3, 64):
             try:
                 if stat.S_ISFIFO(os.fstat(fd).st_mode):

@@ -20,9 +20,11 @@ it cannot be run in the child as it is (the solution could change the verdict; s
 - `for` loops are unrolled, and `x = candidate(...)` is inlined into the asserts that use `x`;
 - asserts that do not call the candidate (`assert True`) test nothing of it and are left out.
 
-The program the sandbox runs is the prompt's imports and helper functions followed by the reply's
-code (the reply restates the whole function, as the chat prompt asks); a reply that does not define
-`entry_point` is read as the body that completes the prompt, as in the original harness.
+The sandbox runs the prompt's imports and helper functions as the problem's prompt code, which is the
+benchmark's (a test that reads a helper, such as HumanEval/32's `poly`, evaluates the benchmark's copy,
+and a reply that redefines it fails), then the reply's code (the reply restates the whole function, as
+the chat prompt asks); a reply that does not define `entry_point` is read as the body that completes
+the prompt, as in the original harness.
 """
 
 from __future__ import annotations
@@ -254,13 +256,45 @@ def defines(code: str, entry_point: str) -> bool:
     )
 
 
-def program(problem: dict, code: str) -> str:
-    """The program the sandbox runs for a reply's `code`: the prompt's imports and helpers, then the
-    code; code that does not define the entry point completes the prompt (a body)."""
+def program(problem: dict, code: str) -> tuple[str, str]:
+    """(prompt code, solution code) for a reply's `code`: the prompt's imports and helper functions, which
+    are the benchmark's (`run_python(prompt_code=...)`), and the solution's own code, which is `code`
+    when it defines the entry point and otherwise the body that completes the prompt's definition of it."""
     _check_problem(problem)
     if not isinstance(code, str):
         raise ValueError(f"code must be a str (the program of a reply), got {type(code).__name__}")
+    header = prompt_header(problem)
     if defines(code, problem["entry_point"]):
-        header = prompt_header(problem)
-        return f"{header}\n\n\n{code}\n" if header else f"{code}\n"
-    return problem["prompt"] + code + "\n"
+        return header, _without_restated_helpers(code, header)
+    # The prompt ends in the entry point's definition (all 164 problems do): from its first line on.
+    tree = ast.parse(problem["prompt"] + "\n    pass\n")
+    definition = tree.body[-1]
+    start = min([definition.lineno] + [d.lineno for d in definition.decorator_list])
+    return header, "\n".join(problem["prompt"].splitlines()[start - 1 :]) + "\n" + code + "\n"
+
+
+def _shape(node: ast.AST) -> str:
+    """A definition as `ast.dump` shows it, without docstrings: a restatement that drops them is the same."""
+    node = ast.parse(ast.unparse(node)).body[0]
+    for inner in ast.walk(node):
+        body = getattr(inner, "body", None)
+        if isinstance(body, list) and len(body) > 1 and isinstance(body[0], ast.Expr):
+            if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+                inner.body = body[1:]
+    return ast.dump(node)
+
+
+def _without_restated_helpers(code: str, header: str) -> str:
+    """`code` without the top-level statements that restate the prompt's own (its imports and helpers, as
+    replies that copy the whole prompt do): those stay the benchmark's. A helper the reply changes is
+    kept, and so rebinds the benchmark's name."""
+    tree = ast.parse(code)
+    given = {_shape(node) for node in ast.parse(header).body} if header.strip() else set()
+    lines = code.splitlines()
+    kept = []
+    for node in tree.body:
+        if _shape(node) in given:
+            continue
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        kept.append("\n".join(lines[start - 1 : node.end_lineno]))
+    return "\n\n".join(kept) + "\n"

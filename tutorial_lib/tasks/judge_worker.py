@@ -1,17 +1,19 @@
-"""The judge's own work on a report, under a budget: at most `JUDGE_CPU_SECONDS` of CPU and
-`JUDGE_MEMORY_BYTES` of memory beyond what the judge needs to start.
+"""The judge's own work on the values of a solution's runs, under a budget: at most `JUDGE_CPU_SECONDS`
+of CPU and `JUDGE_MEMORY_BYTES` of memory beyond what the judge needs to start.
 
-Everything in a report is chosen by the solution, and judging it means parsing it, building the values
-it stands for and applying the test's comparison to them. Bounds on sizes catch what they name, but not
-everything that is costly: 110,000 integers that all hash to 0 make one `set` cost a minute of CPU, and
-a `%` format whose width the solution chose asks for hundreds of megabytes. So the judgement runs in a
-worker process (`JudgeWorker`, one per sweep process, started on first use) whose address space is
-capped and whose CPU time per report is timed by the kernel (`ITIMER_PROF`: its signal, left at its
-default action, ends the worker). A report over budget is a failed test with a reason that says so; the
-worker is started again for the next report, and the sweep goes on.
+Every value a solution's run reports is chosen by the solution, and judging them means building the
+values they stand for and applying the test's comparison to them (`judge.verdicts.judge_report`). Bounds
+on sizes catch what they name, but not everything that is costly: 110,000 integers that all hash to 0
+make one `set` cost a minute of CPU, and a `%` format whose width the solution chose asks for hundreds of
+megabytes. So the judgement runs in a worker process (`JudgeWorker`, one per sweep process, started on
+first use) whose address space is capped and whose CPU time per request is timed by the kernel
+(`ITIMER_PROF`: its signal, left at its default action, ends the worker). A judgement over budget is a
+failed test with a reason that says so; the worker is started again for the next one, and the sweep
+goes on.
 
-The request (the parent's own objects: the report bytes and the test plans) goes to the worker as a
-pickle; the verdict comes back as JSON, so nothing the worker sends can run code in the parent.
+The request (the parent's own objects: the test plans and the tagged values it parsed from the reports,
+bounded by `judge.verdicts.parse_report`) goes to the worker as a pickle; the verdict comes back as JSON,
+so nothing the worker sends can run code in the parent.
 """
 
 from __future__ import annotations
@@ -26,119 +28,13 @@ import subprocess
 import sys
 import threading
 
-from .judge import SOLUTION, MalformedReport, judge_test, parse_report
+from .isolation.container import HASH_SEED
+from .judge.verdicts import judge_report
 
 JUDGE_CPU_SECONDS = 1.0
 JUDGE_MEMORY_BYTES = 64 * 1024 * 1024
 _WALL_BACKSTOP_S = 60.0  # a worker that neither answers nor uses CPU (a stopped machine) is ended too
 _HEADER = struct.Struct("!Q")
-
-
-# --------------------------------------------------------------------------------------------------
-# The verdict on one report (what the worker computes)
-# --------------------------------------------------------------------------------------------------
-
-
-def judge_report(
-    report_bytes: bytes,
-    report_over_limit: bool,
-    plans,
-    known,
-    expected,
-    trust_unjudged_tests: bool,
-    statically_rebound,
-) -> tuple[bool, str, int, int]:
-    """(passed, reason, tests passed, tests counted on the child's word), reached from the values in the
-    child's report (see `tutorial_lib.tasks.judge`). Everything in the report is bounded before it is
-    parsed (`parse_report`) and every field is type-checked before use. It runs in the budgeted worker
-    (`judge_worker`): whatever the child wrote, the verdict costs at most a second of CPU."""
-
-    def fail(reason, tests_passed=0, tests_unjudged=0):
-        return False, reason, tests_passed, tests_unjudged
-
-    lines = report_bytes.split(b"\n")
-    if report_over_limit or len(lines) != 2 or lines[1] != b"":
-        return fail("no valid report: the child wrote none, several, or one too large (exited early?)")
-    try:
-        report = parse_report(lines[0])
-    except MalformedReport as error:
-        return fail(f"no valid report: {error}")
-    if not isinstance(report, dict) or not isinstance(report.get("tests"), list):
-        return fail("no valid report: not a report object")
-    if report.get("error") is not None:
-        error = report["error"]
-        return fail(error[:1000] if isinstance(error, str) else "no valid report: its error is not text")
-    entries = report["tests"]
-    if len(entries) != len(plans):
-        return fail(f"no valid report: {len(entries)} test entries for {len(plans)} tests")
-    rebound = report.get("rebound")
-    rebound = {name for name in rebound if isinstance(name, str)} if isinstance(rebound, list) else set()
-    passed = unjudged = 0
-    first_failure = None
-    for index, (plan, entry, expected_values, static) in enumerate(
-        zip(plans, entries, expected, statically_rebound), start=1
-    ):
-        watched = (
-            set(plan.judge_names)
-            | {f"builtins.{name}" for name in plan.judge_names}
-            | {f"{module}.{attribute}" for module, attribute in plan.judge_attributes}
-        )
-        rebinds = sorted(set(static) | (rebound & watched))
-        if plan.refused:
-            ok, why = False, plan.unjudged_reason
-        elif rebinds:
-            ok, why = (
-                False,
-                (
-                    f"the solution rebinds {', '.join(f'`{name}`' for name in rebinds)}, which the test "
-                    "reads; a test's own names are the judge's, not the solution's"
-                ),
-            )
-        elif not isinstance(entry, dict):
-            ok, why = False, "malformed entry"
-        elif plan.skeleton is None:
-            if trust_unjudged_tests and entry.get("ok") is True:
-                ok, why = True, "passed on the child's word"
-                unjudged += 1
-            elif trust_unjudged_tests:
-                ok, why = False, _text(entry.get("error"), "failed")
-            else:
-                ok, why = (
-                    False,
-                    (
-                        f"cannot be judged outside the sandbox ({plan.unjudged_reason}); pass "
-                        "trust_unjudged_tests=True to count the child's word for it"
-                    ),
-                )
-        elif "error" in entry:
-            ok, why = False, _text(entry["error"], "failed")
-        elif isinstance(expected_values, str):
-            ok, why = False, expected_values
-        else:
-            ok, why = judge_test(plan, _merge(plan, entry.get("values"), expected_values), known)
-        passed += ok
-        if not ok and first_failure is None:
-            first_failure = (
-                f"test {index} {why if why.startswith(('failed', 'raised')) else 'failed: ' + why}: "
-                f"{plan.source.strip()[:300]}"
-            )
-    if first_failure:
-        return fail(first_failure, passed, unjudged)
-    return True, "passed", passed, unjudged
-
-
-def _text(value, default: str) -> str:
-    return value[:300] if isinstance(value, str) else default
-
-
-def _merge(plan, solution_values, expected_values):
-    """The tagged values of every hole in order: the solution's from its run, the expected side's from
-    the setup-only run. None (a failed test) when the solution's report holds the wrong number."""
-    solution_count = plan.sides.count(SOLUTION)
-    if not isinstance(solution_values, list) or len(solution_values) != solution_count:
-        return None
-    solution_values, expected_values = iter(solution_values), iter(expected_values or [])
-    return [next(solution_values) if side == SOLUTION else next(expected_values) for side in plan.sides]
 
 
 def _read_exact(stream, size: int) -> bytes:
@@ -208,6 +104,7 @@ class JudgeWorker:
             "OMP_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1",
             "MKL_NUM_THREADS": "1",
+            "PYTHONHASHSEED": HASH_SEED,  # the sandboxed runs' seed: sets iterate in the same order
         }
         package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         environment["PYTHONPATH"] = os.pathsep.join(
@@ -265,5 +162,5 @@ atexit.register(_worker.close)
 
 
 def judge_in_worker(**arguments):
-    """`judge_report(**arguments)` in the budgeted worker."""
+    """`judge.verdicts.judge_report(**arguments)` in the budgeted worker."""
     return _worker.judge(**arguments)

@@ -521,10 +521,12 @@ def humaneval_pass(reply: str, example: dict, **sandbox_options) -> float:
     if not humaneval.defines(code, info["entry_point"]) and "```" not in reply:
         # a bare completion of the prompt: keep its first line's indentation (extract_code strips it)
         code = reply
+    prompt_code, solution_code = humaneval.program(problem, code)
     return float(
         run_python(
-            humaneval.program(problem, code),
+            solution_code,
             list(info["tests"]),
+            prompt_code=prompt_code,
             entry_point=info["entry_point"],
             **sandbox_options,
         ).passed

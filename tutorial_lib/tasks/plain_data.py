@@ -1,53 +1,71 @@
-"""The tagged plain data that crosses the sandbox's boundary: `["N"]`, `["b", bool]`, `["i", "digits"]`,
-`["f", "repr"]`, `["c", ["re", "im"]]`, `["s", str]`, `["y", "hex"]`, `["l" | "t" | "S" | "F", [...]]`,
-`["d", [[key, value], ...]]`. The child encodes the values a solution's calls return (its own copy of the
-encoder, `sandbox_child.encode`); the parent decodes them into builtin objects and nothing else, and
-encodes the setup's constants it hands to the solution's run.
+"""The tagged plain data that crosses the sandbox's boundary, in both directions: `["N"]`, `["b", bool]`,
+`["i", "hex digits"]`, `["f", "repr"]`, `["c", ["re", "im"]]`, `["s", str]`, `["y", "hex"]`,
+`["l" | "t" | "S" | "F", [...]]`, `["d", [[key, value], ...]]`; `["x", "type name"]` marks a value that is
+not plain data and `["e", "message"]` a hole that raised.
+
+This file is also the first part of the program the sandboxed interpreter runs (`sandbox_child`), so the
+child and the parent share one encoder and one decoder; it imports nothing. Integers travel in hex, which
+Python converts in linear time and without its 4,300-digit limit on decimal text.
 """
 
-from __future__ import annotations
-
-MAX_DEPTH = 64  # nesting of a decoded value
-MAX_NODES = 200_000  # items in all decoded values of one run
-
-
-def encode_value(value, _depth: int = 0):
-    """`decode_value`'s tagged form of a builtin plain value (the setup's literal constants, which the
-    parent hands to the solution's run). Raises NotPlainData for anything else."""
-    if _depth > MAX_DEPTH:
-        raise NotPlainData("value too deeply nested")
-    if value is None:
-        return ["N"]
-    kind = type(value)
-    if kind is bool:
-        return ["b", value]
-    if kind is int:
-        return ["i", repr(value)]
-    if kind is float:
-        return ["f", repr(value)]
-    if kind is complex:
-        return ["c", [repr(value.real), repr(value.imag)]]
-    if kind is str:
-        return ["s", value]
-    if kind in (bytes, bytearray):
-        return ["y", bytes(value).hex()]
-    tags = {list: "l", tuple: "t", set: "S", frozenset: "F"}
-    if kind in tags:
-        return [tags[kind], [encode_value(item, _depth + 1) for item in value]]
-    if kind is dict:
-        return ["d", [[encode_value(k, _depth + 1), encode_value(v, _depth + 1)] for k, v in value.items()]]
-    raise NotPlainData(f"a {kind.__name__} object is not plain data")
+MAX_DEPTH = 64  # nesting of a value
+MAX_NODES = 200_000  # items in all the values decoded from one report
 
 
 class NotPlainData(ValueError):
-    """The child sent something that is not a tagged plain value."""
+    """A tagged value that is malformed or stands for something that is not plain data."""
+
+
+def encode_value(
+    value,
+    depth=0,
+    isinstance=isinstance,
+    int=int,
+    float=float,
+    complex=complex,
+    str=str,
+    bytes=bytes,
+    bytearray=bytearray,
+    list=list,
+    tuple=tuple,
+    set=set,
+    frozenset=frozenset,
+    dict=dict,
+    type=type,
+    format=format,
+):
+    """The tagged form of `value`; an instance of a subclass of a builtin type is sent as the builtin value
+    it holds (a `collections.Counter` as a dict), so no method of the subclass runs on the other side. The
+    builtins are bound as defaults when this file is compiled, before any code of a solution exists."""
+    if depth > MAX_DEPTH:
+        return ["x", "too deeply nested value"]
+    if value is None:
+        return ["N"]
+    if isinstance(value, bool):
+        return ["b", value is True]
+    if isinstance(value, int):
+        return ["i", format(int(value), "x")]
+    if isinstance(value, float):
+        return ["f", float.__repr__(float(value))]
+    if isinstance(value, complex):
+        number = complex(value)
+        return ["c", [float.__repr__(number.real), float.__repr__(number.imag)]]
+    if isinstance(value, str):
+        return ["s", str.__str__(value)]
+    if isinstance(value, (bytes, bytearray)):
+        return ["y", bytes(value).hex()]
+    for kind, tag in ((list, "l"), (tuple, "t"), (set, "S"), (frozenset, "F")):
+        if isinstance(value, kind):
+            return [tag, [encode_value(item, depth + 1) for item in kind.__iter__(value)]]
+    if isinstance(value, dict):
+        items = dict.items(value)
+        return ["d", [[encode_value(key, depth + 1), encode_value(item, depth + 1)] for key, item in items]]
+    return ["x", type(value).__name__]
 
 
 def decode_value(data, _depth: int = 0, _budget: list | None = None):
-    """The builtin object a tagged value stands for: `["N"]`, `["b", bool]`, `["i", "digits"]`,
-    `["f", "repr"]`, `["c", ["re", "im"]]`, `["s", str]`, `["y", "hex"]`, `["l" | "t" | "S" | "F", [...]]`,
-    `["d", [[key, value], ...]]`. Raises NotPlainData for anything else (the child's tag for an object
-    that is not plain data is `["x", "type name"]`)."""
+    """The builtin object a tagged value stands for, and nothing else. Raises NotPlainData for a malformed
+    value, one nested deeper than MAX_DEPTH or larger than MAX_NODES items, and for `["x", ...]`."""
     budget = [MAX_NODES] if _budget is None else _budget
     budget[0] -= 1
     if budget[0] < 0 or _depth > MAX_DEPTH:
@@ -60,8 +78,8 @@ def decode_value(data, _depth: int = 0, _budget: list | None = None):
             return None
         if tag == "b" and isinstance(payload, bool):
             return payload
-        if tag == "i" and isinstance(payload, str) and payload.lstrip("-").isdigit():
-            return int(payload)  # Python refuses over 4300 digits: ValueError, a failure
+        if tag == "i" and isinstance(payload, str) and payload.lstrip("-").isalnum():
+            return int(payload, 16)
         if tag == "f" and isinstance(payload, str):
             return float(payload)
         if tag == "c" and isinstance(payload, list) and len(payload) == 2:
@@ -83,7 +101,7 @@ def decode_value(data, _depth: int = 0, _budget: list | None = None):
                 )
             return dict(pairs)
         if tag == "x":
-            raise NotPlainData(f"a {str(payload)[:80]} object is not plain data")
+            raise NotPlainData(f"a {str(payload)[:80]} object, which is not plain data")
     except (TypeError, ValueError, OverflowError) as error:  # unhashable set member, bad float text, ...
         if isinstance(error, NotPlainData):
             raise

@@ -47,12 +47,13 @@ from .container import (  # noqa: F401 (re-exported)
     sandbox_identity,
     sandbox_rlimits,
 )
-from .seccomp import seccomp_filter
+from .seccomp import exec_filter, seccomp_filter
 
 __all__ = [
     "interpreter_files",
     "bwrap_command",
     "seccomp_filter",
+    "exec_filter",
     "child_environment",
     "bwrap_problem",
     "sandbox_available",

@@ -40,6 +40,7 @@ SANDBOX_OVERHEAD_BYTES = TMPFS_BYTES + 32 * 1024 * 1024
 LAUNCHER_EXIT = 125  # the launcher's status when it could not set a limit or drop privileges
 UID_ENV = "TUTORIAL_LIB_SANDBOX_UID"  # another unprivileged uid for the sandbox, when run as root
 INTERPRETER_CACHE = Path("/var/cache/tutorial_lib")
+HASH_SEED = "0"
 
 # --------------------------------------------------------------------------------------------------
 # Who the sandbox runs as
@@ -101,7 +102,9 @@ def _interpreter_copy(binds: tuple[str, ...], stdlib: str) -> dict[str, str]:
     key = hashlib.sha256(
         json.dumps([executable, info.st_size, int(info.st_mtime), sys.version, list(binds)]).encode()
     ).hexdigest()[:16]
-    INTERPRETER_CACHE.mkdir(mode=0o755, parents=True, exist_ok=True)
+    INTERPRETER_CACHE.mkdir(parents=True, exist_ok=True)
+    if INTERPRETER_CACHE.stat().st_uid == 0:
+        os.chmod(INTERPRETER_CACHE, 0o755)  # whatever the umask: the sandbox's user must enter it
     for folder in (INTERPRETER_CACHE, *INTERPRETER_CACHE.parents):
         mode = folder.stat().st_mode if folder.exists() else 0
         if folder.exists() and (
@@ -151,6 +154,13 @@ def _bind_sources() -> tuple[tuple[str, str], ...]:
     if sandbox_identity() is None or all(_others_can_reach(path) for path in binds):
         return tuple((path, path) for path in binds)
     mapping = _interpreter_copy(binds, stdlib)
+    for copy in mapping.values():
+        if not _others_can_reach(copy):
+            mode = stat.filemode(os.stat(copy).st_mode)
+            raise PermissionError(
+                f"the interpreter copy {copy} ({mode}) or a folder above it cannot be read by the sandbox's "
+                f"user; a umask such as 077 makes it so: remove {INTERPRETER_CACHE} and run again"
+            )
     return tuple((mapping[path], path) for path in binds)
 
 
@@ -199,8 +209,10 @@ def bwrap_command(bwrap: str, seccomp_fd: int | None) -> list[str]:
 
 
 def child_environment(home: str) -> dict[str, str]:
-    # Nothing of the parent's environment: no tokens, no proxies.
+    """Nothing of the parent's environment (no tokens, no proxies); one hash seed, the judge's as well
+    (`HASH_SEED`), so a set's order is the same on both sides of a comparison."""
     return {
+        "PYTHONHASHSEED": HASH_SEED,
         "PATH": "/usr/bin:/bin",
         "HOME": home,
         "TMPDIR": home,

@@ -1,24 +1,23 @@
-"""Splitting a test: which parts of an assert are the solution's calls (the holes, evaluated in a
-sandboxed run), which the expected side's, and the skeleton the parent evaluates over their values;
-the names a test reads, and those a solution visibly rebinds."""
+"""Splitting a test: which name of an assert is whose, which parts each side evaluates (the holes), and the
+skeleton the parent evaluates over their values; the names a solution visibly rebinds."""
 
 from __future__ import annotations
 
 import ast
 import builtins
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .skeletons import SAFE_FUNCTIONS, SAFE_MATH
 
 __all__ = [
+    "Hole",
     "TestPlan",
     "Names",
     "plan_test",
     "plan_tests",
-    "setup_constants",
     "bound_names",
-    "rebinding_names",
+    "definitions_slice",
     "visible_rebindings",
     "HOLE_PREFIX",
     "SOLUTION",
@@ -28,53 +27,8 @@ __all__ = [
 HOLE_PREFIX = "__judge_hole_"
 SOLUTION, EXPECTED = "solution", "expected"  # which sandboxed run evaluates a hole
 _STDLIB_MODULES = frozenset(sys.stdlib_module_names)
-
-
-@dataclass(frozen=True)
-class TestPlan:
-    """One test, split: `holes` (source text) for the child, `skeleton` for the parent."""
-
-    source: str
-    holes: tuple[str, ...]
-    skeleton: ast.Expression | None  # None when the test cannot be judged outside
-    unjudged_reason: str = ""  # why not, when skeleton is None
-    sides: tuple[str, ...] = ()  # SOLUTION or EXPECTED for each hole (same order as `holes`)
-    modules: tuple[str, ...] = ()  # standard-library modules the holes read (imported for them)
-    reads: tuple[tuple[str, ...], ...] = ()  # the names each hole reads (all a hole's run receives)
-    solution_names: tuple[str, ...] = ()  # the names of this test that are the solution's
-    judge_names: tuple[str, ...] = ()  # names the test reads that are not the solution's
-    judge_attributes: tuple[tuple[str, str], ...] = ()  # (module, attribute) pairs the test reads
-    refused: bool = False  # a failure whatever the options (a test that never calls the solution)
-
-    def __post_init__(self):
-        if not self.sides and self.holes:  # a plan built by hand: every hole is the solution's
-            object.__setattr__(self, "sides", (SOLUTION,) * len(self.holes))
-        if not self.reads and self.holes:
-            object.__setattr__(
-                self,
-                "reads",
-                tuple(tuple(sorted(_read_names(ast.parse(hole, mode="eval")))) for hole in self.holes),
-            )
-            object.__setattr__(self, "solution_names", tuple(sorted({n for r in self.reads for n in r})))
-
-
-@dataclass(frozen=True)
-class Names:
-    """Who provides which name a test reads: `constants` the parent knows (a literal-only setup),
-    `setup` names a setup binds otherwise (a plain `import math` binds the real module and is not
-    counted), `entry` the solution's entry points. Every other name is a builtin, a standard-library
-    module, or, when none of these, the solution's. What the solution's source binds never changes
-    this: a solution that rebinds a name the test reads fails (`rebinding_names`)."""
-
-    constants: dict = field(default_factory=dict)
-    setup: frozenset = frozenset()
-    entry: frozenset = frozenset()
-
-
-# --------------------------------------------------------------------------------------------------
-# Splitting a test
-# --------------------------------------------------------------------------------------------------
-
+_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
+_NEVER = (ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
 _RECURSE = (
     ast.Compare,
     ast.BoolOp,
@@ -89,97 +43,315 @@ _RECURSE = (
     ast.IfExp,
     ast.keyword,
 )
-_CHILD_LOGIC = (
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
-    ast.Lambda,
-    ast.NamedExpr,
-    ast.Await,
-    ast.Yield,
-    ast.YieldFrom,
-)
 
 
-def setup_constants(setup: str) -> dict:
-    """Names the setup binds to literals, when the setup is nothing but such assignments; else {}.
-    The parent uses them as the test's constants; any other setup runs only in the child."""
-    try:
-        tree = ast.parse(setup)
-    except SyntaxError:
-        return {}
-    constants = {}
-    for statement in tree.body:
-        if not (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
+@dataclass(frozen=True)
+class Names:
+    """Who binds each name a test reads. `entry`: the solution's entry points; `benchmark`: the names the
+    setup or the problem's prompt code binds (the expected side's). A name that neither these, a builtin
+    nor a standard-library module provides is the solution's as well. What the solution's source binds
+    never changes this."""
+
+    entry: frozenset = frozenset()
+    benchmark: frozenset = frozenset()
+
+    def side(self, name: str) -> str | None:
+        """SOLUTION, EXPECTED, or None for a builtin or standard-library module (present on both sides)."""
+        if name in self.entry:
+            return SOLUTION
+        if name in self.benchmark:
+            return EXPECTED
+        if name.startswith(HOLE_PREFIX) or hasattr(builtins, name) or name in _STDLIB_MODULES:
+            return None
+        return SOLUTION
+
+
+@dataclass(frozen=True)
+class Hole:
+    """One part of a test evaluated in a sandboxed run: `source` reads `reads` (with `solution_names`, the
+    names the solution must define) and the values of the holes `needs` (as `HOLE_PREFIX<i>`)."""
+
+    side: str
+    source: str
+    reads: tuple[str, ...]
+    solution_names: tuple[str, ...]
+    needs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TestPlan:
+    """One test, split: `holes` for the sandboxed runs, `skeleton` (over the holes `top`) for the parent."""
+
+    source: str
+    holes: tuple[Hole, ...] = ()
+    skeleton: ast.Expression | None = None  # None when the test cannot be judged outside
+    unjudged_reason: str = ""  # why not, when skeleton is None
+    refused: bool = False  # a failure whatever the options (a test that never calls the solution)
+    top: tuple[int, ...] = ()  # the holes the skeleton reads
+    judge_names: tuple[str, ...] = ()  # names the test reads that are not the solution's
+    judge_attributes: tuple[tuple[str, str], ...] = ()  # (module, attribute) pairs the test reads
+
+
+# --------------------------------------------------------------------------------------------------
+# Splitting a test
+# --------------------------------------------------------------------------------------------------
+
+
+def free_names(node: ast.AST) -> set:
+    """The names `node` reads that it does not bind itself (a comprehension's or lambda's own variables)."""
+    read, bound = set(), set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            (read if isinstance(inner.ctx, ast.Load) else bound).add(inner.id)
+        elif isinstance(inner, ast.arg):
+            bound.add(inner.arg)
+    return read - bound
+
+
+def _is_safe_callee(node: ast.AST, names: Names) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id in SAFE_FUNCTIONS and names.side(node.id) is None
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "math"
+        and node.attr in SAFE_MATH
+        and names.side("math") is None
+    )
+
+
+class _Splitter:
+    """The parent keeps what it can evaluate itself (constants, operators, `SAFE_FUNCTIONS`). Every other
+    part is a hole, evaluated by the side its head belongs to (a call's callee, an attribute's or
+    subscript's object): the solution's run for the solution's names, the expected run for the setup's and
+    the prompt's. Inside a hole, a part headed by the other side's names is a hole of its own, so each side
+    receives only the *values* of the other's, never its names or source."""
+
+    def __init__(self, names: Names):
+        self.names = names
+        self.holes: list[Hole] = []
+        self.unjudged = ""
+
+    def home(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Name):
+            return self.names.side(node.id)
+        if isinstance(node, ast.Call):
+            return self.home(node.func)
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            return self.home(node.value)
+        if isinstance(node, _SCOPES):
+            sides = {self.names.side(name) for name in free_names(node)}
+            if SOLUTION in sides:
+                self.unjudged = self.unjudged or (
+                    f"`{ast.unparse(node)}` holds a {type(node).__name__} over the solution's names, whose "
+                    "logic would run with the solution's code"
+                )
+            return EXPECTED if EXPECTED in sides else None
+        return None
+
+    def parent(self, node: ast.AST) -> ast.AST:
+        """The skeleton: what the parent evaluates, with a hole for every other part."""
+        if isinstance(node, _NEVER):
+            self.unjudged = self.unjudged or f"`{ast.unparse(node)}` is a {type(node).__name__}"
+        if isinstance(node, ast.Constant):
+            return node
+        if isinstance(node, (ast.Name, ast.Attribute)) and _is_safe_callee(node, self.names):
+            return node
+        if isinstance(node, ast.Call) and _is_safe_callee(node.func, self.names):
+            if not any(isinstance(a, ast.Starred) for a in node.args) and all(k.arg for k in node.keywords):
+                node.args = [self.parent(argument) for argument in node.args]
+                node.keywords = [self.parent(keyword) for keyword in node.keywords]
+                return node
+        if isinstance(node, _RECURSE):
+            parts = (ast.expr, ast.keyword)
+            for field, value in ast.iter_fields(node):
+                if isinstance(value, parts):
+                    setattr(node, field, self.parent(value))
+                elif isinstance(value, list):
+                    setattr(node, field, [self.parent(v) if isinstance(v, parts) else v for v in value])
+            return node
+        home = self.home(node)
+        if home is None:  # builtins and modules only: where the solution's values are, if any
+            sides = {self.names.side(name) for name in free_names(node)}
+            home = SOLUTION if SOLUTION in sides and EXPECTED not in sides else EXPECTED
+        return self.hole(node, home)
+
+    def inside(self, node: ast.AST, side: str) -> ast.AST:
+        """`node` as `side` evaluates it: parts headed by the other side's names become holes."""
+        if isinstance(node, _NEVER):
+            self.unjudged = self.unjudged or f"`{ast.unparse(node)}` is a {type(node).__name__}"
+        home = self.home(node)
+        if home is not None and home != side:
+            return self.hole(node, home)
+        if isinstance(node, _SCOPES):
+            return node
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.expr):
+                setattr(node, field, self.inside(value, side))
+            elif isinstance(value, list):
+                setattr(node, field, [self.inside(v, side) if isinstance(v, ast.AST) else v for v in value])
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                self.inside(value, side)
+        return node
+
+    def hole(self, node: ast.AST, side: str) -> ast.Name:
+        before = len(self.holes)
+        node = self.inside(node, side)
+        needs = tuple(range(before, len(self.holes)))
+        needs = tuple(i for i in needs if not any(i in self.holes[j].needs for j in needs))
+        reads = tuple(sorted(name for name in free_names(node) if not name.startswith(HOLE_PREFIX)))
+        mine = tuple(name for name in reads if self.names.side(name) == SOLUTION)
+        self.holes.append(Hole(side, ast.unparse(node), reads, mine if side == SOLUTION else (), needs))
+        return ast.Name(id=f"{HOLE_PREFIX}{len(self.holes) - 1}", ctx=ast.Load())
+
+
+def _judge_side_names(test: ast.AST, names: Names) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The names and standard-library module attributes the test reads that are not the solution's."""
+    found, attributes = set(), set()
+    for node in ast.walk(test):
+        if isinstance(node, ast.Name) and names.side(node.id) != SOLUTION:
+            found.add(node.id)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in _STDLIB_MODULES
+            and names.side(node.value.id) is None
         ):
-            return {}
-        try:
-            constants[statement.targets[0].id] = ast.literal_eval(statement.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            return {}
-    return constants
+            attributes.add((node.value.id, node.attr))
+    return tuple(sorted(found)), tuple(sorted(attributes))
 
 
-def bound_names(source: str) -> frozenset:
-    """Every name `source` binds anywhere (definitions, assignments, loop and `with` targets, imports,
-    `global` declarations), found without running it; {} for source that does not parse (it fails in
-    the sandbox anyway). An `import sys`-style import of a standard-library module under its own name
-    binds the real module and is left out."""
+def plan_test(test: str, names: Names | None = None) -> TestPlan:
+    """Split one test (`assert <expression>`) into holes and a skeleton (see `tutorial_lib.tasks.judge`)."""
+    names = names or Names()
+    try:
+        tree = ast.parse(test)
+    except (SyntaxError, ValueError) as error:
+        return TestPlan(test, unjudged_reason=f"syntax error: {getattr(error, 'msg', error)}")
+    except (MemoryError, RecursionError):
+        return TestPlan(test, unjudged_reason="too deeply nested to parse")
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
+        return TestPlan(test, unjudged_reason="not a single `assert` statement")
+    judge_names, judge_attributes = _judge_side_names(tree.body[0].test, names)
+    splitter = _Splitter(names)
+    expression = splitter.parent(tree.body[0].test)
+    if splitter.unjudged:
+        return TestPlan(test, unjudged_reason=splitter.unjudged)
+    called = {name for hole in splitter.holes for name in hole.solution_names}
+    if not called or (names.entry and not called & names.entry):
+        wanted = " or ".join(f"`{name}`" for name in sorted(names.entry)) or "a function of the solution"
+        reason = f"the test never calls {wanted}, so it says nothing of the solution"
+        return TestPlan(test, unjudged_reason=reason, refused=True)
+    skeleton = ast.fix_missing_locations(ast.Expression(body=expression))
+    top = tuple(
+        int(n.id[len(HOLE_PREFIX) :])
+        for n in ast.walk(skeleton)
+        if isinstance(n, ast.Name) and n.id.startswith(HOLE_PREFIX)
+    )
+    return TestPlan(
+        test,
+        tuple(splitter.holes),
+        skeleton,
+        top=tuple(sorted(set(top))),
+        judge_names=judge_names,
+        judge_attributes=judge_attributes,
+    )
+
+
+def plan_tests(
+    tests: list[str], setup: str = "", entry_point: str | None = None, prompt_code: str = ""
+) -> list[TestPlan]:
+    """`plan_test` for each test: the names `setup` and `prompt_code` bind are the expected side's, the
+    `entry_point` (a name the test must call; it may shadow a builtin, as MBPP's `max` problems do) and
+    every name nothing else provides are the solution's."""
+    if entry_point is not None and not (isinstance(entry_point, str) and entry_point.isidentifier()):
+        raise ValueError(f"entry_point must be the name of the solution's function, got {entry_point!r}")
+    names = Names(
+        entry=frozenset({entry_point} if entry_point else ()),
+        benchmark=(bound_names(setup, module_level=True) | bound_names(prompt_code, module_level=True))
+        - {entry_point},
+    )
+    return [plan_test(test, names) for test in tests]
+
+
+# --------------------------------------------------------------------------------------------------
+# What a source binds
+# --------------------------------------------------------------------------------------------------
+
+
+def _binds_real_module(node: ast.AST, alias: ast.alias) -> bool:
+    """`import sys` or `import collections.abc`: the real standard-library module under its own name."""
+    return (
+        isinstance(node, ast.Import) and alias.asname is None and alias.name.split(".")[0] in _STDLIB_MODULES
+    )
+
+
+def bound_names(source: str, *, module_level: bool = False) -> frozenset:
+    """The names `source` binds (definitions, assignments, loop and `with` targets, imports, `global`
+    declarations), found without running it; with `module_level`, only those bound outside function and
+    class bodies or declared `global`. An import of a standard-library module under its own name binds the
+    real module and is left out. {} for source that does not parse (it fails in the sandbox anyway)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return frozenset()
-    names = set()
-    for node in ast.walk(tree):
+    declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    nodes = ast.walk(tree) if not module_level else (n for top in tree.body for n in _module_level_nodes(top))
+    names = set(declared)
+    for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                top = alias.name.split(".")[0]
-                if not (isinstance(node, ast.Import) and alias.asname is None and top in _STDLIB_MODULES):
-                    names.add(alias.asname or top)
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
+            names.update(
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if not _binds_real_module(node, alias)
+            )
         elif isinstance(node, ast.MatchAs) and node.name:
             names.add(node.name)
     return frozenset(names)
 
 
-def rebinding_names(source: str, plans: list["TestPlan"]) -> list[list[str]]:
-    """For each plan, the names its test reads (not the solution's) that `source` visibly rebinds
-    (`visible_rebindings`). What it rebinds at run time is reported by the child (`sandbox_child._Watch`);
-    either fails the test with this list."""
-    rebound = visible_rebindings(source)
-    return [
-        sorted(
-            rebound
-            & ({*plan.judge_names} | {f"{module}.{attribute}" for module, attribute in plan.judge_attributes})
-        )
-        for plan in plans
-    ]
+def definitions_slice(setup: str, names: set) -> tuple[str, frozenset]:
+    """(source, names it binds) of the setup's top-level statements that bind `names`, with those that bind
+    the names they read in turn: what the solution's run needs to hand the solution a function or an
+    object of the setup that is not plain data, and nothing else of the setup."""
+    statements = ast.parse(setup).body
+    wanted, chosen = set(names), set()
+
+    def binds(node):
+        found = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        return found
+
+    while True:
+        new = {i for i, node in enumerate(statements) if i not in chosen and binds(node) & wanted}
+        if not new:
+            break
+        chosen |= new
+        wanted |= {name for i in new for name in free_names(statements[i])}
+    source = "\n".join(ast.unparse(statements[i]) for i in sorted(chosen))
+    return source, frozenset(name for i in chosen for name in binds(statements[i]))
 
 
 def visible_rebindings(source: str) -> frozenset:
-    """What `source` rebinds at module level or through `global`: names (an assignment, definition or
-    import under that name; a plain `import sys` binds the real module and is not counted) and
-    `module.attribute`s (`sys.getsizeof = ...`, `setattr(sys, "getsizeof", ...)`). Found without running
-    it, parsed once for all of a problem's tests; {} for source that does not parse."""
+    """What `source` rebinds at module level or through `global`: names (`bound_names(module_level=True)`)
+    and `module.attribute`s (`sys.getsizeof = ...`, `setattr(sys, "getsizeof", ...)`), found without
+    running it. The child reports what it rebinds at run time as well."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return frozenset()
-    declared_global = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
-    found = set()
+    found = set(bound_names(source, module_level=True))
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
-            and isinstance(node.ctx, (ast.Store, ast.Del))
+            and isinstance(node.ctx, ast.Store)
             and isinstance(node.value, ast.Name)
         ):
             found.add(f"{node.value.id}.{node.attr}")
@@ -192,25 +364,6 @@ def visible_rebindings(source: str) -> frozenset:
             and isinstance(node.args[1], ast.Constant)
         ):
             found.add(f"{node.args[0].id}.{node.args[1].value}")
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in declared_global:
-            found.add(node.id)
-    for node in tree.body:
-        for inner in _module_level_nodes(node):
-            if isinstance(inner, ast.Name) and isinstance(inner.ctx, (ast.Store, ast.Del)):
-                found.add(inner.id)
-            elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.add(inner.name)
-            elif isinstance(inner, (ast.Import, ast.ImportFrom)):
-                for alias in inner.names:
-                    top = alias.name.split(".")[0]
-                    real = (
-                        isinstance(inner, ast.Import)
-                        and alias.asname in (None, top)
-                        and "." not in alias.name
-                        and top in _STDLIB_MODULES
-                    )
-                    if not real:
-                        found.add(alias.asname or top)
     return frozenset(found)
 
 
@@ -221,193 +374,3 @@ def _module_level_nodes(node: ast.AST):
         return
     for child in ast.iter_child_nodes(node):
         yield from _module_level_nodes(child)
-
-
-def _is_safe_callee(node: ast.AST, names: Names) -> bool:
-    if isinstance(node, ast.Name):
-        return (
-            node.id in SAFE_FUNCTIONS
-            and node.id not in names.constants
-            and node.id not in names.setup
-            and node.id not in names.entry
-        )
-    return (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "math"
-        and node.attr in SAFE_MATH
-        and "math" not in names.entry
-        and "math" not in names.setup
-    )
-
-
-def _read_names(node: ast.AST) -> set:
-    return {inner.id for inner in ast.walk(node) if isinstance(inner, ast.Name)}
-
-
-class _Splitter(ast.NodeTransformer):
-    def __init__(self, names: Names):
-        self.names = names
-        self.holes: list[str] = []
-        self.sides: list[str] = []
-        self.reads: list[tuple[str, ...]] = []
-        self.modules: set = set()
-        self.child_logic = ""
-
-    def is_solutions(self, name: str) -> bool:
-        """An entry point, or a name no builtin, standard-library module or setup provides."""
-        names = self.names
-        return name in names.entry or not (
-            name in names.setup
-            or name in names.constants
-            or hasattr(builtins, name)
-            or name in _STDLIB_MODULES
-        )
-
-    def _side(self, read: set) -> str:
-        return SOLUTION if any(self.is_solutions(name) for name in read) else EXPECTED
-
-    def _hole(self, node: ast.AST) -> ast.Name:
-        for inner in ast.walk(node):
-            if isinstance(inner, _CHILD_LOGIC) and not self.child_logic:
-                self.child_logic = (
-                    f"`{ast.unparse(node)}` holds a {type(inner).__name__}, which would run in the child"
-                )
-        read = _read_names(node)
-        side = self._side(read)
-        if side == SOLUTION and isinstance(node, ast.Call) and not self.child_logic:
-            callee_read = _read_names(node.func)
-            if callee_read and self._side(callee_read) == EXPECTED:
-                # An expected-side function given the solution's value: it would run in the
-                # solution's interpreter.
-                self.child_logic = (
-                    f"`{ast.unparse(node)}` applies `{ast.unparse(node.func)}` (not the solution's) to "
-                    "the solution's value, which would run it in the solution's interpreter"
-                )
-        self.modules.update(
-            name
-            for name in read
-            if name in _STDLIB_MODULES
-            and not hasattr(builtins, name)
-            and not self.is_solutions(name)
-            and name not in self.names.setup
-            and name not in self.names.constants
-        )
-        self.holes.append(ast.unparse(node))
-        self.sides.append(side)
-        self.reads.append(tuple(sorted(read)))
-        return ast.copy_location(ast.Name(id=f"{HOLE_PREFIX}{len(self.holes) - 1}", ctx=ast.Load()), node)
-
-    def visit(self, node):
-        if isinstance(
-            node, (ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
-        ):
-            return node
-        names = self.names
-        if isinstance(node, ast.Name):
-            if node.id in names.constants:  # the setup runs after the solution: its literal wins
-                return node
-            if node.id in SAFE_FUNCTIONS and node.id not in names.entry and node.id not in names.setup:
-                return node
-            return self._hole(node)
-        if isinstance(node, ast.Attribute):
-            return node if _is_safe_callee(node, names) else self._hole(node)
-        if isinstance(node, ast.Call):
-            if (
-                not _is_safe_callee(node.func, names)
-                or any(isinstance(a, ast.Starred) for a in node.args)
-                or any(k.arg is None for k in node.keywords)
-            ):
-                return self._hole(node)
-            node.args = [self.visit(argument) for argument in node.args]
-            node.keywords = [self.visit(keyword) for keyword in node.keywords]
-            return node
-        if isinstance(node, _RECURSE):
-            return self.generic_visit(node)
-        return self._hole(node)
-
-
-def _judge_side_names(
-    test: ast.AST, splitter: _Splitter
-) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The names and module attributes the test reads that are not the solution's."""
-    names, attributes = set(), set()
-    for node in ast.walk(test):
-        if isinstance(node, ast.Name) and not splitter.is_solutions(node.id):
-            names.add(node.id)
-        elif (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in _STDLIB_MODULES
-            and not splitter.is_solutions(node.value.id)
-            and node.value.id not in splitter.names.setup
-            and node.value.id not in splitter.names.constants
-        ):
-            attributes.add((node.value.id, node.attr))
-    return tuple(sorted(names)), tuple(sorted(attributes))
-
-
-def plan_test(test: str, known: dict | Names | None = None) -> TestPlan:
-    """Split one test (`assert <expression>`) into holes and a skeleton; see the module docstring.
-    `known`: the setup's literal constants (a dict), or a `Names` from `plan_tests`."""
-    names = known if isinstance(known, Names) else Names(constants={} if known is None else dict(known))
-    try:
-        tree = ast.parse(test)
-    except (SyntaxError, ValueError) as error:
-        return TestPlan(test, (), None, f"syntax error: {getattr(error, 'msg', error)}")
-    except (MemoryError, RecursionError):
-        return TestPlan(test, (), None, "too deeply nested to parse")
-    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
-        return TestPlan(test, (), None, "not a single `assert` statement")
-    splitter = _Splitter(names)
-    judge_names, judge_attributes = _judge_side_names(tree.body[0].test, splitter)
-    expression = splitter.visit(tree.body[0].test)
-    if splitter.child_logic:
-        return TestPlan(test, (), None, splitter.child_logic)
-    solution_names = tuple(
-        sorted(
-            {
-                name
-                for read, side in zip(splitter.reads, splitter.sides)
-                if side == SOLUTION
-                for name in read
-                if splitter.is_solutions(name)
-            }
-        )
-    )
-    entry_called = not names.entry or set(solution_names) & names.entry
-    if not solution_names or not entry_called:
-        wanted = " or ".join(f"`{name}`" for name in sorted(names.entry)) or "a function of the solution"
-        return TestPlan(
-            test, (), None, f"the test never calls {wanted}, so it says nothing of the solution", refused=True
-        )
-    skeleton = ast.fix_missing_locations(ast.Expression(body=expression))
-    return TestPlan(
-        test,
-        tuple(splitter.holes),
-        skeleton,
-        sides=tuple(splitter.sides),
-        modules=tuple(sorted(splitter.modules)),
-        reads=tuple(splitter.reads),
-        solution_names=solution_names,
-        judge_names=judge_names,
-        judge_attributes=judge_attributes,
-    )
-
-
-def plan_tests(
-    tests: list[str], setup: str = "", code: str = "", entry_point: str | None = None
-) -> tuple[list[TestPlan], dict]:
-    """`plan_test` for each test, with the setup's literal constants known to the parent, the names a
-    non-literal setup binds, and the solution's `entry_point` (a name the test must call; it may shadow
-    a builtin, as MBPP's `max` problems do). `code` is not read: which side evaluates a hole never
-    depends on what the solution binds (see `rebinding_names`)."""
-    del code
-    constants = setup_constants(setup)
-    setup_names = frozenset() if constants or not setup.strip() else bound_names(setup)
-    if entry_point is not None and not (isinstance(entry_point, str) and entry_point.isidentifier()):
-        raise ValueError(f"entry_point must be the name of the solution's function, got {entry_point!r}")
-    names = Names(
-        constants=constants, setup=setup_names, entry=frozenset({entry_point} if entry_point else ())
-    )
-    return [plan_test(test, names) for test in tests], constants

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..isolation import (
     SANDBOX_OVERHEAD_BYTES,
+    exec_filter,
     bwrap_command,
     child_environment,
     interpreter_files,
@@ -32,7 +33,14 @@ __all__ = ["TAIL_CHARS", "REPORT_LIMIT"]
 
 TAIL_CHARS = 2000  # how much of stdout/stderr a result keeps
 REPORT_LIMIT = 4 * 1024 * 1024  # bytes of report the parent reads
-_CHILD_SOURCE = (Path(__file__).parents[1] / "sandbox_child.py").read_text(encoding="utf-8")
+# No user site, no site, no bytecode, no script folder on the path; not -I, whose -E would ignore the
+# environment we make (`child_environment`: PYTHONHASHSEED=0, so every run hashes strings alike).
+_INTERPRETER_FLAGS = ("-s", "-S", "-B", "-P", "-c")
+# The child's program: the plain-data encoder and decoder, then the program that uses them.
+_CHILD_SOURCE = "\n".join(
+    (Path(__file__).parents[1] / name).read_text(encoding="utf-8")
+    for name in ("plain_data.py", "sandbox_child.py")
+)
 
 
 class _CappedReader:
@@ -101,10 +109,7 @@ def run_child(mode: str, payload: dict, home: str, *, timeout_s: float, max_outp
                 pass_fds.append(seccomp_file.fileno())
             inner = [
                 *bwrap_command(shutil.which("bwrap"), pass_fds[1] if len(pass_fds) > 1 else None),
-                "-I",
-                "-S",
-                "-B",
-                "-c",
+                *_INTERPRETER_FLAGS,
                 _CHILD_SOURCE,
             ]
             rlimits = sandbox_rlimits(
@@ -116,8 +121,14 @@ def run_child(mode: str, payload: dict, home: str, *, timeout_s: float, max_outp
             cwd, child_home = "/", "/tmp"
             payload = {**payload, "threads": threads_bounded}
         else:
-            command, cwd, child_home = [executable, "-I", "-S", "-B", "-c", _CHILD_SOURCE], home, home
-        payload_bytes = json.dumps({**payload, "report_fd": report_write}).encode("utf-8")
+            command, cwd, child_home = [executable, *_INTERPRETER_FLAGS, _CHILD_SOURCE], home, home
+        refuse_exec = exec_filter()
+        payload = {
+            **payload,
+            "report_fd": report_write,
+            "exec_filter": refuse_exec.hex() if refuse_exec else "",
+        }
+        payload_bytes = json.dumps(payload).encode("utf-8")
         try:
             process = subprocess.Popen(
                 command,

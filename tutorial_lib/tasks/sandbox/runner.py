@@ -1,29 +1,24 @@
 """Running model-written code and judging it: `run_python` checks its arguments, chooses bwrap or,
-by explicit opt-in, a plain child (`SandboxUnavailableError` otherwise), computes the expected side of
-the tests in a run of its own that holds no model-written code, runs the solution's calls, and hands
-the report to the budgeted judge."""
+by explicit opt-in, a plain child (`SandboxUnavailableError` otherwise), evaluates each test's holes in
+sandboxed runs (the expected side's, which hold no model-written code, and the solution's), and hands
+their values to the budgeted judge."""
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import json
 import os
+import sys
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, fields
 
 from ..isolation import bwrap_problem
-from ..judge import (
-    EXPECTED,
-    SOLUTION,
-    MalformedReport,
-    NotPlainData,
-    encode_value,
-    parse_report,
-    plan_tests,
-    rebinding_names,
-)
+from ..judge.plans import EXPECTED, SOLUTION, bound_names, definitions_slice, plan_tests, visible_rebindings
+from ..judge.verdicts import MalformedReport, parse_report
 from ..judge_worker import JudgeOverBudget, judge_in_worker
 from .child_process import limit_failure, run_child
 
@@ -67,6 +62,15 @@ class SandboxResult:
     sandboxed: bool = True  # False when it ran unsandboxed by explicit opt-in
     tests_unjudged: int = 0  # tests counted on the child's word (trust_unjudged_tests=True)
 
+    def __post_init__(self):
+        # Text from the sandbox may hold lone surrogates (`"\ud800"` in an exception message): keep it
+        # printable and encodable, with the odd code points escaped.
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, str):
+                safe = value.encode("utf-8", "backslashreplace").decode("utf-8")
+                object.__setattr__(self, field.name, safe)
+
 
 _warned_unsandboxed = False
 
@@ -98,7 +102,7 @@ def _mode(allow_unsandboxed: bool | None) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output_bytes):
+def _check_arguments(code, tests, setup, prompt_code, timeout_s, memory_mb, cpu_s, max_output_bytes):
     if not isinstance(code, str):
         raise ValueError(f"code must be a str of Python source, got {type(code).__name__}")
     if isinstance(tests, str) or not all(isinstance(test, str) for test in tests):
@@ -108,8 +112,9 @@ def _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output
             "tests=[]: with no test nothing is judged, and a pass would mean nothing; pass at least one "
             "assert statement, e.g. ['assert f(1) == 2']."
         )
-    if not isinstance(setup, str):
-        raise ValueError(f"setup must be a str of Python source, got {type(setup).__name__}")
+    for name, value in (("setup", setup), ("prompt_code", prompt_code)):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be a str of Python source, got {type(value).__name__}")
     for name, value in (
         ("timeout_s", timeout_s),
         ("memory_mb", memory_mb),
@@ -129,6 +134,7 @@ def run_python(
     tests: list[str],
     *,
     setup: str = "",
+    prompt_code: str = "",
     entry_point: str | None = None,
     timeout_s: float = 5.0,
     memory_mb: int = 512,
@@ -137,229 +143,256 @@ def run_python(
     trust_unjudged_tests: bool = False,
     allow_unsandboxed: bool | None = None,
 ) -> SandboxResult:
-    """Run `code` in the sandbox, evaluate the solution's calls of `tests` there, judge them here.
+    """Run `code` in the sandbox, evaluate the parts of `tests` that are the solution's there and the
+    expected side's in a run without it, and judge the values here (`tutorial_lib.tasks.judge`).
 
-    `entry_point`: the function the tests must call (MBPP's and HumanEval's problems name it); a test
-    that never calls it fails, and a name it shares with a builtin (`max`) is the solution's. Without
-    it, the solution's names are those no builtin, standard-library module or `setup` provides.
-    Limits: `timeout_s` wall clock for the whole child (start included), `cpu_s` of CPU time,
+    `setup`: the tests' own code (MBPP's `test_setup_code`); it runs only on the expected side.
+    `prompt_code`: code the problem's prompt gives the solution (HumanEval's imports and helpers); it runs
+    before `code` and on the expected side, and the names it binds are the benchmark's. `entry_point`:
+    the function the tests must call (MBPP's and HumanEval's problems name it); a test that never calls
+    it fails, and a name it shares with a builtin (`max`) is the solution's, which must define it.
+    Limits, for each sandboxed run: `timeout_s` wall clock (start included), `cpu_s` of CPU time,
     `memory_mb` of address space (and, where a memory cgroup exists, of the whole sandbox plus its
     tmpfs), `max_output_bytes` for stdout, for stderr and for any file the code writes.
-    `trust_unjudged_tests`: count tests the parent cannot judge (see `tutorial_lib.tasks.judge`) on the
-    child's word instead of failing them. `allow_unsandboxed`: None follows `$TUTORIAL_LIB_UNSANDBOXED`.
+    `trust_unjudged_tests`: count tests the parent cannot judge on the child's word instead of failing
+    them (the setup then runs beside the solution). `allow_unsandboxed`: None follows
+    `$TUTORIAL_LIB_UNSANDBOXED`.
 
     Raises ValueError for bad arguments and SandboxUnavailableError when bwrap cannot run and
     running unsandboxed was not asked for; never raises for anything the code does.
     """
-    _check_arguments(code, tests, setup, timeout_s, memory_mb, cpu_s, max_output_bytes)
+    _check_arguments(code, tests, setup, prompt_code, timeout_s, memory_mb, cpu_s, max_output_bytes)
     tests = list(tests)
-    plans, known = plan_tests(tests, setup, code, entry_point)
+    plans = plan_tests(tests, setup, entry_point, prompt_code)
     mode = _mode(allow_unsandboxed)
     started = time.monotonic()
     limits = dict(memory_mb=int(memory_mb), cpu_s=float(cpu_s), max_output_bytes=int(max_output_bytes))
+    run = dict(mode=mode, timeout_s=timeout_s, limits=limits, prompt_code=prompt_code)
+    common = dict(tests_total=len(tests), sandboxed=mode == "bwrap")
     try:
-        expected, inject, setup_in_child = _expected_values(
-            mode, setup, plans, known, timeout_s=timeout_s, **limits
-        )
-        trusted = [plan.skeleton is None and not plan.refused and trust_unjudged_tests for plan in plans]
-        tests_payload = []
-        for plan, trust in zip(plans, trusted):
-            if plan.skeleton is not None:
-                chosen = [index for index, side in enumerate(plan.sides) if side == SOLUTION]
-                tests_payload.append(
-                    {
-                        "holes": [plan.holes[i] for i in chosen],
-                        "reads": [plan.reads[i] for i in chosen],
-                        "solution_names": list(plan.solution_names),
-                    }
-                )
-            else:
-                tests_payload.append({"statement": plan.source} if trust else {"skip": True})
-        watch = {
-            "names": sorted({name for plan in plans for name in plan.judge_names}),
-            "attributes": sorted({pair for plan in plans for pair in plan.judge_attributes}),
-        }
-        payload = {
-            "code": code,
-            "setup": setup,
-            "run_setup": setup_in_child or any(trusted),
-            "inject": inject,
-            "modules": sorted({module for plan in plans for module in plan.modules}),
-            "watch": watch,
-            "tests": tests_payload,
-            **limits,
-        }
-        # A folder only unsandboxed (under bwrap the folder is a tmpfs that vanishes with the sandbox).
-        home_folder = (
-            tempfile.TemporaryDirectory(prefix="tutorial_lib_sandbox_")
-            if mode == "unsandboxed"
-            else contextlib.nullcontext("/tmp")
-        )
-        with home_folder as home:
-            outcome = run_child(mode, payload, home, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
-        common = dict(
-            stdout_tail=outcome["stdout_tail"],
-            stderr_tail=outcome["stderr_tail"],
-            tests_total=len(tests),
-            returncode=outcome["returncode"],
-            duration_s=time.monotonic() - started,
-            timed_out=outcome["timed_out"],
-            sandboxed=mode == "bwrap",
-        )
-        failure = limit_failure(
-            outcome, timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb, max_output_bytes=max_output_bytes
-        )
+        statements = [plan.source for plan in plans if _runs_in_child(plan, trust_unjudged_tests)]
+        solution = dict(code=code, setup=setup if statements else "", statements=statements, plans=plans)
+        values, report, outcome = _evaluate_holes(plans, setup, solution, run)
+        if outcome is not None:
+            common.update(
+                stdout_tail=outcome["stdout_tail"],
+                stderr_tail=outcome["stderr_tail"],
+                returncode=outcome["returncode"],
+                timed_out=outcome["timed_out"],
+            )
+        failure = report if isinstance(report, str) else None
         if failure:
-            return SandboxResult(passed=False, reason=failure, **common)
-        statically_rebound = rebinding_names(code, plans)
+            return SandboxResult(False, failure, duration_s=time.monotonic() - started, **common)
+        outcomes, rebinds = _outcomes(plans, values, report or {}, code, trust_unjudged_tests)
         try:
             passed, reason, tests_passed, tests_unjudged = judge_in_worker(
-                report_bytes=outcome["report"],
-                report_over_limit=outcome["report_over_limit"],
-                plans=plans,
-                known=known,
-                expected=expected,
-                trust_unjudged_tests=trust_unjudged_tests,
-                statically_rebound=statically_rebound,
+                plans=plans, outcomes=outcomes, rebinds=rebinds, trust_unjudged_tests=trust_unjudged_tests
             )
         except JudgeOverBudget as error:
-            return SandboxResult(
-                passed=False, reason=f"judge budget exceeded ({error}); the test fails", **common
-            )
+            reason = f"judge budget exceeded ({error}); the test fails"
+            return SandboxResult(False, reason, duration_s=time.monotonic() - started, **common)
         return SandboxResult(
-            passed=passed, reason=reason, tests_passed=tests_passed, tests_unjudged=tests_unjudged, **common
+            passed,
+            reason,
+            tests_passed=tests_passed,
+            tests_unjudged=tests_unjudged,
+            duration_s=time.monotonic() - started,
+            **common,
         )
     except Exception as error:  # noqa: BLE001 - a sweep must go on whatever broke here
-        return SandboxResult(
-            passed=False,
-            reason=f"sandbox error: {type(error).__name__}: {str(error)[:300]}",
-            tests_total=len(tests),
-            duration_s=time.monotonic() - started,
-            sandboxed=mode == "bwrap",
-        )
+        reason = f"sandbox error: {type(error).__name__}: {str(error)[:300]}"
+        return SandboxResult(False, reason, duration_s=time.monotonic() - started, **common)
 
 
-_expected_cache: dict = {}
-_EXPECTED_CACHE_SIZE = 256
+def _runs_in_child(plan, trust_unjudged_tests: bool) -> bool:
+    return plan.skeleton is None and not plan.refused and trust_unjudged_tests
 
 
-def _expected_values(mode, setup, plans, known, *, timeout_s, memory_mb, cpu_s, max_output_bytes):
-    """What the setup alone computes, from a sandboxed run that holds no line of the solution:
-    - for each plan, its expected holes' values (a list of tagged values), an error string, or None;
-    - the values of the setup's names the solution's holes read, tagged, to hand to the solution's run
-      (the setup's literal constants come from the parent);
-    - whether the setup must run in the solution's sandbox after all (a name it hands over is not plain
-      data, a function say: then it runs there in a namespace of its own).
-    Successful runs are cached (a sweep judges many solutions against the same tests)."""
-    wanted = [
-        [hole for hole, side in zip(plan.holes, plan.sides) if side == EXPECTED] if plan.skeleton else []
-        for plan in plans
-    ]
-    reads = [
-        [r for r, side in zip(plan.reads, plan.sides) if side == EXPECTED] if plan.skeleton else []
-        for plan in plans
-    ]
-    handed = sorted(
-        {
-            name
-            for plan in plans
-            if plan.skeleton
-            for read, side in zip(plan.reads, plan.sides)
-            if side == SOLUTION
-            for name in read
-            if name not in plan.solution_names
-            and (name in known or name not in plan.modules and not hasattr(builtins, name))
+def _evaluate_holes(plans, setup, solution, run):
+    """Every hole's tagged value, keyed (test, hole): in rounds, each round one sandboxed run of the side
+    whose holes have all the values they need (the expected side first). Returns (values, the solution's
+    report or the reason it failed, the solution run's outcome)."""
+    holes = {
+        (t, k): hole for t, plan in enumerate(plans) if plan.skeleton for k, hole in enumerate(plan.holes)
+    }
+    values: dict = {}
+    report, outcome = None, None
+    setup_names = bound_names(setup, module_level=True)
+    solution_runs = 1 if solution["statements"] else 0
+    while len(values) < len(holes) or solution_runs:
+        ready = [
+            key for key in holes if key not in values and all((key[0], n) in values for n in holes[key].needs)
+        ]
+        side = EXPECTED if any(holes[key].side == EXPECTED for key in ready) else SOLUTION
+        handed = {}  # (test, hole) -> {placeholder: a setup name whose object the solution's call takes}
+        for key in list(ready):  # a hole whose input failed fails the same way, without a run
+            inputs = {n: values[(key[0], n)] for n in holes[key].needs}
+            if holes[key].side == side == SOLUTION:
+                handed[key] = {
+                    f"__judge_hole_{n}": holes[(key[0], n)].source
+                    for n, value in inputs.items()
+                    if value[0] == "x" and holes[(key[0], n)].source in setup_names
+                }
+            by_name = {int(name.rsplit("_", 1)[1]) for name in handed.get(key, {})}
+            broken = _broken_input(holes[key], [v for n, v in inputs.items() if n not in by_name])
+            if broken:
+                values[key] = broken
+                ready.remove(key)
+        batch = [key for key in ready if holes[key].side == side]
+        if not batch and not solution_runs:
+            continue
+        setup_slice = ""
+        if any(handed.get(key) for key in batch):
+            names = {name for key in batch for name in handed.get(key, {}).values()}
+            setup_slice, binds = definitions_slice(setup, names)
+            read = {n for key, hole in holes.items() if hole.side == EXPECTED for n in hole.reads} - names
+            if binds & read:
+                why = (
+                    f"handing the setup's {', '.join(sorted(names))} to the solution would need the setup's "
+                    f"lines that bind {', '.join(sorted(binds & read))}, which the expected side reads"
+                )
+                for key in [key for key in batch if handed.get(key)]:
+                    values[key] = ["e", why]
+                    batch.remove(key)
+                setup_slice = ""
+        payload = {
+            "prompt_code": run["prompt_code"],
+            "program": solution["code"] if side == SOLUTION else setup,
+            "modules": sorted({name for key in batch for name in holes[key].reads if _is_module(name)}),
+            "holes": [
+                {
+                    "source": holes[key].source,
+                    "reads": list(holes[key].reads),
+                    "solution_names": list(holes[key].solution_names),
+                    "inputs": {
+                        f"__judge_hole_{n}": values[(key[0], n)]
+                        for n in holes[key].needs
+                        if f"__judge_hole_{n}" not in handed.get(key, {})
+                    },
+                    "by_name": handed.get(key, {}),
+                }
+                for key in batch
+            ],
+            **run["limits"],
         }
-    )
-    inject = {}
-    for name in [name for name in handed if name in known]:
-        with contextlib.suppress(NotPlainData):
-            inject[name] = encode_value(known[name])
-    from_setup = [name for name in handed if name not in known]
-    if not any(wanted) and not from_setup:
-        return [None] * len(plans), inject, any(name not in inject for name in handed)
-    modules = sorted({module for plan in plans if plan.skeleton for module in plan.modules})
-    key = (
-        mode,
-        setup,
-        tuple(modules),
-        tuple(map(tuple, wanted)),
-        tuple(from_setup),
-        memory_mb,
-        cpu_s,
-        max_output_bytes,
-    )
-    if key in _expected_cache:
-        values, handed_values, in_child = _expected_cache[key]
-        return values, {**inject, **handed_values}, in_child
-    entries = [
-        {"holes": holes, "reads": plan_reads, "solution_names": []}
-        for holes, plan_reads in zip(wanted, reads)
-    ]
-    entries.append({"holes": from_setup, "reads": [[name] for name in from_setup], "solution_names": []})
+        if setup_slice:
+            payload["setup_slice"] = setup_slice
+        if side == SOLUTION:
+            plans = solution["plans"]
+            payload["watch"] = {
+                "names": sorted({name for plan in plans for name in plan.judge_names}),
+                "attributes": sorted({pair for plan in plans for pair in plan.judge_attributes}),
+            }
+            if solution_runs:
+                payload.update(statements=solution["statements"], setup=solution["setup"])
+                solution_runs = 0
+            outcome, report = _run(payload, run)
+            if isinstance(report, str):
+                return values, report, outcome
+        else:
+            report_of_expected = _run_expected(payload, run)
+            if isinstance(report_of_expected, str):
+                report_of_expected = {"values": [["e", report_of_expected]] * len(batch)}
+            report_values = report_of_expected["values"]
+        for key, value in zip(batch, report["values"] if side == SOLUTION else report_values):
+            values[key] = value if isinstance(value, list) and value else ["e", "no value"]
+    return values, report, outcome
+
+
+def _broken_input(hole, inputs) -> list | None:
+    for value in inputs:
+        if value[0] == "e":
+            return value
+        if value[0] == "x":
+            kind = str(value[1])[:80]
+            return ["e", f"a {kind} object is not plain data, so it cannot be handed to the {hole.side} side"]
+    return None
+
+
+def _is_module(name: str) -> bool:
+    return name in sys.stdlib_module_names and not hasattr(builtins, name)
+
+
+def _run(payload, run) -> tuple[dict, dict | str]:
+    """One sandboxed run: (its outcome, its report or why there is none)."""
     with (
         tempfile.TemporaryDirectory(prefix="tutorial_lib_sandbox_")
-        if mode == "unsandboxed"
+        if run["mode"] == "unsandboxed"
         else contextlib.nullcontext("/tmp")
     ) as home:
         outcome = run_child(
-            mode,
-            {
-                "code": "",
-                "setup": setup,
-                "run_setup": True,
-                "modules": modules,
-                "tests": entries,
-                "memory_mb": memory_mb,
-                "cpu_s": cpu_s,
-                "max_output_bytes": max_output_bytes,
-            },
+            run["mode"],
+            payload,
             home,
-            timeout_s=timeout_s,
-            max_output_bytes=max_output_bytes,
+            timeout_s=run["timeout_s"],
+            max_output_bytes=run["limits"]["max_output_bytes"],
         )
-    failure = limit_failure(
-        outcome, timeout_s=timeout_s, cpu_s=cpu_s, memory_mb=memory_mb, max_output_bytes=max_output_bytes
-    )
-    report = None
-    if failure is None and not outcome["report_over_limit"]:
-        with contextlib.suppress(MalformedReport):
-            report = parse_report(outcome["report"].rstrip(b"\n"))
-    if not (
-        isinstance(report, dict)
-        and isinstance(report.get("tests"), list)
-        and len(report["tests"]) == len(plans) + 1
-    ):
-        why = failure or (
-            f"setup {report['error']}"
-            if isinstance(report, dict) and report.get("error")
-            else "no valid report"
+    failure = limit_failure(outcome, timeout_s=run["timeout_s"], **run["limits"])
+    if failure:
+        return outcome, failure
+    lines = outcome["report"].split(b"\n")
+    if outcome["report_over_limit"] or len(lines) != 2 or lines[1] != b"":
+        return outcome, "no valid report: the child wrote none, several, or one too large (exited early?)"
+    try:
+        report = parse_report(lines[0])
+    except MalformedReport as error:
+        return outcome, f"no valid report: {error}"
+    if not isinstance(report, dict) or not isinstance(report.get("values"), list):
+        return outcome, "no valid report: not a report object"
+    if report.get("error") is not None:
+        error = report["error"]
+        return outcome, error[:1000] if isinstance(error, str) else "no valid report: its error is not text"
+    if len(report["values"]) != len(payload["holes"]):
+        return outcome, f"no valid report: {len(report['values'])} values for {len(payload['holes'])} holes"
+    return outcome, report
+
+
+_expected_cache: OrderedDict = OrderedDict()
+_EXPECTED_CACHE_SIZE = 256
+
+
+def _run_expected(payload, run) -> dict | str:
+    """The expected side's run (no model-written code), cached: a sweep judges many solutions against the
+    same tests. Its failure is the reason each of its holes fails."""
+    key = json.dumps([run["mode"], payload], sort_keys=True)
+    if key in _expected_cache:
+        _expected_cache.move_to_end(key)
+        return _expected_cache[key]
+    outcome, report = _run(payload, run)
+    if isinstance(report, str):
+        return f"the expected side could not be computed ({report[:200]})"
+    _expected_cache[key] = report
+    if len(_expected_cache) > _EXPECTED_CACHE_SIZE:
+        _expected_cache.popitem(last=False)
+    return report
+
+
+def _outcomes(plans, values, report, code, trust_unjudged_tests):
+    """For each test, its outcome for the judge (`judge.verdicts.judge_report`) and the names of the test
+    the solution rebinds (visibly in `code`, or at run time in its report)."""
+    statements = iter(report.get("statements") or [])
+    runtime = report.get("rebound")
+    runtime = {name for name in runtime if isinstance(name, str)} if isinstance(runtime, list) else set()
+    static = visible_rebindings(code)
+    outcomes, rebinds = [], []
+    for t, plan in enumerate(plans):
+        watched = (
+            set(plan.judge_names)
+            | {f"builtins.{name}" for name in plan.judge_names}
+            | {f"{module}.{attribute}" for module, attribute in plan.judge_attributes}
         )
-        return (
-            [
-                f"the expected side could not be computed ({str(why)[:200]})" if holes else None
-                for holes in wanted
-            ],
-            inject,
-            True,
-        )
-    values = []
-    for holes, entry in zip(wanted, report["tests"]):
-        if not holes:
-            values.append(None)
-        elif isinstance(entry, dict) and isinstance(entry.get("values"), list):
-            values.append(entry["values"])
+        rebinds.append(sorted((static | runtime) & watched))
+        if plan.skeleton is not None:
+            top = {k: values.get((t, k), ["e", "no value"]) for k in plan.top}
+            failed = next((value for value in top.values() if value[0] == "e"), None)
+            outcomes.append(("error", f"{_text(failed[1])}") if failed else ("values", top))
+        elif _runs_in_child(plan, trust_unjudged_tests):
+            result = next(statements, "no result")
+            outcomes.append(("statement", result if result is True else _text(result)))
         else:
-            error = entry.get("error") if isinstance(entry, dict) else None
-            values.append(f"the expected side {error if isinstance(error, str) else 'gave no value'}"[:300])
-    handed_entry = report["tests"][-1]
-    handed_values = {}
-    if isinstance(handed_entry, dict) and isinstance(handed_entry.get("values"), list):
-        for name, value in zip(from_setup, handed_entry["values"]):
-            if isinstance(value, list) and value and value[0] != "x":
-                handed_values[name] = value
-    in_child = any(name not in inject and name not in handed_values for name in handed)
-    if len(_expected_cache) >= _EXPECTED_CACHE_SIZE:
-        _expected_cache.pop(next(iter(_expected_cache)))
-    _expected_cache[key] = (values, handed_values, in_child)
-    return values, {**inject, **handed_values}, in_child
+            outcomes.append(None)
+    return outcomes, rebinds
+
+
+def _text(value) -> str:
+    return value[:300] if isinstance(value, str) else "gave no reason"
