@@ -44,6 +44,25 @@ def _nan_metric(prediction, example):
 TABLE = [
     (
         "silent",
+        "BiLD's decision with a distance that gives NaN",
+        lambda t: tl.deferral_decision(
+            "bild",
+            *[tl.probabilities(np.array([1.0, 0.0])) for _ in (0, 1)],
+            0.1,
+            distance=lambda q, p: math.nan,
+        ),
+        ValueError,
+        r"the distance gave NaN",
+    ),
+    (
+        "silent",
+        "calibrate(context_tokens=10**6)",
+        lambda t: tl.calibrate(TOY, context_tokens=10**6, progress=False),
+        ValueError,
+        r"context_tokens=1000000: .* use at most 4096",
+    ),
+    (
+        "silent",
         "run_python with no tests",
         lambda t: run_python("x = 1", []),
         ValueError,
@@ -293,3 +312,19 @@ def test_the_table_prints(tmp_path, capsys):
         lines.append(f"| {was} | `{case}` | {text.replace('|', '/')} |")
     print("\n".join(lines))
     assert "NO ERROR" not in "\n".join(lines)
+
+
+def test_alpha_given_to_a_method_without_a_rule_is_a_no_op_with_a_warning():
+    prompt = TOY.verifier.encode("mi")
+    with pytest.warns(UserWarning, match=r"alpha=5 has no effect with method='drafter'"):
+        warned = tl.generate(TOY.drafter, TOY.verifier, prompt, method="drafter", alpha=5, max_new_tokens=3)
+    plain = tl.generate(TOY.drafter, TOY.verifier, prompt, method="drafter", max_new_tokens=3)
+    assert warned.tokens == plain.tokens
+
+
+def test_the_text_none_of_an_optional_parameter_is_none():
+    from tutorial_lib.lessons.notebook import check_parameters
+
+    namespace = {"results_dir": "None"}  # papermill -p results_dir None
+    assert check_parameters(namespace, {"results_dir": "str|None"}) == {"results_dir": None}
+    assert namespace["results_dir"] is None

@@ -11,6 +11,7 @@ $D_{TV}(p, q)$), `bild_threshold` the rollback threshold of the original Big-Lit
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Optional
 
@@ -111,7 +112,8 @@ def check_generate_options(
     """Check the options of `generate` / `generate_batch`; returns them cleaned (`GenerateOptions`).
 
     `alpha=None` means 0 for the methods that use a rule; `method="bild"` takes `bild_threshold`
-    and refuses `alpha` (see the module docstring).
+    and refuses `alpha` (see the module docstring); the drafter and the verifier alone use no alpha,
+    and a non-zero one given to them is a no-op with a warning.
     """
     method = check_choice(method, METHODS, "method")
     gamma = check_gamma(gamma)
@@ -127,9 +129,17 @@ def check_generate_options(
                 f"bild_threshold is the threshold of method='bild'; method={method!r} does not use it "
                 "(for the BiLD deferral rule use method='speculative', rule='bild', alpha=...)."
             )
+        given = alpha
         alpha = 0.0 if alpha is None else check_real(alpha, "alpha")
         if rule is not None:
             alpha = targets.check_alpha(rule, alpha)
+        elif given is not None and alpha != 0.0:
+            warnings.warn(
+                f"alpha={given!r} has no effect with method={method!r}, which uses no deferral rule; "
+                "pass alpha=None (or method='speculative' with a rule to use it).",
+                UserWarning,
+                stacklevel=3,
+            )
     aggregate = check_choice(aggregate, SEQ_AGGREGATES, "aggregate")
     if bonus not in BONUS_OPTIONS:
         raise ValueError(f"bonus={bonus!r} is unknown; use 'verifier' (the paper), 'target' or 'none'.")

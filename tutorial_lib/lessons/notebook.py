@@ -238,8 +238,9 @@ def check_parameters(namespace: MutableMapping[str, Any], kinds: Mapping[str, st
     text longer than `MAX_TEXT_CHARS`, text with a control character (NUL, newline, ...; a kind `any`
     may hold them) and lists longer than `MAX_LIST_ITEMS` are refused. A string where another kind is
     meant (papermill's `-p` passes every value as text) is read as a Python literal and accepted when
-    that has the right kind; otherwise, or for a value of the wrong kind, `NotebookParameterError` names
-    the parameter and the value and shows the `-y` form that passes it with its type. The cleaned values
+    that has the right kind, and the text `None` of an optional parameter is None; otherwise, or for a
+    value of the wrong kind, `NotebookParameterError` names the parameter and the value and shows the
+    `-y` form that passes it with its type. The cleaned values
     are written back to `namespace` and returned."""
     if not isinstance(kinds, Mapping) or not kinds:
         raise TypeError("kinds: pass a dict from each parameter's name to its kind, e.g. {'seed': 'int>=0'}.")
@@ -258,6 +259,8 @@ def check_parameters(namespace: MutableMapping[str, Any], kinds: Mapping[str, st
         value = namespace[name]
         base, optional = match["base"], bool(match["optional"])
         _check_size(name, value, base)
+        if optional and isinstance(value, str) and value.strip() == "None":
+            value = None  # papermill's -p passes None as the text "None", never a folder's name here
         text_given = isinstance(value, str) and base != "str"
         candidate = _parse_text(value) if text_given else value
         example = {

@@ -297,6 +297,11 @@ def deferral_decision(
             )
         return decision.to(torch.bool)
     d = (pu - qu).clamp_min(0).sum(-1) if distance is None else torch.as_tensor(distance(qu, pu))
+    if torch.isnan(d).any():  # NaN > alpha is False: every position would silently keep the draft
+        raise ValueError(
+            "the distance gave NaN; BiLD's distance must be a number at every position (the default, "
+            "D_TV, is; a custom `distance` must not divide by zero or take the log of 0)."
+        )
     return d > alpha
 
 

@@ -96,6 +96,9 @@ def interleaved_rounds(
     return samples
 
 
+MAX_CONTEXT_TOKENS = 4096  # cached tokens under a timed call: past this a call takes minutes on a CPU
+
+
 def calibrate(
     pair,
     verifier=None,
@@ -141,6 +144,11 @@ def calibrate(
         whole(context_tokens, "context_tokens", 1),
         whole(overhead_tokens, "overhead_tokens", 0),
     )
+    if context_tokens > MAX_CONTEXT_TOKENS:
+        raise ValueError(
+            f"context_tokens={context_tokens}: calibration times calls over that many cached tokens, "
+            f"repeated for every k; use at most {MAX_CONTEXT_TOKENS} (a prompt plus an answer is 64-512)."
+        )
     prefill_lengths = [whole(n, "prefill_lengths[i]", 1) for n in prefill_lengths]
     if overhead_tokens and decode is None:
         raise ValueError(
