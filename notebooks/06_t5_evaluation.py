@@ -114,6 +114,7 @@ import tutorial_lib as tl
 from tutorial_lib.stats import analysis, claims, curve_bootstrap, hardware, paired, pricing, report
 from tutorial_lib.views import verdicts
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.result_files import write_table
 
 pd.set_option("display.width", 200)
 settings = tl.sweeps.reruns.t5_profile(profile, n_examples=n_examples, gammas=gammas,
@@ -336,7 +337,8 @@ wins = None
 if settings["profile"] != "hub":
     wins = analysis.quality_by_group(rows, tasks[0], group="context")
     # the table of contexts, kept beside the rows (quality_by_group reads the lowest temperature)
-    wins.assign(temperature=float(rows["temperature"].min())).to_csv(f"{sweep_path}/quality_by_context.csv")
+    write_table(wins.assign(temperature=float(rows["temperature"].min())),
+                f"{sweep_path}/quality_by_context.csv", index=True)
     display(wins)
     fig = tl.views.reruns.where_each_wins_figure(wins)
     tl.savefig(fig, "t5_where_each_wins")
@@ -404,7 +406,7 @@ for task in tasks:
 
 # %%
 differences = paired.paired_differences(rows, tasks, n_resamples=n_resamples)
-differences.to_csv(f"{sweep_path}/paired_differences.csv", index=False)
+write_table(differences, f"{sweep_path}/paired_differences.csv")
 counts = paired.separated_counts(differences)
 display(counts.round(1))
 comparable = differences[(differences["config"] != differences["versus_config"]) & ~differences["same_texts"]]
@@ -429,8 +431,8 @@ separated[["temperature", "label", "alpha", "gamma", "versus", "quality", "versu
 
 # %%
 table = curve_bootstrap.curve_table(rows, tasks, cost=cost, n_resamples=n_resamples)
-table.to_csv(f"{sweep_path}/table.csv", index=False)
-summary.to_csv(f"{sweep_path}/summary.csv", index=False)
+write_table(table, f"{sweep_path}/table.csv")
+write_table(summary, f"{sweep_path}/summary.csv")
 TABLE_COLUMNS = ["temperature", "method", "reduction_at_verifier_quality", "reduction_low", "reduction_high",
                  "reached_share", "best_quality_within_verifier_cost", "best_quality_low",
                  "best_quality_high", "best_minus_verifier", "best_minus_verifier_low",
@@ -442,7 +444,7 @@ table_accelerator = None
 if cost_accelerator is not None:
     table_accelerator = curve_bootstrap.curve_table(rows, tasks, cost=cost_accelerator,
                                                     n_resamples=n_resamples)
-    table_accelerator.to_csv(f"{sweep_path}/table_accelerator.csv", index=False)
+    write_table(table_accelerator, f"{sweep_path}/table_accelerator.csv")
     display(table_accelerator.loc[table_accelerator["gamma"] == main_gamma, TABLE_COLUMNS].round(3))
 
 # %% [markdown]
@@ -486,7 +488,7 @@ if cost == pricing.LATENCY_COLUMN:
     claims_table = results["claims"]
 else:   # wall time: no calibration to re-price with
     claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)
-    claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
+    write_table(claims_table, f"{sweep_path}/claims.csv")
 claims_table[["claim", "temperature", "gamma", "measurement", "unit", "estimate", "low", "high", "verdict",
               "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor",
               "noise_floor_from", "detail", "reason"]].round(3)

@@ -141,6 +141,7 @@ import tutorial_lib as tl
 from tutorial_lib.stats import analysis, claims, hardware, paired, pricing, report
 from tutorial_lib.views import verdicts
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.result_files import write_table
 
 pd.set_option("display.width", 200)
 settings = tl.sweeps.reruns.gemma_profile(profile, n_items=n_items, temperatures=temperatures,
@@ -481,7 +482,7 @@ if latency_column == pricing.LATENCY_COLUMN:
 else:   # no calibration: the claims alone
     claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks,
                                        n_resamples=n_resamples, second_seed=second_seed)
-    claims_table.to_csv(f"{sweep_path}/claims.csv", index=False)
+    write_table(claims_table, f"{sweep_path}/claims.csv")
 claims_table[["claim", "task", "temperature", "unit", "estimate", "low", "high", "n", "verdict", "n_needed",
               "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor", "noise_floor_from",
               "detail", "reason"]].round(3)

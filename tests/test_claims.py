@@ -499,3 +499,22 @@ def test_the_floor_at_t0_is_by_construction_when_specdecode_emits_the_verifiers_
     )
     floor = paired.same_law_floor(rows, n_resamples=300).iloc[0]
     assert np.isnan(floor["quality_floor"]) and floor["quality_floor_from"].startswith("by construction")
+
+
+def test_a_configuration_equal_to_specdecode_on_one_task_is_dropped_on_that_task_only():
+    """Token-V2 at alpha 0.1 emits SpecDecode's texts on task "a" (so it is not the rule's own there) and
+    its own texts on task "b": it is dropped from "a" and kept on "b", whose verdicts read it."""
+    spec_texts = [f"spec {i}" for i in range(N)]
+    rows = []
+    for task, texts in (("a", spec_texts), ("b", None)):
+        rows += [
+            {**row, "task": task}
+            for row in _config("SpecDecode", "speculative", "spec", 0.0, VERIFIER, texts=spec_texts)
+            + _config(
+                "SpecCascade [Token-V2]", "speculative", "token_v2", 0.1, VERIFIER, rejected=1, texts=texts
+            )
+        ]
+    kept, dropped = claims.own_configurations(pd.DataFrame(rows))
+    assert list(dropped["task"]) == ["a"] and list(dropped["label"]) == ["SpecCascade [Token-V2]"]
+    token = kept[kept["label"] == "SpecCascade [Token-V2]"]
+    assert set(token["task"]) == {"b"} and len(token) == N

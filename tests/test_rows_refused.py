@@ -5,10 +5,12 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import canonical
 from tutorial_lib.sweeps.rows_file import RowsFileError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -87,22 +89,37 @@ def test_alphas_that_differ_in_the_seventh_digit_get_their_own_rows(tmp_path):
         ev.Config("SpecCascade [Chow]", "speculative", "chow", alpha, gamma=1)
         for alpha in (0.3000001, 0.3000002)
     ]
-    assert close[0].legacy_key == close[1].legacy_key  # what the 6-digit keys did
     assert close[0].key != close[1].key
-    assert (
-        ev.Config("Drafter", "drafter", alpha=0.25).key
-        == ev.Config("Drafter", "drafter", alpha=0.25).legacy_key
-    )
     table = _sweep(tmp_path, close)
     assert len(table) == 4 and table.groupby("config").size().tolist() == [2, 2]
 
 
-def test_rows_under_a_legacy_key_are_read_as_their_alphas_configuration(tmp_path):
+@pytest.mark.parametrize(
+    "alpha",
+    [1 / 3, 2 ** (1 / 3), 0.1 + 0.2, -0.42, 0.505, 2.519842099789745, 1e-7, 0.0, 5.551115123125783e-17],
+)
+def test_an_alpha_moved_by_one_unit_in_the_last_place_names_the_same_configuration(alpha):
+    """A processor whose vector routines round the last bit otherwise computes the same grid: each key
+    and each sweep's hash must not see it."""
+    for moved in (np.nextafter(alpha, np.inf), np.nextafter(alpha, -np.inf)):
+        kinds = [("bild", None)] + ([("speculative", "chow")] if abs(alpha) <= 1 else [])
+        for method, rule in kinds:
+            here = ev.Config("SpecCascade [Chow]" if rule else "BiLD", method, rule, abs(alpha), gamma=1)
+            there = ev.Config(here.label, method, rule, abs(float(moved)), gamma=1)
+            assert here.key == there.key
+        assert canonical({"alphas": [alpha, 1.0]}) == canonical({"alphas": [float(moved), 1.0]})
+
+
+def test_rows_under_an_earlier_form_of_the_key_are_read_as_their_alphas_configuration(tmp_path):
     third = ev.Config("SpecCascade [Chow]", "speculative", "chow", 1 / 3, gamma=1)
     rows = _sweep(tmp_path, [third])
     path = Path(rows.attrs["path"]) / "rows.jsonl"
-    legacy = [{**json.loads(line), "config": third.legacy_key} for line in path.read_text().splitlines()]
-    path.write_text("".join(json.dumps(row) + "\n" for row in legacy))  # as an earlier version saved them
-    reloaded = _sweep(tmp_path, [third])
-    assert len(reloaded) == 2 and set(reloaded["config"]) == {third.key}
-    assert path.read_text().count(third.legacy_key) == 2  # nothing recomputed, nothing rewritten
+    saved = [json.loads(line) for line in path.read_text().splitlines()]
+    for earlier in ("0.333333", repr(1 / 3)):  # 6 digits, then every digit of the float
+        fields = third.key.split("|")
+        fields[3] = earlier
+        legacy = [{**row, "config": "|".join(fields)} for row in saved]
+        path.write_text("".join(json.dumps(row) + "\n" for row in legacy))  # as an earlier version saved them
+        reloaded = _sweep(tmp_path, [third])
+        assert len(reloaded) == 2 and set(reloaded["config"]) == {third.key}
+        assert path.read_text().count("|".join(fields)) == 2  # nothing recomputed, nothing rewritten

@@ -40,7 +40,9 @@ from ..sweeps.result_files import (
     ResultFilesChanged,
     check_result_files,
     results_stamp,
+    write_json,
     write_results_stamp,
+    write_table,
 )
 
 from .analysis import distinct_runs, same_calls, same_texts_as
@@ -149,9 +151,9 @@ def write_t5_results(
         return {name: pd.read_csv(io.BytesIO(checked[f"{name}.csv"])) for name in _T5_TABLES}
     column = pricing.LATENCY_COLUMN
     claims_table = claims.t5_claims(rows, tasks, cost=column, n_resamples=n_resamples)
-    claims_table.to_csv(folder / "claims.csv", index=False)
+    write_table(claims_table, folder / "claims.csv")
     errors = pricing.signed_error(rows if clock_rows is None else clock_rows, by=["label", "temperature"])
-    errors.to_csv(folder / "signed_error.csv", index=False)
+    write_table(errors, folder / "signed_error.csv")
     machine = hardware.machine_c(calibration)
     grid = hardware.verdict_grid(
         rows,
@@ -160,9 +162,9 @@ def write_t5_results(
         extra_points={"this machine": machine, "paper's T5 pair (estimate)": hardware.PAPER_T5_C},
         progress=progress,
     )
-    grid.to_csv(folder / "verdicts_by_c.csv", index=False)
+    write_table(grid, folder / "verdicts_by_c.csv")
     flips = hardware.flip_points(grid)
-    flips.to_csv(folder / "flip_points.csv", index=False)
+    write_table(flips, folder / "flip_points.csv")
     write_t5_facts(rows, folder, calibration, table=table, grid_resamples=grid_resamples)
     write_results_stamp(folder, stamp, T5_RESULT_FILES, "t5_results")
     return _read_tables(folder, _T5_TABLES)  # as read back, so a computed and a reused run return alike
@@ -254,7 +256,7 @@ def write_t5_facts(
             **facts,
             **{k: v for k, v in json.loads(path.read_text()).items() if k == "run"},
         }  # where it was: last
-    path.write_text(json.dumps(facts, indent=1))
+    write_json(facts, path)
     return facts
 
 
@@ -364,13 +366,14 @@ def write_gemma_results(
 
 
 def write_tables(folder, tables: Dict[str, object]) -> None:
-    """Each table as `<name>.csv` in `folder` (a dict as `<name>.json`)."""
+    """Each table as `<name>.csv` in `folder` (a dict as `<name>.json`), each rewritten only where its values
+    changed (`sweeps.result_files.write_table`)."""
     folder = Path(folder)
     for name, table in tables.items():
         if isinstance(table, dict):
-            (folder / f"{name}.json").write_text(json.dumps(table, indent=1))
+            write_json(table, folder / f"{name}.json")
         else:
-            table.to_csv(folder / f"{name}.csv", index=False)
+            write_table(table, folder / f"{name}.csv")
 
 
 def saved_gemma_run(profile: str, *, results_dir=None) -> Dict[str, object]:

@@ -24,6 +24,7 @@ import copy
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from . import evaluation as ev
+from .configs import canonical
 
 # not in `__all__`, but tests and benchmarks read it here (`reruns.GEMMA_OFFLINE_ALPHAS`)
 from .rerun_profiles import GEMMA_OFFLINE_ALPHAS as GEMMA_OFFLINE_ALPHAS
@@ -87,7 +88,9 @@ __all__ = [
 def _profile(profiles: Dict[str, dict], name: str, overrides: Optional[dict]) -> dict:
     if name not in profiles:
         raise ValueError(f"profile={name!r} is unknown; choose one of {', '.join(profiles)}.")
-    settings = copy.deepcopy(profiles[name])
+    # every float by its exact value (`configs.canonical`): one a processor computed with other last
+    # bits is the same setting, and names the same sweep
+    settings = canonical(copy.deepcopy(profiles[name]))
     for key, value in (overrides or {}).items():
         if value is None:
             continue
@@ -95,7 +98,7 @@ def _profile(profiles: Dict[str, dict], name: str, overrides: Optional[dict]) ->
             raise ValueError(
                 f"{key!r} is not a setting of the {name!r} profile; settings: {', '.join(settings)}."
             )
-        settings[key] = value
+        settings[key] = canonical(value)
     settings["profile"] = name
     return settings
 

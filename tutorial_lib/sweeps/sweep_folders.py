@@ -16,7 +16,7 @@ import pandas as pd
 
 from .. import paths
 from . import rows_file
-from .configs import Config, Task, check_run_name
+from .configs import Config, Task, canonical, check_run_name, key_of_row
 from .processes import Processes
 
 __all__ = ["results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "sweep_of"]
@@ -75,11 +75,11 @@ def saved_models(
     matches, to reload its rows without the models: `run_sweep(saved_models(...), ...)`. Where
     several saved runs match (the same settings with other weights), the one with the most rows."""
     root = Path(root or results_dir())
-    wanted = json.loads(json.dumps(extra_config or {}, sort_keys=True, default=str))
+    wanted = canonical(json.loads(json.dumps(extra_config or {}, sort_keys=True, default=str)))
     found = []
     for config_file in sorted(root.glob(f"{name}-*/config.json")):
         config = json.loads(config_file.read_text())
-        if config.get("name") == name and all(config.get(k) == v for k, v in wanted.items()):
+        if config.get("name") == name and all(canonical(config.get(k)) == v for k, v in wanted.items()):
             size = sum(
                 path.stat().st_size
                 for path in rows_file.folder_rows_paths(config_file.parent)
@@ -113,7 +113,10 @@ class Sweep:
 
     def __post_init__(self):
         check_run_name(self.name)
-        blob = json.dumps(self.config, sort_keys=True, default=str).encode()
+        # floats by their exact values: a profile's float computed with other last bits names this sweep
+        blob = json.dumps(
+            canonical(json.loads(json.dumps(self.config, default=str))), sort_keys=True
+        ).encode()
         self.hash = hashlib.sha256(blob).hexdigest()[:12]
         self.path = Path(self.root or results_dir()) / f"{self.name}-{self.hash}"
 
@@ -134,17 +137,13 @@ class Sweep:
         """Every saved row once, from all of the folder's rows files (`rows_paths`). Refused with a
         `rows_file.RowsFileError` naming the file and line: a row written twice with different results,
         and, given `example_ids` (task name -> its example ids), a row for an example its task does not
-        have. Rows saved under a configuration's `legacy_key` whose own alpha equals the configuration's
-        are read under its `key`."""
+        have. Each row is read under its configuration's key as `Config.key` writes it today
+        (`configs.key_of_row`), whatever form of the key it was saved under."""
         numbered = []
         for path in self.rows_paths():
             numbered += [(path, number, row) for number, row in rows_file.read_numbered_rows(path)]
-        legacy = {(c.legacy_key, c.alpha): c.key for c in configs if c.legacy_key != c.key}
-        if legacy:
-            for _, _, row in numbered:
-                new_key = legacy.get((row["config"], row.get("alpha")))
-                if new_key is not None:
-                    row["config"] = new_key
+        for _, _, row in numbered:
+            row["config"] = key_of_row(row)
         for path in self.rows_paths():
             rows_file.check_rows([(n, r) for p, n, r in numbered if p == path], path, example_ids=example_ids)
         if len(self.rows_paths()) > 1:  # copies across files must agree too

@@ -120,7 +120,10 @@ def own_configurations(rows: pd.DataFrame) -> Tuple[pd.DataFrame, pd.DataFrame]:
     dropped = pd.DataFrame(
         dropped, columns=["task", "temperature", "gamma", "config", "label", "alpha", "reason"]
     )
-    return rows[~rows["config"].isin(set(dropped["config"]))], dropped
+    # a configuration is dropped on the task where it is not the rule's own, not on every task
+    dropped_on = pd.MultiIndex.from_frame(dropped[["task", "config"]])
+    kept = ~pd.MultiIndex.from_frame(rows[["task", "config"]]).isin(dropped_on)
+    return rows[kept], dropped
 
 
 def compare_claims(
