@@ -186,9 +186,20 @@ def test_clause2_names_have_owners():
     sides = {hole.source: hole.side for hole in plan.holes}
     assert sides == {"helper(2)": EXPECTED, f"f({HOLE_PREFIX}0, len([1]))": SOLUTION, "LIMIT": EXPECTED}
     assert {name for hole in plan.holes for name in hole.solution_names} == {"f"}
-    # A name that nothing provides is the solution's; an entry point may shadow a builtin (MBPP's `max`).
-    (plan,) = plan_tests(["assert max(g(1)) == 2"], entry_point="max")
-    assert {name for hole in plan.holes for name in hole.solution_names} == {"max", "g"}
+    # An entry point may shadow a builtin (MBPP's `max`); without one, a name nothing provides is the
+    # solution's; beside one, such a name (an import the reference solution made, `sqrt`) refuses the test:
+    # the solution would compute the expected side.
+    (plan,) = plan_tests(["assert max([3, 1]) == 3"], entry_point="max")
+    assert {name for hole in plan.holes for name in hole.solution_names} == {"max"}
+    (plan,) = plan_tests(["assert max(g(1)) == 2"])
+    assert {name for hole in plan.holes for name in hole.solution_names} == {"g"}
+    (plan,) = plan_tests(["assert f(9) == sqrt(9)"], entry_point="f")
+    assert (
+        plan.refused and "`sqrt`, which neither its setup nor the prompt code binds" in plan.unjudged_reason
+    )
+    # a star import of a standard-library module binds its public names
+    (plan,) = plan_tests(["assert f(16) == sqrt(16)"], "from math import *", "f")
+    assert [(hole.side, hole.source) for hole in plan.holes] == [(SOLUTION, "f(16)"), (EXPECTED, "sqrt(16)")]
 
 
 @needs_bwrap
@@ -377,7 +388,7 @@ def test_clause4_plain_data_round_trip_and_refusal():
         assert decode_value(encode_value(value)) == value
     # A subclass travels as the builtin value it holds.
     assert type(decode_value(encode_value(type("Liar", (int,), {"__eq__": lambda s, o: True})(3)))) is int
-    assert encode_value(object()) == ["x", "object"]
+    assert encode_value(object()) == ["x", "object", True]
     with pytest.raises(NotPlainData, match="not plain data"):
         decode_value(["x", "Box"])
 
@@ -410,7 +421,7 @@ def test_clause4_an_object_the_setup_binds_is_handed_with_its_definitions_only(p
 def test_clause4_an_object_whose_definitions_bind_the_expected_side_is_refused(payloads):
     setup = "ANSWER = 'zq81-marker'\n\nclass Box:\n    answer = ANSWER\n\nBOX = Box()\n"
     result = run(STRINGS_IN_FRAMES_AND_GC, ["assert f(BOX) == ANSWER"], setup=setup, entry_point="f")
-    assert not result.passed and "which the expected side reads" in result.reason, result.reason
+    assert not result.passed and "on which the expected side depends" in result.reason, result.reason
     assert all(not carries(solution, "zq81") for solution in solution_runs(payloads))
 
 
@@ -706,3 +717,131 @@ def test_every_shipped_test_is_judged_with_the_entry_point_only():
                     other_names.append((task_id, plan.source, names))
     assert checked > 164
     assert refused == [] and unjudged == [] and other_names == []
+
+
+# --------------------------------------------------------------------------------------------------
+# Found by a hostile review of this judge: each must hold
+# --------------------------------------------------------------------------------------------------
+
+LIAR = "class Liar:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n\n"
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "test",
+    [
+        "assert (lambda v: v == 3)(f(1))",
+        "assert operator.eq(f(1), 3)",
+        "assert f(1).__eq__(3)",
+        "assert functools.reduce(lambda a, b: a and b, [f(1) == 3, f(2) == 4])",
+    ],
+)
+def test_the_tests_logic_never_runs_on_the_solutions_object(test):
+    result = run(LIAR + "def f(x):\n    return Liar()\n", [test], entry_point="f")
+    assert not result.passed, result.reason
+
+
+@needs_bwrap
+def test_a_method_the_test_calls_runs_on_the_plain_value():
+    code = "class S(str):\n    def startswith(self, prefix):\n        return True\n\n"
+    code += "def f(x):\n    return S('zz')\n"
+    assert not run(code, ["assert f('abc').startswith('ab')"], entry_point="f").passed
+    assert run("def f(x):\n    return x\n", ["assert f('abc').startswith('ab')"], entry_point="f").passed
+    # an object that is not plain data answers the test's method itself (its answer, as a return value is)
+    solution = "class Solution:\n    def solve(self, n):\n        return n + 1\n"
+    assert run(solution, ["assert Solution().solve(3) == 4"], entry_point="Solution").passed
+
+
+@needs_bwrap
+def test_a_standard_library_check_runs_on_the_expected_side_and_keeps_its_truth():
+    tests = ["assert re.fullmatch('[0-9]+', f(5)) is not None", "assert re.match('[0-9]', f(7))"]
+    assert run("def f(n):\n    return str(n)\n", tests, entry_point="f").passed
+    faked = (
+        "import importlib\nmodule = importlib.import_module('r' + 'e')\noriginal = module.fullmatch\n"
+        "def fake(*args):\n    setattr(module, 'full' + 'match', original)\n    return 1\n"
+        "setattr(module, 'full' + 'match', fake)\ndef f(n):\n    return 'x'\n"
+    )
+    assert not run(faked, tests[:1], entry_point="f").passed
+
+
+@needs_bwrap
+def test_no_setup_value_reaches_the_solution_through_a_builtin_around_it(payloads):
+    setup = "CASES = [('abc', 'cab'), ('xyz', 'zxy')]"
+    tests = [
+        "assert rotate(CASES[0][0]) == CASES[0][1]",
+        "assert len(CASES) == 2 and rotate(str(len(CASES))) == '2'",
+    ]
+    run("def rotate(s):\n    return s[-1] + s[:-1]\n", tests, setup=setup, entry_point="rotate")
+    for solution in solution_runs(payloads):
+        assert not carries(solution, "cab") and not carries(solution, "zxy")
+
+
+@needs_bwrap
+def test_an_object_handed_over_never_carries_what_the_expected_side_reads():
+    setup = "class Case:\n    def __init__(self, xs, expected):\n"
+    setup += "        self.xs, self.expected = xs, expected\n\n"
+    setup += "case1 = Case([3, 1, 2], [1, 2, 3])\n"
+    result = run(
+        "def sort_case(c):\n    return c.expected\n",
+        ["assert sort_case(case1) == case1.expected"],
+        setup=setup,
+        entry_point="sort_case",
+    )
+    assert not result.passed and "on which the expected side depends" in result.reason
+    setup = "ANSWERS = {'a': [1, 2, 3]}\ndef expected_for(k):\n    return ANSWERS[k]\n"
+    setup += "def key(x):\n    return ANSWERS.get(x, -x)\n"
+    cheat = "def f(xs, key):\n    return key.__globals__['ANSWERS']['a']\n"
+    result = run(cheat, ["assert f([3, 1, 2], key) == expected_for('a')"], setup=setup, entry_point="f")
+    assert not result.passed and "on which the expected side depends" in result.reason
+
+
+@needs_bwrap
+def test_an_object_built_by_the_setup_arrives_whole():
+    setup = (
+        "class Node:\n    def __init__(self, data):\n"
+        "        self.data, self.left, self.right = data, None, None\n\n"
+        "root = Node(1)\nroot.left = Node(2)\nroot.left.left = Node(3)\n"
+        "def helper():\n    key = 5\n    return key\n\nANSWER = 3\n"
+    )
+    code = (
+        "def max_height(node):\n    if node is None:\n        return 0\n"
+        "    return 1 + max(max_height(node.left), max_height(node.right))\n"
+    )
+    result = run(code, ["assert max_height(root) == ANSWER"], setup=setup, entry_point="max_height")
+    assert result.passed, result.reason
+
+
+@needs_bwrap
+def test_an_ordered_dict_keeps_its_order_in_the_comparison():
+    code = "import collections\ndef f(x):\n    return collections.OrderedDict(sorted(x))\n"
+    test = "assert f([('b', 2), ('a', 1)]) == collections.OrderedDict([('b', 2), ('a', 1)])"
+    assert not run(code, [test], entry_point="f").passed
+    assert run(code, ["assert f([('a', 1)]) == collections.OrderedDict([('a', 1)])"], entry_point="f").passed
+
+
+@needs_bwrap
+def test_correct_solutions_of_shapes_the_review_found_failing():
+    # a module-level copy of a setup name is inert: the setup's names are the expected run's alone
+    prices = "PRICES = [100.0, 250.0, 40.0]\ndef total(xs):\n    return sum(xs)\n"
+    assert run(
+        prices, ["assert total(PRICES) == 390.0"], setup="PRICES = [100.0, 250.0, 40.0]", entry_point="total"
+    ).passed
+    # a value nested 40 deep, and a float raised to a large power
+    nested = "def f(n):\n    value = 0\n    for _ in range(n):\n        value = [value]\n    return value\n"
+    assert run(nested, ["assert len(f(40)) == 1"], entry_point="f").passed
+    assert run("def f():\n    return 0.5\n", ["assert f() ** 20000 == 0.0"], entry_point="f").passed
+
+
+def test_humaneval_32_a_restatement_of_poly_without_annotations_is_the_benchmarks():
+    example = tasksets.offline_task("humaneval")["examples"][32]
+    reply = example["references"][0].replace("xs: list, x: float", "xs, x").replace("(xs: list)", "(xs)")
+    assert "def poly(xs, x):" in reply
+    assert metrics.humaneval_pass(f"```python\n{reply}\n```", example, **LIMITS) == 1.0
+
+
+def test_a_reply_nested_past_the_parsers_depth_scores_zero_without_raising():
+    example = tasksets.offline_task("humaneval")["examples"][0]
+    deep = "x = " + "(" * 5000 + "1" + ")" * 5000
+    reply = f"```python\n{example['references'][0]}\n_TABLE = {'1+' * 400}1\n{deep}\n```"
+    assert metrics.humaneval_pass(reply, example, **LIMITS) == 0.0
+    assert metrics.code_pass(f"```python\n{deep}\n```", {"info": {"tests": ["assert f(1) == 1"]}}) == 0.0

@@ -52,7 +52,7 @@ def test_plan_splits_calls_from_the_tests_logic():
     plan = plan_test("assert math.isclose(area(2), 12.56, rel_tol=0.01)")
     assert sources(plan) == (("solution", "area(2)"),)
     # the setup's names are the expected side's: only the value of `x` is handed to the solution's call
-    plan = plan_test("assert set(f(x)) == set(EXPECTED)", Names(benchmark=frozenset({"x", "EXPECTED"})))
+    plan = plan_test("assert set(f(x)) == set(EXPECTED)", Names(setup=frozenset({"x", "EXPECTED"})))
     assert sources(plan) == (
         ("expected", "x"),
         ("solution", "f(__judge_hole_0)"),

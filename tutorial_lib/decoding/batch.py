@@ -257,16 +257,16 @@ def generate_batch(
         )
     drafter, verifier = load_models(drafter, verifier, shared_vocabulary, encoder_decoder=True)
     o = check_generate_options(
-        method,
-        rule,
-        alpha,
-        gamma,
-        temperature,
-        max_new_tokens,
-        aggregate,
-        bonus,
-        bild_threshold,
-        bild_fallback,
+        method=method,
+        rule=rule,
+        alpha=alpha,
+        gamma=gamma,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        aggregate=aggregate,
+        bonus=bonus,
+        bild_threshold=bild_threshold,
+        bild_fallback=bild_fallback,
     )
     rule, alpha, temperature, max_new_tokens = o.rule, o.alpha, o.temperature, o.max_new_tokens
     batch_size = check_batch_size(batch_size)

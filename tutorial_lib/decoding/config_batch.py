@@ -101,14 +101,14 @@ def _settings(configurations: Sequence[dict]) -> List[dict]:
                 f"configurations[{c}]: method={method!r} is not batched; use one of {BATCH_METHODS}."
             )
         o = check_generate_options(
-            method,
-            given.get("rule"),
-            given.get("alpha"),
-            1,
-            given.get("temperature", 0.0),
-            1,
-            "sequence",
-            "none",
+            method=method,
+            rule=given.get("rule"),
+            alpha=given.get("alpha"),
+            gamma=1,
+            temperature=given.get("temperature", 0.0),
+            max_new_tokens=1,
+            aggregate="sequence",
+            bonus="none",
         )
         out.append(
             dict(

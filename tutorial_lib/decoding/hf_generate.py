@@ -225,16 +225,16 @@ class SpeculativeCascade:
                 "bonus='verifier'; pass a whole number gamma for the other methods."
             )
         check_generate_options(
-            self.method,
-            self._rule,
-            self.alpha,
-            1 if auto else self.gamma,
-            0.0,
-            1,
-            self.aggregate,
-            self.bonus,
-            self.bild_threshold,
-            self.bild_fallback,
+            method=self.method,
+            rule=self._rule,
+            alpha=self.alpha,
+            gamma=1 if auto else self.gamma,
+            temperature=0.0,
+            max_new_tokens=1,
+            aggregate=self.aggregate,
+            bonus=self.bonus,
+            bild_threshold=self.bild_threshold,
+            bild_fallback=self.bild_fallback,
         )
 
     @property

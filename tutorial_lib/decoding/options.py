@@ -98,6 +98,7 @@ def _check_rule_for(method: str, rule) -> Optional[str]:
 
 
 def check_generate_options(
+    *,
     method,
     rule=None,
     alpha=None,

@@ -249,7 +249,7 @@ def check_tests(problem: dict) -> list[str]:
 def defines(code: str, entry_point: str) -> bool:
     try:
         tree = ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point for n in tree.body
@@ -274,13 +274,18 @@ def program(problem: dict, code: str) -> tuple[str, str]:
 
 
 def _shape(node: ast.AST) -> str:
-    """A definition as `ast.dump` shows it, without docstrings: a restatement that drops them is the same."""
+    """A definition as `ast.dump` shows it, without docstrings and annotations: a restatement that drops
+    them is the same definition."""
     node = ast.parse(ast.unparse(node)).body[0]
     for inner in ast.walk(node):
         body = getattr(inner, "body", None)
         if isinstance(body, list) and len(body) > 1 and isinstance(body[0], ast.Expr):
             if isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
                 inner.body = body[1:]
+        if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inner.returns = None
+        if isinstance(inner, ast.arg):
+            inner.annotation = None
     return ast.dump(node)
 
 
@@ -288,12 +293,16 @@ def _without_restated_helpers(code: str, header: str) -> str:
     """`code` without the top-level statements that restate the prompt's own (its imports and helpers, as
     replies that copy the whole prompt do): those stay the benchmark's. A helper the reply changes is
     kept, and so rebinds the benchmark's name."""
-    tree = ast.parse(code)
-    given = {_shape(node) for node in ast.parse(header).body} if header.strip() else set()
+    try:
+        tree = ast.parse(code)
+        given = {_shape(node) for node in ast.parse(header).body} if header.strip() else set()
+        shapes = [_shape(node) for node in tree.body]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code + "\n"  # as it is: the sandbox reports what is wrong with it
     lines = code.splitlines()
     kept = []
-    for node in tree.body:
-        if _shape(node) in given:
+    for node, shape in zip(tree.body, shapes):
+        if shape in given:
             continue
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         kept.append("\n".join(lines[start - 1 : node.end_lineno]))

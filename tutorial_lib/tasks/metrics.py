@@ -394,7 +394,7 @@ _CODE_START_RE = re.compile(r"(?m)^(?:def |class |import |from |@)")
 def _compiles(source: str) -> bool:
     try:
         compile(source, "<reply>", "exec")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a reply nested past the parser's depth
         return False
     return True
 

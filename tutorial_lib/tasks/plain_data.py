@@ -1,7 +1,7 @@
 """The tagged plain data that crosses the sandbox's boundary, in both directions: `["N"]`, `["b", bool]`,
 `["i", "hex digits"]`, `["f", "repr"]`, `["c", ["re", "im"]]`, `["s", str]`, `["y", "hex"]`,
-`["l" | "t" | "S" | "F", [...]]`, `["d", [[key, value], ...]]`; `["x", "type name"]` marks a value that is
-not plain data and `["e", "message"]` a hole that raised.
+`["l" | "t" | "S" | "F", [...]]`, `["d" | "o", [[key, value], ...]]` (a dict, an OrderedDict); `["x",
+"type name", truth]` marks a value that is not plain data and `["e", "message"]` a hole that raised.
 
 This file is also the first part of the program the sandboxed interpreter runs (`sandbox_child`), so the
 child and the parent share one encoder and one decoder; it imports nothing. Integers travel in hex, which
@@ -59,13 +59,37 @@ def encode_value(
             return [tag, [encode_value(item, depth + 1) for item in kind.__iter__(value)]]
     if isinstance(value, dict):
         items = dict.items(value)
-        return ["d", [[encode_value(key, depth + 1), encode_value(item, depth + 1)] for key, item in items]]
-    return ["x", type(value).__name__]
+        pairs = [[encode_value(key, depth + 1), encode_value(item, depth + 1)] for key, item in items]
+        # an OrderedDict's equality reads the order: it keeps its own tag
+        return ["o" if type(value).__name__ == "OrderedDict" else "d", pairs]
+    try:
+        truth = bool(value)
+    except BaseException:  # noqa: BLE001 - a hostile __bool__
+        truth = None
+    return ["x", type(value).__name__, truth]
 
 
-def decode_value(data, _depth: int = 0, _budget: list | None = None):
+class Opaque:
+    """A value of the expected side that is not plain data (a `re.Match`, say): the parent knows its type's
+    name and whether it is true, enough for `is None`, `is not None` and `assert x`; it equals only
+    itself."""
+
+    __slots__ = ("kind", "truth")
+
+    def __init__(self, kind: str, truth: bool):
+        self.kind, self.truth = kind, truth
+
+    def __bool__(self):
+        return self.truth
+
+    def __repr__(self):
+        return f"<{self.kind} object>"
+
+
+def decode_value(data, _depth: int = 0, _budget: list | None = None, *, opaque: bool = False):
     """The builtin object a tagged value stands for, and nothing else. Raises NotPlainData for a malformed
-    value, one nested deeper than MAX_DEPTH or larger than MAX_NODES items, and for `["x", ...]`."""
+    value, one nested deeper than MAX_DEPTH or larger than MAX_NODES items, and for `["x", ...]` (with
+    `opaque`, for the expected side's values, a top-level one is an `Opaque`)."""
     budget = [MAX_NODES] if _budget is None else _budget
     budget[0] -= 1
     if budget[0] < 0 or _depth > MAX_DEPTH:
@@ -91,7 +115,7 @@ def decode_value(data, _depth: int = 0, _budget: list | None = None):
         if tag in ("l", "t", "S", "F") and isinstance(payload, list):
             items = [decode_value(item, _depth + 1, budget) for item in payload]
             return {"l": list, "t": tuple, "S": set, "F": frozenset}[tag](items)
-        if tag == "d" and isinstance(payload, list):
+        if tag in ("d", "o") and isinstance(payload, list):
             pairs = []
             for pair in payload:
                 if not (isinstance(pair, list) and len(pair) == 2):
@@ -99,7 +123,13 @@ def decode_value(data, _depth: int = 0, _budget: list | None = None):
                 pairs.append(
                     (decode_value(pair[0], _depth + 1, budget), decode_value(pair[1], _depth + 1, budget))
                 )
+            if tag == "o":
+                import collections
+
+                return collections.OrderedDict(pairs)
             return dict(pairs)
+        if tag == "x" and opaque and len(data) == 3 and isinstance(data[2], bool):
+            return Opaque(str(data[1])[:80], data[2])
         if tag == "x":
             raise NotPlainData(f"a {str(payload)[:80]} object, which is not plain data")
     except (TypeError, ValueError, OverflowError) as error:  # unhashable set member, bad float text, ...

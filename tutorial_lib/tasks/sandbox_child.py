@@ -87,8 +87,10 @@ def _rebound(before, namespace, modules, watch):
     ]
 
 
-def _evaluate(hole, namespace, modules, solutions_run, handed):
+def _evaluate(hole, namespace, modules, solutions_run, handed, value=_MISSING):
     scope = {"__builtins__": builtins}
+    if value is not _MISSING:
+        scope["__judge_value"] = value
     for name, value in hole.get("inputs", {}).items():
         scope[name] = decode_value(value)  # noqa: F821 - from plain_data's text, run before this file
     for name, setup_name in hole.get("by_name", {}).items():
@@ -138,9 +140,16 @@ def main():
         if report["error"] is None:
             for hole in payload["holes"]:
                 try:
-                    report["values"].append(
-                        encode(_evaluate(hole, namespace, modules, solutions_run, handed))
-                    )
+                    value = _evaluate(hole, namespace, modules, solutions_run, handed)
+                    tagged = encode(value)
+                    if tagged[0] == "x" and "then" in hole:  # not plain: apply the test's part to it here
+                        then = {"source": hole["then"], "reads": hole["then_reads"], "solution_names": []}
+                        then["inputs"] = hole["then_inputs"]
+                        try:
+                            tagged = ["a", encode(_evaluate(then, {}, modules, False, handed, value))]
+                        except BaseException as error:  # noqa: BLE001
+                            tagged = ["a", ["e", _describe(error)]]
+                    report["values"].append(tagged)
                 except BaseException as error:  # noqa: BLE001
                     report["values"].append(["e", _describe(error)])
             if payload.get("statements"):  # counted on the child's word (trust_unjudged_tests)

@@ -98,16 +98,16 @@ def generate(
     if isinstance(gamma, (str, AutoGamma)):  # gamma="auto": a block size per block, from the cost model
         policy, gamma = auto_policy(gamma, drafter, verifier, method=method, rule=rule, bonus=bonus), 1
     o = check_generate_options(
-        method,
-        rule,
-        alpha,
-        gamma,
-        temperature,
-        max_new_tokens,
-        aggregate,
-        bonus,
-        bild_threshold,
-        bild_fallback,
+        method=method,
+        rule=rule,
+        alpha=alpha,
+        gamma=gamma,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        aggregate=aggregate,
+        bonus=bonus,
+        bild_threshold=bild_threshold,
+        bild_fallback=bild_fallback,
     )
     seed = check_seed(seed)
     if on_token is not None and (o.method == "seq_cascade" or not callable(on_token)):

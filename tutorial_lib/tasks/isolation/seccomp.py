@@ -26,7 +26,8 @@ _CLONE_THREAD = 0x00010000
 # Offsets in `struct seccomp_data`: nr, arch, then the arguments from 16 (the low half on little-endian).
 _NR, _ARCH, _ARG0 = 0, 4, 16
 
-_MOUNT_API = (428, 429, 430, 431, 432, 433, 442)  # open_tree .. fspick, mount_setattr (same on both)
+# open_tree .. fspick, mount_setattr, open_tree_attr (the same numbers on both)
+_MOUNT_API = (428, 429, 430, 431, 432, 433, 442, 467)
 _TABLES = {
     "x86_64": dict(
         arch=0xC000003E,

@@ -10,29 +10,39 @@ expected values in its caller's frames or through `gc`). The judge keeps them ap
    interpreter holding the test's setup and the problem's prompt code, and no line of model-written code.
    The *solution run* is a sandboxed interpreter holding the prompt code and the solution's code, and
    nothing of the setup. Everything the solution run sends is untrusted; its only power is to claim values.
-2. **Every name a test reads is bound on purpose** (`plans.Names`): the entry point, and any name nothing
-   else provides, is the *solution's*, and the solution must define it: a missing one fails with "the
-   solution does not define `max`", never falls back to a builtin. Names the setup or the prompt code
-   binds (HumanEval's helpers such as `poly`) are the *benchmark's*: the expected run evaluates them.
-   Builtins and standard-library modules are on both sides; the parent's own (`SAFE_FUNCTIONS`) are the
-   judge's. A solution that rebinds a name the test reads that is not its own fails that test
-   (`visible_rebindings` statically, the child's report at run time).
+2. **Every name a test reads is bound on purpose** (`plans.Names`): the entry point is the *solution's*,
+   and the solution must define it: a missing one fails with "the solution does not define `max`", never
+   falls back to a builtin. Without an entry point, a name nothing else provides is the solution's too;
+   beside one, such a name (`sqrt` that only the reference solution imported) refuses the test, since the
+   solution would compute the expected side. Names the setup binds (star imports of the standard library
+   included) and names the prompt code binds (HumanEval's helpers such as `poly`) are the *benchmark's*:
+   the expected run evaluates them. Builtins and standard-library modules are on both sides; the
+   parent's own (`SAFE_FUNCTIONS`) are the judge's. A solution that rebinds a builtin, a module's
+   attribute or a prompt helper the test reads fails that test (`visible_rebindings` statically, the
+   child's report at run time); its own copy of a setup name is inert and allowed.
 3. **The test is split by the parent** (`plans.plan_test`): the *skeleton* is what the parent evaluates
-   itself (constants, operators, `SAFE_FUNCTIONS`); each other part is a *hole* evaluated by the side its
-   head belongs to (a call's callee, an attribute's or a subscript's object). Inside a hole, a part headed
-   by the other side's names is a hole of its own, so `find_zero(CASES[0][0])` hands the solution the
-   value of `CASES[0][0]` alone, and `poly(xs, find_zero(xs))` evaluates `poly` in the expected run on
-   the value the solution returned. Holes are evaluated in rounds, the expected side first
-   (`sandbox.runner`).
+   itself (constants, operators, `SAFE_FUNCTIONS`); every other part is a *hole*. A solution's hole is as
+   small as it can be: one of its names, or a call of its function or of a method of its object (`f(x)`,
+   `obj.method(x)`). Everything around it is the expected side's, evaluated on the plain value it
+   returned: a method the test calls on that value (`f(x).startswith("a")`), a builtin or
+   standard-library function applied to it (`re.fullmatch(p, f(x))`, `(lambda v: v == 3)(f(1))`), a
+   helper of the prompt (`poly(xs, find_zero(xs))`). So no comparison of the test ever runs on the
+   solution's object. Only where that value is not plain data (`Solution().solve(3)`) does the solution's
+   run apply the test's method to its own object, and never a dunder (`f(x).__eq__(3)`). An expected hole
+   is as large as it can be, and any part of a solution's call that reads the setup's or the prompt's
+   names is an expected hole of its own, so `find_zero(CASES[0][0])` hands the solution the value of
+   `CASES[0][0]` alone. Holes are evaluated in rounds, the expected side first (`sandbox.runner`).
 4. **Only plain data crosses**, in both directions (`tutorial_lib.tasks.plain_data`): None, bool, int,
-   float, complex, str, bytes, list, tuple, set, frozenset, dict; a subclass as the builtin value it
-   holds. A value of any other kind cannot be handed to the other side, and the test that needs it fails
-   saying so, with one exception: an object the setup binds by name and a solution's call takes
-   (`order(xs, negate)`) reaches the solution run as the setup's lines that define it and nothing else
-   (`plans.definitions_slice`), and the test is refused when those lines bind a name the expected side
-   reads. Otherwise source text never crosses: the solution run receives the prompt code, its own code,
-   the source of its own holes and the values handed to them; never the rest of the setup, the expected
-   values, the skeleton or another hole's source.
+   float, complex, str, bytes, list, tuple, set, frozenset, dict, OrderedDict; a subclass as the builtin
+   value it holds. A value of the expected side that is not plain data (a `re.Match`) reaches the parent
+   as an `Opaque`: its type and truth, enough for `is not None` and `assert`. A solution's value that is
+   not plain data cannot be handed over, and the test that needs it fails saying so. One exception: an
+   object the setup binds by name and a solution's call takes (`order(xs, negate)`, `max_height(root)`)
+   reaches the solution run as the setup's module-level lines that define or change it and nothing else
+   (`plans.definitions_slice`), and the test is refused when those lines bind a name on which the
+   expected side depends. Otherwise source text never crosses: the solution run receives the prompt code,
+   its own code, the source of its own holes and the values handed to them; never the rest of the setup,
+   the expected values, the skeleton or another hole's source.
 5. **The verdict is the parent's**: the budgeted judge worker (`judge_worker`) decodes the values into
    builtin objects and evaluates the skeleton over them with its own bounded interpreter
    (`skeletons.evaluate_skeleton`), so no code of the solution runs during the verdict.

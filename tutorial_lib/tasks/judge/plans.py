@@ -47,19 +47,21 @@ _RECURSE = (
 
 @dataclass(frozen=True)
 class Names:
-    """Who binds each name a test reads. `entry`: the solution's entry points; `benchmark`: the names the
-    setup or the problem's prompt code binds (the expected side's). A name that neither these, a builtin
-    nor a standard-library module provides is the solution's as well. What the solution's source binds
-    never changes this."""
+    """Who binds each name a test reads. `entry`: the solution's entry points; `setup` and `prompt`: the
+    names the test's setup and the problem's prompt code bind (the expected side's; the prompt's are also
+    the solution's to call, and it may not rebind them). A name that none of these, a builtin nor a
+    standard-library module provides is the solution's as well (a test that reads one beside a given
+    entry point is refused). What the solution's source binds never changes this."""
 
     entry: frozenset = frozenset()
-    benchmark: frozenset = frozenset()
+    setup: frozenset = frozenset()
+    prompt: frozenset = frozenset()
 
     def side(self, name: str) -> str | None:
         """SOLUTION, EXPECTED, or None for a builtin or standard-library module (present on both sides)."""
         if name in self.entry:
             return SOLUTION
-        if name in self.benchmark:
+        if name in self.setup or name in self.prompt:
             return EXPECTED
         if name.startswith(HOLE_PREFIX) or hasattr(builtins, name) or name in _STDLIB_MODULES:
             return None
@@ -76,6 +78,9 @@ class Hole:
     reads: tuple[str, ...]
     solution_names: tuple[str, ...]
     needs: tuple[int, ...]
+    # an expected hole applied to the value of the solution's hole `needs[0]` (`f(x).count(1)`): where
+    # that value is not plain data, the solution's run applies it to its own object instead
+    on_solution_value: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,15 +127,20 @@ def _is_safe_callee(node: ast.AST, names: Names) -> bool:
 
 class _Splitter:
     """The parent keeps what it can evaluate itself (constants, operators, `SAFE_FUNCTIONS`). Every other
-    part is a hole, evaluated by the side its head belongs to (a call's callee, an attribute's or
-    subscript's object): the solution's run for the solution's names, the expected run for the setup's and
-    the prompt's. Inside a hole, a part headed by the other side's names is a hole of its own, so each side
-    receives only the *values* of the other's, never its names or source."""
+    part is a hole. A solution's hole is as small as it can be: one of its names, or a call of one of its
+    functions or of a method of one of its objects (`f(x)`, `obj.method(x)`); everything around it (a
+    method called on its value, a builtin or standard-library function applied to it, a comparison inside
+    a call) is the expected side's, evaluated on the plain value it returned. An expected hole is as
+    large as it can be, and a part of a solution's call that reads the expected side's names is an
+    expected hole of its own, so each side receives only the *values* of the other's."""
 
     def __init__(self, names: Names):
         self.names = names
         self.holes: list[Hole] = []
         self.unjudged = ""
+
+    def sides(self, node: ast.AST) -> set:
+        return {self.names.side(name) for name in free_names(node)} - {None}
 
     def home(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Name):
@@ -140,7 +150,7 @@ class _Splitter:
         if isinstance(node, (ast.Attribute, ast.Subscript)):
             return self.home(node.value)
         if isinstance(node, _SCOPES):
-            sides = {self.names.side(name) for name in free_names(node)}
+            sides = self.sides(node)
             if SOLUTION in sides:
                 self.unjudged = self.unjudged or (
                     f"`{ast.unparse(node)}` holds a {type(node).__name__} over the solution's names, whose "
@@ -148,6 +158,13 @@ class _Splitter:
                 )
             return EXPECTED if EXPECTED in sides else None
         return None
+
+    def solutions_own(self, node: ast.AST) -> bool:
+        """A name of the solution's, or a call of its function or of a method of its object."""
+        solution = lambda n: isinstance(n, ast.Name) and self.names.side(n.id) == SOLUTION  # noqa: E731
+        if isinstance(node, ast.Call):
+            node = node.func
+        return solution(node) or isinstance(node, ast.Attribute) and solution(node.value)
 
     def parent(self, node: ast.AST) -> ast.AST:
         """The skeleton: what the parent evaluates, with a hole for every other part."""
@@ -170,19 +187,18 @@ class _Splitter:
                 elif isinstance(value, list):
                     setattr(node, field, [self.parent(v) if isinstance(v, parts) else v for v in value])
             return node
-        home = self.home(node)
-        if home is None:  # builtins and modules only: where the solution's values are, if any
-            sides = {self.names.side(name) for name in free_names(node)}
-            home = SOLUTION if SOLUTION in sides and EXPECTED not in sides else EXPECTED
-        return self.hole(node, home)
+        return self.hole(node, SOLUTION if self.solutions_own(node) else EXPECTED)
 
     def inside(self, node: ast.AST, side: str) -> ast.AST:
-        """`node` as `side` evaluates it: parts headed by the other side's names become holes."""
+        """`node` as `side` evaluates it: the other side's parts become holes."""
         if isinstance(node, _NEVER):
             self.unjudged = self.unjudged or f"`{ast.unparse(node)}` is a {type(node).__name__}"
-        home = self.home(node)
-        if home is not None and home != side:
-            return self.hole(node, home)
+        if side == SOLUTION and isinstance(node, ast.expr) and self.sides(node) == {EXPECTED}:
+            return self.hole(node, EXPECTED)  # `f(CASES[0][0])`, `f(len(CASES))`: only the value crosses
+        if side == EXPECTED and self.home(node) == SOLUTION:
+            return self.hole(node, SOLUTION if self.solutions_own(node) else EXPECTED)
+        if side == SOLUTION and self.home(node) == EXPECTED:
+            return self.hole(node, EXPECTED)
         if isinstance(node, _SCOPES):
             return node
         for field, value in ast.iter_fields(node):
@@ -194,23 +210,45 @@ class _Splitter:
                 self.inside(value, side)
         return node
 
+    def on_solutions_value(self, node: ast.AST) -> ast.AST:
+        """`node` (a method call, attribute or item of a solution's value) for the expected side: its
+        head down to the solution's own part, which becomes a hole; its arguments as the expected side's."""
+        if self.solutions_own(node):
+            return self.hole(node, SOLUTION)
+        if isinstance(node, ast.Call):
+            node.func = self.on_solutions_value(node.func)
+            node.args = [self.inside(argument, EXPECTED) for argument in node.args]
+            node.keywords = [self.inside(keyword, EXPECTED) for keyword in node.keywords]
+        elif isinstance(node, ast.Attribute):
+            node.value = self.on_solutions_value(node.value)
+        elif isinstance(node, ast.Subscript):
+            node.value = self.on_solutions_value(node.value)
+            node.slice = self.inside(node.slice, EXPECTED)
+        return node
+
     def hole(self, node: ast.AST, side: str) -> ast.Name:
         before = len(self.holes)
-        node = self.inside(node, side)
+        if side == EXPECTED and self.home(node) == SOLUTION:
+            # `f(x).count(1)`, `g(x)[0]`: the solution's value alone is the solution's hole
+            node, on_value = self.on_solutions_value(node), True
+        else:
+            node, on_value = self.inside(node, side), False
         needs = tuple(range(before, len(self.holes)))
         needs = tuple(i for i in needs if not any(i in self.holes[j].needs for j in needs))
         reads = tuple(sorted(name for name in free_names(node) if not name.startswith(HOLE_PREFIX)))
         mine = tuple(name for name in reads if self.names.side(name) == SOLUTION)
-        self.holes.append(Hole(side, ast.unparse(node), reads, mine if side == SOLUTION else (), needs))
+        hole = Hole(side, ast.unparse(node), reads, mine if side == SOLUTION else (), needs, on_value)
+        self.holes.append(hole)
         return ast.Name(id=f"{HOLE_PREFIX}{len(self.holes) - 1}", ctx=ast.Load())
 
 
 def _judge_side_names(test: ast.AST, names: Names) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The names and standard-library module attributes the test reads that are not the solution's."""
+    """The names and standard-library module attributes the test reads that the solution may not rebind:
+    builtins, modules and the prompt code's (`visible_rebindings`, the child's runtime check)."""
     found, attributes = set(), set()
     for node in ast.walk(test):
-        if isinstance(node, ast.Name) and names.side(node.id) != SOLUTION:
-            found.add(node.id)
+        if isinstance(node, ast.Name) and names.side(node.id) != SOLUTION and node.id not in names.setup:
+            found.add(node.id)  # the setup's names are the expected run's alone: a solution's copy is inert
         elif (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
@@ -238,6 +276,13 @@ def plan_test(test: str, names: Names | None = None) -> TestPlan:
     if splitter.unjudged:
         return TestPlan(test, unjudged_reason=splitter.unjudged)
     called = {name for hole in splitter.holes for name in hole.solution_names}
+    if names.entry and called - names.entry:
+        unknown = ", ".join(f"`{name}`" for name in sorted(called - names.entry))
+        reason = (
+            f"the test reads {unknown}, which neither its setup nor the prompt code binds; with the entry "
+            f"point `{min(names.entry)}` given, only it is the solution's"
+        )
+        return TestPlan(test, unjudged_reason=reason, refused=True)
     if not called or (names.entry and not called & names.entry):
         wanted = " or ".join(f"`{name}`" for name in sorted(names.entry)) or "a function of the solution"
         reason = f"the test never calls {wanted}, so it says nothing of the solution"
@@ -268,8 +313,8 @@ def plan_tests(
         raise ValueError(f"entry_point must be the name of the solution's function, got {entry_point!r}")
     names = Names(
         entry=frozenset({entry_point} if entry_point else ()),
-        benchmark=(bound_names(setup, module_level=True) | bound_names(prompt_code, module_level=True))
-        - {entry_point},
+        setup=bound_names(setup, module_level=True) - {entry_point},
+        prompt=bound_names(prompt_code, module_level=True) - {entry_point},
     )
     return [plan_test(test, names) for test in tests]
 
@@ -284,6 +329,21 @@ def _binds_real_module(node: ast.AST, alias: ast.alias) -> bool:
     return (
         isinstance(node, ast.Import) and alias.asname is None and alias.name.split(".")[0] in _STDLIB_MODULES
     )
+
+
+def _star_names(module: str | None) -> set:
+    """The names `from module import *` binds, for a standard-library module (imported here to read
+    them); none for another, which the sandbox could not import anyway."""
+    if not module or module.split(".")[0] not in _STDLIB_MODULES or module in ("antigravity", "this"):
+        return set()  # (those two act when imported)
+    import importlib
+
+    try:
+        loaded = importlib.import_module(module)
+    except ImportError:
+        return set()
+    public = getattr(loaded, "__all__", None)
+    return set(public) if public is not None else {n for n in vars(loaded) if not n.startswith("_")}
 
 
 def bound_names(source: str, *, module_level: bool = False) -> frozenset:
@@ -303,6 +363,8 @@ def bound_names(source: str, *, module_level: bool = False) -> frozenset:
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+            names.update(_star_names(node.module))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update(
                 alias.asname or alias.name.split(".")[0]
@@ -322,12 +384,21 @@ def definitions_slice(setup: str, names: set) -> tuple[str, frozenset]:
     wanted, chosen = set(names), set()
 
     def binds(node):
-        found = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        """Names the statement binds or changes at module level (`root.left = Node(2)`, `xs.append(1)`
+        change `root` and `xs`), never a function's or a class's own locals."""
+        found = set()
+        for inner in _module_level_nodes(node):
+            if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                found.add(inner.id)
+            elif isinstance(inner, (ast.Attribute, ast.Subscript)) and isinstance(inner.ctx, ast.Store):
+                found.add(_root_name(inner))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(node.name)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
-        return found
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            found.add(_root_name(node.value.func))
+        return found - {None}
 
     while True:
         new = {i for i, node in enumerate(statements) if i not in chosen and binds(node) & wanted}
@@ -337,6 +408,13 @@ def definitions_slice(setup: str, names: set) -> tuple[str, frozenset]:
         wanted |= {name for i in new for name in free_names(statements[i])}
     source = "\n".join(ast.unparse(statements[i]) for i in sorted(chosen))
     return source, frozenset(name for i in chosen for name in binds(statements[i]))
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """`root` of `root.left.right` or `xs[0]` or `xs.append`."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def visible_rebindings(source: str) -> frozenset:

@@ -114,7 +114,8 @@ def _binary(kind, left, right):
         if isinstance(count, int) and len(sequence) * count > MAX_SEQUENCE:
             raise ValueError("sequence repetition too large for the judge")
     trivial_base = isinstance(left, int) and abs(left) <= 1
-    if kind is ast.Pow and isinstance(right, int) and not trivial_base:
+    # only an integer base grows without bound (0.5 ** 20000 is a float, cheap)
+    if kind is ast.Pow and isinstance(left, int) and isinstance(right, int) and not trivial_base:
         if abs(right) > MAX_EXPONENT:
             raise ValueError("exponent too large for the judge")
         if isinstance(left, int) and left.bit_length() * right > MAX_RESULT_BITS:

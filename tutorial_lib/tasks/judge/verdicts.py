@@ -10,7 +10,7 @@ import re
 import numpy as np
 
 from ..plain_data import MAX_DEPTH, MAX_NODES, NotPlainData, decode_value
-from .plans import HOLE_PREFIX, TestPlan
+from .plans import EXPECTED, HOLE_PREFIX, TestPlan
 from .skeletons import evaluate_skeleton
 
 __all__ = [
@@ -33,7 +33,10 @@ def judge_test(plan: TestPlan, encoded_values: dict) -> tuple[bool, str]:
     values, budget = {}, [MAX_NODES]
     for index in plan.top:
         try:
-            values[f"{HOLE_PREFIX}{index}"] = decode_value(encoded_values[index], _budget=budget)
+            expected = plan.holes[index].side == EXPECTED  # a Match object of the expected side is no claim
+            values[f"{HOLE_PREFIX}{index}"] = decode_value(
+                encoded_values[index], _budget=budget, opaque=expected
+            )
         except NotPlainData as error:
             return False, f"`{plan.holes[index].source}` returned {error}"
     try:
@@ -88,7 +91,7 @@ def judge_report(plans, outcomes, rebinds, trust_unjudged_tests: bool) -> tuple[
 # --------------------------------------------------------------------------------------------------
 
 MAX_REPORT_BYTES = 4 * 1024 * 1024
-MAX_REPORT_DEPTH = MAX_DEPTH + 8  # a value nested MAX_DEPTH deep plus the report's own wrapping
+MAX_REPORT_DEPTH = 3 * MAX_DEPTH + 8  # a tagged level is up to 3 JSON levels (a dict's), plus the report
 MAX_INTEGER_DIGITS = 4300  # Python's own limit for int <-> str conversion (values' integers travel in hex)
 MAX_REPORT_BRACKETS = 4 * MAX_NODES  # a tagged value is at most a few lists
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: linear and fast

@@ -9,6 +9,7 @@ import builtins
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -245,11 +246,18 @@ def _evaluate_holes(plans, setup, solution, run):
         if any(handed.get(key) for key in batch):
             names = {name for key in batch for name in handed.get(key, {}).values()}
             setup_slice, binds = definitions_slice(setup, names)
-            read = {n for key, hole in holes.items() if hole.side == EXPECTED for n in hole.reads} - names
+            # what the expected side reads, but for the bare names handed over, and what those depend on
+            read = {
+                n
+                for hole in holes.values()
+                if hole.side == EXPECTED and hole.source not in names
+                for n in hole.reads
+            }
+            read |= definitions_slice(setup, read)[1]
             if binds & read:
                 why = (
                     f"handing the setup's {', '.join(sorted(names))} to the solution would need the setup's "
-                    f"lines that bind {', '.join(sorted(binds & read))}, which the expected side reads"
+                    f"lines that bind {', '.join(sorted(binds & read))}, on which the expected side depends"
                 )
                 for key in [key for key in batch if handed.get(key)]:
                     values[key] = ["e", why]
@@ -270,6 +278,7 @@ def _evaluate_holes(plans, setup, solution, run):
                         if f"__judge_hole_{n}" not in handed.get(key, {})
                     },
                     "by_name": handed.get(key, {}),
+                    **_applied_to_value(key, holes, values),
                 }
                 for key in batch
             ],
@@ -295,8 +304,44 @@ def _evaluate_holes(plans, setup, solution, run):
                 report_of_expected = {"values": [["e", report_of_expected]] * len(batch)}
             report_values = report_of_expected["values"]
         for key, value in zip(batch, report["values"] if side == SOLUTION else report_values):
-            values[key] = value if isinstance(value, list) and value else ["e", "no value"]
+            if side == SOLUTION and _tagged(value) and value[0] == "a" and len(value) == 2:
+                # not plain data: the solution's run applied the expected hole to its own object
+                outer = _outer(key, holes)
+                values[key] = ["e", "applied on the solution's side"]
+                if outer is not None and outer not in values:
+                    values[outer] = value[1] if _tagged(value[1]) else ["e", "no value"]
+                continue
+            values[key] = value if _tagged(value) else ["e", "no value"]
     return values, report, outcome
+
+
+def _tagged(value) -> bool:
+    return isinstance(value, list) and bool(value) and isinstance(value[0], str)
+
+
+def _outer(key, holes):
+    """The expected hole applied to the value of the solution's hole `key` (`f(x).count(1)`), if any."""
+    test, index = key
+    for (t, k), hole in holes.items():
+        if t == test and hole.on_solution_value and hole.needs[:1] == (index,):
+            return (t, k)
+    return None
+
+
+def _applied_to_value(key, holes, values) -> dict:
+    """For the solution's hole `key` whose value an expected hole takes apart (`f(x).count(1)`): that
+    hole's source on `__judge_value` and its other inputs, applied by the solution's run to its own
+    object when the object is not plain data (and only then)."""
+    outer = _outer(key, holes)
+    if outer is None or holes[key].side != SOLUTION:
+        return {}
+    others = {f"__judge_hole_{n}": values.get((outer[0], n)) for n in holes[outer].needs[1:]}
+    if any(value is None or value[0] in "ex" for value in others.values()):
+        return {}  # its other inputs are not known yet, or not plain
+    source = holes[outer].source.replace(f"__judge_hole_{key[1]}", "__judge_value")
+    if re.search(r"__judge_value\s*\.\s*__\w+__", source):
+        return {}  # `f(x).__eq__(3)` is the test's comparison, never the object's to answer
+    return {"then": source, "then_inputs": others, "then_reads": list(holes[outer].reads)}
 
 
 def _broken_input(hole, inputs) -> list | None:
