@@ -1,7 +1,7 @@
-r"""Each attack on the code judge found against commit `BASELINE_COMMIT`, and the correct solutions it
-failed, run against that commit's `tutorial_lib` ("before") and this one ("now"); and what judging an
-honest solution costs on each: the 164 canonical HumanEval solutions, in rounds that alternate which
-side goes first, timed per solution.
+r"""Each attack on the code judge found against commit `BASELINE_COMMIT` or by a hostile review of its
+rewrite, and the correct solutions it failed, run against that commit's `tutorial_lib` ("before") and this
+one ("now"); and what judging an honest solution costs on each: the 164 canonical HumanEval solutions, in
+rounds that alternate which side goes first, timed per solution.
 
 Each side runs in a child interpreter whose `tutorial_lib` is that side's tree (the baseline's from
 `git archive`), so its judge worker and sandbox are its own.
@@ -126,6 +126,52 @@ CASES = {
             "        s.bind((socket.VMADDR_CID_ANY, 52001))\n        return 'bound'\n"
             "    except OSError as error:\n        return error.errno\n",
             tests=["assert f() == 'bound'"],
+        ),
+    ),
+    "review: an object equal to anything, compared inside a lambda": (
+        "fails",
+        "run_python",
+        dict(
+            code="class Liar:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n\n"
+            "def f(x):\n    return Liar()\n",
+            tests=["assert (lambda v: v == 3)(f(1))"],
+            entry_point="f",
+        ),
+    ),
+    "review: a str subclass whose startswith says yes": (
+        "fails",
+        "run_python",
+        dict(
+            code="class S(str):\n    def startswith(self, prefix):\n        return True\n\n"
+            "def f(x):\n    return S('zz')\n",
+            tests=["assert f('abc').startswith('ab')"],
+            entry_point="f",
+        ),
+    ),
+    "review: a table of answers reached through len(CASES)": (
+        "fails",
+        "run_python",
+        dict(
+            code="import gc\ndef rotate(s):\n    for o in gc.get_objects():\n"
+            "        if isinstance(o, list) and o and o[0] == ('abc', 'cab'):\n"
+            "            return dict(o).get(s, s)\n    return s\n",
+            tests=[
+                "assert rotate(CASES[1][0]) == CASES[1][1]",
+                "assert len(CASES) == 2 and rotate(str(len(CASES))) == '2'",
+            ],
+            setup="CASES = [('abc', 'cab'), ('xyz', 'zxy')]",
+            entry_point="rotate",
+        ),
+    ),
+    "review: a handed object that carries the answer": (
+        "fails",
+        "run_python",
+        dict(
+            code="def sort_case(c):\n    return c.expected\n",
+            tests=["assert sort_case(case1) == case1.expected"],
+            setup="class Case:\n    def __init__(self, xs, expected):\n        self.xs = xs\n"
+            "        self.expected = expected\n\ncase1 = Case([3, 1, 2], [1, 2, 3])\n",
+            entry_point="sort_case",
         ),
     ),
     "correct: import collections.abc": (

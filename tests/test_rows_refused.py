@@ -10,7 +10,7 @@ import pytest
 
 import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
-from tutorial_lib.sweeps.configs import canonical
+from tutorial_lib.sweeps.identity import canonical
 from tutorial_lib.sweeps.rows_file import RowsFileError
 
 pytestmark = pytest.mark.usefixtures("one_thread")

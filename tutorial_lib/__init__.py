@@ -45,7 +45,7 @@ MODULES = {name: name for name in ("checks", "paths", *WINGS)}
 NAMES = {
     "generate": "decoding.engine",
     "generate_many": "decoding.engine",
-    "Generation": "decoding.engine",
+    "Generation": "decoding.generation",
     "calibrate": "decoding.engine",
     "generate_batch": "decoding.batch",
     "prefill_batch": "decoding.batch",

@@ -2,6 +2,7 @@ r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and w
 
 - `engine`        - `generate`: Algorithm 4 (speculative cascades, SpecDecode, Lossy, BiLD), sequential,
   oracle and sequence-level cascades; `calibrate` (the call costs, with the engine's own loop timed).
+- `generation`    - what every decoder returns: a `Generation` and, per emitted token, a `TraceStep`.
 - `options`       - the checked options `generate` and the batch decoders share.
 - `gamma_policy`  - `gamma="auto"` (`AutoGamma`): the block size the block-cost model prefers.
 - `calibration`   - measured call costs of a loaded pair (`Calibration`, as a table and JSON).
@@ -24,6 +25,7 @@ import importlib
 
 __all__ = [
     "engine",
+    "generation",
     "options",
     "gamma_policy",
     "calibration",

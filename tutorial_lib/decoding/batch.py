@@ -52,7 +52,7 @@ import torch
 from ..checks import check_gamma
 from ..maths import targets
 from ..models.adapter import LanguageModel
-from .engine import Generation
+from .generation import Generation
 from .lockstep import (
     BATCH_METHODS,
     BatchPrefill,

@@ -59,7 +59,7 @@ from .lockstep import (
     MODELS_USED,
 )
 from ..checks import check_whole_number
-from .engine import Generation
+from .generation import Generation
 from .options import check_generate_options, stop_tokens
 
 __all__ = ["SharedDecoding", "generate_configs"]

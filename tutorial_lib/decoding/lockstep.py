@@ -7,7 +7,7 @@ run on them.
 - `Rows`: one chunk's outputs, traces, counters and per-row random streams;
 - `speculative_step` / `plain_step`: one lockstep step for the running rows, drawing in the order
   `engine.generate` draws (draft, coin, residual) through `verification.verify_block`;
-- `row_generation`, `build_feed_log`: a row's `engine.Generation`, with the calls `generate` would make
+- `row_generation`, `build_feed_log`: a row's `generation.Generation`, with the calls `generate` would make
   for that prompt alone;
 - `MODELS_USED`: the models each batched method calls; the argument checks both entry points share.
 """
@@ -24,7 +24,7 @@ from ..checks import check_seed, check_whole_number
 from ..maths.accept_reject import sample_each
 from ..maths.verification import block_targets, temperature_laws, verify_block
 from ..models.adapter import LanguageModel, check_compatible, load_model
-from .engine import Generation, TraceStep
+from .generation import Generation, TraceStep
 from .shared_prefix import SharedPrefix, common_prefix_length, forward_rows
 
 __all__ = [

@@ -1,6 +1,8 @@
 r"""The harness: tasks x configurations, run and kept (priced by `stats.pricing`).
 
 - `configs`    - tasks and configurations, the paper's curves, `sweep_configs` (checked when built).
+- `identity`   - a configuration's identity: the exact values that name its numbers in its key and in a
+  sweep's hash, whatever last bits a processor computed.
 - `evaluation` - resumable sweeps (`run_sweep`), their rows and models.
 - `sweep_folders` - where a sweep's rows live: its folder named by a hash, the models it records.
 - `rows_file`  - a sweep's `rows.jsonl` (a cut or malformed line is kept aside or named, never silently
@@ -12,7 +14,8 @@ r"""The harness: tasks x configurations, run and kept (priced by `stats.pricing`
   file.
 - `launch`     - the command line that runs a rerun profile's sweep, split over the processes it is launched
   as.
-- `result_files` - a run's result files stamped with their inputs and SHA-256, checked before they are shown.
+- `result_files` - a run's result files stamped with their inputs and SHA-256, checked before they are shown,
+  and rewritten only where a value changes beyond 1e-9.
 """
 
 import importlib
@@ -20,6 +23,7 @@ import importlib
 __all__ = [
     "configs",
     "evaluation",
+    "identity",
     "launch",
     "processes",
     "rerun_profiles",

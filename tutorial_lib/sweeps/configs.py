@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from ..maths import targets
+from .identity import alpha_text, beta_text
 from ..checks import check_gamma, check_real, check_temperature, check_whole_number
 
 __all__ = [
@@ -30,10 +31,6 @@ __all__ = [
     "check_run_name",
     "RUN_NAME",
     "sequence_argument",
-    "KEY_DIGITS",
-    "exact_value",
-    "canonical",
-    "key_of_row",
 ]
 
 
@@ -303,59 +300,6 @@ GEMMA_CURVES = [
 AUTO_GAMMA = "auto"
 
 
-#: Significant digits that name a number in a configuration's key and a sweep's hash: two floats that
-#: agree to this many digits are one value, so the last bits a processor's vector routines round
-#: differently (`np.geomspace`, `np.linspace`) never make a configuration, or a sweep, another one.
-KEY_DIGITS = 10
-
-
-def exact_value(value: float) -> float:
-    """`value` rounded to `KEY_DIGITS` significant digits, and 0 below 1e-12 in size (a grid's middle
-    point is 0 on one processor and 5.6e-17 on another): what names it in a key or a hash."""
-    value = float(value)
-    return 0.0 if abs(value) < 1e-12 else float(f"{value:.{KEY_DIGITS}g}")
-
-
-def canonical(settings):
-    """`settings` (JSON-like) with every float replaced by its `exact_value`: the form a sweep's hash and
-    the comparison of saved settings read, so a profile's floats that differ in their last bits name
-    the same sweep."""
-    if isinstance(settings, float):
-        return exact_value(settings)
-    if isinstance(settings, dict):
-        return {key: canonical(value) for key, value in settings.items()}
-    if isinstance(settings, (list, tuple)):
-        return type(settings)(canonical(value) for value in settings)
-    return settings
-
-
-def _alpha_text(alpha: float) -> str:
-    alpha = exact_value(alpha)
-    short = f"{alpha:.6g}"
-    return short if float(short) == alpha else repr(alpha)
-
-
-def _beta_text(beta) -> str:
-    return beta if isinstance(beta, str) else repr(exact_value(beta))
-
-
-def key_of_row(row: dict) -> str:
-    """The configuration key of a saved row, written as `Config.key` writes it today, from the row's own
-    alpha and beta: rows saved under an earlier form of the key (6 significant digits, or the float's
-    every digit) are read as their configuration's."""
-    fields = str(row["config"]).split("|")
-    if len(fields) < 7:
-        return row["config"]
-    alpha, beta = row.get("alpha"), row.get("beta")
-    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-        fields[3] = _alpha_text(alpha)
-    try:
-        fields[4] = _beta_text(beta if beta == "normalize" else float(beta))
-    except (TypeError, ValueError):
-        pass
-    return "|".join(fields)
-
-
 def opt_grid(n: int, temperature: float = 1.0) -> np.ndarray:
     """OPT's alphas for a sweep: `n` evenly spaced over its live range, [-1, 1] at T = 1 (where
     |max p - max q| <= D_TV(p, q), so OPT never defers for alpha >= 1 and always, where p != q, for
@@ -455,7 +399,7 @@ class Config:
         gamma, temperature and bonus. Alphas that differ within 10 significant digits are one
         configuration; any other two alphas never share a key."""
         key = (
-            f"{self.label}|{self.method}|{self.rule}|{_alpha_text(self.alpha)}|{_beta_text(self.beta)}"
+            f"{self.label}|{self.method}|{self.rule}|{alpha_text(self.alpha)}|{beta_text(self.beta)}"
             f"|g{self.gamma}|T{self.temperature:g}"
         )
         return key if self.bonus == "verifier" else f"{key}|bonus={self.bonus}"

@@ -24,7 +24,7 @@ import copy
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from . import evaluation as ev
-from .configs import canonical
+from .identity import canonical
 
 # not in `__all__`, but tests and benchmarks read it here (`reruns.GEMMA_OFFLINE_ALPHAS`)
 from .rerun_profiles import GEMMA_OFFLINE_ALPHAS as GEMMA_OFFLINE_ALPHAS

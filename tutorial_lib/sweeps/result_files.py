@@ -19,7 +19,7 @@ from typing import Dict, Optional
 import numpy as np
 import pandas as pd
 
-from .configs import canonical
+from .identity import canonical
 
 __all__ = [
     "RESULTS_STAMP",

@@ -16,7 +16,8 @@ import pandas as pd
 
 from .. import paths
 from . import rows_file
-from .configs import Config, Task, canonical, check_run_name, key_of_row
+from .configs import Config, Task, check_run_name
+from .identity import canonical, key_of_row
 from .processes import Processes
 
 __all__ = ["results_dir", "ModelRecord", "model_identity", "saved_models", "Sweep", "sweep_of"]

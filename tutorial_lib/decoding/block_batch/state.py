@@ -10,7 +10,7 @@ from typing import Dict, List
 import torch
 
 from ...models.adapter import LanguageModel
-from ..engine import TraceStep
+from ..generation import TraceStep
 from ..shared_prefix import PAD, forward_rows
 
 __all__ = ["Side", "encode_batch"]

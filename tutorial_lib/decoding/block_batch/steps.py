@@ -13,7 +13,7 @@ import torch
 from ...maths import targets
 from ...maths.verification import block_targets, temperature_laws, verify_block
 from ...models.adapter import LanguageModel
-from ..engine import Generation, TraceStep
+from ..generation import Generation, TraceStep
 from ..shared_prefix import PAD
 from .state import Ledger, Row, Side, agreement
 

@@ -23,20 +23,18 @@ Steps 3 and 4 are `verification.verify_block`, the one implementation of Algorit
 verification that `generate_batch` calls too; the options are checked by
 `options.check_generate_options` for both.
 
-Its parts: `entry_points` (`generate`, `generate_many`, `calibrate`), `methods` (one run's state and each
-method's loop) and `generation` (`Generation` and its per-token `TraceStep`).
+Its parts: `entry_points` (`generate`, `generate_many`, `calibrate`) and `methods` (one run's state and
+each method's loop). What it returns, `Generation` and its per-token `TraceStep`, lives beside it in
+`decoding.generation`, which every engine (this one, the batched ones) returns alike.
 """
 
 from .entry_points import calibrate, generate, generate_many
-from .generation import Generation, TraceStep
 from ..options import BONUS_OPTIONS, METHODS, SEQ_AGGREGATES
 
 __all__ = [
     "METHODS",
     "SEQ_AGGREGATES",
     "BONUS_OPTIONS",
-    "Generation",
-    "TraceStep",
     "generate",
     "generate_many",
     "calibrate",

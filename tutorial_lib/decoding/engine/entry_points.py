@@ -13,7 +13,7 @@ from .. import calibration
 from ..calibration import Calibration
 from ..gamma_policy import AutoGamma, auto_policy
 from ..options import check_generate_options, stop_tokens
-from .generation import Generation
+from ..generation import Generation
 from .methods import Run, run_method
 
 __all__ = ["generate", "generate_many", "calibrate"]

@@ -11,7 +11,7 @@ import torch
 
 from ...maths import targets
 from ...maths.verification import block_targets, temperature_laws, verify_block
-from .generation import TraceStep
+from ..generation import TraceStep
 
 __all__ = []  # what `generate` runs inside: the API is `entry_points` and `generation`
 
