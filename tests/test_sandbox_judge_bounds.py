@@ -345,3 +345,26 @@ def test_a_sweep_records_every_hostile_row_and_resumes_without_dying(tmp_path):
     saved = rows_path.read_bytes()
     again = ev.run_sweep(pair, tasks, configs, name="hostile-reports", root=tmp_path, progress=False)
     assert len(again) == len(SWEEP_CASES) and rows_path.read_bytes() == saved
+
+
+def test_a_plain_folder_is_never_taken_for_a_cgroup_root(tmp_path, monkeypatch):
+    """Where no cgroup is mounted, a probe's folder is a plain one: writing `pids.max` and `cgroup.procs`
+    there succeeds but bounds nothing, and its `cgroup.procs` would later name pids to kill. Refused; and
+    threads that probe at once all get the one answer."""
+    import threading
+
+    monkeypatch.setattr(isolation.cgroups, "_cgroup_candidates", lambda controller: [(str(tmp_path), True)])
+    assert isolation.cgroups._probe_cgroup_root("pids") is None
+    assert list(tmp_path.iterdir()) == []  # the probe's folder removed
+    monkeypatch.undo()
+    answers = []
+    isolation.cgroups._cgroup_root.cache_clear()
+    threads = [
+        threading.Thread(target=lambda: answers.append(isolation.cgroups._cgroup_root("pids")))
+        for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(answers)) == 1

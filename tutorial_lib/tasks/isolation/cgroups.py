@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,8 +35,16 @@ def _cgroup_candidates(controller: str) -> list[tuple[str, bool]]:
     return candidates
 
 
+_PROBING = threading.Lock()  # one probe at a time: threads of one process would share a probe's name
+
+
 @lru_cache(maxsize=None)
 def _cgroup_root(controller: str) -> tuple[str, bool] | None:
+    with _PROBING:
+        return _probe_cgroup_root(controller)
+
+
+def _probe_cgroup_root(controller: str) -> tuple[str, bool] | None:
     """A cgroup folder of `controller` this process may create sandboxes' groups in, else None.
     Measured where this was written (root in a container, cgroup v1): /sys/fs/cgroup/pids and
     /sys/fs/cgroup/memory work. Without a pids group the seccomp filter refuses every new thread
@@ -49,6 +58,8 @@ def _cgroup_root(controller: str) -> tuple[str, bool] | None:
         except OSError:
             continue
         try:
+            if not os.path.isfile(os.path.join(probe, "cgroup.procs")):
+                continue  # a plain folder (a tmpfs where no cgroup is mounted): not a group the kernel made
             with open(os.path.join(probe, limit_file), "w") as handle:
                 handle.write(str(MAX_TASKS if controller == "pids" else 256 * 1024 * 1024))
             # A process must be able to join it too (cgroup v2 may refuse that to a user who made the folder).
