@@ -845,3 +845,28 @@ def test_a_reply_nested_past_the_parsers_depth_scores_zero_without_raising():
     reply = f"```python\n{example['references'][0]}\n_TABLE = {'1+' * 400}1\n{deep}\n```"
     assert metrics.humaneval_pass(reply, example, **LIMITS) == 0.0
     assert metrics.code_pass(f"```python\n{deep}\n```", {"info": {"tests": ["assert f(1) == 1"]}}) == 0.0
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "code, test",
+    [
+        ("def f(n):\n    return (i for i in range(n))\n", "assert list(f(3)) == [0, 1, 2]"),
+        ("def f(s):\n    return map(int, s.split())\n", "assert list(f('1 2')) == [1, 2]"),
+        ("def f(d):\n    return d.keys()\n", "assert set(f({'a': 1, 'b': 2})) == {'a', 'b'}"),
+        ("def f(d):\n    return d.keys()\n", "assert f({'a': 1, 'b': 2}) == {'a', 'b'}"),
+        ("def f(d):\n    return d.items()\n", "assert sorted(f({'b': 2, 'a': 1})) == [('a', 1), ('b', 2)]"),
+        ("def f(n):\n    return range(n)\n", "assert f(3) == range(3)"),
+    ],
+)
+def test_iterators_views_and_ranges_cross_as_python_compares_them(code, test):
+    assert run(code, [test], entry_point="f").passed
+
+
+@needs_bwrap
+def test_an_iterator_equals_no_list_as_in_python():
+    # a generator is never equal to a list; judged outside, its items are, once listed
+    result = run(
+        "def f(n):\n    return (i for i in range(n))\n", ["assert f(3) == [0, 1, 2]"], entry_point="f"
+    )
+    assert not result.passed and "failed" in result.reason

@@ -1,7 +1,9 @@
 """The tagged plain data that crosses the sandbox's boundary, in both directions: `["N"]`, `["b", bool]`,
 `["i", "hex digits"]`, `["f", "repr"]`, `["c", ["re", "im"]]`, `["s", str]`, `["y", "hex"]`,
-`["l" | "t" | "S" | "F", [...]]`, `["d" | "o", [[key, value], ...]]` (a dict, an OrderedDict); `["x",
-"type name", truth]` marks a value that is not plain data and `["e", "message"]` a hole that raised.
+`["l" | "t" | "S" | "F", [...]]`, `["d" | "o", [[key, value], ...]]` (a dict, an OrderedDict), `["r", [start,
+stop, step]]` (a range), `["I" | "K" | "Y" | "V", [...]]` (an iterator's items, a dict's keys, items or values
+view); `["x", "type name", truth]` marks a value that is not plain data and `["e", "message"]` a hole that
+raised.
 
 This file is also the first part of the program the sandboxed interpreter runs (`sandbox_child`), so the
 child and the parent share one encoder and one decoder; it imports nothing. Integers travel in hex, which
@@ -62,11 +64,26 @@ def encode_value(
         pairs = [[encode_value(key, depth + 1), encode_value(item, depth + 1)] for key, item in items]
         # an OrderedDict's equality reads the order: it keeps its own tag
         return ["o" if type(value).__name__ == "OrderedDict" else "d", pairs]
+    if type(value) is range:
+        return ["r", [format(value.start, "x"), format(value.stop, "x"), format(value.step, "x")]]
+    view = _VIEWS.get(type(value).__name__)
+    if view is not None or hasattr(type(value), "__next__"):
+        # a dict view, a generator, a `map`: its items, so `list(f(x))` and `set(d.keys())` are judged
+        items = []
+        for item in value:
+            if len(items) >= MAX_NODES:
+                return ["x", "iterator of more than %d items" % MAX_NODES, True]
+            items.append(encode_value(item, depth + 1))
+        return [view or "I", items]
     try:
         truth = bool(value)
     except BaseException:  # noqa: BLE001 - a hostile __bool__
         truth = None
     return ["x", type(value).__name__, truth]
+
+
+# A dict's views keep their own tags: a keys or items view compares as a set, a values view only to itself.
+_VIEWS = {"dict_keys": "K", "dict_items": "Y", "dict_values": "V"}
 
 
 class Opaque:
@@ -128,6 +145,17 @@ def decode_value(data, _depth: int = 0, _budget: list | None = None, *, opaque: 
 
                 return collections.OrderedDict(pairs)
             return dict(pairs)
+        if tag == "r" and isinstance(payload, list) and len(payload) == 3:
+            return range(*(int(part, 16) for part in payload))
+        if tag in ("I", "K", "Y", "V") and isinstance(payload, list):
+            items = [decode_value(item, _depth + 1, budget) for item in payload]
+            if tag == "K":
+                return dict.fromkeys(items).keys()
+            if tag == "Y":
+                return dict(items).items()
+            if tag == "V":
+                return dict(enumerate(items)).values()
+            return iter(tuple(items))  # an iterator: `list()` of it works, and it equals nothing else
         if tag == "x" and opaque and len(data) == 3 and isinstance(data[2], bool):
             return Opaque(str(data[1])[:80], data[2])
         if tag == "x":

@@ -33,16 +33,17 @@ expected values in its caller's frames or through `gc`). The judge keeps them ap
    names is an expected hole of its own, so `find_zero(CASES[0][0])` hands the solution the value of
    `CASES[0][0]` alone. Holes are evaluated in rounds, the expected side first (`sandbox.runner`).
 4. **Only plain data crosses**, in both directions (`tutorial_lib.tasks.plain_data`): None, bool, int,
-   float, complex, str, bytes, list, tuple, set, frozenset, dict, OrderedDict; a subclass as the builtin
-   value it holds. A value of the expected side that is not plain data (a `re.Match`) reaches the parent
-   as an `Opaque`: its type and truth, enough for `is not None` and `assert`. A solution's value that is
-   not plain data cannot be handed over, and the test that needs it fails saying so. One exception: an
-   object the setup binds by name and a solution's call takes (`order(xs, negate)`, `max_height(root)`)
-   reaches the solution run as the setup's module-level lines that define or change it and nothing else
-   (`plans.definitions_slice`), and the test is refused when those lines bind a name on which the
-   expected side depends. Otherwise source text never crosses: the solution run receives the prompt code,
-   its own code, the source of its own holes and the values handed to them; never the rest of the setup,
-   the expected values, the skeleton or another hole's source.
+   float, complex, str, bytes, list, tuple, set, frozenset, dict, OrderedDict, range, a dict's views and
+   an iterator's items (a generator crosses as an iterator, so `list(f(x))` is judged and `f(x) == [...]`
+   is False, as in Python); a subclass as the builtin value it holds. A value of the expected side that is
+   not plain data (a `re.Match`) reaches the parent as an `Opaque`: its type and truth, enough for `is not
+   None` and `assert`. A solution's value that is not plain data cannot be handed over, and the test that
+   needs it fails saying so. One exception: an object the setup binds by name and a solution's call takes
+   (`order(xs, negate)`, `max_height(root)`) reaches the solution run as the setup's module-level lines
+   that define or change it and nothing else (`plans.definitions_slice`), and the test is refused when
+   those lines bind a name on which the expected side depends. Otherwise source text never crosses: the
+   solution run receives the prompt code, its own code, the source of its own holes and the values handed
+   to them; never the rest of the setup, the expected values, the skeleton or another hole's source.
 5. **The verdict is the parent's**: the budgeted judge worker (`judge_worker`) decodes the values into
    builtin objects and evaluates the skeleton over them with its own bounded interpreter
    (`skeletons.evaluate_skeleton`), so no code of the solution runs during the verdict.
