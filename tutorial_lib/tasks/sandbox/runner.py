@@ -18,7 +18,15 @@ from collections import OrderedDict
 from dataclasses import dataclass, fields
 
 from ..isolation import bwrap_problem
-from ..judge.plans import EXPECTED, SOLUTION, bound_names, definitions_slice, plan_tests, visible_rebindings
+from ..judge.plans import (
+    EXPECTED,
+    HOLE_PREFIX,
+    SOLUTION,
+    bound_names,
+    definitions_slice,
+    plan_tests,
+    visible_rebindings,
+)
 from ..judge.verdicts import MalformedReport, parse_report
 from ..judge_worker import JudgeOverBudget, judge_in_worker
 from .child_process import limit_failure, run_child
@@ -172,7 +180,7 @@ def run_python(
     common = dict(tests_total=len(tests), sandboxed=mode == "bwrap")
     try:
         statements = [plan.source for plan in plans if _runs_in_child(plan, trust_unjudged_tests)]
-        solution = dict(code=code, setup=setup if statements else "", statements=statements, plans=plans)
+        solution = dict(code=code, setup=setup if statements else "", statements=statements)
         values, report, outcome = _evaluate_holes(plans, setup, solution, run)
         if outcome is not None:
             common.update(
@@ -219,23 +227,28 @@ def _evaluate_holes(plans, setup, solution, run):
     values: dict = {}
     report, outcome = None, None
     setup_names = bound_names(setup, module_level=True)
+    # the expected hole, if any, applied to each solution's hole's value (`f(x).count(1)`)
+    outer_of = {(t, hole.needs[0]): (t, k) for (t, k), hole in holes.items() if hole.on_solution_value}
+    watch = {
+        "names": sorted({name for plan in plans for name in plan.judge_names}),
+        "attributes": sorted({pair for plan in plans for pair in plan.judge_attributes}),
+    }
     solution_runs = 1 if solution["statements"] else 0
     while len(values) < len(holes) or solution_runs:
         ready = [
             key for key in holes if key not in values and all((key[0], n) in values for n in holes[key].needs)
         ]
         side = EXPECTED if any(holes[key].side == EXPECTED for key in ready) else SOLUTION
-        handed = {}  # (test, hole) -> {placeholder: a setup name whose object the solution's call takes}
+        handed = {}  # (test, hole) -> {needed hole: the setup name whose object the solution's call takes}
         for key in list(ready):  # a hole whose input failed fails the same way, without a run
             inputs = {n: values[(key[0], n)] for n in holes[key].needs}
             if holes[key].side == side == SOLUTION:
                 handed[key] = {
-                    f"__judge_hole_{n}": holes[(key[0], n)].source
+                    n: holes[(key[0], n)].source
                     for n, value in inputs.items()
                     if value[0] == "x" and holes[(key[0], n)].source in setup_names
                 }
-            by_name = {int(name.rsplit("_", 1)[1]) for name in handed.get(key, {})}
-            broken = _broken_input(holes[key], [v for n, v in inputs.items() if n not in by_name])
+            broken = _broken_input(holes[key], [v for n, v in inputs.items() if n not in handed.get(key, {})])
             if broken:
                 values[key] = broken
                 ready.remove(key)
@@ -273,12 +286,12 @@ def _evaluate_holes(plans, setup, solution, run):
                     "reads": list(holes[key].reads),
                     "solution_names": list(holes[key].solution_names),
                     "inputs": {
-                        f"__judge_hole_{n}": values[(key[0], n)]
+                        f"{HOLE_PREFIX}{n}": values[(key[0], n)]
                         for n in holes[key].needs
-                        if f"__judge_hole_{n}" not in handed.get(key, {})
+                        if n not in handed.get(key, {})
                     },
-                    "by_name": handed.get(key, {}),
-                    **_applied_to_value(key, holes, values),
+                    "by_name": {f"{HOLE_PREFIX}{n}": name for n, name in handed.get(key, {}).items()},
+                    **_applied_to_value(key, outer_of.get(key), holes, values),
                 }
                 for key in batch
             ],
@@ -287,11 +300,7 @@ def _evaluate_holes(plans, setup, solution, run):
         if setup_slice:
             payload["setup_slice"] = setup_slice
         if side == SOLUTION:
-            plans = solution["plans"]
-            payload["watch"] = {
-                "names": sorted({name for plan in plans for name in plan.judge_names}),
-                "attributes": sorted({pair for plan in plans for pair in plan.judge_attributes}),
-            }
+            payload["watch"] = watch
             if solution_runs:
                 payload.update(statements=solution["statements"], setup=solution["setup"])
                 solution_runs = 0
@@ -306,7 +315,7 @@ def _evaluate_holes(plans, setup, solution, run):
         for key, value in zip(batch, report["values"] if side == SOLUTION else report_values):
             if side == SOLUTION and _tagged(value) and value[0] == "a" and len(value) == 2:
                 # not plain data: the solution's run applied the expected hole to its own object
-                outer = _outer(key, holes)
+                outer = outer_of.get(key)
                 values[key] = ["e", "applied on the solution's side"]
                 if outer is not None and outer not in values:
                     values[outer] = value[1] if _tagged(value[1]) else ["e", "no value"]
@@ -319,26 +328,17 @@ def _tagged(value) -> bool:
     return isinstance(value, list) and bool(value) and isinstance(value[0], str)
 
 
-def _outer(key, holes):
-    """The expected hole applied to the value of the solution's hole `key` (`f(x).count(1)`), if any."""
-    test, index = key
-    for (t, k), hole in holes.items():
-        if t == test and hole.on_solution_value and hole.needs[:1] == (index,):
-            return (t, k)
-    return None
-
-
-def _applied_to_value(key, holes, values) -> dict:
-    """For the solution's hole `key` whose value an expected hole takes apart (`f(x).count(1)`): that
-    hole's source on `__judge_value` and its other inputs, applied by the solution's run to its own
+def _applied_to_value(key, outer, holes, values) -> dict:
+    """For the solution's hole `key` whose value the expected hole `outer` takes apart (`f(x).count(1)`):
+    that hole's source on `__judge_value` and its other inputs, applied by the solution's run to its own
     object when the object is not plain data (and only then)."""
-    outer = _outer(key, holes)
     if outer is None or holes[key].side != SOLUTION:
         return {}
-    others = {f"__judge_hole_{n}": values.get((outer[0], n)) for n in holes[outer].needs[1:]}
+    others = {f"{HOLE_PREFIX}{n}": values.get((outer[0], n)) for n in holes[outer].needs[1:]}
     if any(value is None or value[0] in "ex" for value in others.values()):
         return {}  # its other inputs are not known yet, or not plain
-    source = holes[outer].source.replace(f"__judge_hole_{key[1]}", "__judge_value")
+    # the whole placeholder only: `__judge_hole_1` must not touch `__judge_hole_10`
+    source = re.sub(rf"\b{HOLE_PREFIX}{key[1]}\b", "__judge_value", holes[outer].source)
     if re.search(r"__judge_value\s*\.\s*__\w+__", source):
         return {}  # `f(x).__eq__(3)` is the test's comparison, never the object's to answer
     return {"then": source, "then_inputs": others, "then_reads": list(holes[outer].reads)}
