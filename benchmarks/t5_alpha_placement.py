@@ -44,7 +44,7 @@ def placement(result, k: int, temperature: float) -> dict:
     for curve in CURVES:
         alphas, rejection = alpha_grids.token_rejection_curve(result, curve)
         order = np.argsort(alphas)
-        label = alpha_grids.TOKEN_CURVE_LABELS[curve]
+        label = alpha_grids.evaluation_label(curve)
         interior = len(alpha_grids.plateaus(alphas, rejection)) - 2
         if temperature == 0:
             placed = alpha_grids.plateau_alphas(result, curve, k)

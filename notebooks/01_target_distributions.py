@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -154,7 +154,7 @@ tl.savefig(fig, "targets_examples")
 # $p$ (total variation 0.42 against 0.58) and it rejects fewer drafts than SpecDecode (0.47 against 0.59).
 
 # %% tags=["remove-output"]
-rule_widget = widgets.Dropdown(options=[(views.widgets.RULE_LABELS[r], r) for r in tl.RULES], value=rule,
+rule_widget = widgets.Dropdown(options=views.widgets.rule_choices(), value=rule,
                                description="rule")
 alpha_widget = widgets.FloatSlider(value=alpha, min=-5.0, max=5.0, step=0.01, description="alpha")
 # first, so alpha is in range when the view redraws

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -140,7 +140,7 @@ for key, value in lemma2.items():
 # %% [markdown]
 # ## beta = 1 against the normalising beta
 # With $\beta = 1$ (the common heuristic) the lossy target sums to *more* than one, so Algorithm 4 does
-# not emit $\pi$ but `targets.output_distribution(pi, q)`. This package's **Lossy\*** picks, per
+# not emit $\pi$ but `accept_reject.output_distribution(pi, q)`. This package's **Lossy\*** picks, per
 # position, the $\beta \ge 1 - \alpha$ at which the target sums to exactly one, so the emitted law *is*
 # the target. That is our choice of tuning, not the paper's: the paper's Lossy\* tunes $\beta$ with
 # Tran-Thien's procedure (accept as much as possible while the output stays within a KL budget of $p$),

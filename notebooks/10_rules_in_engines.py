@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -100,6 +100,8 @@ from tutorial_lib import models
 from tutorial_lib.lessons import engines
 from tutorial_lib.paths import CHECKOUT
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import laws
+from tutorial_lib.maths import accept_reject
 from tutorial_lib.stats import deferral_passes as dp
 from tutorial_lib.stats import learned_deferral as ld
 from tutorial_lib.stats import token_curves as tc
@@ -141,7 +143,7 @@ for k, text in enumerate(engines.CONTEXTS):
     ids = pair.verifier.encode(text)
     q, p = (x.double() for x in models.next_token_distributions(pair, ids))
     law = targets.target_distribution("mixture", q, p, alpha_of_weight)
-    tv = float(targets.tv_distance(p, q))
+    tv = float(laws.tv_distance(p, q))
     clock = time.perf_counter()
     hf_tokens, hf_drafted, hf_kept = engines.ensemble_first_tokens(pair, ids, weight, settings["n_samples"],
                                                                    seed=100 * k)
@@ -176,20 +178,21 @@ metrics["ensemble"] = ensemble.to_dict(orient="records")
 toy_p = torch.as_tensor(tl.toy.examples.toy_world_inputs().p, dtype=torch.float64)
 text_ids = pair.verifier.encode(" ".join(engines.CONTEXTS) + " and the answer is 42, computed in Python.")
 with torch.no_grad():
-    real_p = targets.probabilities(pair.verifier.start(text_ids).feed(text_ids).double(), 1.0)
+    real_p = laws.probabilities(pair.verifier.start(text_ids).feed(text_ids).double(), 1.0)
 checks = []
-for source, laws in (("toy world", toy_p), (f"{pair.verifier.name}", real_p)):
+for source, position_laws in (("toy world", toy_p), (f"{pair.verifier.name}", real_p)):
     generator = torch.Generator().manual_seed(0)
-    drafts = torch.randint(0, laws.shape[-1], (len(laws),), generator=generator)
-    second = laws.topk(2, -1).indices[:, 1]
+    drafts = torch.randint(0, position_laws.shape[-1], (len(position_laws),), generator=generator)
+    second = position_laws.topk(2, -1).indices[:, 1]
     for form, knob in (("vllm", relax_ratio), ("tensorrt", relaxed_delta)):
         rule, alpha_of = engines.RELAXED_FORMS[form]
         for label, d in (("random drafts", drafts), ("verifier's 2nd choice", second)):
-            for cap in (top_k, laws.shape[-1]):
-                engine = engines.relaxed_tokens(form, laws, d, knob, cap)
-                paper = engines.algorithm4_greedy_tokens(form, laws, d, knob, cap)
+            for cap in (top_k, position_laws.shape[-1]):
+                engine = engines.relaxed_tokens(form, position_laws, d, knob, cap)
+                paper = engines.algorithm4_greedy_tokens(form, position_laws, d, knob, cap)
                 checks.append({"laws": source, "engine": form, "knob": knob, "paper's rule": rule,
-                               "alpha": alpha_of(knob), "top-K": cap, "drafts": label, "positions": len(laws),
+                               "alpha": alpha_of(knob), "top-K": cap, "drafts": label,
+                               "positions": len(position_laws),
                                "kept": float((engine == d).double().mean()),
                                "identical": bool(torch.equal(engine, paper))})
 relaxed = pd.DataFrame(checks)
@@ -464,7 +467,7 @@ for k, text in enumerate(engines.CONTEXTS):
     tokens, drafted, kept = engines.engine_first_tokens(pair, ids, learned_alpha, settings["n_samples"],
                                                         seed=7 + k, rule="learned")
     exact.append({"context": text, "defers": bool(targets.deferral_decision("learned", q, p, learned_alpha)),
-                  "predicted rejection": float(targets.rejection_probability(target, q)),
+                  "predicted rejection": float(accept_reject.rejection_probability(target, q)),
                   "measured rejection": 1 - kept / drafted,
                   "chi2 p vs its target": engines.chi_square_test(tokens, target)[1]})
 exact = pd.DataFrame(exact)

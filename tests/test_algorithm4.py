@@ -39,7 +39,7 @@ def test_output_law_chi_square(rule, alpha, beta):
         torch.testing.assert_close(law, pi, atol=1e-12, rtol=0)  # the law is pi itself
     n = 20_000
     g = torch.Generator().manual_seed(1234)
-    draft = tl.maths.targets.sample(q.expand(n, -1), g)
+    draft = tl.maths.accept_reject.sample(q.expand(n, -1), g)
     tokens, accepted = tl.maths.verification.verify_draft(pi.expand(n, -1), q.expand(n, -1), draft, g)
     observed = torch.bincount(tokens, minlength=len(q)).double()
     assert observed[law == 0].sum() == 0
@@ -88,7 +88,7 @@ def _block(n_rows, seed=0):
             for (r, a), qq in zip([("chow", 0.75), ("spec", 0.0), ("token_v2", 0.2)], qs)
         ]
     )  # (3, V)
-    drafts = tl.maths.targets.sample(qs.expand(n_rows, -1, -1), g)  # (n_rows, 3)
+    drafts = tl.maths.accept_reject.sample(qs.expand(n_rows, -1, -1), g)  # (n_rows, 3)
     return pis.expand(n_rows, -1, -1), qs.expand(n_rows, -1, -1), drafts, g
 
 

@@ -13,6 +13,8 @@ from tutorial_lib.maths import alpha_grids as ag
 from tutorial_lib.sweeps import evaluation as ev
 from tutorial_lib import models
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import rules
+from tutorial_lib.maths import laws
 from tutorial_lib.decoding.engine import generate
 
 ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "results" / "token-analysis-4368c63a9810"
@@ -41,9 +43,9 @@ def test_opt_grid_elsewhere_asks_for_a_derived_range():
 def test_every_rule_grid_spans_its_live_range_with_interior_points():
     for label in ev.GEMMA_CURVES:
         rule = ev.CURVES[label].get("rule")
-        if rule not in targets.LIVE_ALPHA_RANGES:
+        if rule not in rules.LIVE_ALPHA_RANGES:
             continue
-        low, high = targets.LIVE_ALPHA_RANGES[rule]
+        low, high = rules.LIVE_ALPHA_RANGES[rule]
         grid = [c.alpha for c in ev.sweep_configs([label], temperatures=(1.0,), n_alpha=5)]
         assert grid[0] == low and grid[-1] == (0.99 if rule == "lossy" else high)
         assert sum(low < a < high for a in grid) >= 3
@@ -58,7 +60,7 @@ def test_opt_switch_points_lie_in_minus_one_one_at_t1_and_decide():
     points = ag.opt_switch_points(q_logits, p_logits, 1.0)
     assert len(points) == 400 and np.all(np.abs(points) <= 1 + 1e-12)
     # the decision switches exactly there: defer just below, keep just above
-    q, p = targets.probabilities(q_logits, 1.0), targets.probabilities(p_logits, 1.0)
+    q, p = laws.probabilities(q_logits, 1.0), laws.probabilities(p_logits, 1.0)
     for i in range(0, 400, 37):
         s = float(points[i])
         assert bool(targets.deferral_decision("opt", q[i], p[i], s - 1e-6))
@@ -125,7 +127,7 @@ def test_placed_alphas_spread_rejection_on_the_committed_token_analysis():
         block = summary["mean"][result.grid.slice(curve), 0]  # summarise's mean rejection per grid alpha
         assert np.allclose(rejection, block)
         placed = ag.alphas_at_rejection_quantiles(result, curve, 3)
-        low, high = targets.LIVE_ALPHA_RANGES[curve]
+        low, high = rules.LIVE_ALPHA_RANGES[curve]
         assert len(placed) == 3 and np.all((placed > low) & (placed < high))
         levels = np.interp(placed, alphas, rejection)
         top, bottom = rejection[0], rejection[-1]

@@ -11,6 +11,7 @@ import torch
 import tutorial_lib as tl
 from tutorial_lib import models
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import accept_reject
 from tutorial_lib.decoding.batch import generate_batch, prefill_batch
 from tutorial_lib.decoding.engine import generate
 
@@ -162,7 +163,7 @@ def output_law(pair, prompt, rule, alpha):
     q, p = models.next_token_distributions(pair, prompt)  # (V,) each, T = 1
     q, p = q.double(), p.double()
     pi = targets.target_distribution(rule, q, p, alpha)
-    return q, pi, targets.output_distribution(pi, q)
+    return q, pi, accept_reject.output_distribution(pi, q)
 
 
 def two_token_law(pair, prompt, rule, alpha):
@@ -210,7 +211,7 @@ def test_first_two_tokens_follow_the_output_law(pair, rule, alpha):
         assert chi_square_p_value(counts, drafter_law(pair, prompt).numpy() * n_rows) < 1e-6
         q0, pi0, _ = output_law(pair, prompt, rule, alpha)
         # First position: accepted drafts ~ Binomial(n, 1 - rejection probability).
-        accept = 1 - float(targets.rejection_probability(pi0, q0))
+        accept = 1 - float(accept_reject.rejection_probability(pi0, q0))
         n_accepted = sum(g.trace[0].accepted for g in rows)
         z = (n_accepted - n_rows * accept) / np.sqrt(n_rows * accept * (1 - accept))
         assert 0 < accept < 1 and abs(z) < 4, (accept, n_accepted / n_rows)

@@ -12,6 +12,9 @@ import torch
 import tutorial_lib as tl
 from tutorial_lib.lessons import engines
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import rules
+from tutorial_lib.maths import laws
+from tutorial_lib.maths import accept_reject
 from tutorial_lib.maths import token_analysis as ta
 from tutorial_lib.stats import deferral_passes as dp
 from tutorial_lib.stats import learned_deferral as ld
@@ -27,9 +30,11 @@ def confidence_weight(q, p, alpha, qu, pu):
 
 @pytest.fixture
 def weight_rule():
-    name = targets.register_deferral_rule("confidence_weight", confidence_weight, (0.0, 1.0), weight=True)
+    name = rules.register_rule(
+        "confidence_weight", confidence_weight, family="weight", alpha_range=(0.0, 1.0)
+    )
     yield name
-    targets.unregister_deferral_rule(name)
+    rules.unregister_rule(name)
 
 
 def test_a_weight_rule_targets_its_mixture_and_is_no_prefix_rule(weight_rule):
@@ -43,12 +48,12 @@ def test_a_weight_rule_targets_its_mixture_and_is_no_prefix_rule(weight_rule):
     )
     # Lemma 3 for a mixture: rejection r D_TV(p, q)
     np.testing.assert_allclose(
-        targets.rejection_probability(targets.target_distribution(weight_rule, q, p, 0.3), q),
-        r * targets.tv_distance(p, q),
+        accept_reject.rejection_probability(targets.target_distribution(weight_rule, q, p, 0.3), q),
+        r * laws.tv_distance(p, q),
         atol=1e-12,
     )
-    assert weight_rule in targets.RULES and weight_rule in targets.WEIGHT_RULES
-    assert weight_rule not in targets.PREFIX_RULES
+    assert weight_rule in rules.RULES and weight_rule in rules.WEIGHT_RULES
+    assert weight_rule not in rules.PREFIX_RULES
     with pytest.raises(ValueError, match="prefix rule"):
         tl.generate("toy-drafter", "toy-verifier", [0], method="oracle", rule=weight_rule, alpha=0.3)
     with pytest.raises(ValueError, match="outside"):
@@ -56,15 +61,13 @@ def test_a_weight_rule_targets_its_mixture_and_is_no_prefix_rule(weight_rule):
 
 
 def test_a_weight_rule_of_the_wrong_shape_is_refused():
-    name = targets.register_deferral_rule(
-        "scalar_weight", lambda q, p, a, qu, pu: torch.tensor(0.5), weight=True
-    )
+    name = rules.register_rule("scalar_weight", lambda q, p, a, qu, pu: torch.tensor(0.5), family="weight")
     try:
         with pytest.raises(ValueError, match="one value per position"):
             targets.target_distribution(name, torch.full((2, 4), 0.25), torch.full((2, 4), 0.25), 0.0)
     finally:
-        targets.unregister_deferral_rule(name)
-    assert name not in targets.RULES and name not in targets.WEIGHT_RULES
+        rules.unregister_rule(name)
+    assert name not in rules.RULES and name not in rules.WEIGHT_RULES
 
 
 def test_a_weight_rule_is_exact_in_distribution_in_the_engine(weight_rule):
@@ -74,14 +77,14 @@ def test_a_weight_rule_is_exact_in_distribution_in_the_engine(weight_rule):
         q, p = (x.double() for x in tl.models.next_token_distributions(pair, prompt))
         target = targets.target_distribution(weight_rule, q, p, 0.3)
         r = float(targets.deferral_weight(weight_rule, q, p, 0.3))
-        if not 0.05 < r < 0.95 or float(targets.tv_distance(p, q)) < 0.1:
+        if not 0.05 < r < 0.95 or float(laws.tv_distance(p, q)) < 0.1:
             continue
         tokens, drafted, kept = engines.engine_first_tokens(pair, prompt, 0.3, 800, seed=5, rule=weight_rule)
         assert engines.chi_square_test(tokens, target)[1] > 1e-4
-        expected = 1 - float(targets.rejection_probability(target, q))
+        expected = 1 - float(accept_reject.rejection_probability(target, q))
         assert abs(kept / drafted - expected) < 4.5 * np.sqrt(max(expected * (1 - expected), 1e-6) / drafted)
         for wrong in (q, p):  # the test sees a model's law as wrong where it is far enough
-            if float(targets.tv_distance(wrong, target)) > 0.15:
+            if float(laws.tv_distance(wrong, target)) > 0.15:
                 assert engines.chi_square_test(tokens, wrong)[1] < 1e-3
                 checked += 1
     assert checked >= 1
@@ -162,7 +165,7 @@ def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
                 curve[-1, 2:], held.sums[k, held.grid.slice("drafter")][0, 2:], atol=1e-9
             )
     finally:
-        targets.unregister_deferral_rule(name)
+        rules.unregister_rule(name)
     rows = ld.paired_differences(
         held, ["token_v2", "learned", "mixture"], reference="diversed", n_resamples=50
     )

@@ -18,6 +18,7 @@ from scipy import stats
 import tutorial_lib as tl
 from tutorial_lib import models
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import accept_reject
 from tutorial_lib.decoding.engine import generate
 
 N_RUNS = 5000
@@ -36,7 +37,7 @@ def laws(pair, prefix, rule, alpha):
     q, p = models.next_token_distributions(pair, prefix)  # (V,), (V,) at T = 1
     q, p = q.double(), p.double()
     pi = targets.target_distribution(rule, q, p, alpha)
-    return q, p, pi, targets.output_distribution(pi, q)
+    return q, p, pi, accept_reject.output_distribution(pi, q)
 
 
 def exact_two_token_law(pair, prompt, rule, alpha, gamma):

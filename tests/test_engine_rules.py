@@ -9,6 +9,9 @@ import torch
 from tutorial_lib import models
 from tutorial_lib.lessons import engines
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import rules
+from tutorial_lib.maths import laws
+from tutorial_lib.maths import accept_reject
 from tutorial_lib.maths.deferral_features import FEATURES, deferral_features
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -32,7 +35,9 @@ def test_mixture_is_the_constant_weight_target_and_lemma_3_holds(alpha):
     torch.testing.assert_close(
         targets.deferral_weight("mixture", q, p, alpha), torch.full((64,), 1 - alpha, dtype=torch.float64)
     )
-    torch.testing.assert_close(targets.rejection_probability(pi, q), (1 - alpha) * targets.tv_distance(p, q))
+    torch.testing.assert_close(
+        accept_reject.rejection_probability(pi, q), (1 - alpha) * laws.tv_distance(p, q)
+    )
 
 
 def test_mixture_refuses_an_alpha_outside_its_range():
@@ -110,8 +115,8 @@ def test_transformers_ensemble_verification_is_the_constant_mixture(tiny_pair):
     prompt, weight = [1, 2, 3], 0.6
     q, p = (x.double() for x in models.next_token_distributions(tiny_pair, prompt))
     law = targets.target_distribution("mixture", q, p, engines.ensemble_alpha(weight))
-    expected = 1 - weight * targets.tv_distance(p, q).item()
-    assert 0.05 < weight * targets.tv_distance(p, q).item()  # a pair whose laws differ enough to tell
+    expected = 1 - weight * laws.tv_distance(p, q).item()
+    assert 0.05 < weight * laws.tv_distance(p, q).item()  # a pair whose laws differ enough to tell
     hf_tokens, hf_drafted, hf_kept = engines.ensemble_first_tokens(tiny_pair, prompt, weight, N_SAMPLES)
     ours, our_drafted, our_kept = engines.engine_first_tokens(
         tiny_pair, prompt, engines.ensemble_alpha(weight), N_SAMPLES
@@ -133,7 +138,7 @@ def test_transformers_ensemble_verification_is_the_constant_mixture(tiny_pair):
 
 def test_registered_rule_is_a_mixture_with_its_decision():
     q, p = random_laws(50, 12, 5), random_laws(50, 12, 6)
-    name = targets.register_deferral_rule(
+    name = rules.register_rule(
         "gap_rule", lambda q, p, alpha, qu, pu: pu.max(-1).values - qu.max(-1).values > alpha
     )
     try:
@@ -142,25 +147,25 @@ def test_registered_rule_is_a_mixture_with_its_decision():
         torch.testing.assert_close(
             targets.target_distribution(name, q, p, 0.1), targets.target_distribution("diff", q, p, 0.1)
         )
-        assert "gap_rule" in targets.RULES and "gap_rule" in targets.PREFIX_RULES
+        assert "gap_rule" in rules.RULES and "gap_rule" in rules.PREFIX_RULES
     finally:
-        targets.unregister_deferral_rule("gap_rule")
-    assert "gap_rule" not in targets.RULES
+        rules.unregister_rule("gap_rule")
+    assert "gap_rule" not in rules.RULES
     with pytest.raises(ValueError, match="rule"):
         targets.target_distribution("gap_rule", q, p, 0.1)
 
 
 def test_register_refuses_the_paper_rules_and_bad_decisions():
     with pytest.raises(ValueError, match="name='opt'"):
-        targets.register_deferral_rule("opt", lambda *a: None)
+        rules.register_rule("opt", lambda *a: None)
     with pytest.raises(TypeError, match="decide=3"):
-        targets.register_deferral_rule("three", 3)
-    targets.register_deferral_rule("scalar_rule", lambda q, p, alpha, qu, pu: torch.tensor(True))
+        rules.register_rule("three", 3)
+    rules.register_rule("scalar_rule", lambda q, p, alpha, qu, pu: torch.tensor(True))
     try:
         with pytest.raises(ValueError, match="shape"):
             targets.deferral_decision("scalar_rule", random_laws(4, 6, 1), random_laws(4, 6, 2), 0.0)
     finally:
-        targets.unregister_deferral_rule("scalar_rule")
+        rules.unregister_rule("scalar_rule")
 
 
 def test_deferral_features_are_the_laws_read_outs():

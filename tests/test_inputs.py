@@ -184,25 +184,26 @@ def test_shared_checks_accept_and_refuse_alike():
     with pytest.raises(ValueError, match="loss='hinge' is unknown"):
         checks.check_loss("hinge")
     with pytest.raises(ValueError, match="rule='nope' is unknown"):
-        tl.maths.targets.check_rule("nope")
+        tl.maths.rules.check_rule("nope")
 
 
 def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
     # a view redrawn on a timer thread while the main thread decodes: the blocks interleave
     import threading
     from tutorial_lib.maths import targets
+    from tutorial_lib.maths import laws
 
     a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
 
     def first():
-        with targets.trusted_inputs():
+        with laws.trusted_inputs():
             a_in.set()
             b_in.wait(5)
         a_out.set()
 
     def second():
         a_in.wait(5)
-        with targets.trusted_inputs():
+        with laws.trusted_inputs():
             b_in.set()
             a_out.wait(5)
 
@@ -340,14 +341,14 @@ def test_an_empty_list_of_curves_gammas_or_temperatures_is_refused(argument):
 
 
 def test_trusted_logits_skip_their_checks_only_where_a_draw_would_catch_them():
-    from tutorial_lib.maths import targets
+    from tutorial_lib.maths import accept_reject, laws
 
     logits = torch.tensor([[0.0, float("nan"), 1.0]])
     with pytest.raises(ValueError, match="NaN"):
-        targets.probabilities(logits, 1.0)
-    with targets.trusted_inputs():
-        law = targets.probabilities(logits, 1.0)
+        laws.probabilities(logits, 1.0)
+    with laws.trusted_inputs():
+        law = laws.probabilities(logits, 1.0)
         with pytest.raises(RuntimeError, match="nan"):
-            targets.sample(law, torch.Generator().manual_seed(0))
+            accept_reject.sample(law, torch.Generator().manual_seed(0))
         with pytest.raises(ValueError, match="NaN"):  # at T = 0 an argmax would pick it silently
-            targets.probabilities(logits, 0.0)
+            laws.probabilities(logits, 0.0)

@@ -11,6 +11,7 @@ import torch
 from tutorial_lib import models
 
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import accept_reject
 from tutorial_lib.decoding.engine import generate
 from tutorial_lib.models import kernel_paths as kp
 
@@ -106,7 +107,7 @@ def test_first_tokens_follow_algorithm_4_on_a_path(path):
     pair = models.ModelPair(drafter, verifier)
     prompt, alpha, runs = [3, 5, 7], 0.5, 3000
     q, p = (row.double() for row in models.next_token_distributions(pair, prompt))
-    law = targets.output_distribution(targets.target_distribution("chow", q, p, alpha), q)
+    law = accept_reject.output_distribution(targets.target_distribution("chow", q, p, alpha), q)
     counts = np.zeros(q.shape[0])
     for seed in range(runs):
         g = generate(

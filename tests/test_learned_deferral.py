@@ -8,6 +8,9 @@ import torch
 import tutorial_lib as tl
 from tutorial_lib.lessons import engines
 from tutorial_lib.maths import targets
+from tutorial_lib.maths import rules
+from tutorial_lib.maths import laws
+from tutorial_lib.maths import accept_reject
 from tutorial_lib.maths import token_analysis as ta
 from tutorial_lib.stats import deferral_passes as dp
 from tutorial_lib.stats import learned_deferral as ld
@@ -111,7 +114,7 @@ def test_learned_curves_are_the_exact_statistics_of_the_rule_target(toy):
             np.testing.assert_allclose(mixture[0], verifier, atol=1e-9)
             np.testing.assert_allclose(mixture[-1, 2:], drafter[2:], atol=1e-9)
     finally:
-        targets.unregister_deferral_rule("learned_test")
+        rules.unregister_rule("learned_test")
 
 
 def test_paired_differences_of_a_curve_with_itself_are_zero(toy):
@@ -135,7 +138,7 @@ def test_learned_rule_is_exact_in_distribution_in_the_engine(toy):
             q, p = (x.double() for x in tl.models.next_token_distributions(pair, prompt))
             for alpha in (-50.0, 50.0):  # far ends: defer everywhere, keep everywhere (|g_hat| < 50 D_TV)
                 defers = bool(targets.deferral_decision("learned_engine", q, p, alpha))
-                if defers in decisions or float(targets.tv_distance(p, q)) < 0.1:
+                if defers in decisions or float(laws.tv_distance(p, q)) < 0.1:
                     continue  # one run per decision, on laws far enough apart to tell q from p
                 decisions.add(defers)
                 target = targets.target_distribution("learned_engine", q, p, alpha)
@@ -143,7 +146,7 @@ def test_learned_rule_is_exact_in_distribution_in_the_engine(toy):
                     pair, prompt, alpha, 800, seed=11, rule="learned_engine"
                 )
                 assert engines.chi_square_test(tokens, target)[1] > 1e-4
-                expected = 1 - float(targets.rejection_probability(target, q))
+                expected = 1 - float(accept_reject.rejection_probability(target, q))
                 assert abs(kept / drafted - expected) < 4.5 * np.sqrt(
                     max(expected * (1 - expected), 1e-6) / drafted
                 )
@@ -151,4 +154,4 @@ def test_learned_rule_is_exact_in_distribution_in_the_engine(toy):
                 assert engines.chi_square_test(tokens, q if defers else p)[1] < 1e-3
         assert decisions == {True, False}
     finally:
-        targets.unregister_deferral_rule("learned_engine")
+        rules.unregister_rule("learned_engine")

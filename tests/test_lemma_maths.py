@@ -121,7 +121,7 @@ def test_lemma2_check_agrees_and_would_notice_a_difference(world, monkeypatch):
     )
     # A residual that ignored beta would be caught.
     monkeypatch.setattr(
-        lossy, "tran_thien_residual", lambda q, p, beta: tl.maths.targets.residual_distribution(p, q)
+        lossy, "tran_thien_residual", lambda q, p, beta: tl.maths.accept_reject.residual_distribution(p, q)
     )
     assert lossy.lemma2_check(world, [0.5], betas=("normalize",))["residual_max_abs_diff"] > 1e-3
 

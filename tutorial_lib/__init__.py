@@ -56,25 +56,29 @@ NAMES = {
     "savefig": "views.figures",
     "ToyWorld": "toy.toyworld",
     **{
+        name: "maths.rules"
+        for name in ("RULES", "PREFIX_RULES", "TOKEN_RULES", "ALPHA_RANGES", "LIVE_ALPHA_RANGES")
+    },
+    "register_rule": "maths.rules",
+    **{
         name: "maths.targets"
         for name in (
-            "ALPHA_RANGES",
-            "LIVE_ALPHA_RANGES",
-            "PREFIX_RULES",
-            "RULES",
-            "TOKEN_RULES",
-            "acceptance_probability",
             "acceptance_set",
             "alpha_grid",
             "deferral_decision",
             "deferral_weight",
             "lossy_beta",
+            "target_distribution",
+        )
+    },
+    **{name: "maths.laws" for name in ("probabilities", "tv_distance")},
+    **{
+        name: "maths.accept_reject"
+        for name in (
+            "acceptance_probability",
             "output_distribution",
-            "probabilities",
             "rejection_probability",
             "residual_distribution",
-            "target_distribution",
-            "tv_distance",
         )
     },
 }

@@ -7,7 +7,7 @@ message everywhere:
   floats (`3`, `np.int64(3)`, `3.0`) are accepted; `True`, `2.5`, `"3"` are not;
 - real numbers (`check_real`): ints, floats and numpy scalars, never strings or booleans;
 - the sampling temperature $T$ (`check_temperature`): $T = 0$ (greedy) or a finite $T > 0$;
-- names from a fixed list (`check_choice`, `check_loss`; `targets.check_rule` checks a rule), random seeds
+- names from a fixed list (`check_choice`, `check_loss`; `rules.check_rule` checks a rule), random seeds
   (`check_seed`) and devices (`check_device`).
 
 Each raises `TypeError` for a value of the wrong kind and `ValueError` for one out of range.
@@ -88,7 +88,7 @@ def check_real(value, name: str, *, finite: bool = False, allow_nan: bool = Fals
 
 def check_temperature(temperature) -> float:
     r"""The sampling temperature $T$: 0 for greedy decoding, or a finite $T > 0$ (however small:
-    `targets.probabilities` divides in float64 where float32 would round $T$ to 0)."""
+    `laws.probabilities` divides in float64 where float32 would round $T$ to 0)."""
     temperature = check_real(temperature, "temperature", allow_nan=True)
     if not math.isfinite(temperature) or temperature < 0:
         raise ValueError(

@@ -16,7 +16,7 @@ one token per row, so all rows stay aligned and need no cache cropping. Per step
 
 The emitted token then follows $\min\{q_t, \pi_t\} + \big(\sum_v \max\{0, q_t(v) - \pi_t(v)\}\big)\,
 \mathrm{norm}(\max\{0, \pi_t - q_t\})$, which is $\pi_t$ for every rule whose target sums to one
-(`targets.output_distribution`). As in the engine, the sampled laws are temperature-scaled and the
+(`accept_reject.output_distribution`). As in the engine, the sampled laws are temperature-scaled and the
 decisions (max-probability tests, acceptance sets) use the $T = 1$ laws.
 
 How the rows share the forward passes:
@@ -50,7 +50,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from ..checks import check_gamma
-from ..maths import targets
+from ..maths import laws
 from ..models.adapter import LanguageModel
 from .generation import Generation
 from .lockstep import (
@@ -125,7 +125,7 @@ def _decode_chunk(
     mask = chunk.mask  # (b, M + steps so far)
     time_s = {which: chunk.time_s.get(which, 0.0) for which in lms}
     live = list(range(len(ids)))  # the rows still running, in the caches' batch order
-    with targets.trusted_inputs():  # every law below comes from `probabilities`
+    with laws.trusted_inputs():  # every law below comes from `probabilities`
         while live:
             feed = rows.last[live]  # (k,)
             mask = torch.cat([mask, torch.ones(len(live), 1, dtype=mask.dtype)], dim=1)  # (k, M + steps + 1)
@@ -204,7 +204,7 @@ def generate_batch(
     r"""Generate continuations of many `prompts` at once; one `Generation` per prompt, in order.
 
     `method="speculative"` (at the default `gamma=1`) is speculative execution at $\gamma = 1$ with target
-    $\pi = \mathbb{T}(q, p)$ of `rule` (any of `targets.RULES`, None meaning "spec"; `alpha` and `beta` as in
+    $\pi = \mathbb{T}(q, p)$ of `rule` (any of `rules.RULES`, None meaning "spec"; `alpha` and `beta` as in
     `engine.generate`): per step each row drafts $x \sim q_t$, keeps it with probability
     $\min\{1, \pi_t(x)/q_t(x)\}$ and otherwise samples the residual $\mathrm{norm}(\max\{0, \pi_t - q_t\})$.
     `method="drafter"` / `"verifier"` decode with one model. Row `i` uses seed `seeds[i]`

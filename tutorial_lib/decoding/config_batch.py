@@ -38,7 +38,7 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from ..maths import targets
+from ..maths import laws
 from ..maths.verification import temperature_laws
 from .lockstep import (
     BATCH_METHODS,
@@ -143,7 +143,7 @@ def _decode_chunk(chunk: Chunk, lms, verifier, prompt_ids, seeds, settings, max_
     time_s = {which: chunk.time_s.get(which, 0.0) for which in lms}
     needed = {which: 0 for which in lms}
     computed = {which: 0 for which in lms}
-    with targets.trusted_inputs():
+    with laws.trusted_inputs():
         while slot_rows:
             logits, position = {}, {}
             for which, lm in lms.items():
@@ -162,19 +162,19 @@ def _decode_chunk(chunk: Chunk, lms, verifier, prompt_ids, seeds, settings, max_
                 live = [r for r in range(c * n, (c + 1) * n) if r in slot_of]
                 if not live:
                     continue
-                laws = {}
+                row_laws = {}
                 for w in uses[c]:
                     key = (w, s["temperature"])
                     if key not in slot_laws:
                         slot_laws[key] = temperature_laws(logits[w], s["temperature"])
                     index = torch.tensor([position[w][slot_of[r]] for r in live])
                     scaled, unscaled = slot_laws[key]
-                    laws[w] = (scaled[index], scaled[index] if unscaled is scaled else unscaled[index])
+                    row_laws[w] = (scaled[index], scaled[index] if unscaled is scaled else unscaled[index])
                     needed[w] += len(live)
                 if s["method"] == "speculative":
-                    speculative_step_on_laws(rows, laws, live, s["rule"], s["alpha"], s["beta"])
+                    speculative_step_on_laws(rows, row_laws, live, s["rule"], s["alpha"], s["beta"])
                 else:
-                    plain_step_on_law(rows, laws[s["method"]][0], live, s["method"])
+                    plain_step_on_law(rows, row_laws[s["method"]][0], live, s["method"])
             # The new slots: each old slot's running rows, grouped by the token they just emitted.
             new_rows, parents = [], []
             for old, members in enumerate(slot_rows):

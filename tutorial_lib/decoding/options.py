@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..maths import targets
+from ..maths import rules
 from ..checks import check_choice, check_gamma, check_real, check_temperature, check_whole_number
 
 __all__ = [
@@ -75,7 +76,7 @@ def _check_bild(alpha, bild_threshold, bild_fallback):
 
 def _check_rule_for(method: str, rule) -> Optional[str]:
     if method == "speculative":
-        return check_choice("spec" if rule is None else rule, targets.RULES, "rule")
+        return check_choice("spec" if rule is None else rule, rules.RULES, "rule")
     if method in ("token_cascade", "seq_cascade"):
         if rule not in (None, "chow"):
             raise ValueError(
@@ -84,10 +85,8 @@ def _check_rule_for(method: str, rule) -> Optional[str]:
             )
         return "chow"
     if method == "oracle":
-        if rule not in targets.PREFIX_RULES:
-            raise ValueError(
-                f"method='oracle' needs a prefix rule: one of {', '.join(targets.PREFIX_RULES)}."
-            )
+        if rule not in rules.PREFIX_RULES:
+            raise ValueError(f"method='oracle' needs a prefix rule: one of {', '.join(rules.PREFIX_RULES)}.")
         return rule
     if rule is not None:  # drafter, verifier, bild: a rule given here would be silently ignored
         raise ValueError(

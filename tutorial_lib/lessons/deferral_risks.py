@@ -20,7 +20,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import torch
 
-from ..maths import lemmas, targets
+from ..maths import lemmas
+from ..maths import laws
 from ..checks import check_loss, check_temperature
 from ..toy.examples import check_context, context_name, default_world, reshaped_world
 from ..toy.toyworld import ToyWorld
@@ -118,7 +119,7 @@ def context_risks(
     P, q, p = t.P[row], t.q[row], t.p[row]
     loss_q = float(lemmas.expected_loss(P, q, loss))
     loss_p = float(lemmas.expected_loss(P, p, loss))
-    tv = float(targets.tv_distance(p, q))
+    tv = float(laws.tv_distance(p, q))
     weight = 1.0 if lemma == 1 else tv
     est_q, est_p = plugin_estimates(q, p, loss)
     gap = {"chow": est_q, "diff": est_q - est_p, "opt": est_q - est_p}

@@ -46,6 +46,8 @@ import torch
 from scipy import stats as scipy_stats
 
 from ..maths import targets
+from ..maths import rules
+from ..maths import laws
 from ..maths.verification import verify_block
 
 __all__ = [
@@ -182,7 +184,7 @@ def relaxed_tokens(form: str, p, drafts, knob: float, top_k: int) -> torch.Tenso
     `tensorrt`: $p(x) \\ge \\max p -$ `knob`), else the verifier's argmax. `p`: `(B, V)` verifier laws at
     $T = 1$; `drafts`: `(B,)` token ids."""
     form = _check_form(form)
-    p = targets.check_pair(p, p)[1]
+    p = laws.check_pair(p, p)[1]
     drafts = torch.as_tensor(drafts, dtype=torch.long)
     top = p.max(-1).values
     px = p.gather(-1, drafts.unsqueeze(-1)).squeeze(-1)
@@ -197,11 +199,11 @@ def capped_token_target(
     r"""A token rule's target with its acceptance set capped to the verifier's top `top_k` tokens:
     $\pi = q\,1_{A_K} + (1 - q(A_K))\,p$ with $A_K = A \cap \mathrm{top}_K(p)$ (`top_k` $\ge$ the vocabulary:
     `targets.target_distribution` itself). Sets from the temperature-1 laws (default `q`, `p`)."""
-    if rule not in targets.TOKEN_RULES:
+    if rule not in rules.TOKEN_RULES:
         raise ValueError(
-            f"rule={rule!r}: a capped set needs a token rule, one of {', '.join(targets.TOKEN_RULES)}."
+            f"rule={rule!r}: a capped set needs a token rule, one of {', '.join(rules.TOKEN_RULES)}."
         )
-    q, p = targets.check_pair(q, p)
+    q, p = laws.check_pair(q, p)
     pu = p if p_unscaled is None else torch.as_tensor(p_unscaled, dtype=p.dtype)
     qu = q if q_unscaled is None else torch.as_tensor(q_unscaled, dtype=q.dtype)
     in_set = targets.acceptance_set(rule, qu, pu, alpha) & _top_k_mask(pu, top_k)
@@ -212,7 +214,7 @@ def algorithm4_greedy_tokens(form: str, p_unscaled, drafts, knob: float, top_k: 
     """The tokens Algorithm 4 (`verification.verify_block`) emits with a one-hot drafter at `drafts`, a
     greedy verifier (its $T = 0$ law) and the engine's rule as a capped Token-V3 / Token-V2 target."""
     rule, alpha_of = RELAXED_FORMS[_check_form(form)]
-    p1 = targets.check_pair(p_unscaled, p_unscaled)[1].double()
+    p1 = laws.check_pair(p_unscaled, p_unscaled)[1].double()
     drafts = torch.as_tensor(drafts, dtype=torch.long)
     q0 = torch.nn.functional.one_hot(drafts, p1.shape[-1]).to(p1.dtype)  # a greedy drafter's law
     p0 = torch.nn.functional.one_hot(p1.argmax(-1), p1.shape[-1]).to(p1.dtype)  # a greedy verifier's law

@@ -19,6 +19,8 @@ from typing import Any, Callable, Dict, Tuple
 import torch
 
 from ..maths import latency, targets
+from ..maths import laws
+from ..maths import accept_reject
 from ..toy import examples as toy_examples
 from . import deferral_risks, lossy
 
@@ -113,7 +115,7 @@ _LIST = [
         "OPT's rejection probability in the blind-spot context, from Lemma 3",
         ("q", "p", "alpha"),
         lambda q, p, alpha: float(
-            targets.rejection_probability(targets.target_distribution("opt", q, p, alpha), q)
+            accept_reject.rejection_probability(targets.target_distribution("opt", q, p, alpha), q)
         ),
         "Lemma 3: a deferral rule rejects with probability delta * D_TV(p, q), where delta (0 or 1) is the "
         "rule's own decision (`tl.deferral_decision`).",
@@ -154,7 +156,7 @@ _LIST = [
                 )
             )
             * float(
-                targets.tv_distance(
+                laws.tv_distance(
                     examples["confident drafter, unsure verifier"].p,
                     examples["confident drafter, unsure verifier"].q,
                 )
@@ -180,7 +182,7 @@ _LIST = [
         ("examples",),
         lambda examples: (
             0.7
-            * float(targets.tv_distance(examples["verifier blind spot"].p, examples["verifier blind spot"].q))
+            * float(laws.tv_distance(examples["verifier blind spot"].p, examples["verifier blind spot"].q))
         ),
         "Lemma 3 with the mixture weight r of p: rho = r * D_TV(p, q).",
         "0.7 * tv_distance(p, q).",
@@ -257,8 +259,8 @@ _LIST = [
         "D_TV(emitted law, p) of the lossy target",
         (),
         lambda: float(
-            targets.tv_distance(
-                targets.output_distribution(
+            laws.tv_distance(
+                accept_reject.output_distribution(
                     targets.target_distribution("lossy", *_q_p_example(), 0.5, beta=1.0), _q_p_example()[0]
                 ),
                 _q_p_example()[1],

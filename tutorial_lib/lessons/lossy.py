@@ -14,7 +14,7 @@ does exactly the same. `tran_thien_acceptance` and `tran_thien_residual` are the
 nothing of `targets`; `lemma2_check` compares them with `targets` token by token over a toy world.
 
 `beta_sweep` compares $\beta = 1$ with the normalising $\beta$ (Lossy*, `targets.lossy_beta`) through
-the law Algorithm 4 emits, `targets.output_distribution`: its $D_{TV}$ and
+the law Algorithm 4 emits, `accept_reject.output_distribution`: its $D_{TV}$ and
 $\mathrm{KL}(\text{emitted} \,\|\, p) = \sum_v e(v) \log(e(v)/p(v))$ to $p$.
 """
 
@@ -25,6 +25,8 @@ from typing import Optional, Sequence
 import torch
 
 from ..maths import lemmas, targets
+from ..maths import laws
+from ..maths import accept_reject
 from ..checks import check_temperature
 from ..toy.examples import check_context, default_world
 from ..toy.toyworld import ToyWorld
@@ -46,7 +48,7 @@ __all__ = [
 def tran_thien_acceptance(q, p, alpha: float) -> torch.Tensor:
     r"""Lossy speculative sampling's chance of keeping each token $x$ if drafted:
     $\min\{1, p(x) / ((1 - \alpha)\, q(x))\}$, shape `(..., V)`. Tokens with $q(x) = 0$ are never
-    drafted; they get 1, the convention of `targets.acceptance_probability`."""
+    drafted; they get 1, the convention of `accept_reject.acceptance_probability`."""
     alpha = float(alpha)
     if not 0 <= alpha < 1:
         raise ValueError(f"alpha={alpha}: lossy speculative sampling needs 0 <= alpha < 1.")
@@ -120,18 +122,18 @@ def lemma2_check(
             for beta in betas:
                 pi = targets.target_distribution("lossy", q, p, alpha, beta=beta)
                 # (C, V, V): row (c, v) repeats context c so each token is scored as a draft.
-                ours = targets.acceptance_probability(
+                ours = accept_reject.acceptance_probability(
                     pi.unsqueeze(1).expand(C, V, V), q.unsqueeze(1).expand(C, V, V), every_token
                 )
                 acc_diff = max(acc_diff, float((ours - tran_thien_acceptance(q, p, alpha)).abs().max()))
                 tokens += C * V
                 # A rejection chance below 1e-12 is rounding (Lossy* divides by the target's sum):
                 # such a position is never rejected in practice, and its residual is arbitrary.
-                reachable = targets.rejection_probability(pi, q) > 1e-12
+                reachable = accept_reject.rejection_probability(pi, q) > 1e-12
                 theirs = tran_thien_residual(q, p, beta_value(q, p, alpha, beta))
                 defined = theirs.sum(-1) > 0
                 compare = reachable & defined
-                diff = (targets.residual_distribution(pi, q) - theirs).abs().max(-1).values
+                diff = (accept_reject.residual_distribution(pi, q) - theirs).abs().max(-1).values
                 res_diff = max(res_diff, float(diff[compare].max()) if compare.any() else 0.0)
                 positions += int(compare.sum())
                 skipped += int((~reachable).sum())
@@ -160,7 +162,7 @@ def lemma2_context(
     used = beta_value(q, p, alpha, beta)
     pi = targets.target_distribution("lossy", q, p, alpha, beta=beta)
     V = q.shape[-1]
-    rejected = float(targets.rejection_probability(pi, q))
+    rejected = float(accept_reject.rejection_probability(pi, q))
     return dict(
         table=t,
         row=row,
@@ -170,12 +172,12 @@ def lemma2_context(
         beta=used,
         alpha=alpha,
         rejection=rejected if rejected > 1e-12 else 0.0,
-        algorithm4_acceptance=targets.acceptance_probability(
+        algorithm4_acceptance=accept_reject.acceptance_probability(
             pi.expand(V, V), q.expand(V, V), torch.arange(V)
         ),
         tran_thien_acceptance=tran_thien_acceptance(q, p, alpha),
         tran_thien_residual=tran_thien_residual(q, p, used),
-        algorithm4_residual=targets.residual_distribution(pi, q),
+        algorithm4_residual=accept_reject.residual_distribution(pi, q),
     )
 
 
@@ -189,7 +191,7 @@ def beta_sweep(
 
     Per beta, averaged over the contexts visited under $P$ (weights as in the lemmas): `acceptance_rate`,
     the mean chance a draft is kept; `tv_to_p`, the mean $D_{TV}$ between the emitted law
-    (`targets.output_distribution`) and $p$; `kl_to_p`, the mean $\mathrm{KL}(\text{emitted} \,\|\, p)$;
+    (`accept_reject.output_distribution`) and $p$; `kl_to_p`, the mean $\mathrm{KL}(\text{emitted} \,\|\, p)$;
     `target_mass`, the mean of $\sum_v \pi(v)$ (1 for Lossy*, above 1 for `beta = 1`). And `loss`, the
     exact per-token 0-1 loss of the text the rule generates (`world.evaluate`).
     """
@@ -201,11 +203,11 @@ def beta_sweep(
         rows = {"acceptance_rate": [], "tv_to_p": [], "kl_to_p": [], "target_mass": [], "loss": []}
         for alpha in out["alpha"]:
             pi = targets.target_distribution("lossy", t.q, t.p, alpha, beta=beta)
-            emitted = targets.output_distribution(pi, t.q)
+            emitted = accept_reject.output_distribution(pi, t.q)
             rows["acceptance_rate"].append(
-                lemmas.total_risk(t.weight, 1 - targets.rejection_probability(pi, t.q))
+                lemmas.total_risk(t.weight, 1 - accept_reject.rejection_probability(pi, t.q))
             )
-            rows["tv_to_p"].append(lemmas.total_risk(t.weight, targets.tv_distance(emitted, t.p)))
+            rows["tv_to_p"].append(lemmas.total_risk(t.weight, laws.tv_distance(emitted, t.p)))
             rows["kl_to_p"].append(lemmas.total_risk(t.weight, kl_divergence(emitted, t.p)))
             rows["target_mass"].append(lemmas.total_risk(t.weight, pi.sum(-1)))
             rows["loss"].append(
@@ -231,12 +233,16 @@ def beta_context(
     row = check_context(world, context_index)
     t = world.contexts(check_temperature(temperature))
     q, p = t.q[row], t.p[row]
-    laws, distances = {"p (verifier)": p, "q (drafter)": q}, {}
+    shown, distances = {"p (verifier)": p, "q (drafter)": q}, {}
     for beta in (1.0, "normalize"):
-        emitted = targets.output_distribution(targets.target_distribution("lossy", q, p, alpha, beta=beta), q)
-        laws[f"emitted, {beta_label(beta)}"] = emitted
-        distances[beta_label(beta)] = dict(
-            tv=float(targets.tv_distance(emitted, p)), kl=float(kl_divergence(emitted, p))
+        emitted = accept_reject.output_distribution(
+            targets.target_distribution("lossy", q, p, alpha, beta=beta), q
         )
-    accept = 1 - float(targets.rejection_probability(targets.target_distribution("lossy", q, p, alpha), q))
-    return dict(table=t, row=row, alpha=alpha, laws=laws, distances=distances, acceptance=accept)
+        shown[f"emitted, {beta_label(beta)}"] = emitted
+        distances[beta_label(beta)] = dict(
+            tv=float(laws.tv_distance(emitted, p)), kl=float(kl_divergence(emitted, p))
+        )
+    accept = 1 - float(
+        accept_reject.rejection_probability(targets.target_distribution("lossy", q, p, alpha), q)
+    )
+    return dict(table=t, row=row, alpha=alpha, laws=shown, distances=distances, acceptance=accept)

@@ -17,7 +17,7 @@ $z = (\hat\rho - \rho)/\mathrm{se}$.
 
 Examples (`examples.Example`) hold temperature-1 probabilities; they are scaled with `scaled`
 (decisions use the temperature-1 ones, as in `targets`). Each rule sits somewhere on its alpha span
-(`ALPHA_SPANS`: `targets.ALPHA_RANGES`, bounded); `alpha_at(rule, lenience)` puts every rule at the
+(`alpha_span`: `rules.ALPHA_RANGES`, bounded); `alpha_at(rule, lenience)` puts every rule at the
 same fraction of its span.
 """
 
@@ -30,8 +30,11 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..maths import targets, verification
+from ..maths import rules
+from ..maths import laws
+from ..maths import accept_reject
 from ..checks import check_gamma, check_temperature
-from ..maths.targets import check_rule
+from ..maths.rules import check_rule
 from ..toy.examples import Example, get_example, single_example, toy_examples, toy_world_inputs
 from ..maths.latency import expected_tokens_per_call
 
@@ -39,7 +42,8 @@ __all__ = [
     "Beta",
     "VARIANTS",
     "CURVE_VARIANTS",
-    "ALPHA_SPANS",
+    "LESSON_SPANS",
+    "LOSSY_VARIANTS",
     "alpha_span",
     "alpha_at",
     "alpha_sweep",
@@ -59,39 +63,39 @@ __all__ = [
 
 Beta = Union[float, str]
 
-#: (label, rule, beta) for every target the lessons compare; `beta` only matters for `lossy`.
-VARIANTS: Tuple[Tuple[str, str, Beta], ...] = (
-    ("SpecDecode", "spec", 1.0),
+#: The lessons' labels of the lossy rule's two betas.
+LOSSY_VARIANTS: Tuple[Tuple[str, str, Beta], ...] = (
     ("Lossy (β=1)", "lossy", 1.0),
     ("Lossy* (β normalises)", "lossy", "normalize"),
-    ("BiLD*", "bild", 1.0),
-    ("Chow", "chow", 1.0),
-    ("Diff", "diff", 1.0),
-    ("OPT", "opt", 1.0),
-    ("Token-V1", "token_v1", 1.0),
-    ("Token-V2", "token_v2", 1.0),
-    ("Token-V3", "token_v3", 1.0),
 )
-#: The variants whose rejection rate moves with alpha (SpecDecode is their common reference).
-CURVE_VARIANTS = VARIANTS[1:]
 
-#: The span of alpha the lessons sweep per rule: `targets.ALPHA_RANGES`, except that OPT (unbounded)
+
+def _variants() -> tuple:
+    deciding = [(r.label, r.name, 1.0) for r in rules.RULE_TABLE.values() if r.family in ("prefix", "token")]
+    return (("SpecDecode", "spec", 1.0), *LOSSY_VARIANTS, *deciding)
+
+
+#: (label, rule, beta) for every target the lessons compare: SpecDecode, lossy at both betas, and every rule
+#: of the prefix and token families of `rules.RULE_TABLE` (a live view); `beta` only matters for `lossy`.
+VARIANTS = rules.TableView(_variants)
+#: The variants whose rejection rate moves with alpha (SpecDecode is their common reference).
+CURVE_VARIANTS = rules.TableView(lambda: _variants()[1:])
+
+#: The span of alpha the lessons sweep, where it is not the rule's alpha range (`alpha_span`): OPT (unbounded)
 #: gets [-5, 5] and lossy (which excludes 1) stops at 0.99. OPT's decision can only change where
 #: |alpha| <= |max p - max q| / D_TV(p, q). At T = 1 that ratio is at most 1 (with v the argmax of p,
 #: max p - max q <= p(v) - q(v) <= D_TV, and the same the other way round), so [-1, 1] would do; at
 #: other temperatures D_TV is that of the scaled distributions and the ratio grows, hence [-5, 5].
-ALPHA_SPANS: Dict[str, Tuple[float, float]] = {
-    **targets.ALPHA_RANGES,
-    "opt": (-5.0, 5.0),
-    "lossy": (0.0, 0.99),
-}
+LESSON_SPANS: Dict[str, Tuple[float, float]] = {"opt": (-5.0, 5.0), "lossy": (0.0, 0.99)}
 
 _LOG_FLOOR = -1e4  # stands in for log(0) so the logits stay finite; exp() of it is exactly 0
 
 
 def alpha_span(rule: str) -> Optional[Tuple[float, float]]:
-    """`(low, high)` of `rule`'s alpha span (low = SpecDecode end), or `None` if it ignores alpha."""
-    return ALPHA_SPANS.get(check_rule(rule))
+    """`(low, high)` of `rule`'s alpha span (low = SpecDecode end): `LESSON_SPANS`, else its alpha range in
+    `rules.RULE_TABLE`; `None` if it ignores alpha."""
+    record = rules.rule(rule)
+    return LESSON_SPANS.get(record.name, record.alpha_range)
 
 
 def alpha_at(rule: str, lenience: float) -> float:
@@ -119,7 +123,7 @@ def scaled(probs, temperature: float) -> torch.Tensor:
     r"""Temperature-$T$ version of temperature-1 probabilities: $\mathrm{softmax}(\log \text{probs} / T)$."""
     probs = torch.as_tensor(probs, dtype=torch.float64)
     logits = probs.clamp_min(1e-300).log().clamp_min(_LOG_FLOOR)
-    return targets.probabilities(logits, check_temperature(temperature))
+    return laws.probabilities(logits, check_temperature(temperature))
 
 
 def target_at(rule: str, q_unscaled, p_unscaled, alpha: float, temperature: float, beta: Beta = 1.0):
@@ -162,8 +166,8 @@ def target_readouts(
     temperature, gamma = check_temperature(temperature), check_gamma(gamma)
     q, p, pi = target_at(rule, example.q, example.p, alpha, temperature, beta)
     q_u, p_u = example.q, example.p
-    tv = float(targets.tv_distance(p, q))
-    rho = float(targets.rejection_probability(pi, q))
+    tv = float(laws.tv_distance(p, q))
+    rho = float(accept_reject.rejection_probability(pi, q))
     out = dict(
         example=example.name,
         rule=rule,
@@ -194,7 +198,7 @@ def target_readouts(
         )
         return out
     out["deferral_weight"] = weight
-    if rule in targets.TOKEN_RULES:
+    if rule in rules.TOKEN_RULES:
         in_set = targets.acceptance_set(rule, q, p, alpha, q_unscaled=q_u, p_unscaled=p_u)
         accepted = [example.labels[i] for i in in_set.nonzero().flatten().tolist()]
         out["acceptance_set"] = accepted
@@ -225,7 +229,7 @@ def target_readouts(
             f"{max_p - alpha * tv:.3f}: {verdict}"
         )
     else:  # bild: the distance of the temperature-1 distributions
-        distance = float(targets.tv_distance(p_u, q_u))
+        distance = float(laws.tv_distance(p_u, q_u))
         out["decision"] = (
             f"D_TV at T=1 = {distance:.3f} {'>' if out['defers'] else '<='} alpha = {alpha:.3f}: {verdict}"
         )
@@ -244,7 +248,7 @@ def every_rule_numbers(example: Example, lenience: float, temperature: float) ->
         numbers = dict(
             rule=rule,
             alpha=alpha,
-            rejection=float(targets.rejection_probability(pi, q)),
+            rejection=float(accept_reject.rejection_probability(pi, q)),
             deferral_weight=float(
                 targets.deferral_weight(rule, q, p, alpha, q_unscaled=example.q, p_unscaled=example.p)
             ),
@@ -275,7 +279,7 @@ def lemma3_gap(
     r"""Largest $|\rho - \delta D_{TV}(p, q)|$ of the read-outs over every mixture rule and `n_alpha`
     alphas spanning its range (0 up to rounding, by Lemma 3)."""
     gaps = []
-    for rule in ("drafter", "verifier", "spec") + targets.PREFIX_RULES:
+    for rule in ("drafter", "verifier", "spec") + rules.PREFIX_RULES:
         for alpha in alpha_sweep(rule, n_alpha).tolist():
             out = target_readouts(example, rule, alpha, temperature, examples=examples)
             gaps.append(abs(out["rejection_probability"] - out["lemma3_rejection"]))
@@ -293,7 +297,7 @@ def _weighted_rate(example: Example, rule: str, alpha: float, temperature: float
         example.p.reshape(-1, example.p.shape[-1]),
     )  # (C, V)
     q, _, pi = target_at(rule, q_u, p_u, alpha, temperature, beta)
-    return float(example.context_weights() @ targets.rejection_probability(pi, q))
+    return float(example.context_weights() @ accept_reject.rejection_probability(pi, q))
 
 
 @functools.lru_cache(maxsize=64)
@@ -308,7 +312,7 @@ def _curves(example: Example, temperature: float, n_alpha: int) -> dict:
         alphas = alpha_sweep(rule, n_alpha)
         rates = [_weighted_rate(example, rule, float(a), temperature, beta) for a in alphas]
         curves[label] = dict(rule=rule, beta=beta, alpha=alphas.tolist(), rejection=rates)
-    spec = float(w @ targets.tv_distance(scaled(p_u, temperature), scaled(q_u, temperature)))
+    spec = float(w @ laws.tv_distance(scaled(p_u, temperature), scaled(q_u, temperature)))
     return dict(example=example.name, temperature=temperature, spec=spec, curves=curves)
 
 
@@ -338,7 +342,7 @@ def rejection_at(
     example: Union[str, Example, None], alpha: float, temperature: float = 1.0, *, examples=None
 ) -> Dict[str, Optional[float]]:
     r"""Each variant's rejection rate $\sum_c w_c \rho_c$ at one `alpha`; `None` where `alpha` lies outside
-    the rule's span (`ALPHA_SPANS`)."""
+    the rule's span (`alpha_span`)."""
     example = toy_world_inputs() if example is None else get_example(example, examples)
     alpha, temperature = float(alpha), check_temperature(temperature)
     if math.isnan(alpha):
@@ -377,7 +381,7 @@ def simulate_rejections(pi, q, n: int, generator: Optional[torch.Generator] = No
         raise ValueError(f"n={n}: simulate at least one draft.")
     V = q.shape[-1]
     q_rows, pi_rows = q.expand(int(n), V), pi.expand(int(n), V)  # (n, V): n independent drafts
-    draft = targets.sample(q_rows, generator)
+    draft = accept_reject.sample(q_rows, generator)
     _, accepted = verification.verify_draft(pi_rows, q_rows, draft, generator)
     return int((~accepted).sum())
 
@@ -402,7 +406,7 @@ def lemma3_check(
     rows = []
     for example in pairs:
         q, p = scaled(example.q, temperature), scaled(example.p, temperature)
-        tv = float(targets.tv_distance(p, q))
+        tv = float(laws.tv_distance(p, q))
         for r in rs:
             if not 0.0 <= r <= 1.0:
                 raise ValueError(f"r={r}: a mixture weight lies in [0, 1].")
@@ -438,11 +442,11 @@ def rule_rejection_check(
     rows = []
     for example in pairs:
         for label, rule, beta in VARIANTS:
-            if rule != "lossy" and rule not in targets.TOKEN_RULES:
+            if rule != "lossy" and rule not in rules.TOKEN_RULES:
                 continue
             alpha = alpha_at(rule, lenience)
             q, _, pi = target_at(rule, example.q, example.p, alpha, temperature, beta)
-            predicted = float(targets.rejection_probability(pi, q))
+            predicted = float(accept_reject.rejection_probability(pi, q))
             rate, stderr, z = binomial_z(simulate_rejections(pi, q, n, generator), n, predicted)
             rows.append(
                 dict(

@@ -20,6 +20,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from ..maths import targets
+from ..maths import rules
 from ..checks import check_gamma, check_temperature
 from ..toy.examples import default_world, world_from_key, world_key
 from ..maths.latency import expected_latency
@@ -27,18 +28,18 @@ from ..toy.toyworld import ToyWorld
 
 __all__ = ["TRADEOFF_METHODS", "check_methods", "figure1_curves", "tradeoff_curves", "tradeoff_summary"]
 
-#: Label -> (rule, beta) of the methods notebook 05 compares, in the order they are drawn.
-TRADEOFF_METHODS = {
-    "SpecDecode": ("spec", 1.0),
-    "Lossy (beta = 1)": ("lossy", 1.0),
-    "BiLD*": ("bild", 1.0),
-    "Chow": ("chow", 1.0),
-    "Diff": ("diff", 1.0),
-    "OPT": ("opt", 1.0),
-    "Token-V1": ("token_v1", 1.0),
-    "Token-V2": ("token_v2", 1.0),
-    "Token-V3": ("token_v3", 1.0),
-}
+
+def _tradeoff_methods() -> dict:
+    methods = {"SpecDecode": ("spec", 1.0), "Lossy (beta = 1)": ("lossy", 1.0)}
+    for record in rules.RULE_TABLE.values():
+        if record.family in ("prefix", "token"):
+            methods[record.label] = (record.name, 1.0)
+    return methods
+
+
+#: Label -> (rule, beta) of the methods notebook 05 compares, in the order they are drawn: SpecDecode, lossy
+#: and every rule of the prefix and token families of `rules.RULE_TABLE` (a live view).
+TRADEOFF_METHODS = rules.TableMapping(_tradeoff_methods)
 
 
 def figure1_curves(
@@ -93,7 +94,7 @@ def _cached_curves(settings, gamma, temperature, n_alpha, methods):
         # Rules without an alpha (SpecDecode) are one point, not n_alpha copies of it.
         alphas = (
             targets.alpha_grid(rule, n_alpha)
-            if rule in targets.ALPHA_RANGES
+            if rule in rules.ALPHA_RANGES
             else torch.zeros(1, dtype=torch.float64)
         )
         points = [

@@ -1,7 +1,9 @@
 r"""The maths of the paper, with no models and no data: each module opens with the equations it implements.
 
-- `targets`        - Table 1: the target distributions $\mathbb{T}(q, p)$ and deferral rules (Chow, Diff, OPT,
-  Token-V1/2/3, Lossy, BiLD), `check_rule`; it re-exports `laws` and `accept_reject`.
+- `rules`          - the paper's rules as one table: one record per rule (its id, labels, family, decision,
+  alpha ranges), `check_rule`, `register_rule`; the names `RULES`, `TOKEN_RULES`, ... are live views of it.
+- `targets`        - Table 1: the target distribution $\mathbb{T}(q, p)$ of each rule built from its record
+  (Chow, Diff, OPT, Token-V1/2/3, Lossy, BiLD), the decisions and acceptance sets, `check_alpha`.
 - `laws`           - next-token laws: `probabilities` (softmax at temperature $T$), `tv_distance`, and the
   input checks (`check_pair`, `trusted_inputs`).
 - `accept_reject`  - Algorithm 4's accept/reject step: acceptance probability, residual, rejection probability
@@ -22,6 +24,7 @@ r"""The maths of the paper, with no models and no data: each module opens with t
 import importlib
 
 __all__ = [
+    "rules",
     "targets",
     "laws",
     "accept_reject",

@@ -4,7 +4,7 @@ r"""Live alpha grids: where each rule's $\alpha$ changes a decision, and alphas 
 drafter end (target $q$) to its SpecDecode end (target $p$; Token-V3's $\alpha = 0$ still accepts
 $p$'s top token). The decisions use the temperature-1 laws (`targets.deferral_decision`), so the
 range over which they change does not depend on $T$: Chow $[0, 1]$, Diff $[-1, 1]$, Token-V1/V2
-$[-1, 1]$, Token-V3 $[0, 1]$, lossy $[0, 1)$, BiLD* $[0, 1]$ (`targets.LIVE_ALPHA_RANGES`).
+$[-1, 1]$, Token-V3 $[0, 1]$, lossy $[0, 1)$, BiLD* $[0, 1]$ (`rules.LIVE_ALPHA_RANGES`).
 
 **OPT** defers where $\max q < \max p - \alpha\, D_{TV}(p_T, q_T)$; its TV term is computed on the
 temperature-scaled laws. With $g = \max p - \max q$ (temperature 1) and $D = D_{TV}(p_T, q_T)$, a
@@ -49,10 +49,11 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from . import targets
+from . import rules
+from . import laws
 
 __all__ = [
-    "TOKEN_CURVE_LABELS",
+    "evaluation_label",
     "live_range",
     "live_alpha_grid",
     "opt_switch_points",
@@ -66,36 +67,32 @@ __all__ = [
     "plateau_alphas",
 ]
 
-#: Curve names of the token-level analysis (`token_analysis.CURVES`) -> the evaluation's labels
-#: (`evaluation.CURVES`).
-TOKEN_CURVE_LABELS: Dict[str, str] = {
-    "chow": "SpecCascade [Chow]",
-    "diff": "SpecCascade [Diff]",
-    "opt": "SpecCascade [OPT]",
-    "token_v1": "SpecCascade [Token-V1]",
-    "token_v2": "SpecCascade [Token-V2]",
-    "token_v3": "SpecCascade [Token-V3]",
-    "lossy": "SpecDecode [Lossy]",
-    "lossy*": "Lossy*",
-    "bild": "BiLD*",
-}
+
+def evaluation_label(curve: str) -> str:
+    """The evaluation's curve label (`sweeps.configs.CURVES`, the rows' `label`) of a curve name of the
+    token-level analysis (`token_analysis.CURVES`): the rule's curve in `rules.RULE_TABLE`, and "Lossy*" for
+    `lossy*` (lossy with the normalising beta)."""
+    if curve == "lossy*":
+        return "Lossy*"
+    label = rules.rule(curve).curve
+    if label is None:
+        raise ValueError(f"rule {curve!r} draws no curve of its own in the evaluation; pick a rule with one.")
+    return label
 
 
 def live_range(rule: str, temperature: float = 1.0) -> tuple:
     """`(low, high)`: the alphas between which `rule`'s decisions change (SpecDecode end first).
     OPT's is $[-1, 1]$ at $T \\in \\{0, 1\\}$ and depends on the distributions elsewhere (ValueError)."""
-    targets.check_rule(rule)
-    if rule not in targets.LIVE_ALPHA_RANGES:
-        raise ValueError(
-            f"rule {rule!r} has no alpha; rules with one: {', '.join(targets.LIVE_ALPHA_RANGES)}."
-        )
+    rules.check_rule(rule)
+    if rule not in rules.LIVE_ALPHA_RANGES:
+        raise ValueError(f"rule {rule!r} has no alpha; rules with one: {', '.join(rules.LIVE_ALPHA_RANGES)}.")
     if rule == "opt" and temperature not in (0.0, 1.0):
         raise ValueError(
             f"OPT's live range at T={temperature} depends on the distributions (its TV term is on the "
             "temperature-scaled laws): derive it with alpha_grids.opt_live_range(q_logits, p_logits, T) "
             "and pass the grid as sweep_configs(alphas={'SpecCascade [OPT]': [...]})."
         )
-    return targets.LIVE_ALPHA_RANGES[rule]
+    return rules.LIVE_ALPHA_RANGES[rule]
 
 
 def live_alpha_grid(rule: str, n: int, temperature: float = 1.0) -> np.ndarray:
@@ -112,12 +109,12 @@ def opt_switch_points(q_logits, p_logits, temperature: float) -> np.ndarray:
     $g = \max p - \max q$ at $T = 1$, $D = D_{TV}(p_T, q_T)$; positions with $D = 0$ (alpha-blind) are
     left out. `q_logits`, `p_logits`: shape `(..., V)`."""
     q_scaled, p_scaled = (
-        targets.probabilities(q_logits, temperature),
-        targets.probabilities(p_logits, temperature),
+        laws.probabilities(q_logits, temperature),
+        laws.probabilities(p_logits, temperature),
     )
-    q1, p1 = targets.probabilities(q_logits, 1.0), targets.probabilities(p_logits, 1.0)
+    q1, p1 = laws.probabilities(q_logits, 1.0), laws.probabilities(p_logits, 1.0)
     gap = (p1.max(-1).values - q1.max(-1).values).double().reshape(-1)
-    distance = targets.tv_distance(p_scaled, q_scaled).double().reshape(-1)
+    distance = laws.tv_distance(p_scaled, q_scaled).double().reshape(-1)
     live = distance > 0
     return (gap[live] / distance[live]).numpy()
 
@@ -229,12 +226,12 @@ def placed_alphas(
     for curve in curves:
         alphas = alphas_at_rejection_quantiles(result, curve, k, task=task).tolist()
         rule = curve.rstrip("*")
-        low, high = targets.LIVE_ALPHA_RANGES[rule]
+        low, high = rules.LIVE_ALPHA_RANGES[rule]
         if ends:
             alphas = [low] + alphas + [0.999 if rule == "lossy" else high]
-        elif curve == "token_v3":
+        elif not rules.rule(rule).spec_end:  # Token-V3's alpha = 0: a run no other stands for
             alphas = [low] + alphas
-        out[TOKEN_CURVE_LABELS[curve]] = [float(a) for a in dict.fromkeys(alphas)]
+        out[evaluation_label(curve)] = [float(a) for a in dict.fromkeys(alphas)]
     return out
 
 
@@ -281,6 +278,6 @@ def plateau_alphas(
         interior = [interior[i] for i in chosen]
     placed = [round(run[2], digits) for run in interior]
     if ends:
-        low, high = targets.LIVE_ALPHA_RANGES[curve.rstrip("*")]
+        low, high = rules.LIVE_ALPHA_RANGES[curve.rstrip("*")]
         placed = [low] + placed + [0.999 if curve.startswith("lossy") else high]
     return [float(a) for a in dict.fromkeys(placed)]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from . import targets
+from . import laws
 
 __all__ = ["FEATURES", "deferral_features"]
 
@@ -39,10 +39,10 @@ def _entropy(x: torch.Tensor) -> torch.Tensor:
 def deferral_features(q, p) -> torch.Tensor:
     """The features of `FEATURES` for each position, shape `(..., len(FEATURES))`, in float64.
 
-    `q`, `p`: probabilities of shape `(..., V)` over one vocabulary (checked as `targets.check_pair`
+    `q`, `p`: probabilities of shape `(..., V)` over one vocabulary (checked as `laws.check_pair`
     does). Pass the temperature-1 laws: the paper's decisions are made on those.
     """
-    q, p = targets.check_pair(q, p)
+    q, p = laws.check_pair(q, p)
     q, p = q.double(), p.double()
     top_q, top_p = q.argmax(-1, keepdim=True), p.argmax(-1, keepdim=True)
     columns = (

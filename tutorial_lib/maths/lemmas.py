@@ -30,6 +30,7 @@ from typing import Callable
 import torch
 
 from . import targets
+from . import laws
 from ..checks import LOSSES, check_loss
 
 __all__ = [
@@ -49,7 +50,7 @@ def expected_loss(P, model, loss: str = "zero_one") -> torch.Tensor:
     r"""$\mathbb{E}_{x \sim P}[\ell(x, m)]$ per row: $1 - P(\arg\max_v m(v))$ for 0-1 loss (the model
     predicts its argmax), $-\sum_v P(v) \log m(v)$ for log loss."""
     check_loss(loss)
-    model, P = targets.check_pair(model, P, "model", "P")
+    model, P = laws.check_pair(model, P, "model", "P")
     if loss == "zero_one":
         return 1.0 - P.gather(-1, model.argmax(-1, keepdim=True)).squeeze(-1)
     logs = torch.where(P > 0, model.log(), torch.zeros_like(model))
@@ -67,7 +68,7 @@ def speculative_deferral_risk(r, P, q, p, alpha: float, loss: str = "zero_one") 
     $(1 - r)\,\mathbb{E}_P[\ell(x, q)] + r\,(\mathbb{E}_P[\ell(x, p)] + \alpha D_{TV}(p, q))$."""
     r = torch.as_tensor(r, dtype=torch.float64)
     return (1 - r) * expected_loss(P, q, loss) + r * (
-        expected_loss(P, p, loss) + alpha * targets.tv_distance(p, q)
+        expected_loss(P, p, loss) + alpha * laws.tv_distance(p, q)
     )
 
 
@@ -78,7 +79,7 @@ def optimal_deferral(P, q, p, alpha: float, loss: str = "zero_one") -> torch.Ten
 
 def optimal_speculative_deferral(P, q, p, alpha: float, loss: str = "zero_one") -> torch.Tensor:
     r"""Lemma 4: $r^* = 1(\mathbb{E}_P[\ell(x, q)] > \mathbb{E}_P[\ell(x, p)] + \alpha D_{TV}(p, q))$."""
-    return expected_loss(P, q, loss) > expected_loss(P, p, loss) + alpha * targets.tv_distance(p, q)
+    return expected_loss(P, q, loss) > expected_loss(P, p, loss) + alpha * laws.tv_distance(p, q)
 
 
 def brute_force_deferral(
@@ -108,7 +109,7 @@ def plugin_deferral(rule: str, q, p, alpha: float, loss: str = "zero_one") -> to
     check_loss(loss)
     if rule not in ("chow", "diff", "opt"):
         raise ValueError(f"rule={rule!r} has no plug-in here; use 'chow', 'diff' or 'opt'.")
-    q, p = targets.check_pair(q, p)
+    q, p = laws.check_pair(q, p)
     if loss == "zero_one":
         return targets.deferral_decision(rule, q, p, alpha)
     h_q, h_p = _entropy(q), _entropy(p)
@@ -116,7 +117,7 @@ def plugin_deferral(rule: str, q, p, alpha: float, loss: str = "zero_one") -> to
         return h_q > alpha
     if rule == "diff":
         return h_q > h_p + alpha
-    return h_q > h_p + alpha * targets.tv_distance(p, q)
+    return h_q > h_p + alpha * laws.tv_distance(p, q)
 
 
 def total_risk(weight, risk_rows) -> float:

@@ -54,6 +54,8 @@ import numpy as np
 import torch
 
 from . import targets
+from . import rules
+from . import accept_reject
 from .verification import temperature_laws
 
 __all__ = [
@@ -72,7 +74,7 @@ __all__ = [
     "MIXTURE_CURVES",
 ]
 
-#: Every curve: the rules of `targets.RULES`, `lossy` twice (beta = 1, and `lossy*` = beta "normalize").
+#: Every curve: the rules of `rules.RULES`, `lossy` twice (beta = 1, and `lossy*` = beta "normalize").
 CURVES = (
     "drafter",
     "verifier",
@@ -98,14 +100,14 @@ MIXTURE_CURVES = ("mixture", "learned", "diversed")
 
 
 def curve_rule(curve: str):
-    """`(rule, beta)` of a curve name of `CURVES`, of another rule of `targets.RULES` (the constant
-    `mixture`, rules added by `targets.register_deferral_rule`) or of `MIXTURE_CURVES`: the per-item sums
+    """`(rule, beta)` of a curve name of `CURVES`, of another rule of `rules.RULES` (the constant
+    `mixture`, rules added by `rules.register_rule`) or of `MIXTURE_CURVES`: the per-item sums
     of those are built from the oracle's per-position columns (`stats.learned_deferral`), since each is a
     mixture of q and p."""
-    if curve not in CURVES and curve not in targets.RULES and curve not in MIXTURE_CURVES:
+    if curve not in CURVES and curve not in rules.RULES and curve not in MIXTURE_CURVES:
         raise ValueError(
             f"unknown curve {curve!r}; choose one of {', '.join(CURVES)} "
-            f"(or another rule of targets.RULES: {', '.join(r for r in targets.RULES if r not in CURVES)})."
+            f"(or another rule of rules.RULES: {', '.join(r for r in rules.RULES if r not in CURVES)})."
         )
     if curve == "lossy*":
         return "lossy", "normalize"
@@ -154,24 +156,19 @@ def default_grid(n_alpha: int = 41, temperature: float = 1.0, curves: Sequence[s
     """
     if n_alpha < 2:
         raise ValueError(f"n_alpha={n_alpha}: a curve needs at least its two ends.")
-    ranges = {
-        "bild": (0, 1),
-        "chow": (0, 1),
-        "diff": (-1, 1),
-        "opt": (-1, 1),
-        "token_v1": (-1, 1),
-        "token_v2": (-1, 1),
-        "token_v3": (0, 1),
-        "lossy": (0, 1),
-        "lossy*": (0, 1),
-    }
     alphas = {}
     for curve in curves:
         curve_rule(curve)
         if curve in _ONE_POINT:
             alphas[curve] = (0.0,)
             continue
-        values = np.linspace(*ranges[curve], n_alpha)
+        low, high = rules.LIVE_ALPHA_RANGES[curve_rule(curve)[0]]
+        if not np.isfinite([low, high]).all():
+            raise ValueError(
+                f"curve {curve!r} has the unbounded live range ({low}, {high}); register its rule with a "
+                "bounded alpha_range."
+            )
+        values = np.linspace(low, high, n_alpha)
         if curve == "opt" and temperature != 1.0:
             values = np.unique(np.concatenate([values, [-50, -10, -3, 3, 10, 50]]))
         alphas[curve] = tuple(float(a) for a in values)
@@ -437,9 +434,9 @@ def direct_statistics(
     else:
         kw = dict(q_unscaled=qu, p_unscaled=pu)
         pi = targets.target_distribution(rule, q, p, alpha, beta=beta, **kw)
-        out = targets.output_distribution(pi, q) if rule == "lossy" else pi
+        out = accept_reject.output_distribution(pi, q) if rule == "lossy" else pi
         w = targets.deferral_weight(rule, q, p, alpha, **kw)
-    rejection = targets.rejection_probability(pi, q)
+    rejection = accept_reject.rejection_probability(pi, q)
     greedy = _greedy_loss(out[None], torch.tensor([y]))[0]
     return torch.stack([rejection, w.double(), 1.0 - out[y], greedy, -torch.log(out[y])])
 

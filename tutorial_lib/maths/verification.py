@@ -10,7 +10,7 @@ verifier's $p_n$ in the paper), one verification step
 3. or, when all $n$ drafts were accepted, appends a bonus token drawn from the bonus law.
 
 Each emitted token then follows $\min\{q_j, \pi_j\} + \big(\sum_v \max\{0, q_j(v) - \pi_j(v)\}\big)
-\,\mathrm{norm}(\max\{0, \pi_j - q_j\})$ (`targets.output_distribution`), which is $\pi_j$ when $\pi_j$
+\,\mathrm{norm}(\max\{0, \pi_j - q_j\})$ (`accept_reject.output_distribution`), which is $\pi_j$ when $\pi_j$
 sums to one (Leviathan et al.'s Lemma; Algorithm 5 of the paper for the deferral rules).
 
 Random draws come in the order of the algorithm: coin $j$, then (after a rejection) the residual,
@@ -33,6 +33,8 @@ from typing import Callable, Optional, Sequence, Tuple, Union
 import torch
 
 from . import targets
+from . import laws
+from . import accept_reject
 from .accept_reject import sample_each
 
 __all__ = ["BlockVerdict", "temperature_laws", "block_targets", "verify_block", "verify_draft"]
@@ -70,8 +72,8 @@ def temperature_laws(logits, temperature: float) -> Tuple[torch.Tensor, torch.Te
     BiLD's distance) while drafts and outputs are sampled at $T$; shape `(..., V)` each. At $T = 1$
     both are the same tensor.
     """
-    scaled = targets.probabilities(logits, temperature)
-    unscaled = scaled if temperature == 1.0 else targets.probabilities(logits, 1.0)
+    scaled = laws.probabilities(logits, temperature)
+    unscaled = scaled if temperature == 1.0 else laws.probabilities(logits, 1.0)
     return scaled, unscaled
 
 
@@ -95,7 +97,7 @@ def _draw_coins(generators: Generators, rows: torch.Tensor, dtype) -> torch.Tens
 def _draw_tokens(generators: Generators, rows: torch.Tensor, laws: torch.Tensor) -> torch.Tensor:
     """One token per row from `laws` `(k, V)`, each row from its own generator or all from one."""
     if generators is None or isinstance(generators, torch.Generator):
-        return targets.sample(laws, generators)
+        return accept_reject.sample(laws, generators)
     return torch.tensor(sample_each(laws, [generators[int(r)] for r in rows]), dtype=torch.long)
 
 
@@ -128,7 +130,7 @@ def verify_block(
     B, n = drafts.shape
     if not (generators is None or isinstance(generators, torch.Generator)) and len(generators) != B:
         raise ValueError(f"{len(generators)} generators for {B} rows; pass one per row or a single one.")
-    keep = targets.acceptance_probability(pi, q, drafts)  # (B, n)
+    keep = accept_reject.acceptance_probability(pi, q, drafts)  # (B, n)
     stops = torch.tensor(sorted(int(t) for t in stop_tokens), dtype=torch.long)
     n_accepted = torch.zeros(B, dtype=torch.long)
     rejected = torch.zeros(B, dtype=torch.bool)
@@ -142,14 +144,14 @@ def verify_block(
         out = live[~accept]
         if len(out):
             rejected[out] = True
-            residual = targets.residual_distribution(pi[out, j], q[out, j])  # (k, V)
+            residual = accept_reject.residual_distribution(pi[out, j], q[out, j])  # (k, V)
             extra[out] = _draw_tokens(generators, out, residual)
         kept = live[accept]
         n_accepted[kept] += 1
         live = kept[~torch.isin(drafts[kept, j], stops)]
     if bonus is not None and len(live):
-        laws = bonus(live) if callable(bonus) else torch.as_tensor(bonus)[live]  # (k, V)
-        extra[live] = _draw_tokens(generators, live, laws)
+        bonus_laws = bonus(live) if callable(bonus) else torch.as_tensor(bonus)[live]  # (k, V)
+        extra[live] = _draw_tokens(generators, live, bonus_laws)
     return BlockVerdict(n_accepted=n_accepted, rejected=rejected, extra=extra)
 
 
@@ -162,7 +164,7 @@ def verify_draft(pi, q, draft, generator: Optional[torch.Generator] = None):
     `(..., V)` and `draft` `(...)`. Returns `(tokens, accepted)`, each of shape `(...)`; the emitted
     token follows `output_distribution(pi, q)`.
     """
-    pi, q = targets.target_and_draft(pi, q)
+    pi, q = laws.target_and_draft(pi, q)
     draft = torch.as_tensor(draft, dtype=torch.long, device=q.device)
     if draft.shape != q.shape[:-1]:
         raise ValueError(

@@ -410,7 +410,7 @@ def load_pair(
 
 def next_token_distributions(pair: ModelPair, prompt: Prompt, temperature: float = 1.0):
     """`(q, p)`: the drafter's and the verifier's next-token distributions after `prompt`, each `(V,)`."""
-    from ..maths.targets import probabilities
+    from ..maths.laws import probabilities
 
     drafter, verifier = pair
     ids = drafter.encode(prompt)

@@ -38,12 +38,11 @@ import pandas as pd
 from . import intervals
 from .analysis import NOT_REACHED, best_quality_within, crossing_latency
 from .paired import ItemScores, bootstrap_indices, item_scores
-from ..maths.targets import LIVE_ALPHA_RANGES
+from ..maths.rules import LIVE_ALPHA_RANGES, has_spec_end
 
 __all__ = ["REJECTION", "CurveBootstrap", "curve_bootstrap", "curve_table"]
 
 REJECTION = "rejection_rate"
-_SPEC_END = {"lossy", "chow", "diff", "opt", "bild", "token_v1", "token_v2"}
 
 
 class CurveBootstrap:
@@ -95,7 +94,7 @@ class CurveBootstrap:
                 low, high = LIVE_ALPHA_RANGES[rule]
                 if drafter and spec and round(high, 9) not in measured:
                     out.append((label, gamma, float(high), "drafter", drafter[0], "drafter_end", spec[0]))
-                if spec and rule in _SPEC_END and round(low, 9) not in measured:
+                if spec and has_spec_end(rule) and round(low, 9) not in measured:
                     out.append((label, gamma, float(low), "spec", spec[0], "own", spec[0]))
         return out
 

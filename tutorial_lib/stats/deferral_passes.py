@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from ..maths import deferral_features as df
-from ..maths import targets
+from ..maths import laws
 from ..decoding.shared_prefix import common_prefix_length
 from . import token_curves as tc
 
@@ -258,7 +258,7 @@ def _extend(pair, analysis, done: FeatureSet, todo, by_id, index, directory, pro
                 out = lm.start(prompt).feed(prompt + reference[:-1], keep=n)
             done.timing[timer_key] = done.timing.get(timer_key, 0.0) + time.perf_counter() - start
             logits.append(out.float())
-        q, p = (targets.probabilities(x, 1.0) for x in logits)
+        q, p = (laws.probabilities(x, 1.0) for x in logits)
         y = torch.tensor(reference).unsqueeze(-1)
         check = (
             torch.stack(

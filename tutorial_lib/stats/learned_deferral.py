@@ -41,7 +41,7 @@ $\lambda$ times its rejection probability. The authors train their weight with s
 learning on the task's reward plus an acceptance term; this is the same trade-off at the token level, where
 notebook 08's data gives every term exactly. One perceptron per $\lambda$ of a grid (`DynamicWeight`);
 larger $\lambda$ leans on the drafter. As a rule (`DynamicWeight.register`, through
-`targets.register_deferral_rule(..., weight=True)`), `alpha` is $\lambda$ and the weight interpolates the two
+`rules.register_rule(..., family="weight")`), `alpha` is $\lambda$ and the weight interpolates the two
 perceptrons whose $\lambda$ enclose it.
 
 `dynamic_curves` adds its held-out curve (the grid's $\lambda$ plus the two ends $w \equiv 1$, SpecDecode,
@@ -61,7 +61,7 @@ import torch
 from scipy import stats as scipy_stats
 
 from ..maths import deferral_features as df
-from ..maths import targets
+from ..maths import rules
 from ..maths import token_analysis as ta
 from . import token_curves as tc
 from .deferral_passes import FeatureSet
@@ -142,16 +142,16 @@ class LearnedRule:
 
     def decide(self, q, p, alpha, q_unscaled, p_unscaled) -> torch.Tensor:
         r"""$\delta = 1(\hat g > \alpha D_{TV}(p, q))$: features from the temperature-1 laws, the TV term from
-        the sampled ones (as OPT's). The signature `targets.register_deferral_rule` asks for."""
+        the sampled ones (as OPT's). The signature `rules.register_rule` asks for."""
         rows = df.deferral_features(q_unscaled, p_unscaled)
         shape = rows.shape[:-1]
         gain = torch.as_tensor(self.gain(rows.reshape(-1, rows.shape[-1]).numpy())).reshape(shape)
         tv = (p.double() - q.double()).clamp_min(0).sum(-1)
         return gain > alpha * tv
 
-    def register(self, name: str = "learned") -> str:
-        """Make the rule usable by name everywhere a rule is (`targets.register_deferral_rule`)."""
-        return targets.register_deferral_rule(name, self.decide)
+    def register(self, name: str = "learned", label: str = "Learned") -> str:
+        """Make the rule usable by name everywhere a rule is (`rules.register_rule`); returns `name`."""
+        return rules.register_rule(name, self.decide, label=label)
 
 
 def train_rule(
@@ -495,17 +495,17 @@ class DynamicWeight:
 
     def weight(self, q, p, alpha, q_unscaled, p_unscaled) -> torch.Tensor:
         """The rule's weight on $p$ at `alpha` $= \\lambda$, from the temperature-1 laws' features: the
-        signature `targets.register_deferral_rule(..., weight=True)` asks for."""
+        signature `rules.register_rule(..., family="weight")` asks for."""
         rows = df.deferral_features(q_unscaled, p_unscaled)
         shape = rows.shape[:-1]
         w = self.weight_at(rows.reshape(-1, rows.shape[-1]).numpy(), float(alpha))
         return torch.as_tensor(w).reshape(shape)
 
-    def register(self, name: str = "diversed") -> str:
+    def register(self, name: str = "diversed", label: str = "DIVERSED") -> str:
         """Make the dynamic ensemble usable by name wherever a rule is (`alpha` in the trained $\\lambda$
-        range)."""
+        range); returns `name`."""
         span = (self.lambdas[0], self.lambdas[-1])
-        return targets.register_deferral_rule(name, self.weight, span, weight=True)
+        return rules.register_rule(name, self.weight, family="weight", alpha_range=span, label=label)
 
 
 def train_dynamic_weight(

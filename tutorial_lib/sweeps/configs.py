@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from ..maths import targets
+from ..maths import rules, targets
 from .identity import alpha_text, beta_text
 from ..checks import check_gamma, check_real, check_temperature, check_whole_number
 
@@ -261,26 +261,51 @@ class Task:
 
 # ---- methods and configurations -------------------------------------------------------------------
 
-#: Every curve of the paper's plots: label -> engine options. `alpha` comes from the grid of `rule`
-#: (or of `grid` where given); `None` for the two single points.
-CURVES: Dict[str, dict] = {
-    "Drafter": dict(method="drafter"),
-    "Verifier": dict(method="verifier"),
-    "SpecDecode": dict(method="speculative", rule="spec"),
+#: The curves that are not a rule's own: the sequential cascades, Lossy* and the original BiLD.
+_OTHER_CURVES: Dict[str, dict] = {
     "SeqCascade [Chow]": dict(method="seq_cascade", grid="chow"),
     "TokenCascade [Chow]": dict(method="token_cascade", grid="chow"),
-    "SpecDecode [Lossy]": dict(method="speculative", rule="lossy", beta=1.0),
     "Lossy*": dict(method="speculative", rule="lossy", beta="normalize"),
     "BiLD": dict(method="bild", grid="bild_threshold"),
-    "BiLD*": dict(method="speculative", rule="bild"),
-    "SpecCascade [Chow]": dict(method="speculative", rule="chow"),
-    "SpecCascade [Diff]": dict(method="speculative", rule="diff"),
-    "SpecCascade [OPT]": dict(method="speculative", rule="opt"),
-    "SpecCascade [Token-V1]": dict(method="speculative", rule="token_v1"),
-    "SpecCascade [Token-V2]": dict(method="speculative", rule="token_v2"),
-    "SpecCascade [Token-V3]": dict(method="speculative", rule="token_v3"),
 }
-T5_CURVES = list(CURVES)
+
+
+def _curves() -> Dict[str, dict]:
+    """label -> engine options: each rule's curve in `rules.RULE_TABLE` (the drafter and the verifier alone,
+    SpecDecode and every speculative rule, registered ones included), then `_OTHER_CURVES`."""
+    out = {}
+    for record in rules.RULE_TABLE.values():
+        if record.curve is None:
+            continue
+        if record.name in ("drafter", "verifier"):
+            out[record.curve] = dict(method=record.name)
+        else:
+            out[record.curve] = dict(method="speculative", rule=record.name)
+    return {**out, **_OTHER_CURVES}
+
+
+#: Every curve of the paper's plots: label -> engine options. `alpha` comes from the grid of `rule`
+#: (or of `grid` where given); `None` for the two single points.
+#: A live view of the rule table: a rule registered later is a curve too.
+CURVES = rules.TableMapping(_curves)
+#: The T5 plots: every curve of the paper's Figure 2, in the order the T5 run lays them out.
+T5_CURVES = [
+    "Drafter",
+    "Verifier",
+    "SpecDecode",
+    "SeqCascade [Chow]",
+    "TokenCascade [Chow]",
+    "SpecDecode [Lossy]",
+    "Lossy*",
+    "BiLD",
+    "BiLD*",
+    "SpecCascade [Chow]",
+    "SpecCascade [Diff]",
+    "SpecCascade [OPT]",
+    "SpecCascade [Token-V1]",
+    "SpecCascade [Token-V2]",
+    "SpecCascade [Token-V3]",
+]
 #: The Gemma plots: speculative execution only (all of it runs batched at gamma = 1).
 GEMMA_CURVES = [
     "Drafter",

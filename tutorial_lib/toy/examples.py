@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from ..maths import targets
+from ..maths import laws
 from .toyworld import ToyWorld
 
 __all__ = [
@@ -64,7 +64,7 @@ class Example:
     weight: Optional[torch.Tensor] = None
 
     def __post_init__(self):
-        targets.tv_distance(self.p, self.q)  # validates both as distributions over one vocabulary
+        laws.tv_distance(self.p, self.q)  # validates both as distributions over one vocabulary
         if len(self.labels) != self.q.shape[-1]:
             raise ValueError(
                 f"example {self.name!r} has {len(self.labels)} labels for a vocabulary of "

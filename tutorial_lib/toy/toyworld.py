@@ -31,6 +31,8 @@ import numpy as np
 import torch
 
 from ..maths import lemmas, targets, verification
+from ..maths import laws
+from ..maths import accept_reject
 from ..checks import check_gamma
 
 __all__ = ["ToyWorld", "ToyLanguageModel", "ContextTable", "ToyMetrics", "BOS", "EOS", "ratio_of_means"]
@@ -271,14 +273,14 @@ class ToyWorld:
         q_u, p_u = self.q.reshape(V * V, V), self.p.reshape(V * V, V)
         qT, pT = _scale(q_u, temperature), _scale(p_u, temperature)
         pi = targets.target_distribution(rule, qT, pT, alpha, q_unscaled=q_u, p_unscaled=p_u, beta=beta)
-        rejection = targets.rejection_probability(pi, qT)
+        rejection = accept_reject.rejection_probability(pi, qT)
         return dict(
             qT=qT,
             pT=pT,
             pi=pi,
             rejection=rejection,
             accepted=torch.minimum(qT, pi),  # draft kept
-            replaced=rejection.unsqueeze(-1) * targets.residual_distribution(pi, qT),  # draft replaced
+            replaced=rejection.unsqueeze(-1) * accept_reject.residual_distribution(pi, qT),  # draft replaced
             deferral=targets.deferral_weight(rule, qT, pT, alpha, q_unscaled=q_u, p_unscaled=p_u),
         )
 
@@ -399,9 +401,9 @@ class ToyWorld:
         for _ in range(self.max_len):
             is_bonus = (j == gamma) if gamma is not None else torch.zeros(n, dtype=torch.bool)
             drafting = alive & ~is_bonus
-            draft = targets.sample(tab["qT"][ctx], g)
+            draft = accept_reject.sample(tab["qT"][ctx], g)
             verified, accepted = verification.verify_draft(tab["pi"][ctx], tab["qT"][ctx], draft, g)
-            x = torch.where(is_bonus, targets.sample(tab["pT"][ctx], g), verified)
+            x = torch.where(is_bonus, accept_reject.sample(tab["pT"][ctx], g), verified)
             law = torch.where(is_bonus.unsqueeze(-1), tab["pT"][ctx], draft_law[ctx])
             f = alive.double()
             per_seq["zero_one"] += f * (1 - P[ctx].gather(-1, x.unsqueeze(-1)).squeeze(-1))
@@ -416,7 +418,7 @@ class ToyWorld:
             if gamma is not None:
                 j = torch.where(is_bonus | ~accepted, torch.zeros_like(j), j + 1)
             if prefixes == "truth":
-                x = targets.sample(P[ctx], g)
+                x = accept_reject.sample(P[ctx], g)
             ctx = (ctx % V) * V + x
             alive &= x != EOS
         est, se = {}, {}
@@ -489,7 +491,7 @@ def _perturb(base: torch.Tensor, noise: float, sharpness: float, rng: np.random.
 
 
 def _scale(probs: torch.Tensor, temperature: float) -> torch.Tensor:
-    return targets.probabilities(probs.clamp_min(1e-300).log().clamp_min(_LOG_FLOOR), temperature).to(
+    return laws.probabilities(probs.clamp_min(1e-300).log().clamp_min(_LOG_FLOOR), temperature).to(
         probs.dtype
     )
 

@@ -11,10 +11,11 @@ dashed line inside its own band, and a short legend per panel.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pandas as pd
 
+from ..maths import rules
 from ..stats import analysis
 from .widgets import COLORS, Panel, Trace, to_matplotlib, to_plotly
 
@@ -54,18 +55,19 @@ def metric_words(metric: str):
     return METRIC_WORDS.get(metric, (metric, None))
 
 
-#: The panels of `family_figure`: the curves of each family of methods (the verifier is the reference line).
-FAMILIES = {
-    "baselines and sequential cascades": [
-        "Drafter",
-        "SpecDecode",
-        "SeqCascade [Chow]",
-        "TokenCascade [Chow]",
-    ],
-    "deferral rules": ["SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]"],
-    "token-specific rules": ["SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]"],
-    "lossy and BiLD": ["SpecDecode [Lossy]", "Lossy*", "BiLD", "BiLD*"],
-}
+def _families() -> Dict[str, list]:
+    baselines, lossy = rules.PANELS[0], rules.PANELS[3]
+    other = {
+        baselines: ["Drafter", "SpecDecode", "SeqCascade [Chow]", "TokenCascade [Chow]"],
+        lossy: ["SpecDecode [Lossy]", "Lossy*", "BiLD", "BiLD*"],
+    }
+    return {panel: other.get(panel) or list(rules.curve_labels(panel)) for panel in rules.PANELS}
+
+
+#: The panels of `family_figure`: the curves of each family of methods (the verifier is the reference line);
+#: the deferral and token-specific panels are the rules' panels in `rules.RULE_TABLE` (a live view, so a
+#: registered rule is drawn in its panel).
+FAMILIES = rules.TableMapping(_families)
 #: Inches: two rows of two panels (pass it to `tl.savefig(..., size=FAMILY_FIGURE_SIZE)`).
 FAMILY_FIGURE_SIZE = (9.0, 6.5)
 #: Points drawn faintly in every other panel, so each family is read against the same two anchors.

@@ -15,10 +15,10 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..lessons import rejection
-from ..maths import targets
+from ..maths import laws, rules
 from ..checks import check_temperature
 from ..toy.examples import Example, single_example, toy_examples
-from .widgets import COLORS, RULE_LABELS, Heatmap, Panel, Trace, number, to_matplotlib, to_plotly
+from .widgets import COLORS, Heatmap, Panel, Trace, number, to_matplotlib, to_plotly
 
 __all__ = [
     "format_readouts",
@@ -66,9 +66,9 @@ def _shown_tokens(rows: Sequence[torch.Tensor], max_tokens: int) -> List[int]:
 
 def _rule_title(rule: str, alpha: float, beta: rejection.Beta = 1.0) -> str:
     if rejection.alpha_span(rule) is None:
-        return RULE_LABELS[rule]
+        return rules.rule(rule).label
     extra = "" if rule != "lossy" else (", β normalises" if beta == "normalize" else f", β={number(beta)}")
-    return f"{RULE_LABELS[rule]} (α={alpha:.2f}{extra})"
+    return f"{rules.rule(rule).label} (α={alpha:.2f}{extra})"
 
 
 def _readout_title(example: Example, rule: str, readouts: dict, beta, shown: str = "") -> List[str]:
@@ -247,7 +247,7 @@ def examples_figure(
                 traces,
                 "",
                 "",
-                title=f"{example.name}\nD_TV = {float(targets.tv_distance(p, q)):.2f}",
+                title=f"{example.name}\nD_TV = {float(laws.tv_distance(p, q)):.2f}",
                 ylim=(0, 1),
             )
         )

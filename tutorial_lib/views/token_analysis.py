@@ -15,12 +15,13 @@ from typing import Dict, List, Optional, Sequence
 import ipywidgets
 import numpy as np
 
+from ..maths import rules
 from ..maths import token_analysis as ta
 from .static import static_bundle
-from .widgets import COLORS, LABEL_STYLE, RULE_LABELS, LiveBox, Panel, Trace, to_matplotlib, to_plotly
+from .widgets import COLORS, LABEL_STYLE, LiveBox, Panel, Trace, to_matplotlib, to_plotly
 
 __all__ = [
-    "LABELS",
+    "curve_label",
     "curves_panels",
     "curves_figure",
     "curves_view",
@@ -33,7 +34,17 @@ __all__ = [
     "nearest_alpha",
 ]
 
-LABELS = dict(RULE_LABELS, **{"lossy": "Lossy (β = 1)", "lossy*": "Lossy* (β normalised)"})
+_LOSSY_LABELS = {"lossy": "Lossy (β = 1)", "lossy*": "Lossy* (β normalised)"}
+
+
+def curve_label(curve: str) -> str:
+    """A token analysis's curve as a legend names it: its rule's label (`rules.RULE_TABLE`), lossy with its
+    beta; a name that is no rule (a learned curve) as it is."""
+    if curve in _LOSSY_LABELS:
+        return _LOSSY_LABELS[curve]
+    return rules.RULE_TABLE[curve].label if curve in rules.RULE_TABLE else curve
+
+
 _STYLE = {
     curve: (COLORS[i % len(COLORS)], "-" if i < 10 else "--")
     for i, curve in enumerate(
@@ -76,7 +87,7 @@ def curves_panels(
             )
             traces.append(
                 Trace(
-                    LABELS.get(curve, curve),
+                    curve_label(curve),
                     s["mean"][at, rejection][order],
                     s["mean"][at, column][order],
                     color=color,
@@ -123,7 +134,7 @@ def curves_panels(
 
 
 def _bands_title(band_curves: Sequence[str]) -> str:
-    return f"bands: 95% intervals\n(envelope, {', '.join(LABELS.get(c, c) for c in band_curves)})"
+    return f"bands: 95% intervals\n(envelope, {', '.join(curve_label(c) for c in band_curves)})"
 
 
 def curves_figure(
@@ -166,7 +177,7 @@ def gap_panels(summaries: Dict[str, dict], loss: str = "expected_01") -> List[Pa
         traces.append(
             Trace(
                 name,
-                [LABELS.get(c, c) for c in curves],
+                [curve_label(c) for c in curves],
                 mean,
                 kind="bar",
                 color=COLORS[k % len(COLORS)],
@@ -230,7 +241,7 @@ def token_html(result, item_id: str, curve: str, alpha: float, color_by: str = "
         )
     mean = ta.position_means(stats)
     head = (
-        f"<b>{html.escape(LABELS.get(curve, curve))}</b>, alpha = {alpha:.3g}: {len(stats)} tokens, "
+        f"<b>{html.escape(curve_label(curve))}</b>, alpha = {alpha:.3g}: {len(stats)} tokens, "
         f"mean rejection {mean[col['rejection']]:.3f}, mean deferral "
         f"{'-' if np.isnan(mean[col['deferral']]) else format(mean[col['deferral']], '.3f')}, "
         f"mean pi(y) {1 - mean[col['expected_01']]:.3f}; shaded by {color_by}{note}"
@@ -265,7 +276,7 @@ def token_view(result, item_id: Optional[str] = None):
     item_id = item_id or next(iter(result.showcase))
     curves = [c for c in result.grid.curves if len(result.grid.alphas[c]) > 1]
     rule = ipywidgets.Dropdown(
-        options=[(LABELS.get(c, c), c) for c in curves],
+        options=[(curve_label(c), c) for c in curves],
         value="opt" if "opt" in curves else curves[0],
         description="rule",
         style=LABEL_STYLE,

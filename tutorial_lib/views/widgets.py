@@ -6,7 +6,7 @@
   callbacks are plain functions (tests call them directly). `interactive` is the same for a callback
   that returns only a figure. Every control gets a label wide enough to read (`LABEL_STYLE`), and a
   slider a track beside it (`SLIDER_WIDTH`).
-- `link_alpha_slider`: an alpha slider that follows the chosen rule's span (`rejection.ALPHA_SPANS`).
+- `link_alpha_slider`: an alpha slider that follows the chosen rule's span (`rejection.alpha_span`).
 - `number`: how the views write a float in a title (3 significant digits).
 - `LiveBox`: the box every live view returns; displayed, it also leaves a static copy of its figure
   (`static`), so a saved or reopened notebook shows the figure and a hint, not a broken widget.
@@ -20,13 +20,13 @@ from typing import Callable, Dict, Optional
 import ipywidgets
 import matplotlib.pyplot as plt
 
+from ..maths import rules
 from .figures import savefig
 from .panels import COLORBLIND, TITLE_WIDTH, Heatmap, Panel, Trace, to_matplotlib, to_plotly, wrap
 from .static import WIDGET_TEXT, plotly_to_png, static_bundle
 
 __all__ = [
     "COLORS",
-    "RULE_LABELS",
     "LABEL_STYLE",
     "SLIDER_WIDTH",
     "TITLE_WIDTH",
@@ -40,6 +40,7 @@ __all__ = [
     "save",
     "readable",
     "LiveBox",
+    "rule_choices",
     "live_view",
     "interactive",
     "link_alpha_slider",
@@ -47,26 +48,16 @@ __all__ = [
 
 COLORS = list(COLORBLIND)
 
-RULE_LABELS = {
-    "drafter": "drafter q",
-    "verifier": "verifier p",
-    "spec": "SpecDecode",
-    "lossy": "Lossy",
-    "bild": "BiLD*",
-    "chow": "Chow",
-    "diff": "Diff",
-    "opt": "OPT",
-    "token_v1": "Token-V1",
-    "token_v2": "Token-V2",
-    "token_v3": "Token-V3",
-    "mixture": "Mixture (constant weight)",
-    "learned": "Learned",
-}
-
 #: Label style of every control: as wide as its text (ipywidgets cuts labels at about 80 px otherwise).
 LABEL_STYLE = {"description_width": "initial"}
 #: Width of a slider with such a label: the label would otherwise take the track's room (300 px in all).
 SLIDER_WIDTH = "min(100%, 640px)"
+
+
+def rule_choices(*families: str) -> list:
+    """`(label, rule id)` of every rule of `families` (every rule if none) in `rules.RULE_TABLE`'s order: the
+    options of a rule drop-down (`ipywidgets.Dropdown(options=rule_choices())`), registered rules included."""
+    return [(rules.rule(name).label, name) for name in rules.rule_names(*families)]
 
 
 def number(x: float) -> str:

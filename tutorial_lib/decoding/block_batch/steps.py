@@ -11,6 +11,8 @@ from typing import Dict, List, Optional
 import torch
 
 from ...maths import targets
+from ...maths import laws
+from ...maths import accept_reject
 from ...maths.verification import block_targets, temperature_laws, verify_block
 from ...models.adapter import LanguageModel
 from ..generation import Generation, TraceStep
@@ -56,7 +58,7 @@ def _block(sides: Dict[str, Side], rows: List[Row], *, rule, alpha, beta, gamma,
         qu_steps.append(qu_j)
         for k, r in enumerate(rows):
             if j < n[k]:
-                drafts[k].append(int(targets.sample(q_j[k], r.generator)))
+                drafts[k].append(int(accept_reject.sample(q_j[k], r.generator)))
     q, q_unscaled = torch.stack(q_steps, 1), torch.stack(qu_steps, 1)  # (b, n_max, V)
     # 2. One verifier call scores every row's block (p after the drafts too, for a bonus token).
     fed = [n_k if bonus != "none" else n_k - 1 for n_k in n]
@@ -149,7 +151,7 @@ def _plain(sides: Dict[str, Side], rows: List[Row], which: str, temperature, log
         r.ledgers[which].feed(r.ledgers[which].backlog(r.seq))
     law, unscaled = temperature_laws(sides[which].feed(feed, keep=1)[:, -1], temperature)  # (b, V)
     for k, r in enumerate(rows):
-        x = int(targets.sample(law[k], r.generator))
+        x = int(accept_reject.sample(law[k], r.generator))
         prob = float(law[k, x])
         if logs is not None:
             logs[id(r)].append(math.log(max(float(unscaled[k, x]), 1e-300)))
@@ -184,12 +186,12 @@ def _token_cascade(sides: Dict[str, Side], rows: List[Row], alpha, temperature) 
         )
     for k, r in enumerate(rows):
         if bool(defer[k]):
-            x = int(targets.sample(p[k], r.generator))
+            x = int(accept_reject.sample(p[k], r.generator))
             r.emit(
                 TraceStep(x, "verifier", q=float(q[k, x]), p=float(p[k, x]), pi=float(p[k, x]), deferral=1.0)
             )
         else:
-            x = int(targets.sample(q[k], r.generator))
+            x = int(accept_reject.sample(q[k], r.generator))
             r.emit(TraceStep(x, "drafter", q=float(q[k, x]), pi=float(q[k, x]), deferral=0.0))
 
 
@@ -218,7 +220,7 @@ def _bild(sides: Dict[str, Side], rows: List[Row], threshold, gamma, fallback, t
             if float(top[k]) < fallback:  # the small model is unsure: hand over to the large one
                 drafting[k] = False
                 continue
-            drafts[k].append(int(targets.sample(q_j[k], r.generator)))
+            drafts[k].append(int(accept_reject.sample(q_j[k], r.generator)))
             q_rows[k].append(q_j[k])
             drafting[k] = len(drafts[k]) < n[k]
         j += 1
@@ -237,7 +239,7 @@ def _bild(sides: Dict[str, Side], rows: List[Row], threshold, gamma, fallback, t
         for i, x in enumerate(d):
             # a rollback to the drafted token itself changes nothing: it counts as an acceptance
             if -math.log(max(float(pu[i, x]), 1e-300)) > threshold:
-                y = int(targets.sample(p[i], r.generator))
+                y = int(accept_reject.sample(p[i], r.generator))
                 if y != x:
                     r.counts["n_rejected"] += 1
                     r.emit(
@@ -268,7 +270,7 @@ def _bild(sides: Dict[str, Side], rows: List[Row], threshold, gamma, fallback, t
                 break
         else:
             if not r.done:
-                y = int(targets.sample(p[len(d)], r.generator))
+                y = int(accept_reject.sample(p[len(d)], r.generator))
                 r.emit(TraceStep(y, "verifier", p=float(p[len(d), y]), pi=float(p[len(d), y]), deferral=1.0))
         r.counts["n_accepted"] += n_accepted
         for ledger in r.ledgers.values():
@@ -373,7 +375,7 @@ def decode_blocks(
         )
         for ids, s in zip(prompt_ids, seeds)
     ]
-    with targets.trusted_inputs():  # every law below comes from `probabilities`
+    with laws.trusted_inputs():  # every law below comes from `probabilities`
         if method == "speculative":
             _loop(
                 sides,

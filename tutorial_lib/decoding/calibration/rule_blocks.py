@@ -55,7 +55,7 @@ def rule_block_costs(
     thread count; the first round warms up. The time is the process's CPU time divided by the thread
     count, which jobs sharing the machine do not inflate as they inflate wall time (it assumes the
     threads share the work evenly)."""
-    from ...maths.targets import trusted_inputs
+    from ...maths.laws import trusted_inputs
     from ...maths.verification import block_targets, verify_block
 
     if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:

@@ -7,7 +7,7 @@ import time
 from typing import Callable, Iterable, List, Optional, Union
 
 from ...checks import check_seed
-from ...maths import targets
+from ...maths import laws
 from ...models.adapter import check_compatible, load_model
 from .. import calibration
 from ..calibration import Calibration
@@ -57,7 +57,7 @@ def generate(
       `bonus="target"` instead draws the bonus token from $\pi_{t+\gamma}$ (one more drafter step),
       so that every token, bonus ones included, follows $\pi$. `bonus="none"` draws no bonus token:
       the next block starts with a new draft, so every token is an accepted draft or a residual
-      token (law `targets.output_distribution(pi, q)`), and the verifier is not fed the last draft
+      token (law `accept_reject.output_distribution(pi, q)`), and the verifier is not fed the last draft
       (nothing would use $p_{t+\gamma}$). At `gamma=1` this is the authors' colab: one token per
       step, the draft accepted or replaced from the residual, one call of each model per token
       (`tutorial_lib.decoding.batch.generate_batch` runs it for a batch of prompts).
@@ -127,7 +127,7 @@ def generate(
         on_token=on_token,
     )
     start = time.perf_counter()
-    with targets.trusted_inputs():  # every law below comes from `probabilities`
+    with laws.trusted_inputs():  # every law below comes from `probabilities`
         run_method(run, o, beta, policy)
     wall = time.perf_counter() - start
     tokens = run.seq[run.n_prefix :]

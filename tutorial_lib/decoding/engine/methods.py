@@ -10,6 +10,7 @@ from typing import List, Optional, Sequence
 import torch
 
 from ...maths import targets
+from ...maths import accept_reject
 from ...maths.verification import block_targets, temperature_laws, verify_block
 from ..generation import TraceStep
 
@@ -96,7 +97,7 @@ class Run:
         return self.score(which)[-1]
 
     def sample(self, probs: torch.Tensor) -> int:
-        return int(targets.sample(probs, self.generator))
+        return int(accept_reject.sample(probs, self.generator))
 
     def emit(self, step: TraceStep) -> None:
         self.seq.append(step.token)
@@ -263,7 +264,7 @@ def _target_bonus(run: Run, rule, alpha, beta, drafts, p_n, pu_n, after: dict) -
     q_n, qu_n = run.laws(run.feed("drafter", [drafts[-1]], keep=1)[-1])
     pi_n = targets.target_distribution(rule, q_n, p_n, alpha, q_unscaled=qu_n, p_unscaled=pu_n, beta=beta)
     after.update(q=q_n, pi=pi_n)
-    return targets.output_distribution(pi_n, q_n).unsqueeze(0)  # (1, V)
+    return accept_reject.output_distribution(pi_n, q_n).unsqueeze(0)  # (1, V)
 
 
 def _token_cascade(run: Run, alpha: float) -> None:

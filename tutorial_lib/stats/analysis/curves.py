@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals
+from ...maths.rules import LIVE_ALPHA_RANGES, has_spec_end
 
 if TYPE_CHECKING:  # annotations only: a view of the rows loads no sweep harness
     from ...sweeps.evaluation import Task
@@ -150,8 +151,6 @@ def quality_by_group(
     return table
 
 
-#: Rules whose target at one end of alpha's range is p itself (SpecDecode); every rule's other end is q.
-_SPEC_END = {"lossy", "chow", "diff", "opt", "bild", "token_v1", "token_v2"}
 #: Columns of a summary that grow with the calls a configuration makes (scaled per emitted token at a drafter
 #: end).
 COST_COLUMNS = (
@@ -168,8 +167,6 @@ COST_COLUMNS = (
 
 
 def _end_alpha(rule: str, end: str) -> float:
-    from ...maths.targets import LIVE_ALPHA_RANGES
-
     low, high = LIVE_ALPHA_RANGES[rule]
     return float(high if end == "drafter" else low)
 
@@ -187,7 +184,7 @@ def with_rule_ends(summary: pd.DataFrame, *, cost_columns: Sequence[str] = COST_
 
     An end stands for *the rule at that alpha*, so it carries:
 
-    - `alpha`: the end of `targets.LIVE_ALPHA_RANGES[rule]` it stands for (drafter end: the high
+    - `alpha`: the end of `rules.LIVE_ALPHA_RANGES[rule]` it stands for (drafter end: the high
       end, e.g. Diff's +1 or lossy's limit 1; SpecDecode end: the low end, e.g. Diff's -1, Chow's 0);
     - its own calls and cost: the SpecDecode end copies the SpecDecode row, whose counted calls are
       the rule's there (the same draft-then-verify step at every token). The drafter end is *not*
@@ -213,7 +210,7 @@ def with_rule_ends(summary: pd.DataFrame, *, cost_columns: Sequence[str] = COST_
         for label in part.loc[(part["method"] == "speculative") & (part["rule"] != "spec"), "label"].unique():
             rule = part.loc[part["label"] == label, "rule"].iloc[0]
             measured = set(part.loc[part["label"] == label, "alpha"].round(9))
-            for end, rows in (("drafter", drafter), ("spec", spec if rule in _SPEC_END else spec.iloc[0:0])):
+            for end, rows in (("drafter", drafter), ("spec", spec if has_spec_end(rule) else spec.iloc[0:0])):
                 alpha = _end_alpha(rule, end)
                 if not len(rows) or round(alpha, 9) in measured:
                     continue

@@ -68,7 +68,7 @@ two claims tables side by side), `selection` (the selection-aware statistics of 
 the row each claim becomes) and `paper_claims` (the T5 and Gemma-style claims).
 """
 
-from .paper_claims import PREFIX_RULES, SEQUENTIAL, TOKEN_RULES, gemma_claims, t5_claims
+from .paper_claims import DEFERRAL_CURVES, SEQUENTIAL, TOKEN_CURVES, gemma_claims, t5_claims
 from .verdicts import (
     BEYOND_FLOOR,
     BY_CONSTRUCTION,
@@ -101,7 +101,7 @@ __all__ = [
     "t5_claims",
     "gemma_claims",
     "compare_claims",
-    "TOKEN_RULES",
-    "PREFIX_RULES",
+    "TOKEN_CURVES",
+    "DEFERRAL_CURVES",
     "SEQUENTIAL",
 ]

@@ -9,15 +9,18 @@ import numpy as np
 import pandas as pd
 
 from .. import intervals
+from ...maths import rules
 from ..curve_bootstrap import REJECTION, CurveBootstrap
 from ..paired import ItemScores, item_scores, same_law_floor
 from .selection import RATE_FLOOR, TaskClaims, reached_difference, reached_text
 from .verdicts import BY_CONSTRUCTION, NOT_RUN, own_configurations
 
-__all__ = ["t5_claims", "gemma_claims", "TOKEN_RULES", "PREFIX_RULES", "SEQUENTIAL"]
+__all__ = ["t5_claims", "gemma_claims", "TOKEN_CURVES", "DEFERRAL_CURVES", "SEQUENTIAL"]
 
-TOKEN_RULES = ("SpecCascade [Token-V1]", "SpecCascade [Token-V2]", "SpecCascade [Token-V3]")
-PREFIX_RULES = ("SpecCascade [Chow]", "SpecCascade [Diff]", "SpecCascade [OPT]")
+#: The curves of the token-specific rules and of the deferral rules (`rules.RULE_TABLE`'s panels; live views,
+#: so a registered rule joins its group).
+TOKEN_CURVES = rules.curve_labels("token-specific rules")
+DEFERRAL_CURVES = rules.curve_labels("deferral rules")
 SEQUENTIAL = ("SeqCascade [Chow]", "TokenCascade [Chow]")
 _BASELINES = ("Drafter", "Verifier")
 
@@ -67,7 +70,7 @@ def t5_claims(
     unit = "latency reduction (share of the verifier's latency)"
     for run in _runs(rows, tasks, cost, n_resamples, seed, confidence, budgets=_cheapest_speculative):
         boot = run.boot
-        others = [c[0] for c in boot.curves if c[0] not in TOKEN_RULES + _BASELINES]
+        others = [c[0] for c in boot.curves if c[0] not in TOKEN_CURVES + _BASELINES]
         speculative = [c[0] for c in boot.curves if c[0].startswith("SpecCascade")]
         low_budget = boot.budgets[1] if len(boot.budgets) > 1 else None
         for gamma in sorted(
@@ -78,7 +81,7 @@ def t5_claims(
                     "SpecCascade [Token] gives the best quality-latency trade-off",
                     gamma,
                     "latency reduction at the verifier's quality: best Token rule - best other method",
-                    TOKEN_RULES,
+                    TOKEN_CURVES,
                     others,
                     unit=unit,
                     floor=None,
@@ -232,8 +235,8 @@ def gemma_claims(
                 run,
                 "[Token] matches the large model's quality at a lower rejection rate",
                 gamma,
-                TOKEN_RULES,
-                PREFIX_RULES + ("SpecDecode [Lossy]",),
+                TOKEN_CURVES,
+                DEFERRAL_CURVES + ("SpecDecode [Lossy]",),
             )
         )
         out.append(_beats_verifier(run, gamma))
@@ -298,10 +301,10 @@ def _beats_verifier(run: TaskClaims, gamma) -> dict:
     claim = "[Token] beats the large model's quality"
     measurement = "best Token-rule configuration's quality - verifier quality"
     scores = run.scores
-    candidates = [j for label in TOKEN_RULES for j in scores.index(label, gamma)]
+    candidates = [j for label in TOKEN_CURVES for j in scores.index(label, gamma)]
     verifier = scores.index("Verifier")
     if not candidates:
-        unmeasured, why = run.why_none(TOKEN_RULES)
+        unmeasured, why = run.why_none(TOKEN_CURVES)
         return run.row(
             claim,
             gamma,

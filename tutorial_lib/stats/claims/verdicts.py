@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from ...maths.targets import LIVE_ALPHA_RANGES
+from ...maths.rules import LIVE_ALPHA_RANGES, has_spec_end
 
 __all__ = [
     "HOLDS",
@@ -33,8 +33,6 @@ HOLDS, DOES_NOT_HOLD, NOT_RESOLVED = "holds", "does not hold", "not resolved at 
 BY_CONSTRUCTION, NOT_RUN = "by construction", "not run"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, NOT_RESOLVED, BY_CONSTRUCTION, NOT_RUN)
 WITHIN_FLOOR, BEYOND_FLOOR = "within the noise floor", "beyond the noise floor"
-#: rules whose low alpha end is SpecDecode's law (Token-V3's is "the verifier's argmax only")
-_SPEC_END = {"lossy", "chow", "diff", "opt", "bild", "token_v1", "token_v2"}
 
 
 def verdict(low: float, high: float) -> str:
@@ -74,7 +72,7 @@ def _end_of_range(rule: str, alpha: float) -> str:
     if rule not in LIVE_ALPHA_RANGES:
         return ""
     low, high = LIVE_ALPHA_RANGES[rule]
-    if rule in _SPEC_END and alpha <= low + 1e-9:
+    if has_spec_end(rule) and alpha <= low + 1e-9:
         return "spec"
     if alpha >= high - 1e-9:
         return "drafter"
