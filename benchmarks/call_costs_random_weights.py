@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tutorial_lib as tl  # noqa: E402
 from tutorial_lib.models import files  # noqa: E402
-from tutorial_lib.models.adapter import LanguageModel, ModelPair  # noqa: E402
+from tutorial_lib.models.adapter import ModelPair  # noqa: E402
+from tutorial_lib.models.language_model import LanguageModel
 
 PAIR = ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 

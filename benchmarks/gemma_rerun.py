@@ -36,6 +36,7 @@ import torch
 
 from tutorial_lib.models import kernel_paths
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.sweep_folders import sweep_of
 from tutorial_lib.sweeps import reruns
 
 
@@ -253,7 +254,7 @@ def run_latency(pair, settings: dict, tasks, sweep, name: str, root) -> None:
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
     latency_configs = reruns.latency_configs(settings)
     pair = reruns.latency_pair(settings, pair)  # the profile's latency_paths, where it names them
-    latency = ev.sweep_of(
+    latency = sweep_of(
         pair,
         latency_tasks,
         f"{name}-latency",

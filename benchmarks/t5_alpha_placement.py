@@ -81,7 +81,7 @@ def main() -> None:
         "n_alpha": args.n_alpha,
         "pair": [pair.drafter.name, pair.verifier.name],
         "weights": {
-            role: tl.sweeps.evaluation.model_identity(lm)["weights"]
+            role: tl.sweeps.sweep_folders.model_identity(lm)["weights"]
             for role, lm in (("drafter", pair.drafter), ("verifier", pair.verifier))
         },
     }

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -111,16 +111,16 @@ view = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"E_P[loss of q] = {view['loss_q']:.4f}, E_P[loss of p] = {view['loss_p']:.4f}, "
       f"optimal switch alpha* = {view['optimal_switch']:.4f}")
 print("plug-in switch points:", {k: round(v, 4) for k, v in view["plugin_switch"].items()})
-print("saved", views.widgets.save(views.lemmas.lemma1_figure(context, alpha, loss, world=world),
-                                  "lemma1_context_risk"))
+context_risk = views.lemmas.deferral_risks.lemma1_figure(context, alpha, loss, world=world)
+print("saved", views.widgets.save(context_risk, "lemma1_context_risk"))
 
 # %% tags=["remove-output"]
-views.lemmas.context_risk_controls(1, context, alpha, loss, world=world)
+views.lemmas.deferral_risks.context_risk_controls(1, context, alpha, loss, world=world)
 
 # %%
 # The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
 # also works on the course book's static page (which shows this figure in place of the widget above).
-views.lemmas.context_risk_steps(1, context, alpha, loss, world=world)
+views.lemmas.deferral_risks.context_risk_steps(1, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, everywhere
@@ -151,9 +151,9 @@ print(f"smallest (rule risk - optimal risk) over every rule and alpha: {worst_ga
 at_alpha = {name: risks[0]
             for name, risks in tl.lessons.deferral_risks.total_risks(world, 1, loss, [alpha])["risk"].items()}
 print(f"per-token risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
-print("saved", views.widgets.save(views.lemmas.total_risk_figure(1, loss, world=world, n_alpha=n_alpha),
-                                  "lemma1_total_risk"))
-views.lemmas.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
+total_risk = views.lemmas.deferral_risks.total_risk_figure(1, loss, world=world, n_alpha=n_alpha)
+print("saved", views.widgets.save(total_risk, "lemma1_total_risk"))
+views.lemmas.deferral_risks.total_risk_view(1, loss, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
 # ## Miscalibration moves the plug-ins, not the optimum
@@ -177,9 +177,10 @@ for model, rows in sweep.items():
         print(f"{model} sharpness {s:>5}: mean excess risk Chow {row['Chow plug-in']:.4f}, "
               f"Diff {row['Diff plug-in']:.4f}; "
               f"optimal risk moved by {row['optimal_shift']:.2g}")
-print("saved", views.widgets.save(views.lemmas.miscalibration_figure(sweep, loss), "lemma1_miscalibration"))
+miscalibration = views.lemmas.deferral_risks.miscalibration_figure(sweep, loss)
+print("saved", views.widgets.save(miscalibration, "lemma1_miscalibration"))
 views.widgets.interactive(
-    views.lemmas.total_risk_view, lemma=widgets.fixed(1), loss=widgets.fixed(loss),
+    views.lemmas.deferral_risks.total_risk_view, lemma=widgets.fixed(1), loss=widgets.fixed(loss),
     drafter_sharpness=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25,
                                              continuous_update=False,
                                              description="drafter sharpness (1 = as built)"),
@@ -220,10 +221,10 @@ for name in rule_names:
     print(f"{name}: best loss {figure1[name]['loss'][best]:.4f} "
           f"at {figure1[name]['calls_per_token'][best]:.3f} calls per token "
           f"(prefixes from P: best {min(teacher[name]['loss']):.4f}, verifier {teacher['verifier']:.4f})")
-print("saved", views.widgets.save(views.lemmas.figure1_figure(figure1, temperature, prefixes),
+print("saved", views.widgets.save(views.lemmas.tradeoff.figure1_figure(figure1, temperature, prefixes),
                                   "lemma1_figure1"))
 views.widgets.interactive(
-    views.lemmas.figure1_view,
+    views.lemmas.tradeoff.figure1_view,
     temperature=widgets.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, continuous_update=False,
                                     description="temperature T"),
     gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False,

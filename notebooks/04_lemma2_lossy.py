@@ -100,12 +100,12 @@ print(inspect.getsource(tl.lessons.lossy.tran_thien_residual))
 # ever rejected) or the draft is always rejected and replaced by the verifier's token.
 
 # %%
-print("saved", views.widgets.save(views.lemmas.lemma2_figure(context, alpha, "normalize", world=world),
+print("saved", views.widgets.save(views.lemmas.lossy.lemma2_figure(context, alpha, "normalize", world=world),
                                   "lemma2_token_by_token"))
 
 # %% tags=["remove-output"]
 views.widgets.interactive(
-    views.lemmas.lemma2_view,
+    views.lemmas.lossy.lemma2_view,
     context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context,
                                    description="context"),
     alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
@@ -118,7 +118,7 @@ views.widgets.interactive(
 # The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
 # also works on the course book's static page (which shows this figure in place of the widget above).
 slider_alphas = views.slider_steps.slider_values(0.0, 0.99)
-views.slider_steps.steps_figure(views.lemmas.lemma2_view, "alpha", slider_alphas, active=alpha,
+views.slider_steps.steps_figure(views.lemmas.lossy.lemma2_view, "alpha", slider_alphas, active=alpha,
                                 context_index=context, beta="normalize", world=world)
 
 # %% [markdown]
@@ -167,11 +167,11 @@ print(f"mean target mass with beta = 1 at alpha = 0.99: {sweep[one]['target_mass
 beta_two = tl.lessons.lossy.beta_sweep(world, [0.0], betas=(2.0,))["beta = 2"]
 print(f"a fixed beta = 2 at alpha = 0: D_TV(emitted, p) = {beta_two['tv_to_p'][0]:.3f}, "
       f"target mass {beta_two['target_mass'][0]:.3f}")
-print("saved", views.widgets.save(views.lemmas.beta_figure(sweep), "lemma2_beta"))
+print("saved", views.widgets.save(views.lemmas.lossy.beta_figure(sweep), "lemma2_beta"))
 
 # %% tags=["remove-output"]
 views.widgets.interactive(
-    views.lemmas.beta_view,
+    views.lemmas.lossy.beta_view,
     alpha=widgets.FloatSlider(value=alpha, min=0.0, max=0.99, step=0.01, description="alpha"),
     context_index=widgets.Dropdown(options=tl.toy.examples.context_options(world), value=context,
                                    description="context"),
@@ -181,7 +181,7 @@ views.widgets.interactive(
 # %%
 # The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
 # also works on the course book's static page (which shows this figure in place of the widget above).
-views.slider_steps.steps_figure(views.lemmas.beta_view, "alpha", slider_alphas, active=alpha,
+views.slider_steps.steps_figure(views.lemmas.lossy.beta_view, "alpha", slider_alphas, active=alpha,
                                 context_index=context, world=world)
 
 # %%

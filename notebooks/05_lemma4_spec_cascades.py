@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -103,16 +103,16 @@ view1 = tl.lessons.deferral_risks.context_risks(world, context, loss, lemma=1)
 print(f"D_TV(p, q) = {view4['tv']:.4f}; switch points: Lemma 4 {view4['optimal_switch']:.4f}, "
       f"Lemma 1 {view1['optimal_switch']:.4f}, "
       f"OPT plug-in {view4['plugin_switch']['OPT plug-in']:.4f}")
-print("saved", views.widgets.save(views.lemmas.lemma4_figure(context, alpha, loss, world=world),
-                                  "lemma4_context_risk"))
+context_risk = views.lemmas.deferral_risks.lemma4_figure(context, alpha, loss, world=world)
+print("saved", views.widgets.save(context_risk, "lemma4_context_risk"))
 
 # %% tags=["remove-output"]
-views.lemmas.context_risk_controls(4, context, alpha, loss, world=world)
+views.lemmas.deferral_risks.context_risk_controls(4, context, alpha, loss, world=world)
 
 # %%
 # The same view with its alpha slider drawn in advance at 21 values: plotly moves it without a kernel, so it
 # also works on the course book's static page (which shows this figure in place of the widget above).
-views.lemmas.context_risk_steps(4, context, alpha, loss, world=world)
+views.lemmas.deferral_risks.context_risk_steps(4, context, alpha, loss, world=world)
 
 # %% [markdown]
 # ## Brute force against the closed form, and against OPT
@@ -150,9 +150,9 @@ at_alpha = {name: risks[0]
 print(f"smallest (rule risk - optimal risk): {worst_gap:.3g} (never negative)")
 print(f"per-token speculative risk at alpha = {alpha}:", {k: round(v, 4) for k, v in at_alpha.items()})
 metrics["lemma4"].update(min_excess_over_optimal=worst_gap, risk_at_alpha=dict(at_alpha, alpha=alpha))
-print("saved", views.widgets.save(views.lemmas.total_risk_figure(4, loss, world=world, n_alpha=n_alpha_lemma),
-                                  "lemma4_total_risk"))
-views.lemmas.total_risk_view(4, loss, world=world, n_alpha=n_alpha_lemma)
+total_risk = views.lemmas.deferral_risks.total_risk_figure(4, loss, world=world, n_alpha=n_alpha_lemma)
+print("saved", views.widgets.save(total_risk, "lemma4_total_risk"))
+views.lemmas.deferral_risks.total_risk_view(4, loss, world=world, n_alpha=n_alpha_lemma)
 
 # %% [markdown]
 # ## The cost-quality trade-off, exactly
@@ -186,10 +186,10 @@ print(pd.DataFrame(summary).T.round(4).to_string())
 metrics["tradeoff"] = {"gamma": gamma, "cost_ratio": cost_ratio, "temperature": temperature,
                        "verifier": tradeoff["verifier"], "drafter": tradeoff["drafter"],
                        "curves": tradeoff["curves"], "summary": summary}
-print("saved", views.widgets.save(views.lemmas.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature),
-                                  "lemma4_tradeoff"))
+tradeoff_figure = views.lemmas.tradeoff.tradeoff_figure(tradeoff, gamma, cost_ratio, temperature)
+print("saved", views.widgets.save(tradeoff_figure, "lemma4_tradeoff"))
 views.widgets.live_view(
-    views.lemmas.tradeoff_live,
+    views.lemmas.tradeoff.tradeoff_live,
     dict(gamma=widgets.IntSlider(value=gamma, min=1, max=8, continuous_update=False,
                                  description="block size gamma"),
          cost_ratio=widgets.FloatSlider(value=cost_ratio, min=0.0, max=1.0, step=0.01,
@@ -200,7 +200,7 @@ views.widgets.live_view(
          methods=widgets.SelectMultiple(options=list(tl.lessons.tradeoff.TRADEOFF_METHODS),
                                         value=list(tl.lessons.tradeoff.TRADEOFF_METHODS), rows=9,
                                         description="methods")),
-    describe=views.lemmas.format_tradeoff_summary, world=world, n_alpha=n_alpha)
+    describe=views.lemmas.tradeoff.format_tradeoff_summary, world=world, n_alpha=n_alpha)
 
 # %% [markdown]
 # ## The same curves from the real engine

@@ -10,7 +10,7 @@ import torch
 
 import tutorial_lib as tl
 from tutorial_lib.maths import alpha_grids as ag
-from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import CURVES, GEMMA_CURVES, opt_grid, sweep_configs
 from tutorial_lib import models
 from tutorial_lib.maths import targets
 from tutorial_lib.maths import rules
@@ -22,10 +22,10 @@ ANALYSIS = Path(__file__).resolve().parents[1] / "data" / "results" / "token-ana
 
 def test_opt_grid_lies_in_its_live_range_at_t1_and_t0():
     for temperature in (0.0, 1.0):
-        grid = ev.opt_grid(7, temperature)
+        grid = opt_grid(7, temperature)
         assert grid.min() == -1.0 and grid.max() == 1.0 and len(np.unique(grid)) == 7
     assert targets.alpha_grid("opt", 5).tolist() == [-1.0, -0.5, 0.0, 0.5, 1.0]
-    configs = ev.sweep_configs(["SpecCascade [OPT]"], temperatures=(0.0, 1.0), n_alpha=7)
+    configs = sweep_configs(["SpecCascade [OPT]"], temperatures=(0.0, 1.0), n_alpha=7)
     alphas = [c.alpha for c in configs]
     assert min(alphas) == -1.0 and max(alphas) == 1.0
     assert sum(-1.0 < a < 1.0 for a in alphas) == 2 * 5  # five interior alphas per temperature
@@ -33,20 +33,20 @@ def test_opt_grid_lies_in_its_live_range_at_t1_and_t0():
 
 def test_opt_grid_elsewhere_asks_for_a_derived_range():
     with pytest.raises(ValueError, match="opt_live_range"):
-        ev.sweep_configs(["SpecCascade [OPT]"], temperatures=(0.7,))
-    configs = ev.sweep_configs(
+        sweep_configs(["SpecCascade [OPT]"], temperatures=(0.7,))
+    configs = sweep_configs(
         ["SpecCascade [OPT]"], temperatures=(0.7,), alphas={"SpecCascade [OPT]": [-3.0, 2.5]}
     )
     assert [c.alpha for c in configs] == [-3.0, 2.5]
 
 
 def test_every_rule_grid_spans_its_live_range_with_interior_points():
-    for label in ev.GEMMA_CURVES:
-        rule = ev.CURVES[label].get("rule")
+    for label in GEMMA_CURVES:
+        rule = CURVES[label].get("rule")
         if rule not in rules.LIVE_ALPHA_RANGES:
             continue
         low, high = rules.LIVE_ALPHA_RANGES[rule]
-        grid = [c.alpha for c in ev.sweep_configs([label], temperatures=(1.0,), n_alpha=5)]
+        grid = [c.alpha for c in sweep_configs([label], temperatures=(1.0,), n_alpha=5)]
         assert grid[0] == low and grid[-1] == (0.99 if rule == "lossy" else high)
         assert sum(low < a < high for a in grid) >= 3
 
@@ -133,7 +133,7 @@ def test_placed_alphas_spread_rejection_on_the_committed_token_analysis():
         top, bottom = rejection[0], rejection[-1]
         assert np.allclose(levels, top - np.array([1, 2, 3]) / 4 * (top - bottom), atol=2e-3)
     chosen = ag.placed_alphas(result, 3)
-    assert set(chosen) <= set(ev.CURVES) and len(chosen) == 7
+    assert set(chosen) <= set(CURVES) and len(chosen) == 7
     assert all(len(v) >= 3 for v in chosen.values()) and chosen["SpecCascade [Token-V3]"][0] == 0.0
     with_ends = ag.placed_alphas(result, 5, curves=("diff", "lossy"), ends=True)
     assert with_ends["SpecCascade [Diff]"][0] == -1.0 and with_ends["SpecCascade [Diff]"][-1] == 1.0
@@ -179,7 +179,7 @@ def test_placed_alphas_per_temperature_and_curves_left_out_where_they_repeat_ano
         "SpecDecode [Lossy]": {0.0: []},
         "SpecCascade [Diff]": [-1.0, 0.3],
     }
-    configs = ev.sweep_configs(
+    configs = sweep_configs(
         ["SpecCascade [Chow]", "SpecDecode [Lossy]", "SpecCascade [Diff]"],
         temperatures=(0.0, 1.0),
         n_alpha=3,
@@ -197,7 +197,7 @@ def test_placed_alphas_per_temperature_and_curves_left_out_where_they_repeat_ano
     assert len(by[("SpecDecode [Lossy]", 1.0)]) == 3  # its default grid at T = 1
     assert by[("SpecCascade [Diff]", 0.0)] == by[("SpecCascade [Diff]", 1.0)] == [-1.0, 0.3]
     with pytest.raises(ValueError, match="temperature"):
-        ev.sweep_configs(["SpecCascade [Chow]"], alphas={"SpecCascade [Chow]": {-1.0: [0.1]}})
+        sweep_configs(["SpecCascade [Chow]"], alphas={"SpecCascade [Chow]": {-1.0: [0.1]}})
 
 
 def test_plateau_alphas_take_one_alpha_per_step_of_a_staircase(monkeypatch):

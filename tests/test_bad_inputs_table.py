@@ -14,6 +14,8 @@ import tutorial_lib as tl
 from tutorial_lib.decoding import calibration
 from tutorial_lib import checks
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Config, Task, sweep_configs
+from tutorial_lib.sweeps.sweep_folders import Sweep
 from tutorial_lib.decoding.options import stop_tokens
 from tutorial_lib.tasks.sandbox import run_python
 
@@ -24,11 +26,11 @@ EXAMPLES = [{"id": "a", "prompt": "mi", "references": ["x"]}]
 
 
 def _task(**overrides):
-    return ev.Task(**{"name": "t", "metric": "qa_em", "examples": EXAMPLES, "max_new_tokens": 2, **overrides})
+    return Task(**{"name": "t", "metric": "qa_em", "examples": EXAMPLES, "max_new_tokens": 2, **overrides})
 
 
 def _config(**overrides):
-    return ev.Config(**{"label": "Drafter", "method": "drafter", **overrides})
+    return Config(**{"label": "Drafter", "method": "drafter", **overrides})
 
 
 def _sweep(tmp_path, **overrides):
@@ -113,7 +115,7 @@ TABLE = [
     (
         "silent",
         "Sweep(name='/tmp/x')",
-        lambda t: ev.Sweep("/tmp/x", {}, t),
+        lambda t: Sweep("/tmp/x", {}, t),
         ValueError,
         r"name='/tmp/x' is not a run name",
     ),
@@ -134,7 +136,7 @@ TABLE = [
     (
         "late",
         "Config(rule='nope')",
-        lambda t: ev.Config("SpecDecode", "speculative", rule="nope"),
+        lambda t: Config("SpecDecode", "speculative", rule="nope"),
         ValueError,
         r"rule='nope' is unknown; choose one of",
     ),
@@ -227,14 +229,14 @@ TABLE = [
     (
         "mislead",
         "Config(alpha=inf)",
-        lambda t: ev.Config("SpecCascade [OPT]", "speculative", "opt", math.inf),
+        lambda t: Config("SpecCascade [OPT]", "speculative", "opt", math.inf),
         ValueError,
         r"alpha=inf is infinite",
     ),
     (
         "mislead",
         "beta=nan",
-        lambda t: ev.Config("SpecDecode [Lossy]", "speculative", "lossy", 0.2, math.nan),
+        lambda t: Config("SpecDecode [Lossy]", "speculative", "lossy", 0.2, math.nan),
         ValueError,
         r"beta is NaN; pass a number",
     ),
@@ -248,21 +250,21 @@ TABLE = [
     (
         "mislead",
         "sweep_configs(temperatures='[1.0]')",
-        lambda t: ev.sweep_configs(["Drafter"], temperatures="[1.0]"),
+        lambda t: sweep_configs(["Drafter"], temperatures="[1.0]"),
         TypeError,
         r"temperatures='\[1.0\]' is a string; pass a list, e.g. temperatures=\[0.0, 1.0\]",
     ),
     (
         "mislead",
         "sweep_configs(curves='Drafter')",
-        lambda t: ev.sweep_configs("Drafter"),
+        lambda t: sweep_configs("Drafter"),
         TypeError,
         r"curves='Drafter' is a string; pass a list",
     ),
     (
         "mislead",
         "sweep_configs(n_alpha=1)",
-        lambda t: ev.sweep_configs(["Drafter"], n_alpha=1),
+        lambda t: sweep_configs(["Drafter"], n_alpha=1),
         ValueError,
         r"n_alpha=1 is below 2",
     ),
@@ -275,7 +277,7 @@ ACCEPTED = [
     ("Task(max_new_tokens=np.int32(3))", lambda: _task(max_new_tokens=np.int32(3)).max_new_tokens, 3),
     (
         "sweep_configs(n_alpha=np.int64(3), gammas=[2.0])",
-        lambda: len(ev.sweep_configs(["SpecCascade [Chow]"], n_alpha=np.int64(3), gammas=[2.0])),
+        lambda: len(sweep_configs(["SpecCascade [Chow]"], n_alpha=np.int64(3), gammas=[2.0])),
         3,
     ),
     ("Config(alpha=np.float32(0.5))", lambda: _config(alpha=np.float32(0.5)).alpha, 0.5),

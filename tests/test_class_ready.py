@@ -17,7 +17,7 @@ import tutorial_lib as tl  # noqa: E402
 from tutorial_lib import paths, views  # noqa: E402
 from tutorial_lib.lessons import notebook  # noqa: E402
 from tutorial_lib.tasks.metrics import METRICS  # noqa: E402
-from tutorial_lib.views import reruns, static, widgets  # noqa: E402
+from tutorial_lib.views import panels, reruns, static, widgets  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 PYPROJECT = '[project]\nname = "tutorial_lib"\nversion = "0.1.0"\n'
@@ -35,7 +35,7 @@ def test_static_png_of_curves_bars_lines_and_a_heatmap(world):
             0
         ],
         "heatmap": views.targets.every_rule_view("agree", 0.5, 1.0, examples=examples)[0],
-        "lines and reference lines": views.lemmas.lemma1_view(
+        "lines and reference lines": views.lemmas.deferral_risks.lemma1_view(
             tl.toy.examples.default_context(world), 0.1, world=world
         ),
     }
@@ -47,7 +47,7 @@ def test_static_png_of_curves_bars_lines_and_a_heatmap(world):
 def test_live_view_leaves_a_static_copy_of_its_current_setting(world):
     alpha = ipywidgets.FloatSlider(value=0.1, min=0.0, max=1.0, step=0.05)
     box = widgets.interactive(
-        views.lemmas.lemma1_view,
+        views.lemmas.deferral_risks.lemma1_view,
         alpha=alpha,
         context_index=ipywidgets.fixed(tl.toy.examples.default_context(world)),
         world=ipywidgets.fixed(world),
@@ -83,10 +83,10 @@ def test_long_titles_are_wrapped_to_fit():
         "Lemma 1, context ' ne' (blind spot), 0-1 loss: at alpha = 0.10 the optimal rule keeps q; "
         "Chow plug-in defers, Diff plug-in defers"
     )
-    lines = widgets.wrap(title, widgets.TITLE_WIDTH).split("\n")
-    assert len(lines) >= 2 and all(len(line) <= widgets.TITLE_WIDTH for line in lines)
+    lines = panels.wrap(title, panels.TITLE_WIDTH).split("\n")
+    assert len(lines) >= 2 and all(len(line) <= panels.TITLE_WIDTH for line in lines)
     assert " ".join(lines) == title
-    fig = widgets.to_plotly([widgets.Panel([widgets.Trace("a", [0, 1], [0, 1])], "x", "y")], title)
+    fig = panels.to_plotly([panels.Panel([panels.Trace("a", [0, 1], [0, 1])], "x", "y")], title)
     assert "<br>" in fig.layout.title.text
 
 
@@ -170,8 +170,8 @@ def test_latency_figure_has_a_title():
 
 
 def test_tradeoff_summary_follows_the_sliders(world):
-    fig, numbers = views.lemmas.tradeoff_live(2, 0.3, 1.0, world=world, n_alpha=3)
-    text = views.lemmas.format_tradeoff_summary(numbers)
+    fig, numbers = views.lemmas.tradeoff.tradeoff_live(2, 0.3, 1.0, world=world, n_alpha=3)
+    text = views.lemmas.tradeoff.format_tradeoff_summary(numbers)
     assert text.startswith("summary at gamma = 2, c = 0.3, T = 1:") and "Token-V3" in text
 
 

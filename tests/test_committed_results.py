@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from tutorial_lib.stats import report
-from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.sweep_folders import sweep_of
 from tutorial_lib.sweeps import result_files, reruns, rows_file
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
@@ -79,7 +79,7 @@ def _under_way(folder: Path) -> bool:
     except FileNotFoundError:
         return True  # no latency row saved yet
     latency_tasks = [t.head(settings["latency_items"]) for t in tasks]
-    latency = ev.sweep_of(
+    latency = sweep_of(
         pair,
         latency_tasks,
         f"gemma-{profile}-latency",
@@ -187,7 +187,7 @@ def test_a_t5_folder_holds_what_its_rows_give_today(folder):
     _same(f"{folder.name}/table.csv", pd.read_csv(folder / "table.csv"), _as_read_back(table))
     summary = analysis.summarize(rows, latency=cost, tasks=tasks)
     _same(f"{folder.name}/summary.csv", pd.read_csv(folder / "summary.csv"), _as_read_back(summary))
-    report.check_result_files(folder, report.T5_RESULT_FILES)
+    result_files.check_result_files(folder, report.T5_RESULT_FILES)
     # the committed run decoded every sentence at batch size 1: its own rows are the clock's
     stamp = report.t5_stamp(
         rows, tasks, folder, pricing.load_sweep_calibration(rows), table=table, clock_rows=rows

@@ -12,7 +12,7 @@ import torch
 import transformers
 
 import tutorial_lib as tl
-from tutorial_lib.models import adapter
+from tutorial_lib.models import adapter, language_model
 
 
 def test_placement_and_dtype_pass_through_to_from_pretrained_per_model(monkeypatch):
@@ -82,7 +82,7 @@ def test_the_input_device_is_the_input_embeddings_device():
         def forward(self, input_ids):
             return self.head(self.embed(input_ids))
 
-    lm = adapter.LanguageModel(Stub(), None, name="stub")
+    lm = language_model.LanguageModel(Stub(), None, name="stub")
     assert next(lm.model.parameters()).device.type == "meta" and lm.device == torch.device("cpu")
 
 
@@ -109,7 +109,9 @@ def test_a_placed_decoder_decodes_as_the_plain_one(tmp_path, device_map, one_thr
     placed = adapter.pretrained(
         transformers.LlamaForCausalLM, tmp_path, dtype=torch.float32, device="cpu", device_map=device_map
     )
-    lm = adapter.LanguageModel(placed, None, name="placed", eos_token_id=None, vocabulary=verifier.vocabulary)
+    lm = language_model.LanguageModel(
+        placed, None, name="placed", eos_token_id=None, vocabulary=verifier.vocabulary
+    )
     assert lm.device == torch.device("cpu")
     prompt = [2, 5, 7, 3]
     assert _tokens(tl.models.ModelPair(drafter, lm), prompt) == _tokens(

@@ -1,7 +1,7 @@
 """DIVERSED's dynamic ensemble as a rule: a per-position weight r in [0, 1] whose target is (1 - r) q + r p.
 
 The weight rule's target and deferral weight, its place beside the prefix rules, exactness in the engine
-(chi-square of the first token at T = 1), and the learned weight (`stats.learned_deferral`): trained by item
+(chi-square of the first token at T = 1), and the learned weight (`stats.dynamic_weight`): trained by item
 on the toy world's exact data, never on a held-out answer, its curves the exact statistics of its own
 target."""
 
@@ -17,6 +17,7 @@ from tutorial_lib.maths import laws
 from tutorial_lib.maths import accept_reject
 from tutorial_lib.maths import token_analysis as ta
 from tutorial_lib.stats import deferral_passes as dp
+from tutorial_lib.stats import dynamic_weight as dw
 from tutorial_lib.stats import learned_deferral as ld
 from tutorial_lib.stats import token_curves as tc
 
@@ -103,7 +104,7 @@ def toy(tmp_path_factory):
     analysis = tc.analyse(pair, items, grid=ta.default_grid(5), cache=root, progress=False)
     features = dp.feature_pass(pair, analysis, [i.id for i in items], items=items, cache=root, progress=False)
     train, test = ld.split_items(features, held_out=0.5, seed=2)
-    dynamic = ld.train_dynamic_weight(analysis, features, train, held_out_ids=test, n_lambdas=5, steps=150)
+    dynamic = dw.train_dynamic_weight(analysis, features, train, held_out_ids=test, n_lambdas=5, steps=150)
     return dict(
         pair=pair, items=items, analysis=analysis, features=features, train=train, test=test, dynamic=dynamic
     )
@@ -132,11 +133,11 @@ def test_the_weight_is_trained_by_item_and_leans_on_the_drafter_as_lambda_grows(
     )
     held_rows = np.isin(scrambled.position_item, [analysis.item_ids.index(i) for i in test])
     scrambled.oracle[held_rows, 1:] = np.random.default_rng(0).random((held_rows.sum(), 6))
-    again = ld.train_dynamic_weight(scrambled, features, train, held_out_ids=test, n_lambdas=5, steps=150)
+    again = dw.train_dynamic_weight(scrambled, features, train, held_out_ids=test, n_lambdas=5, steps=150)
     assert again.lambdas == dynamic.lambdas
     np.testing.assert_array_equal(again.weights(features.features), w)
     with pytest.raises(ValueError, match="share"):
-        ld.train_dynamic_weight(analysis, features, train, held_out_ids=train[:1])
+        dw.train_dynamic_weight(analysis, features, train, held_out_ids=train[:1])
 
 
 def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
@@ -144,7 +145,7 @@ def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
         toy[k] for k in ("analysis", "features", "dynamic", "test", "pair")
     )
     rule = ld.train_rule(analysis, features, toy["train"], held_out_ids=test)
-    held = ld.dynamic_curves(analysis, features, rule, dynamic, test)
+    held = dw.dynamic_curves(analysis, features, rule, dynamic, test)
     assert {"learned", "mixture", "diversed", "token_v2"} <= set(held.grid.alphas)
     name = dynamic.register("diversed_test")
     try:
@@ -172,4 +173,4 @@ def test_dynamic_curves_are_the_exact_statistics_of_the_weight_target(toy):
     assert [r["rule"] for r in rows] == ["token_v2", "learned", "mixture"]
     assert all(np.isfinite(r["area"][0]) for r in rows)
     with pytest.raises(ValueError, match="used to train"):
-        ld.dynamic_curves(analysis, features, rule, dynamic, toy["train"][:2])
+        dw.dynamic_curves(analysis, features, rule, dynamic, toy["train"][:2])

@@ -9,6 +9,8 @@ import pytest
 import tutorial_lib as tl
 from tutorial_lib.stats import analysis as an
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import CURVES, T5_CURVES, Task, sweep_configs
+from tutorial_lib.sweeps.sweep_folders import ModelRecord, model_identity
 
 
 # ---- the table on synthetic curves ------------------------------------------------------------------
@@ -106,9 +108,9 @@ def test_table_needs_the_verifier():
 
 
 def test_every_curve_of_the_paper_is_swept_over_its_range():
-    configs = ev.sweep_configs(ev.T5_CURVES, gammas=(3, 5), temperatures=(0.0, 1.0), n_alpha=4)
+    configs = sweep_configs(T5_CURVES, gammas=(3, 5), temperatures=(0.0, 1.0), n_alpha=4)
     labels = {c.label for c in configs}
-    assert labels == set(ev.CURVES)
+    assert labels == set(CURVES)
     for c in configs:
         if c.rule in tl.LIVE_ALPHA_RANGES:
             low, high = tl.LIVE_ALPHA_RANGES[c.rule]
@@ -134,9 +136,9 @@ def test_every_curve_of_the_paper_is_swept_over_its_range():
 )
 def test_bad_sweep_settings_say_what_to_change(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        ev.sweep_configs(**kwargs)
+        sweep_configs(**kwargs)
     with pytest.raises(ValueError, match="unknown curves"):
-        ev.sweep_configs(["Nope"])
+        sweep_configs(["Nope"])
 
 
 # ---- a resumable sweep on the toy world -------------------------------------------------------------
@@ -150,12 +152,12 @@ def _toy_task(n=4):
     examples = [
         {"id": f"ex{i}", "prompt": "ka lo" if i % 2 else "mi", "references": ["ka"]} for i in range(n)
     ]
-    return ev.Task("toy", _exact_word_match, examples, max_new_tokens=6)
+    return Task("toy", _exact_word_match, examples, max_new_tokens=6)
 
 
 def test_sweep_resumes_without_redoing_rows(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(
+    configs = sweep_configs(
         ["Drafter", "Verifier", "SpecCascade [OPT]", "BiLD", "SeqCascade [Chow]"],
         n_alpha=2,
         temperatures=(1.0,),
@@ -193,7 +195,7 @@ def test_sweep_resumes_without_redoing_rows(tmp_path, one_thread):
 
 def test_a_cut_off_last_line_is_redone(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    configs = sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
     task = _toy_task(3)
     ev.run_sweep(pair, task, configs, name="cut", root=tmp_path, progress=False)
     rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
@@ -209,7 +211,7 @@ def test_a_cut_off_last_line_is_redone(tmp_path, one_thread):
 
 def test_a_last_row_without_its_newline_is_kept_not_redone(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    configs = sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
     ev.run_sweep(pair, _toy_task(3), configs, name="nl", root=tmp_path, progress=False)
     rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
     text = rows_file.read_text()
@@ -221,7 +223,7 @@ def test_a_last_row_without_its_newline_is_kept_not_redone(tmp_path, one_thread)
 
 def test_a_malformed_row_stops_the_sweep_with_the_line_to_repair(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    configs = sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
     ev.run_sweep(pair, _toy_task(3), configs, name="bad", root=tmp_path, progress=False)
     rows_file = next(tmp_path.iterdir()) / "rows.jsonl"
     lines = rows_file.read_text().splitlines()
@@ -236,24 +238,24 @@ def test_a_malformed_row_stops_the_sweep_with_the_line_to_repair(tmp_path, one_t
 
 def test_rows_are_keyed_by_task_too(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
-    first, second = _toy_task(2), ev.Task("other", _exact_word_match, _toy_task(2).examples, max_new_tokens=3)
+    configs = sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    first, second = _toy_task(2), Task("other", _exact_word_match, _toy_task(2).examples, max_new_tokens=3)
     rows = ev.run_sweep(pair, [first, second], configs, name="two", root=tmp_path, progress=False)
     assert len(rows) == 4 and sorted(set(rows["task"])) == ["other", "toy"]  # same example ids, both kept
 
 
 def test_saved_rows_reload_without_the_models(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
+    configs = sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
     rows = ev.run_sweep(pair, _toy_task(3), configs, name="saved", root=tmp_path, progress=False)
-    records = tuple(ev.ModelRecord(**ev.model_identity(m), install="make toy") for m in pair)
+    records = tuple(ModelRecord(**model_identity(m), install="make toy") for m in pair)
     again = ev.run_sweep(records, _toy_task(3), configs, name="saved", root=tmp_path, progress=False)
     pd.testing.assert_frame_equal(rows, again)
     with pytest.raises(ev.MissingRowsError, match="3 of the 9 requested rows are not saved.*make toy"):
         ev.run_sweep(
             records,
             _toy_task(3),
-            configs + ev.sweep_configs(["SpecDecode"], temperatures=(1.0,)),
+            configs + sweep_configs(["SpecDecode"], temperatures=(1.0,)),
             name="saved",
             root=tmp_path,
             progress=False,
@@ -262,7 +264,7 @@ def test_saved_rows_reload_without_the_models(tmp_path, one_thread):
 
 def test_a_sweep_returns_only_the_configurations_asked_for(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    both = ev.sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
+    both = sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
     ev.run_sweep(pair, _toy_task(2), both, name="sub", root=tmp_path, progress=False)
     only = ev.run_sweep(pair, _toy_task(2), both[:1], name="sub", root=tmp_path, progress=False)
     assert set(only["label"]) == {"Drafter"} and len(only) == 2
@@ -270,7 +272,7 @@ def test_a_sweep_returns_only_the_configurations_asked_for(tmp_path, one_thread)
 
 def test_a_different_configuration_gets_its_own_folder(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
+    configs = sweep_configs(["Drafter"], n_alpha=2, temperatures=(1.0,))
     ev.run_sweep(pair, _toy_task(2), configs, name="run", root=tmp_path, progress=False)
     ev.run_sweep(pair, _toy_task(2), configs, name="run", root=tmp_path, seed=5, progress=False)
     assert len(list(tmp_path.iterdir())) == 2
@@ -278,7 +280,7 @@ def test_a_different_configuration_gets_its_own_folder(tmp_path, one_thread):
 
 def test_summary_points(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(
+    configs = sweep_configs(
         ["Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]"],
         n_alpha=2,
         temperatures=(1.0,),
@@ -300,13 +302,13 @@ def test_summary_points(tmp_path, one_thread):
 
 def test_task_checks():
     with pytest.raises(ValueError, match="no examples"):
-        ev.Task("empty", "bleu", [])
+        Task("empty", "bleu", [])
     with pytest.raises(ValueError, match="unique"):
-        ev.Task("dup", "bleu", [{"id": "a", "prompt": "x", "references": []}] * 2)
+        Task("dup", "bleu", [{"id": "a", "prompt": "x", "references": []}] * 2)
 
 
 def test_quality_by_group_shows_where_each_model_wins():
-    task = ev.Task(
+    task = Task(
         "t",
         "bleu",
         [
@@ -365,7 +367,7 @@ def test_rule_ends_come_from_the_drafter_and_specdecode_points():
 
 def test_call_based_latency(tmp_path, one_thread):
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter", "Verifier", "SpecDecode"], temperatures=(1.0,), gammas=(3,))
+    configs = sweep_configs(["Drafter", "Verifier", "SpecDecode"], temperatures=(1.0,), gammas=(3,))
     rows = ev.run_sweep(pair, _toy_task(4), configs, name="calls", root=tmp_path, progress=False)
     summary = an.summarize(rows, cost_ratio=0.5).set_index("label")
     assert summary.loc["Verifier", "latency_calls"] == pytest.approx(1.0)
@@ -383,7 +385,7 @@ def test_a_sweep_that_fails_at_its_first_row_leaves_no_folder(tmp_path):
         raise RuntimeError("metric failed")
 
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    task = ev.Task("toy", failing, [{"id": "a", "prompt": "mi", "references": ["x"]}], max_new_tokens=2)
+    task = Task("toy", failing, [{"id": "a", "prompt": "mi", "references": ["x"]}], max_new_tokens=2)
     with pytest.raises(RuntimeError, match="metric failed"):
-        ev.run_sweep(pair, task, ev.sweep_configs(["Drafter"]), name="fails", root=tmp_path, progress=False)
+        ev.run_sweep(pair, task, sweep_configs(["Drafter"]), name="fails", root=tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []

@@ -10,14 +10,15 @@ import torch
 
 from tutorial_lib.maths import alpha_grids, targets
 from tutorial_lib.stats import token_curves
-from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import GEMMA_CURVES
+from tutorial_lib.sweeps.sweep_folders import sweep_of
 from tutorial_lib.sweeps import reruns
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
 GREEDY_ANALYSIS = RESULTS / "token-analysis-95c2a115e487"
 #: the run headline replaced (`reruns.EARLIER_PROFILES`)
 OFFLINE_LARGE_RUN = "gemma-offline-large-93f757b9c761"
-RULE_LABELS = [label for label in ev.GEMMA_CURVES if label not in ("Drafter", "Verifier", "SpecDecode")]
+RULE_LABELS = [label for label in GEMMA_CURVES if label not in ("Drafter", "Verifier", "SpecDecode")]
 
 
 def test_every_rule_runs_at_three_alphas_or_more_at_both_temperatures():
@@ -191,9 +192,7 @@ def test_the_progress_of_the_committed_headline_run_counts_every_saved_row_once_
     pair = reruns.saved_pair("gemma-headline", settings)
     tasks, configs = reruns.gemma_tasks(settings), reruns.gemma_configs(settings)
     rows, progress = reruns.finished_rows(pair, tasks, configs, "gemma-headline", settings)
-    folder = ev.sweep_of(
-        pair, tasks, "gemma-headline", runner="batch", extra_config=reruns.run_config(settings)
-    )
+    folder = sweep_of(pair, tasks, "gemma-headline", runner="batch", extra_config=reruns.run_config(settings))
     lines = [json.loads(x) for x in (folder.path / "rows.jsonl").read_text().splitlines() if x.strip()]
     assert list(progress.index) == [t.name for t in tasks]
     assert progress["rows_saved"].sum() == len({(r["task"], r["config"], r["example_id"]) for r in lines})

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Task
 from tutorial_lib.tasks import hub_tasks
 from tutorial_lib.sweeps import reruns
 
@@ -78,7 +79,7 @@ def test_triviaqa_repeated_question_ids_are_dropped_before_sampling(fake_trivia)
         f"tc_{i}" for i in range(40)
     ]  # the first of each, in order
     # and the harness takes it as a task (it refuses repeated ids)
-    task = ev.Task.from_dict(task)
+    task = Task.from_dict(task)
     assert len(task.examples) == 30
 
 
@@ -105,20 +106,20 @@ class _WordModel:
 
 
 def test_inputs_are_cut_in_the_models_tokens_keeping_the_end_of_sequence():
-    task = ev.Task(
+    task = Task(
         "t",
         "bleu",
         [{"id": "a", "prompt": "one two three four five", "references": ["x"]}],
         max_input_tokens=4,
     )
     assert ev.prompt_ids(_WordModel(), task, task.examples[0]) == [10, 11, 12, 1]
-    whole = ev.Task("t", "bleu", task.examples)
+    whole = Task("t", "bleu", task.examples)
     assert ev.prompt_ids(_WordModel(), whole, task.examples[0]) == [10, 11, 12, 13, 14, 1]
     assert task.fingerprint() != whole.fingerprint() and task.head(1).max_input_tokens == 4
     with pytest.raises(ValueError, match="at least 2"):
-        ev.Task("t", "bleu", task.examples, max_input_tokens=1)
+        Task("t", "bleu", task.examples, max_input_tokens=1)
     with pytest.raises(ValueError, match="chat prompt"):
-        ev.Task("t", "bleu", task.examples, max_input_tokens=8, chat=True)
+        Task("t", "bleu", task.examples, max_input_tokens=8, chat=True)
 
 
 def test_the_t5_hub_profile_cuts_inputs_as_the_paper(monkeypatch):

@@ -11,6 +11,7 @@ import torch
 import tutorial_lib as tl
 from tutorial_lib import checks, models
 from tutorial_lib.decoding.batch import generate_batch
+from tutorial_lib.sweeps.configs import Config, Task, sweep_configs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -220,16 +221,15 @@ def test_trusted_inputs_in_two_interleaved_threads_leave_the_checks_on():
 
 
 def _one_example_task(**example):
-    from tutorial_lib.sweeps import evaluation as ev
 
     examples = [{"id": "a", "prompt": "mi", "references": ["x"], **example}]
-    return ev.Task("t", "qa_em", examples, max_new_tokens=2)
+    return Task("t", "qa_em", examples, max_new_tokens=2)
 
 
 def test_a_sweep_pair_of_one_model_or_of_names_says_what_to_pass(toy, tmp_path):
     from tutorial_lib.sweeps import evaluation as ev
 
-    task, configs = _one_example_task(), ev.sweep_configs(["Drafter"])
+    task, configs = _one_example_task(), sweep_configs(["Drafter"])
     with pytest.raises(ValueError, match=r"pair holds 1 model; a sweep needs two, \(drafter, verifier\)"):
         ev.run_sweep((toy.drafter,), task, configs, name="one", root=tmp_path, progress=False)
     with pytest.raises(ValueError, match="pair holds 3 models"):
@@ -279,10 +279,9 @@ def test_references_given_as_one_string_are_refused_not_split_into_letters():
 
 
 def test_a_chat_task_needs_text_prompts():
-    from tutorial_lib.sweeps import evaluation as ev
 
     with pytest.raises(TypeError, match="chat=True but example 'a' gives token ids"):
-        ev.Task("t", "qa_em", [{"id": "a", "prompt": [1, 2], "references": ["x"]}], chat=True)
+        Task("t", "qa_em", [{"id": "a", "prompt": [1, 2], "references": ["x"]}], chat=True)
 
 
 @pytest.mark.parametrize("n", [-1, 0, 2.5, "2"])
@@ -296,12 +295,12 @@ def test_task_head_refuses_what_would_drop_examples_silently(n):
 def test_sweep_configs_takes_gamma_auto_as_config_does():
     from tutorial_lib.sweeps import evaluation as ev
 
-    assert ev.Config("SpecDecode", "speculative", "spec", gamma="auto").key.endswith("|gauto|T0")
-    configs = ev.sweep_configs(gammas=("auto",))  # every curve of the T5 sweep
+    assert Config("SpecDecode", "speculative", "spec", gamma="auto").key.endswith("|gauto|T0")
+    configs = sweep_configs(gammas=("auto",))  # every curve of the T5 sweep
     gammas = {c.label: c.gamma for c in configs}
     assert gammas["SpecDecode"] == gammas["SpecCascade [OPT]"] == gammas["Lossy*"] == "auto"
     assert gammas["BiLD"] == gammas["Drafter"] == gammas["TokenCascade [Chow]"] == 5  # Config's default
-    both = ev.sweep_configs(["Drafter", "BiLD", "SpecDecode"], gammas=["auto", 3])
+    both = sweep_configs(["Drafter", "BiLD", "SpecDecode"], gammas=["auto", 3])
     assert sorted((c.label, str(c.gamma)) for c in both if c.label != "BiLD") == [
         ("Drafter", "3"),
         ("SpecDecode", "3"),
@@ -324,20 +323,18 @@ def test_sweep_configs_takes_gamma_auto_as_config_does():
     ],
 )
 def test_gamma_auto_where_the_engine_cannot_size_blocks_is_named(options, message):
-    from tutorial_lib.sweeps import evaluation as ev
 
     with pytest.raises(ValueError, match=message):
-        ev.Config(**options, gamma="auto")
+        Config(**options, gamma="auto")
     with pytest.raises(ValueError, match="'auto' prices blocks"):
-        ev.sweep_configs(["SpecDecode"], gammas=["auto"], bonus="none")
+        sweep_configs(["SpecDecode"], gammas=["auto"], bonus="none")
 
 
 @pytest.mark.parametrize("argument", ["curves", "gammas", "temperatures"])
 def test_an_empty_list_of_curves_gammas_or_temperatures_is_refused(argument):
-    from tutorial_lib.sweeps import evaluation as ev
 
     with pytest.raises(ValueError, match=rf"{argument}=\[\]: pass at least one"):  # was an empty sweep
-        ev.sweep_configs(**{"curves": ["Drafter"], argument: []})
+        sweep_configs(**{"curves": ["Drafter"], argument: []})
 
 
 def test_trusted_logits_skip_their_checks_only_where_a_draw_would_catch_them():

@@ -9,6 +9,7 @@ from jupyter_client.kernelspec import find_kernel_specs
 import tutorial_lib as tl
 from conftest import EXECUTED_FOR_BOOK
 from test_results_pages import GLUE_ROLE  # the static check's reading of a glue role
+from tutorial_lib.sweeps.configs import CURVES, GEMMA_CURVES
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -254,9 +255,8 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
     use_shared_model_cache()
     results = tmp_path / "results"
     metrics = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results))
-    from tutorial_lib.sweeps import evaluation as ev
 
-    assert set(metrics["labels"]) == set(ev.CURVES)  # every method of the paper on the curves
+    assert set(metrics["labels"]) == set(CURVES)  # every method of the paper on the curves
     assert metrics["n_rows"] == metrics["n_configs"] * 3  # every configuration on every sentence
     for figure in metrics["figures"] + ["t5_where_each_wins"]:
         assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
@@ -267,7 +267,7 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
         and (sweep / "config.json").exists()
     )
     methods = {row["method"] for row in metrics["table"]}
-    assert set(ev.CURVES) - methods == {"Verifier"}
+    assert set(CURVES) - methods == {"Verifier"}
     assert set(metrics["where_each_wins"]) >= {"Drafter", "Verifier"}
     # Latency from the cost model, both pricings, each with its figure; the calibration stored with the rows.
     assert metrics["latency_column"] == "modelled_latency_s" and (sweep / "calibration.json").exists()
@@ -329,9 +329,8 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     use_shared_model_cache()
     results = tmp_path / "results"
     metrics = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results))
-    from tutorial_lib.sweeps import evaluation as ev
 
-    assert set(metrics["labels"]) == set(ev.GEMMA_CURVES)
+    assert set(metrics["labels"]) == set(GEMMA_CURVES)
     assert set(metrics["tasks"]) == {"code", "arithmetic", "facts"}
     assert metrics["n_rows"] == metrics["n_configs"] * 2 * 3
     for figure in metrics["figures"]:

@@ -11,7 +11,7 @@ from tutorial_lib.maths import alpha_grids
 from tutorial_lib.sweeps import reruns
 
 from tutorial_lib.stats import token_curves
-from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import GEMMA_CURVES
 
 RESULTS = Path(__file__).resolve().parents[1] / "data" / "results"
 GREEDY_ANALYSIS = RESULTS / "token-analysis-467910ba0826"
@@ -36,7 +36,7 @@ def test_the_profile_reads_the_three_large_task_sets_without_a_model():
 def test_t1_runs_every_curve_once_and_t0_only_what_can_differ():
     configs = reruns.gemma_configs(reruns.gemma_profile("offline-large"))
     ones = [c for c in configs if c.temperature == 1.0]
-    assert Counter(c.label for c in ones) == {label: 1 for label in ev.GEMMA_CURVES}
+    assert Counter(c.label for c in ones) == {label: 1 for label in GEMMA_CURVES}
     # the T = 1 configurations are offline-all's middle ones: the same keys, comparable row for row
     old_keys = {c.key for c in reruns.gemma_configs(reruns.gemma_profile("offline-all"))}
     assert {c.key for c in ones} <= old_keys

@@ -20,7 +20,7 @@ from tutorial_lib import models
 from tutorial_lib.decoding.batch import generate_batch
 from tutorial_lib.decoding.config_batch import generate_configs
 from tutorial_lib.decoding.engine import generate
-from tutorial_lib.models import adapter
+from tutorial_lib.models import adapter, language_model
 
 from test_batch import PROMPTS, RULES, assert_same_run
 
@@ -81,7 +81,7 @@ def _spread(path):
 def test_a_verifier_spread_over_two_devices_decodes_as_on_one(pair, tmp_path):
     pair.verifier.model.save_pretrained(tmp_path)
     spread, first = _spread(tmp_path)
-    verifier = adapter.LanguageModel(
+    verifier = language_model.LanguageModel(
         spread, None, name="spread", eos_token_id=None, vocabulary=pair.verifier.vocabulary
     )
     assert verifier.device == torch.device(first if first == "cpu" else f"cuda:{first}")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import sacrebleu
 
-from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Task
 from tutorial_lib.tasks import metrics
 from tutorial_lib.stats import paired
 from sweep_rows import config_rows
@@ -130,7 +130,7 @@ def test_corpus_bleu_bootstrap_point_is_sacrebleus_and_covers_it():
     examples = [
         {"id": f"x{i}", "prompt": "p", "references": list(np.atleast_1d(REFERENCES[i % 5]))} for i in range(n)
     ]
-    task = ev.Task("t", "bleu", examples)
+    task = Task("t", "bleu", examples)
     texts = {"Verifier": hypotheses, "SpecCascade [Chow]": worse}
     sentence = [metrics.sentence_bleu(h, e["references"]) for h, e in zip(worse, examples)]
     rows = _rows(
@@ -167,7 +167,7 @@ def test_pairing_needs_common_seeds_and_enough_resamples():
         paired.item_scores(rows)
     with pytest.raises(ValueError, match="2000"):
         paired.paired_differences(rows, n_resamples=100)
-    task = ev.Task("t", "bleu", [{"id": "other", "prompt": "p", "references": ["r"]}])
+    task = Task("t", "bleu", [{"id": "other", "prompt": "p", "references": ["r"]}])
     with pytest.raises(ValueError, match="not in the task"):
         paired.item_scores(
             _rows({"Verifier": ("verifier", None, 0.0, quality)}, texts={"Verifier": ["a"] * 4}), [task]
@@ -187,7 +187,7 @@ def test_summary_bleu_is_corpus_bleu_given_the_tasks():
         drafter_time_s=0.0, verifier_time_s=1.0, n_drafted=0, deferral_rate=0.0
     )
     corpus = sacrebleu.corpus_bleu(hypotheses, _streams([e["references"] for e in examples])).score
-    summary = analysis.summarize(rows, tasks=[ev.Task("t", "bleu", examples)]).iloc[0]
+    summary = analysis.summarize(rows, tasks=[Task("t", "bleu", examples)]).iloc[0]
     assert summary["quality"] == pytest.approx(corpus) and summary["quality_metric"] == "corpus"
     assert summary["verifier_quality"] == pytest.approx(corpus) and summary["quality_ci"] > 0
     assert analysis.summarize(rows).iloc[0]["quality"] == pytest.approx(

@@ -8,6 +8,8 @@ import pandas as pd
 import pytest
 
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Config, Example, Task
+from tutorial_lib.sweeps.sweep_folders import ModelRecord
 from tutorial_lib import models
 from tutorial_lib.stats import pricing
 from tutorial_lib.decoding.batch import generate_batch
@@ -229,13 +231,13 @@ def greedy_sweep(tmp_path_factory):
     laws): two configurations with identical calls and, measured, different wall times."""
     verifier = models.tiny_random_llama(0)
     pair = models.ModelPair(models.perturbed(verifier, 0.3, seed=1), verifier)
-    examples = [ev.Example(f"item-{i}", [3 + i, 4, 5 + i % 3, 6], []) for i in range(8)]
-    task = ev.Task("tiny", lambda prediction, example: float(len(prediction)), examples, max_new_tokens=10)
+    examples = [Example(f"item-{i}", [3 + i, 4, 5 + i % 3, 6], []) for i in range(8)]
+    task = Task("tiny", lambda prediction, example: float(len(prediction)), examples, max_new_tokens=10)
     configs = [
-        ev.Config("Verifier", "verifier", temperature=0.0),
-        ev.Config("SpecCascade [Diff]", "speculative", "diff", 0.2, gamma=3),
-        ev.Config("SpecCascade [OPT]", "speculative", "opt", 0.2, gamma=3),
-        ev.Config("SpecDecode", "speculative", "spec", 0.0, gamma=3),
+        Config("Verifier", "verifier", temperature=0.0),
+        Config("SpecCascade [Diff]", "speculative", "diff", 0.2, gamma=3),
+        Config("SpecCascade [OPT]", "speculative", "opt", 0.2, gamma=3),
+        Config("SpecDecode", "speculative", "spec", 0.0, gamma=3),
     ]
     root = tmp_path_factory.mktemp("results")
     rows = ev.run_sweep(pair, task, configs, name="pricing-test", root=root, progress=False, eos_token_id=())
@@ -328,7 +330,7 @@ def test_a_sweep_is_calibrated_once_and_reused(greedy_sweep, tmp_path):
     assert all(1 in gammas for gammas in wider.rule_blocks.values())
     assert pricing.load_sweep_calibration(folder) == wider
     cal = wider
-    records = (ev.ModelRecord(pair.drafter.name), ev.ModelRecord(pair.verifier.name))
+    records = (ModelRecord(pair.drafter.name), ModelRecord(pair.verifier.name))
     assert (
         pricing.calibrate_for_sweep(records, folder, gammas=[3]) == cal
     )  # models not loaded: the stored one
@@ -356,11 +358,11 @@ def test_an_encoder_decoder_sweep_calibrates_its_encoders(tmp_path):
 def test_rows_of_the_batched_runner_are_priced(tmp_path):
     verifier = models.tiny_random_llama(0)
     pair = models.ModelPair(models.perturbed(verifier, 0.3, seed=1), verifier)
-    examples = [ev.Example(f"item-{i}", [3 + i, 4, 5 + i % 3], []) for i in range(5)]
-    task = ev.Task("tiny", lambda prediction, example: 0.0, examples, max_new_tokens=6)
+    examples = [Example(f"item-{i}", [3 + i, 4, 5 + i % 3], []) for i in range(5)]
+    task = Task("tiny", lambda prediction, example: 0.0, examples, max_new_tokens=6)
     configs = [
-        ev.Config("Verifier", "verifier", gamma=1, temperature=1.0),
-        ev.Config("SpecCascade [Chow]", "speculative", "chow", 0.3, gamma=1, temperature=1.0, bonus="none"),
+        Config("Verifier", "verifier", gamma=1, temperature=1.0),
+        Config("SpecCascade [Chow]", "speculative", "chow", 0.3, gamma=1, temperature=1.0, bonus="none"),
     ]
     rows = ev.run_sweep(
         pair,
@@ -484,7 +486,7 @@ def test_a_sweep_is_priced_in_one_call_or_says_why_not(greedy_sweep, tmp_path):
     )
     copied = rows.copy()
     copied.attrs["path"] = str(folder)
-    records = (ev.ModelRecord(pair.drafter.name), ev.ModelRecord(pair.verifier.name))
+    records = (ModelRecord(pair.drafter.name), ModelRecord(pair.verifier.name))
     unpriced = pricing.price_sweep(records, copied, [3])  # no calibration stored, no models to measure
     assert unpriced.calibration is None and unpriced.rows is copied and "not loaded" in unpriced.why_not
     with pytest.raises(FileNotFoundError, match="not loaded"):

@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 
 from tutorial_lib.stats import analysis as an  # noqa: E402
 from tutorial_lib.stats import pricing  # noqa: E402
-from tutorial_lib.sweeps import evaluation as ev  # noqa: E402
+from tutorial_lib.sweeps.configs import CURVES, Task
 from tutorial_lib.views import reruns as rerun_views  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def _summary(
         )
     ]
     for i, label in enumerate(labels):
-        method = ev.CURVES[label]["method"]
+        method = CURVES[label]["method"]
         points = 1 if method == "drafter" or label == "SpecDecode" else 3
         for j in range(points):
             rows.append(
@@ -53,7 +53,7 @@ def _summary(
                     task="t",
                     label=label,
                     method=method,
-                    rule=ev.CURVES[label].get("rule", "-"),
+                    rule=CURVES[label].get("rule", "-"),
                     alpha=float(j),
                     gamma=1,
                     temperature=temperature,
@@ -114,7 +114,7 @@ def test_family_figure_leaves_out_empty_families_and_refuses_nothing_to_draw():
 
 def test_answer_lengths_count_cuts_and_calls_per_answer():
     tasks = [
-        ev.Task(
+        Task(
             "short",
             "qa_em",
             [{"id": f"e{i}", "prompt": "x", "references": ["y"]} for i in range(3)],

@@ -6,19 +6,21 @@ import pytest
 
 import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import CURVES, sweep_configs
+from tutorial_lib.sweeps.sweep_folders import Sweep
 from tutorial_lib.sweeps import reruns
 
 
 @pytest.mark.parametrize("profile", list(reruns.T5_PROFILES))
 def test_t5_profiles_build_their_sweeps(profile):
     settings = reruns.t5_profile(profile)
-    configs = ev.sweep_configs(
+    configs = sweep_configs(
         settings["curves"],
         gammas=settings["gammas"],
         temperatures=settings["temperatures"],
         n_alpha=settings["n_alpha"],
     )
-    assert {c.label for c in configs} == set(ev.CURVES)
+    assert {c.label for c in configs} == set(CURVES)
 
 
 def test_profile_overrides_and_errors():
@@ -254,8 +256,8 @@ def test_the_latency_settings_stay_out_of_the_batched_sweeps_hash():
     assert reruns.run_config(other) == reruns.run_config(settings)
     assert reruns.latency_run_config(other) != reruns.latency_run_config(settings)
     assert (
-        ev.Sweep("gemma-offline-large", reruns.run_config(settings)).hash
-        != ev.Sweep("gemma-offline-large", reruns.latency_run_config(settings)).hash
+        Sweep("gemma-offline-large", reruns.run_config(settings)).hash
+        != Sweep("gemma-offline-large", reruns.latency_run_config(settings)).hash
     )
 
 

@@ -121,11 +121,12 @@ SWEEP = """
 import sys
 import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Config, Task
 examples = [{"id": f"e{i}", "prompt": "mi", "references": ["x"]} for i in range(32)]
-task = ev.Task("t", "qa_em", examples, max_new_tokens=3)
+task = Task("t", "qa_em", examples, max_new_tokens=3)
 configs = [
-    ev.Config("Drafter", "drafter", gamma=1, temperature=1.0),
-    ev.Config("Verifier", "verifier", gamma=1, temperature=1.0),
+    Config("Drafter", "drafter", gamma=1, temperature=1.0),
+    Config("Verifier", "verifier", gamma=1, temperature=1.0),
 ]
 table = ev.run_sweep(
     tl.load_pair("toy-drafter", "toy-verifier"), [task], configs, name="split", root=sys.argv[1],

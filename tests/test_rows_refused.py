@@ -10,19 +10,20 @@ import pytest
 
 import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Config, Task
 from tutorial_lib.sweeps.identity import canonical
 from tutorial_lib.sweeps.rows_file import RowsFileError
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TOY = tl.load_pair("toy-drafter", "toy-verifier")
-TASK = ev.Task(
+TASK = Task(
     "t",
     "qa_em",
     [{"id": "a", "prompt": "mi", "references": ["x"]}, {"id": "b", "prompt": "mi", "references": ["y"]}],
     max_new_tokens=2,
 )
-CONFIGS = [ev.Config("Drafter", "drafter")]
+CONFIGS = [Config("Drafter", "drafter")]
 
 
 def _sweep(root, configs=CONFIGS):
@@ -86,7 +87,7 @@ def test_rows_files_of_several_writers_read_as_one_run(saved):
 
 def test_alphas_that_differ_in_the_seventh_digit_get_their_own_rows(tmp_path):
     close = [
-        ev.Config("SpecCascade [Chow]", "speculative", "chow", alpha, gamma=1)
+        Config("SpecCascade [Chow]", "speculative", "chow", alpha, gamma=1)
         for alpha in (0.3000001, 0.3000002)
     ]
     assert close[0].key != close[1].key
@@ -104,14 +105,14 @@ def test_an_alpha_moved_by_one_unit_in_the_last_place_names_the_same_configurati
     for moved in (np.nextafter(alpha, np.inf), np.nextafter(alpha, -np.inf)):
         kinds = [("bild", None)] + ([("speculative", "chow")] if abs(alpha) <= 1 else [])
         for method, rule in kinds:
-            here = ev.Config("SpecCascade [Chow]" if rule else "BiLD", method, rule, abs(alpha), gamma=1)
-            there = ev.Config(here.label, method, rule, abs(float(moved)), gamma=1)
+            here = Config("SpecCascade [Chow]" if rule else "BiLD", method, rule, abs(alpha), gamma=1)
+            there = Config(here.label, method, rule, abs(float(moved)), gamma=1)
             assert here.key == there.key
         assert canonical({"alphas": [alpha, 1.0]}) == canonical({"alphas": [float(moved), 1.0]})
 
 
 def test_rows_under_an_earlier_form_of_the_key_are_read_as_their_alphas_configuration(tmp_path):
-    third = ev.Config("SpecCascade [Chow]", "speculative", "chow", 1 / 3, gamma=1)
+    third = Config("SpecCascade [Chow]", "speculative", "chow", 1 / 3, gamma=1)
     rows = _sweep(tmp_path, [third])
     path = Path(rows.attrs["path"]) / "rows.jsonl"
     saved = [json.loads(line) for line in path.read_text().splitlines()]

@@ -15,6 +15,7 @@ from tutorial_lib.stats import analysis, claims
 from tutorial_lib.stats.curve_bootstrap import curve_bootstrap
 from tutorial_lib.sweeps import configs
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Task
 from tutorial_lib.views import reruns as rerun_views
 from tutorial_lib.views import widgets
 
@@ -100,7 +101,7 @@ def test_a_registered_token_rule_is_a_rule_of_every_wing(registered, tmp_path):
     examples = [
         {"id": str(i), "prompt": text, "references": ["x"]} for i, text in enumerate(["mi", "ka", "su"])
     ]
-    task = ev.Task(name="t", metric="qa_em", examples=examples, max_new_tokens=4)
+    task = Task(name="t", metric="qa_em", examples=examples, max_new_tokens=4)
     rows = ev.run_sweep(TOY, [task], sweep, name="token-v4", root=tmp_path, progress=False)
     assert set(rows.loc[rows["label"] == label, "rule"]) == {name}
 

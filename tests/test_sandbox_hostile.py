@@ -403,6 +403,7 @@ SWEEP_SCRIPT = """
 import json, os, sys
 import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Task, sweep_configs
 cases, tests, root = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
 info = {"tests": tests, "setup": "", "entry_point": "sum_of_squares"}
 example = {"id": "p", "prompt": "mi", "references": [""], "info": info}
@@ -410,10 +411,10 @@ def fenced(code):
     code = code.replace("SWEEP_PID", str(os.getpid()))  # the kill attempts aim at this very process
     return lambda text: "```python\\n" + code + "\\n```"
 tasks = [
-    ev.Task(name, "mbpp", [example], max_new_tokens=2, postprocess=fenced(code))
+    Task(name, "mbpp", [example], max_new_tokens=2, postprocess=fenced(code))
     for name, code in cases.items()
 ]
-configs = ev.sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,), gammas=(1,))
+configs = sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,), gammas=(1,))
 pair = tl.load_pair("toy-drafter", "toy-verifier")
 table = ev.run_sweep(pair, tasks, configs, name="hostile", root=root, progress=False)
 print("RESULT " + json.dumps(

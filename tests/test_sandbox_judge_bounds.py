@@ -16,6 +16,7 @@ import tutorial_lib.tasks.sandbox as sandbox
 from tutorial_lib.tasks.judge import plan_tests
 from tutorial_lib.tasks.judge.verdicts import MAX_REPORT_DEPTH, MalformedReport, parse_report
 from tutorial_lib.tasks.sandbox import SandboxResult, run_python
+from tutorial_lib.sweeps.configs import Config, Task
 
 pytestmark = pytest.mark.skipif(
     not isolation.sandbox_available(),
@@ -328,7 +329,7 @@ def test_a_sweep_records_every_hostile_row_and_resumes_without_dying(tmp_path):
     def task(name):
         code, tests, setup = HOSTILE[name]
         info = {"tests": tests, "setup": setup, "entry_point": "sum_of_squares"}
-        return ev.Task(
+        return Task(
             name,
             "mbpp",
             [{"id": "p", "prompt": "mi", "references": [""], "info": info}],
@@ -337,7 +338,7 @@ def test_a_sweep_records_every_hostile_row_and_resumes_without_dying(tmp_path):
         )
 
     tasks = [task(name) for name in SWEEP_CASES]
-    configs = [ev.Config("Drafter", "drafter", gamma=1)]
+    configs = [Config("Drafter", "drafter", gamma=1)]
     pair = tl.load_pair("toy-drafter", "toy-verifier")
     table = ev.run_sweep(pair, tasks, configs, name="hostile-reports", root=tmp_path, progress=False)
     assert sorted(table["task"]) == sorted(SWEEP_CASES) and (table["quality"] == 0.0).all()

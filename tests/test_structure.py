@@ -34,7 +34,18 @@ HEAVY = ("matplotlib", "pandas", "scipy", "transformers", "plotly", "ipywidgets"
 LAB = ("tasks", "sweeps", "stats", "views.reruns", "views.verdicts", "views.token_analysis")
 #: What lessons 00-05, 09 and 10 load: the maths, the toy worlds, the lessons' maths and the
 #: views they draw with.
-LESSON_VIEWS = ("figures", "panels", "static", "widgets", "targets", "lemmas", "toy", "speed")
+LESSON_VIEWS = (
+    "figures",
+    "panels",
+    "static",
+    "widgets",
+    "targets",
+    "lemmas.deferral_risks",
+    "lemmas.lossy",
+    "lemmas.tradeoff",
+    "toy",
+    "speed",
+)
 LESSON = ("maths", "toy", "lessons", *(f"views.{view}" for view in LESSON_VIEWS))
 
 
@@ -341,7 +352,9 @@ COLD_IMPORT_CAPS = {
     "static": 700,
     "widgets": 800,
     "targets": 1700,
-    "lemmas": 1700,
+    "lemmas.deferral_risks": 1700,
+    "lemmas.lossy": 1700,
+    "lemmas.tradeoff": 1700,
     "toy": 2300,
     "speed": 2100,
 }

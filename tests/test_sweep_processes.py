@@ -25,6 +25,8 @@ import pytest
 
 import tutorial_lib as tl
 from tutorial_lib.sweeps import evaluation as ev
+from tutorial_lib.sweeps.configs import Task, sweep_configs
+from tutorial_lib.sweeps.sweep_folders import ModelRecord, model_identity, saved_models
 from tutorial_lib.sweeps import processes as pr
 from tutorial_lib.sweeps import rows_file
 
@@ -118,7 +120,7 @@ def test_bad_process_settings_say_what_to_change(monkeypatch):
         ev.run_sweep(
             tl.load_pair("toy-drafter", "toy-verifier"),
             _toy_task(),
-            ev.sweep_configs(["Drafter"]),
+            sweep_configs(["Drafter"]),
             name="bad",
             processes=(0, 2),
             progress=False,
@@ -129,7 +131,7 @@ def _toy_task(n=5):
     examples = [
         {"id": f"ex{i}", "prompt": "ka lo" if i % 2 else "mi", "references": ["ka"]} for i in range(n)
     ]
-    return ev.Task("toy", "qa_em", examples, max_new_tokens=5)
+    return Task("toy", "qa_em", examples, max_new_tokens=5)
 
 
 def _as_processes(count, run, **options):
@@ -172,7 +174,7 @@ def test_shares_run_one_after_another_make_the_single_process_run(tmp_path, one_
     """Two processes' shares give one process's rows, each in its own file, and both return the whole
     table; an interrupted run resumed with another count of processes runs only what is missing."""
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(
+    configs = sweep_configs(
         ["Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]"],
         n_alpha=2,
         temperatures=(1.0,),
@@ -227,21 +229,21 @@ def test_shares_run_one_after_another_make_the_single_process_run(tmp_path, one_
     _assert_every_row_once(folder, len(single))
     pd.testing.assert_frame_equal(_results(table), _results(single))
     # and the folder reloads without the models, from all its rows files
-    records = tuple(ev.ModelRecord(**ev.model_identity(m)) for m in pair)
+    records = tuple(ModelRecord(**model_identity(m)) for m in pair)
     pd.testing.assert_frame_equal(
         _results(
             ev.run_sweep(records, _toy_task(), configs, name="toy", root=tmp_path / "three", progress=False)
         ),
         _results(single),
     )
-    assert ev.saved_models("toy", root=tmp_path / "three")[1].name == "toy-verifier"
+    assert saved_models("toy", root=tmp_path / "three")[1].name == "toy-verifier"
 
 
 def test_a_line_cut_in_a_file_no_process_appends_to_is_set_aside(tmp_path, one_thread):
     """A process of a 2-process run died mid-write; the run resumed by one process (which appends to
     rows.jsonl) moves the cut line aside, so the folder reads cleanly afterwards."""
     pair = tl.load_pair("toy-drafter", "toy-verifier")
-    configs = ev.sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
+    configs = sweep_configs(["Drafter", "Verifier"], temperatures=(1.0,))
     _as_processes(
         2,
         lambda processes: ev.run_sweep(
@@ -270,13 +272,13 @@ def test_a_line_cut_in_a_file_no_process_appends_to_is_set_aside(tmp_path, one_t
 
 def test_a_batched_sweep_is_split_by_chunks(tmp_path, one_thread):
     pair = tl.load_pair("tiny-random-llama:0", "tiny-random-llama:1", shared_vocabulary=True)
-    task = ev.Task(
+    task = Task(
         "ids",
         "qa_em",
         [{"id": f"i{i}", "prompt": [2, 3 + i, 4], "references": ["x"]} for i in range(5)],
         max_new_tokens=4,
     )
-    configs = ev.sweep_configs(
+    configs = sweep_configs(
         ["Drafter", "Verifier", "SpecDecode"], temperatures=(1.0,), gammas=(1,), bonus="none"
     )
     single = ev.run_sweep(
@@ -315,7 +317,7 @@ def test_a_batched_sweep_is_split_by_chunks(tmp_path, one_thread):
 
 
 def _incomplete_configs():
-    return ev.sweep_configs(
+    return sweep_configs(
         ["Drafter", "Verifier", "SpecDecode", "SpecCascade [Chow]"],
         n_alpha=2,
         temperatures=(1.0,),

@@ -235,8 +235,8 @@ def test_a_shipped_model_is_copied_not_trained_and_training_here_replaces_the_co
 def test_the_shipped_default_pair_has_the_weights_of_the_committed_t5_rows():
     """Notebook 06 redraws the committed rows only with the weights they were computed with."""
     from transformers import AutoTokenizer, T5ForConditionalGeneration
-    from tutorial_lib.models.adapter import LanguageModel
-    from tutorial_lib.sweeps.evaluation import model_identity
+    from tutorial_lib.models.language_model import LanguageModel
+    from tutorial_lib.sweeps.sweep_folders import model_identity
 
     configs = [json.loads(f.read_text()) for f in sorted(RESULTS_DIR.glob("t5-offline-*/config.json"))]
     assert len(configs) == 1, "one committed offline T5 run"

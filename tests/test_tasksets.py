@@ -135,12 +135,12 @@ def test_the_large_arithmetic_set_extends_the_committed_one_line_for_line():
 
 
 def test_arithmetic_generator_is_seeded_and_distinct():
-    first = tasksets.make_arithmetic_problems(30, seed=7)
-    assert first == tasksets.make_arithmetic_problems(30, seed=7)
-    assert first != tasksets.make_arithmetic_problems(30, seed=8)
+    first = arithmetic_problems.make_arithmetic_problems(30, seed=7)
+    assert first == arithmetic_problems.make_arithmetic_problems(30, seed=7)
+    assert first != arithmetic_problems.make_arithmetic_problems(30, seed=8)
     assert len({p["question"] for p in first}) == 30
     with pytest.raises(ValueError):
-        tasksets.make_arithmetic_problems(-1, seed=0)
+        arithmetic_problems.make_arithmetic_problems(-1, seed=0)
 
 
 def test_arithmetic_and_facts_scoring_round_trip():
@@ -157,7 +157,7 @@ def test_bad_names_and_sizes_raise():
     with pytest.raises(ValueError, match="unknown offline task"):
         tasksets.offline_task("poems")
     with pytest.raises(ValueError, match="unknown hub task"):
-        tasksets.hub_task("imagenet", 3)
+        hub_tasks.hub_task("imagenet", 3)
     with pytest.raises(ValueError, match="shots must be between"):
         tasksets.offline_task("facts", shots=99)
     with pytest.raises(ValueError, match="positive int"):
@@ -301,7 +301,7 @@ def fake_hub(monkeypatch):
 @pytest.mark.parametrize("name", sorted(hub_tasks.HUB_TASKS))
 def test_hub_task_builds_prompts_from_the_dataset(fake_hub, name):
     spec = hub_tasks.HUB_TASKS[name]
-    task = tasksets.hub_task(name, 3, seed=1, shots=2)
+    task = hub_tasks.hub_task(name, 3, seed=1, shots=2)
     assert (
         task["name"] == name
         and task["metric"] == spec.metric
@@ -324,7 +324,7 @@ def test_hub_task_builds_prompts_from_the_dataset(fake_hub, name):
 
 
 def test_hub_prompt_contents(fake_hub):
-    wmt = tasksets.hub_task("wmt14", 2, shots=1)
+    wmt = hub_tasks.hub_task("wmt14", 2, shots=1)
     example = wmt["examples"][0]
     assert example["prompt"].splitlines()[-1] == "German:"
     source = example["info"]["source"]
@@ -332,21 +332,21 @@ def test_hub_prompt_contents(fake_hub):
         source.replace("English sentence", "Deutscher Satz")
     ]
 
-    gsm = tasksets.hub_task("gsm8k", 2, shots=1)
+    gsm = hub_tasks.hub_task("gsm8k", 2, shots=1)
     assert "<<" not in gsm["examples"][0]["prompt"]  # calculator annotations removed from the shots
     assert re.search(
         r"Answer: Half of \d+ is 10\d\d\. The answer is 10\d\d000\.\n", gsm["examples"][0]["prompt"]
     )
     assert all(e["references"][0].endswith("000") and "," not in e["references"][0] for e in gsm["examples"])
 
-    mbpp = tasksets.hub_task("mbpp", 2, shots=3)
+    mbpp = hub_tasks.hub_task("mbpp", 2, shots=3)
     example = mbpp["examples"][0]
     assert example["info"]["entry_point"].startswith("give_") and len(example["info"]["tests"]) == 3
     assert example["prompt"].count("Solution:\n```python") == 3  # MBPP's prompt split supplies the shots
     assert "give_501" in example["prompt"]  # the second prompt-split problem first, as in MBPP's convention
     assert metrics.METRICS["mbpp"]("```python\n" + example["references"][0] + "```", example) == 1.0
 
-    squad = tasksets.hub_task("squad_v2", None, shots=2)
+    squad = hub_tasks.hub_task("squad_v2", None, shots=2)
     assert len(squad["examples"]) == 8
     no_answer = [e for e in squad["examples"] if e["info"]["no_answer"]]
     assert no_answer and all(e["references"] == [] for e in no_answer)
@@ -356,24 +356,24 @@ def test_hub_prompt_contents(fake_hub):
     assert "Answer: unanswerable" in squad["examples"][0]["prompt"]  # one shot of each kind
     assert metrics.METRICS["squad_v2"]("unanswerable", no_answer[0]) == 1.0
 
-    trivia = tasksets.hub_task("triviaqa", 2, shots=1)
+    trivia = hub_tasks.hub_task("triviaqa", 2, shots=1)
     assert (
         trivia["examples"][0]["references"][0].startswith("Value")
         and len(trivia["examples"][0]["references"]) == 2
     )
 
-    nq = tasksets.hub_task("naturalqa", 2, shots=0)
+    nq = hub_tasks.hub_task("naturalqa", 2, shots=0)
     assert nq["examples"][0]["prompt"].endswith("?\nAnswer:") and nq["shots"] == 0
 
 
 def test_hub_sampling_is_seeded(fake_hub):
-    first = [e["id"] for e in tasksets.hub_task("web_questions", 4, seed=3)["examples"]]
-    assert first == [e["id"] for e in tasksets.hub_task("web_questions", 4, seed=3)["examples"]]
-    assert first != [e["id"] for e in tasksets.hub_task("web_questions", 4, seed=4)["examples"]]
+    first = [e["id"] for e in hub_tasks.hub_task("web_questions", 4, seed=3)["examples"]]
+    assert first == [e["id"] for e in hub_tasks.hub_task("web_questions", 4, seed=3)["examples"]]
+    assert first != [e["id"] for e in hub_tasks.hub_task("web_questions", 4, seed=4)["examples"]]
 
 
 def test_hub_shots_never_come_from_evaluated_items(fake_hub):
-    task = tasksets.hub_task("web_questions", 4, split="train", shots=3)  # evaluating the shot split itself
+    task = hub_tasks.hub_task("web_questions", 4, split="train", shots=3)  # evaluating the shot split itself
     for example in task["examples"]:
         question = example["info"]["question"]
         assert example["prompt"].count(question) == 1
@@ -386,8 +386,8 @@ def test_unreachable_hub_names_the_offline_sets(monkeypatch):
         raise ConnectionError("no network")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(tasksets.HubUnavailableError, match="offline_task"):
-        tasksets.hub_task("gsm8k", 5)
+    with pytest.raises(hub_tasks.HubUnavailableError, match="offline_task"):
+        hub_tasks.hub_task("gsm8k", 5)
 
 
 def test_load_task_dispatches(fake_hub):

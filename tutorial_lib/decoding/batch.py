@@ -51,7 +51,7 @@ import torch
 
 from ..checks import check_gamma
 from ..maths import laws
-from ..models.adapter import LanguageModel
+from ..models.language_model import LanguageModel
 from .generation import Generation
 from .lockstep import (
     BATCH_METHODS,
@@ -74,7 +74,7 @@ from .lockstep import (
 from .options import check_generate_options, stop_tokens
 from .block_batch import BLOCK_BONUS, CASCADE_METHODS, Side, decode_blocks, encode_batch
 
-__all__ = ["BATCH_METHODS", "BatchPrefill", "prefill_batch", "generate_batch"]
+__all__ = ["BATCH_METHODS", "prefill_batch", "generate_batch"]
 
 
 def prefill_batch(

@@ -1,13 +1,14 @@
 """What `generate` returns: a `Generation` (the tokens, the counters that price the run) and, per emitted
-token, a `TraceStep` saying how it came about."""
+token, a `TraceStep` saying how it came about; `emit_verified_block` records one verified block of
+Algorithm 4 that way, for the engine and the block batch alike."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
-__all__ = ["Generation", "TraceStep"]
+__all__ = ["Generation", "TraceStep", "emit_verified_block"]
 
 _NAN = float("nan")
 
@@ -30,6 +31,55 @@ class TraceStep:
     p: float = _NAN
     pi: float = _NAN
     deferral: float = _NAN
+
+
+def emit_verified_block(
+    emit: Callable[[TraceStep], None],
+    counts: Dict[str, int],
+    drafts: Sequence[int],
+    verdict,
+    row: int,
+    q,
+    p,
+    pi,
+    weight,
+    bonus_step: Optional[Callable[[int], TraceStep]] = None,
+) -> None:
+    """Record row `row` of a `maths.verification.BlockVerdict` on `drafts`: each accepted draft, then the
+    residual's draw at a rejection or, after a full block, the bonus token (`bonus_step(token)` says how it
+    came about; None: no bonus was drawn), with the counters `n_drafted`, `n_accepted`, `n_rejected`.
+    `q`, `p`, `pi` (shape `(n, V)`) and `weight` (`(n,)`) are the block's laws and deferral weights."""
+    n_accepted, extra = int(verdict.n_accepted[row]), int(verdict.extra[row])
+    counts["n_drafted"] += len(drafts)
+    counts["n_accepted"] += n_accepted
+    for j, x in enumerate(drafts[:n_accepted]):
+        emit(
+            TraceStep(
+                x,
+                "draft",
+                True,
+                q=float(q[j, x]),
+                p=float(p[j, x]),
+                pi=float(pi[j, x]),
+                deferral=float(weight[j]),
+            )
+        )
+    if bool(verdict.rejected[row]):
+        counts["n_rejected"] += 1
+        j, y = n_accepted, extra
+        emit(
+            TraceStep(
+                y,
+                "residual",
+                False,
+                q=float(q[j, y]),
+                p=float(p[j, y]),
+                pi=float(pi[j, y]),
+                deferral=float(weight[j]),
+            )
+        )
+    elif extra >= 0 and bonus_step is not None:
+        emit(bonus_step(extra))
 
 
 @dataclass

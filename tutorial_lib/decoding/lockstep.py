@@ -23,7 +23,8 @@ import torch
 from ..checks import check_seed, check_whole_number
 from ..maths.accept_reject import sample_each
 from ..maths.verification import block_targets, temperature_laws, verify_block
-from ..models.adapter import LanguageModel, check_compatible, load_model
+from ..models.adapter import load_model
+from ..models.language_model import LanguageModel, check_compatible
 from .generation import Generation, TraceStep
 from .shared_prefix import SharedPrefix, common_prefix_length, forward_rows
 

@@ -95,7 +95,8 @@ STATS = ("rejection", "deferral", "expected_01", "greedy_01", "log_loss")
 LOSSES = ("expected_01", "greedy_01", "log_loss")
 _ONE_POINT = ("drafter", "verifier", "spec")
 #: Curves of mixtures built from the oracle's per-position columns, outside `position_statistics`
-#: (`stats.learned_deferral`): the constant weight, the learned rule, DIVERSED's dynamic weight.
+#: (`stats.learned_deferral`, `stats.dynamic_weight`): the constant weight, the learned rule, DIVERSED's
+#: dynamic weight.
 MIXTURE_CURVES = ("mixture", "learned", "diversed")
 
 

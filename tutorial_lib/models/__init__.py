@@ -19,17 +19,22 @@
 - `synthetic_t5` - the small T5 pair trained offline on the synthetic translation task (`synthetic-t5-*`).
 
 Importing this package registers every backend, so `load_model("toy-drafter")` works wherever
-`load_model` is reached from. The public names of `adapter` (and `toy_pair`) are re-exported here:
-`tl.models.load_pair(...)`.
+`load_model` is reached from. The public names of `adapter` and `language_model` (and `toy_pair`) are
+re-exported here: `tl.models.load_pair(...)`.
 """
 
 from . import adapter, files, kernel_paths, language_model, layer_skip, offline, synthetic_t5, toy
 from .adapter import *  # noqa: F401,F403  (the interface, re-exported)
 from .adapter import __all__ as _adapter_names
+from .language_model import LanguageModel, ModelPair, Session, check_compatible
 from .toy import ToyModel, toy_pair
 
 __all__ = [
     *_adapter_names,
+    "LanguageModel",
+    "ModelPair",
+    "Session",
+    "check_compatible",
     "ToyModel",
     "toy_pair",
     "adapter",

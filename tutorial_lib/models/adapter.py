@@ -60,13 +60,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from ..checks import check_device
-from .language_model import LanguageModel, ModelPair, Prompt, Session, check_compatible
+from .language_model import LanguageModel, ModelPair, Prompt
 from .language_model import declare_shared_vocabulary as declare_shared_vocabulary
 
 __all__ = [
-    "LanguageModel",
-    "ModelPair",
-    "Session",
     "load_model",
     "load_pair",
     "tiny_random_llama",
@@ -78,7 +75,6 @@ __all__ = [
     "register_wrapper",
     "RESOLVERS",
     "WRAPPERS",
-    "check_compatible",
     "LOADERS",
     "register_loader",
     "pretrained",

@@ -11,7 +11,9 @@ from __future__ import annotations
 import copy
 from typing import Callable, Optional
 
-from .adapter import LanguageModel, load_model, register_resolver
+from .adapter import load_model, register_resolver
+
+from .language_model import LanguageModel
 
 __all__ = ["SUFFIX", "layer_skip_drafter", "layer_skip_loader", "split_layers"]
 

@@ -12,7 +12,8 @@ from typing import Callable, Optional
 import torch
 
 from . import files
-from .adapter import LanguageModel, pretrained, register_resolver
+from .adapter import pretrained, register_resolver
+from .language_model import LanguageModel
 
 __all__ = ["load_offline", "offline_loader"]
 

@@ -46,7 +46,8 @@ from ..toy.synthetic_mt import (
     training_pairs,
 )
 from ..paths import DATA_DIR
-from .adapter import LanguageModel, pretrained, register_loader
+from .adapter import pretrained, register_loader
+from .language_model import LanguageModel
 from .files import cache_dir
 
 __all__ = [

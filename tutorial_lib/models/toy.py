@@ -1,10 +1,10 @@
 """The toy world's models behind the engine's model interface: `ToyModel`, and the `toy-*` aliases.
 
 `toyworld.ToyLanguageModel` is a next-token table over the last two tokens; `ToyModel` adapts it to
-`adapter.LanguageModel`'s session API (`start`, `feed`, `crop`), so the engine runs the toy world's
+`language_model.LanguageModel`'s session API (`start`, `feed`, `crop`), so the engine runs the toy world's
 drafter and verifier exactly as it runs `transformers` models. Prompts are words of the world or
 token ids, `<bos>` first; the ids mean the world's words, so two toy models pair only when their
-worlds share a vocabulary (`adapter.check_compatible`).
+worlds share a vocabulary (`language_model.check_compatible`).
 
 Registers the aliases `"toy-drafter"` and `"toy-verifier"` with `adapter.load_model` (and wraps a
 `ToyLanguageModel` passed to it): the models of
@@ -20,7 +20,9 @@ from typing import List, Optional, Sequence
 
 import torch
 
-from .adapter import LanguageModel, ModelPair, Session, register_loader, register_wrapper
+from .adapter import register_loader, register_wrapper
+
+from .language_model import LanguageModel, ModelPair, Session
 from ..toy.toyworld import BOS, EOS, ToyLanguageModel, ToyWorld
 
 __all__ = ["ToyModel", "ToySession", "default_world", "toy_pair", "load_toy"]

@@ -19,7 +19,9 @@ r"""What the rows say, with intervals.
 - `deferral_passes` - decoding-time features of notebook 08's positions, one more pass of the pair, cached
   (10).
 - `learned_deferral` - a learned deferral rule: trained by item, curves, paired differences, the constant
-  mixture, and DIVERSED's dynamic weight (a learned weight per position as a rule) (10).
+  mixture (10).
+- `dynamic_weight`  - DIVERSED's dynamic weight: a learned weight per position as a rule, its held-out curve
+  (10).
 """
 
 import importlib
@@ -29,6 +31,7 @@ __all__ = [
     "claims",
     "curve_bootstrap",
     "deferral_passes",
+    "dynamic_weight",
     "hardware",
     "intervals",
     "learned_deferral",

@@ -37,7 +37,8 @@ import pandas as pd
 
 from . import intervals
 from .analysis import NOT_REACHED, best_quality_within, crossing_latency
-from .paired import ItemScores, bootstrap_indices, item_scores
+from .intervals import resample_items
+from .paired import ItemScores, item_scores
 from ..maths.rules import LIVE_ALPHA_RANGES, has_spec_end
 
 __all__ = ["REJECTION", "CurveBootstrap", "curve_bootstrap", "curve_table"]
@@ -152,7 +153,7 @@ class CurveBootstrap:
         )
 
     def run(self, n_resamples: int = 2000, seed: int = 0) -> "CurveBootstrap":
-        self.point, self.distribution = bootstrap_indices(
+        self.point, self.distribution = resample_items(
             self.statistic, self.scores.n, n_resamples=n_resamples, seed=seed
         )
         return self

@@ -51,7 +51,6 @@ __all__ = [
     "item_scores",
     "paired_differences",
     "quality_of",
-    "bootstrap_indices",
     "corpus_quality",
     "separated_counts",
     "same_law_floor",
@@ -110,7 +109,7 @@ class ItemScores:
         key = (n_resamples, seed)
         if key not in self._resampled:
             every = list(range(len(self.configs)))
-            self._resampled[key] = bootstrap_indices(
+            self._resampled[key] = intervals.resample_items(
                 lambda idx: self.score(every, idx), self.n, n_resamples=n_resamples, seed=seed
             )
         return self._resampled[key]
@@ -130,7 +129,7 @@ def _task_map(tasks) -> Dict[str, object]:
     if tasks is None:
         return {}
     tasks = [tasks] if not isinstance(tasks, (list, tuple)) else tasks
-    from ..sweeps.evaluation import Task
+    from ..sweeps.configs import Task
 
     return {t.name: t for t in (Task.from_dict(task) for task in tasks)}
 
@@ -138,7 +137,7 @@ def _task_map(tasks) -> Dict[str, object]:
 def item_scores(rows: pd.DataFrame, tasks=None) -> List[ItemScores]:
     """Per (task, temperature) of `rows` (a sweep's rows, `rows.jsonl`): the items of the verifier
     (else of every configuration), and each configuration that ran all of them (the others are listed
-    in `dropped`). `tasks` (`evaluation.Task`s) tell each task's metric and references: a task whose
+    in `dropped`). `tasks` (`configs.Task`s) tell each task's metric and references: a task whose
     metric is corpus BLEU is rescored from the rows' `text` with sacrebleu; without `tasks` every
     task is scored by the mean of the rows' `quality`."""
     if rows.empty:
@@ -204,10 +203,6 @@ def item_scores(rows: pd.DataFrame, tasks=None) -> List[ItemScores]:
             ItemScores(task_name, float(temperature), metric, items, configs, quality, bleu, columns, dropped)
         )
     return out
-
-
-#: `(point, distribution)` of a vector statistic of item indices: `intervals.resample_items`
-bootstrap_indices = intervals.resample_items
 
 
 def quality_of(scores: ItemScores) -> pd.DataFrame:
@@ -311,7 +306,7 @@ def corpus_quality(
             metrics.bleu_hypothesis(task.postprocess(t) if task.postprocess else t) for t in part["text"]
         ]
         stats = metrics.bleu_statistics(hypotheses, [references[i] for i in part["example_id"]])
-        point, distribution = bootstrap_indices(
+        point, distribution = intervals.resample_items(
             lambda idx: [metrics.bleu_from_statistics(stats[idx])],
             len(stats),
             n_resamples=n_resamples,
@@ -421,7 +416,7 @@ def _rate_ratio(
         r2 = b[idx, 0].sum() / b[idx].sum()
         return [r2 / r1 - 1 if r1 > 0 else np.nan]
 
-    point, distribution = bootstrap_indices(ratio, len(common), n_resamples=n_resamples, seed=seed)
+    point, distribution = intervals.resample_items(ratio, len(common), n_resamples=n_resamples, seed=seed)
     low, high = intervals.percentile_interval(distribution[0], confidence)
     return float(point[0]), low, high
 

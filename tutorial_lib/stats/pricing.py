@@ -455,7 +455,7 @@ def calibrate_for_sweep(
     replaces it). The rounds go on until the measurement has lasted `min_seconds`; by default a tenth of the
     saved rows' summed wall time, at most a minute (5 rounds of a small pair's millisecond calls last seconds,
     and one slow spell of the machine would move every median; `interleaved_rounds`). With models that are not
-    loaded (`evaluation.ModelRecord`), the stored calibration is returned or its absence reported.
+    loaded (`sweep_folders.ModelRecord`), the stored calibration is returned or its absence reported.
     """
     folder = _sweep_path(sweep)
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 5:

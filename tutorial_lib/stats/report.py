@@ -37,7 +37,6 @@ import pandas as pd
 
 from ..sweeps.result_files import (
     RESULTS_STAMP,
-    ResultFilesChanged,
     check_result_files,
     results_stamp,
     write_json,
@@ -62,12 +61,7 @@ __all__ = [
     "gemma_tables",
     "write_tables",
     "saved_gemma_run",
-    "ResultFilesChanged",
-    "check_result_files",
-    "write_results_stamp",
     "T5_RESULT_FILES",
-    "distinct_runs",
-    "same_texts_as",
 ]
 
 #: the committed runs the results pages show (folder names under data/results/)

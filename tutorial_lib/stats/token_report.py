@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..maths import token_analysis as ta
-from ..models.adapter import ModelPair, load_model, load_pair
+from ..models.adapter import load_model, load_pair
+from ..models.language_model import ModelPair
 from ..models.layer_skip import layer_skip_drafter, split_layers
 from . import token_curves as tc
 

@@ -363,7 +363,7 @@ class Config:
         if not isinstance(self.label, str) or not self.label or "|" in self.label:
             raise ValueError(
                 f"Config label={self.label!r}: give a non-empty string without '|' (it is part of the "
-                "row key), e.g. a name from evaluation.CURVES."
+                "row key), e.g. a name from configs.CURVES."
             )
         object.__setattr__(self, "alpha", check_real(self.alpha, "alpha", finite=True))
         if isinstance(self.beta, str):

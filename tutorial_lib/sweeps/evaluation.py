@@ -1,5 +1,4 @@
-r"""The evaluation harness: resumable sweeps saved as rows (tasks and configurations: `configs`,
-re-exported here).
+r"""The evaluation harness: resumable sweeps saved as rows (of the tasks and configurations of `configs`).
 
 A **sweep** runs every configuration $c$ = (method, rule, $\alpha$, $\beta$, $\gamma$, $T$) on every
 example $x$ of a task and records one row per $(c, x)$: the quality of the output against the
@@ -16,10 +15,10 @@ A sweep can be split over processes: under `accelerate launch --num_processes N`
 `run_sweep` runs only this process's share of the pending rows into its own rows file, and every
 process returns the whole table (`processes` says how the work is dealt out).
 
-A sweep's folder, its hash and the models the hash records are `sweep_folders` (its names are
-re-exported here). A sweep can be reloaded without its models: `ModelRecord(name, dtype)` stands in
-for a model that is not installed, and `run_sweep` then returns the saved rows, or says which are
-missing and how to install the models that would compute them.
+A sweep's folder, its hash and the models the hash records are `sweep_folders`. A sweep can be reloaded
+without its models: `sweep_folders.ModelRecord(name, dtype)` stands in for a model that is not installed,
+and `run_sweep` then returns the saved rows, or says which are missing and how to install the models that
+would compute them.
 """
 
 from __future__ import annotations
@@ -37,40 +36,18 @@ from . import rows_file
 from .processes import Processes, current_processes
 from ..checks import check_seed, check_whole_number
 from .configs import (
-    CURVES,
-    GEMMA_CURVES,
-    T5_CURVES,
     Config,
     Example,
     Task,
-    bild_thresholds,
     sequence_argument,
     check_run_name,
-    opt_grid,
-    sweep_configs,
 )
-from .sweep_folders import ROW_KEY, ModelRecord, Sweep, model_identity, results_dir, saved_models, sweep_of
+from .sweep_folders import ROW_KEY, ModelRecord, Sweep, sweep_of
 
 __all__ = [
-    "Example",
-    "Task",
-    "Config",
-    "CURVES",
-    "T5_CURVES",
-    "GEMMA_CURVES",
-    "sweep_configs",
-    "opt_grid",
-    "sweep_of",
-    "bild_thresholds",
-    "results_dir",
-    "ModelRecord",
-    "model_identity",
-    "saved_models",
-    "Sweep",
     "run_sweep",
     "prompt_ids",
     "batch_plan",
-    "Processes",
     "MissingRowsError",
     "IncompleteSweepError",
 ]
@@ -171,17 +148,15 @@ def run_sweep(
     tasks = [tasks] if isinstance(tasks, (Task, dict)) else list(tasks)
     tasks = [Task.from_dict(t) for t in tasks]
     if not tasks:  # an empty table would come back as if the sweep had run
-        raise ValueError("tasks=[]: pass at least one Task, e.g. evaluation.Task('qa', 'qa_em', examples).")
+        raise ValueError("tasks=[]: pass at least one Task, e.g. configs.Task('qa', 'qa_em', examples).")
     if len({t.name for t in tasks}) != len(tasks):
         raise ValueError(
             f"tasks share a name ({[t.name for t in tasks]}); rows are keyed by task name, so give each "
             "task its own."
         )
-    configs = sequence_argument(configs, "configs", "evaluation.sweep_configs(...)")
+    configs = sequence_argument(configs, "configs", "configs.sweep_configs(...)")
     if not configs or not all(isinstance(c, Config) for c in configs):
-        raise TypeError(
-            "configs: pass a non-empty list of evaluation.Config, e.g. evaluation.sweep_configs(...)."
-        )
+        raise TypeError("configs: pass a non-empty list of configs.Config, e.g. configs.sweep_configs(...).")
     if len({c.key for c in configs}) != len(configs):
         raise ValueError("configs holds the same configuration twice; pass each once.")
     seed = check_seed(seed)
@@ -211,7 +186,7 @@ def run_sweep(
             raise TypeError(
                 f"the {role} is {model!r:.60}, not a loaded model; load the pair first, e.g. "
                 "pair = tutorial_lib.load_pair('toy-drafter', 'toy-verifier'), or pass "
-                "ModelRecords (evaluation.saved_models) to reload saved rows."
+                "ModelRecords (sweep_folders.saved_models) to reload saved rows."
             )
     drafter, verifier = pair
     if eos_token_id is not None and eos_token_id is not False and not isinstance(verifier, ModelRecord):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from . import evaluation as ev
+from .configs import GEMMA_CURVES, T5_CURVES
 
 __all__ = [
     "T5_PREFIXES",
@@ -82,7 +82,7 @@ T5_PROFILES: Dict[str, dict] = {
         temperatures=[0.0, 1.0],
         n_alpha=7,
         alphas=None,
-        curves=ev.T5_CURVES,
+        curves=T5_CURVES,
     ),
     # 200 held-out sentences; every rule 5 interior alphas placed at each T (T5_OFFLINE_ALPHAS at T = 1,
     # T5_OFFLINE_ALPHAS_T0 at T = 0), the other curves 7-point grids
@@ -100,7 +100,7 @@ T5_PROFILES: Dict[str, dict] = {
             label: {0.0: T5_OFFLINE_ALPHAS_T0[label], 1.0: T5_OFFLINE_ALPHAS[label]}
             for label in T5_OFFLINE_ALPHAS
         },
-        curves=ev.T5_CURVES,
+        curves=T5_CURVES,
     ),
     "full": dict(
         drafter="synthetic-t5-drafter",
@@ -113,7 +113,7 @@ T5_PROFILES: Dict[str, dict] = {
         temperatures=[0.0, 1.0],
         n_alpha=9,
         alphas=None,
-        curves=ev.T5_CURVES,
+        curves=T5_CURVES,
     ),
     "smoke": dict(
         drafter="synthetic-t5-drafter:tiny",
@@ -126,7 +126,7 @@ T5_PROFILES: Dict[str, dict] = {
         temperatures=[1.0],
         n_alpha=2,
         alphas=None,
-        curves=ev.T5_CURVES,
+        curves=T5_CURVES,
     ),
 }
 
@@ -265,7 +265,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
         ],
         n_items=500,
         temperatures=[1.0, 0.0],
-        curves=ev.GEMMA_CURVES,
+        curves=GEMMA_CURVES,
         n_alpha=7,
         alphas=None,
         greedy_curves=None,
@@ -286,7 +286,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
         tasks=["code", "arithmetic", "facts"],
         n_items=16,
         temperatures=[1.0, 0.0],
-        curves=ev.GEMMA_CURVES,
+        curves=GEMMA_CURVES,
         n_alpha=3,
         batch_size=16,
         # one alpha inside each rule's range; the curves' ends are the drafter and SpecDecode
@@ -311,7 +311,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
         tasks=["code", "arithmetic", "facts"],
         n_items=None,
         temperatures=[1.0, 0.0],
-        curves=ev.GEMMA_CURVES,
+        curves=GEMMA_CURVES,
         n_alpha=3,
         batch_size=8,
         alphas=GEMMA_OFFLINE_ALPHAS,
@@ -351,7 +351,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
         tasks=["humaneval", "arithmetic-300", "facts"],
         n_items=None,
         temperatures=[1.0, 0.0],
-        curves=ev.GEMMA_CURVES,
+        curves=GEMMA_CURVES,
         n_alpha=3,
         batch_size=16,
         alphas=GEMMA_MIDDLE_ALPHAS,
@@ -416,11 +416,11 @@ GEMMA_PROFILES: Dict[str, dict] = {
         tasks=["facts", "humaneval", "arithmetic-300"],
         n_items=None,
         temperatures=[1.0, 0.0],
-        curves=ev.GEMMA_CURVES,
+        curves=GEMMA_CURVES,
         n_alpha=3,
         batch_size=6,
         alphas=GEMMA_OFFLINE_ALPHAS,
-        greedy_curves=ev.GEMMA_CURVES,
+        greedy_curves=GEMMA_CURVES,
         greedy_alphas=GEMMA_GREEDY_ALPHAS_3,
         latency_items=16,
         latency_gammas=[1, 5],
@@ -461,7 +461,7 @@ GEMMA_PROFILES: Dict[str, dict] = {
         tasks=["code", "arithmetic", "facts"],
         n_items=2,
         temperatures=[1.0],
-        curves=ev.GEMMA_CURVES,
+        curves=GEMMA_CURVES,
         n_alpha=2,
         alphas=_ONE_ALPHA_PER_RULE,
         greedy_curves=None,

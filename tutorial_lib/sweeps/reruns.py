@@ -24,6 +24,8 @@ import copy
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from . import evaluation as ev
+from .configs import CURVES, Config, Task, sweep_configs
+from .sweep_folders import Sweep, saved_models, sweep_of
 from .identity import canonical
 
 # not in `__all__`, but tests and benchmarks read it here (`reruns.GEMMA_OFFLINE_ALPHAS`)
@@ -108,7 +110,7 @@ def t5_profile(name: str = "offline", **overrides) -> dict:
     return _profile(T5_PROFILES, name, overrides)
 
 
-def t5_hub_task(name: str, n: int, *, split: str = "validation") -> ev.Task:
+def t5_hub_task(name: str, n: int, *, split: str = "validation") -> Task:
     """A T5 task from the hub (needs a network): WMT14 EN->DE (BLEU), CNN/DailyMail or XSum (ROUGE-2),
     the first `n` items of `split` (validation, as the paper), inputs cut as the paper cuts them."""
     if name not in T5_HUB_DATASETS:
@@ -134,7 +136,7 @@ def t5_hub_task(name: str, n: int, *, split: str = "validation") -> ev.Task:
         {"id": f"{name}-{i}", "prompt": T5_PREFIXES[name] + source, "references": [target]}
         for i, (source, target) in enumerate(pairs)
     ]
-    return ev.Task(
+    return Task(
         name,
         spec["metric"],
         examples,
@@ -143,7 +145,7 @@ def t5_hub_task(name: str, n: int, *, split: str = "validation") -> ev.Task:
     )
 
 
-def t5_tasks(settings: dict) -> List[ev.Task]:
+def t5_tasks(settings: dict) -> List[Task]:
     """The profile's tasks: the hub datasets, or held-out sentences of the synthetic translation task."""
     if settings["profile"] == "hub":
         return [t5_hub_task(name, settings["n_examples"]) for name in settings["tasks"]]
@@ -151,13 +153,13 @@ def t5_tasks(settings: dict) -> List[ev.Task]:
 
     examples = synthetic_mt.TranslationGrammar().examples(settings["n_examples"], split="test")
     # the longest valid translation has 13 words; a model that has not learned to stop gets a few more
-    return [ev.Task("synthetic_mt", "bleu", examples, max_new_tokens=20)]
+    return [Task("synthetic_mt", "bleu", examples, max_new_tokens=20)]
 
 
-def t5_configs(settings: dict) -> List[ev.Config]:
+def t5_configs(settings: dict) -> List[Config]:
     """The T5 sweep: every curve over its grid (the profile's `alphas` where it gives them, else an
     `n_alpha`-point grid over the curve's live range), at every gamma and temperature."""
-    return ev.sweep_configs(
+    return sweep_configs(
         settings["curves"],
         gammas=settings["gammas"],
         temperatures=settings["temperatures"],
@@ -225,12 +227,12 @@ def saved_pair(name: str, settings: dict, *, results_dir=None):
         if settings["verifier"].startswith("synthetic-t5")
         else f"load {settings['drafter']} and {settings['verifier']}"
     )
-    return ev.saved_models(name, root=results_dir, extra_config=run_config(settings), install=install)
+    return saved_models(name, root=results_dir, extra_config=run_config(settings), install=install)
 
 
 def describe_pair(pair) -> "pd.DataFrame":
     """One row per model: role, name, parameters, and for encoder-decoders the layers and width
-    (models that are not loaded, `evaluation.ModelRecord`, show their name only)."""
+    (models that are not loaded, `sweep_folders.ModelRecord`, show their name only)."""
     import pandas as pd
 
     rows = []
@@ -250,7 +252,7 @@ def describe_pair(pair) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def task_table(tasks: List[ev.Task], verifier=None) -> "pd.DataFrame":
+def task_table(tasks: List[Task], verifier=None) -> "pd.DataFrame":
     """One row per task: metric, items, the cap on new tokens, and (given the verifier, loaded) the
     mean prompt length in its tokens."""
     import numpy as np
@@ -278,14 +280,14 @@ def task_table(tasks: List[ev.Task], verifier=None) -> "pd.DataFrame":
 # ---- Gemma ----------------------------------------------------------------------------------------
 
 
-def planned_rows(configs: Sequence[ev.Config], tasks: Sequence[ev.Task]) -> int:
+def planned_rows(configs: Sequence[Config], tasks: Sequence[Task]) -> int:
     """How many rows a complete sweep of `configs` over `tasks` holds: one per configuration and item."""
     return len(configs) * sum(len(task.examples) for task in tasks)
 
 
-def batch_sweep(pair, tasks: Sequence[ev.Task], name: str, settings: dict, results_dir) -> ev.Sweep:
+def batch_sweep(pair, tasks: Sequence[Task], name: str, settings: dict, results_dir) -> Sweep:
     """The folder of a profile's batched sweep, as `run_sweep` with the profile's settings writes it."""
-    return ev.sweep_of(
+    return sweep_of(
         pair,
         tasks,
         name,
@@ -298,8 +300,8 @@ def batch_sweep(pair, tasks: Sequence[ev.Task], name: str, settings: dict, resul
 
 def finished_rows(
     pair,
-    tasks: Sequence[ev.Task],
-    configs: Sequence[ev.Config],
+    tasks: Sequence[Task],
+    configs: Sequence[Config],
     name: str,
     settings: dict,
     *,
@@ -436,26 +438,26 @@ def gemma_profile(name: str = "headline", **overrides) -> dict:
     return _profile(GEMMA_PROFILES, name, overrides)
 
 
-def gemma_tasks(settings: dict) -> List[ev.Task]:
+def gemma_tasks(settings: dict) -> List[Task]:
     """The profile's few-shot tasks, each sent as one user message in the chat template."""
-    from ..tasks import tasksets
+    from ..tasks import hub_tasks, tasksets
 
     tasks = []
     for name in settings["tasks"]:
         shots = (settings.get("shots") or {}).get(name)
         if settings["profile"] == "hub":
-            raw = tasksets.hub_task(name, settings["n_items"], shots=shots)
+            raw = hub_tasks.hub_task(name, settings["n_items"], shots=shots)
         else:
             raw = tasksets.offline_task(name, settings["n_items"], shots=shots)
         limit = (settings.get("max_new_tokens") or {}).get(name)
-        task = ev.Task.from_dict(raw, chat=True, postprocess=_postprocessor(raw["name"]))
+        task = Task.from_dict(raw, chat=True, postprocess=_postprocessor(raw["name"]))
         if limit:
             task.max_new_tokens = int(limit)
         tasks.append(task)
     return tasks
 
 
-def gemma_configs(settings: dict) -> List[ev.Config]:
+def gemma_configs(settings: dict) -> List[Config]:
     """The batched sweep: every curve of the profile over its alpha grid, gamma = 1, one token per step
     (at T = 0 only `greedy_curves`, where a profile sets them, at `greedy_alphas` where it sets them)."""
     configs = []
@@ -463,7 +465,7 @@ def gemma_configs(settings: dict) -> List[ev.Config]:
         greedy = temperature == 0
         curves = (settings.get("greedy_curves") or settings["curves"]) if greedy else settings["curves"]
         alphas = (settings.get("greedy_alphas") or settings["alphas"]) if greedy else settings["alphas"]
-        configs += ev.sweep_configs(
+        configs += sweep_configs(
             curves,
             gammas=[1],
             temperatures=[temperature],
@@ -474,7 +476,7 @@ def gemma_configs(settings: dict) -> List[ev.Config]:
     return configs
 
 
-def latency_configs(settings: dict) -> List[ev.Config]:
+def latency_configs(settings: dict) -> List[Config]:
     """The batch-size-1 latency runs at the lowest temperature: the drafter and the verifier alone, and
     per gamma each latency curve at the alpha its quality rows use at that temperature (the profile's
     `latency_alphas[temperature][label]` where it picks one of several; else the first of `greedy_alphas`
@@ -485,10 +487,10 @@ def latency_configs(settings: dict) -> List[ev.Config]:
 
     temperature = min(settings["temperatures"])
     curves = settings["latency_curves"] or settings["curves"]
-    configs = ev.sweep_configs(["Drafter", "Verifier"], temperatures=[temperature])
+    configs = sweep_configs(["Drafter", "Verifier"], temperatures=[temperature])
     for gamma in settings["latency_gammas"]:
         for label in curves:
-            spec = ev.CURVES[label]
+            spec = CURVES[label]
             if spec["method"] != "speculative":
                 continue
             rule = spec["rule"]
@@ -504,7 +506,7 @@ def latency_configs(settings: dict) -> List[ev.Config]:
                     )
                 chosen = [picked]
             alpha = 0.0 if rule in ("spec", None) else float(chosen[0] if chosen else alpha_grid(rule, 3)[1])
-            configs += ev.sweep_configs(
+            configs += sweep_configs(
                 [label],
                 gammas=[gamma],
                 temperatures=[temperature],
@@ -528,12 +530,13 @@ def latency_pair(settings: dict, pair, *, results_dir=None):
     if paths is None:
         return pair
     if not all(hasattr(lm, "start") for lm in pair):
-        return ev.saved_models(
+        return saved_models(
             f"gemma-{settings['profile']}-latency",
             root=results_dir,
             extra_config=latency_run_config(settings),
         )
-    from ..models.adapter import ModelPair, load_model
+    from ..models.adapter import load_model
+    from ..models.language_model import ModelPair
     from ..models.kernel_paths import put_pair_on_paths, reachable
     from ..models.layer_skip import split_layers
 
@@ -567,7 +570,8 @@ def load_gemma_pair(settings: dict, **placement):
     """The drafter and verifier of a Gemma profile. A drafter named `<verifier>:layers=N` is the
     verifier's first N layers (the smoke profile's cheaper drafter made from SmolLM2-135M).
     `placement` (`device_map`, `max_memory`: one for both, or a pair) goes to `load_pair`."""
-    from ..models.adapter import ModelPair, load_model, load_pair
+    from ..models.adapter import load_model, load_pair
+    from ..models.language_model import ModelPair
     from ..models.layer_skip import layer_skip_drafter, split_layers
 
     drafter, verifier = settings["drafter"], settings["verifier"]

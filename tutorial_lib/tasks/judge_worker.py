@@ -31,6 +31,15 @@ import threading
 from .isolation.container import HASH_SEED
 from .judge.verdicts import judge_report
 
+__all__ = [
+    "JUDGE_CPU_SECONDS",
+    "JUDGE_MEMORY_BYTES",
+    "serve",
+    "JudgeOverBudget",
+    "JudgeWorker",
+    "judge_in_worker",
+]
+
 JUDGE_CPU_SECONDS = 1.0
 JUDGE_MEMORY_BYTES = 64 * 1024 * 1024
 _WALL_BACKSTOP_S = 60.0  # a worker that neither answers nor uses CPU (a stopped machine) is ended too

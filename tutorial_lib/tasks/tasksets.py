@@ -41,8 +41,8 @@ from pathlib import Path
 
 from . import metrics
 from ..paths import DATA_DIR, TASKS_DIR
-from .arithmetic_problems import ARITHMETIC_LARGE_COUNT, arithmetic_jsonl_text, make_arithmetic_problems
-from .hub_tasks import HUB_TASKS, HubUnavailableError, hub_spec, hub_task
+from .arithmetic_problems import ARITHMETIC_LARGE_COUNT, arithmetic_jsonl_text
+from .hub_tasks import HUB_TASKS, hub_spec, hub_task
 from .task_prompts import (
     code_answer,
     code_query,
@@ -64,9 +64,6 @@ __all__ = [
     "load_task",
     "postprocess",
     # from the other rooms, for `load_task`'s callers
-    "hub_task",
-    "HubUnavailableError",
-    "make_arithmetic_problems",
 ]
 
 OFFLINE_FILES = {

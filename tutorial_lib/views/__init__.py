@@ -28,8 +28,9 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
   `number` for titles; re-exports `panels`' `Trace` / `Panel` / `to_plotly` / `to_matplotlib`.
 - `targets` - notebooks 01-02: one pair's `q`, `p`, `pi` with read-outs, every rule at once, rejection
   rate against `alpha` with the chosen `alpha` marked, Lemma 3 by simulation.
-- `lemmas`  - notebooks 03-05: Lemma 1 and 4 risk lines, risks summed over contexts, miscalibration,
-  Figure 1, Lemma 2 token by token, `beta = 1` against Lossy*, the cost-quality trade-off.
+- `lemmas`  - notebooks 03-05, a folder of three: `deferral_risks` (Lemma 1 and 4 risk lines, risks summed
+  over contexts, miscalibration), `lossy` (Lemma 2 token by token, `beta = 1` against Lossy*), `tradeoff`
+  (Figure 1, the cost-quality trade-off).
 - `speed`   - notebook 09: t_p(k) / t_p(1), predicted speed-up against gamma beside the textbook with
   measured points, and the a / c sliders (where speculation starts to pay).
 - `verdicts` - notebooks 06-07: batch-size-1 latency per task and pooled, and each latency claim's

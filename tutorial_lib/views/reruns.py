@@ -1,7 +1,7 @@
 """The figures of notebooks 06 and 07: quality curves by family of methods, where each model wins.
 
 Drawing only: every number comes from `stats.analysis` (a summary of a sweep's rows: `select`,
-`quality_bounds`, `reference_quality`). Each figure is a list of `widgets.Panel`s (`*_panels`), drawn
+`quality_bounds`, `reference_quality`). Each figure is a list of `panels.Panel`s (`*_panels`), drawn
 `to_matplotlib` by `*_figure` (returns the figure, for `tl.savefig`) and `to_plotly` by `*_view`.
 
 `family_figure` is the reruns' main figure: one task and temperature, one panel per family of
@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..maths import rules
 from ..stats import analysis
-from .widgets import COLORS, Panel, Trace, to_matplotlib, to_plotly
+from .widgets import COLORS
+from .panels import Panel, Trace, to_matplotlib, to_plotly
 
 __all__ = [
     "FAMILIES",

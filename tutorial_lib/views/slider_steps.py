@@ -2,7 +2,7 @@
 
 An ipywidgets slider redraws its figure in the kernel, so on a static page (the course book, a notebook
 opened without running it) it cannot move. `steps_figure` calls the same view callback the widget calls
-(`lemmas.lemma1_view`, `targets.rejection_curves_view`, ...) once per slider value and stacks the
+(`deferral_risks.lemma1_view`, `targets.rejection_curves_view`, ...) once per slider value and stacks the
 figures into one plotly figure: every step's traces are in it, and plotly's own slider shows one step's
 traces and layout (title, reference lines, notes) at a time. Nothing is recomputed in the browser; the
 page shows the very figures the widget would draw at those values.

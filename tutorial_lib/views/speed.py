@@ -18,7 +18,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..decoding.calibration import Calibration
 from ..decoding.speed_runs import block_costs, what_if
-from .widgets import COLORS, Panel, Trace, number, to_matplotlib, to_plotly, wrap
+from .widgets import COLORS, number
+from .panels import Panel, Trace, to_matplotlib, to_plotly, wrap
 
 __all__ = [
     "roofline_panels",
@@ -27,7 +28,6 @@ __all__ = [
     "block_cost_panels",
     "block_cost_figure",
     "block_cost_view",
-    "what_if",
     "what_if_panels",
     "what_if_view",
     "what_if_figure",

@@ -18,7 +18,8 @@ from ..lessons import rejection
 from ..maths import laws, rules
 from ..checks import check_temperature
 from ..toy.examples import Example, single_example, toy_examples
-from .widgets import COLORS, Heatmap, Panel, Trace, number, to_matplotlib, to_plotly
+from .widgets import COLORS, number
+from .panels import Heatmap, Panel, Trace, to_matplotlib, to_plotly
 
 __all__ = [
     "format_readouts",

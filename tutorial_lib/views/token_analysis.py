@@ -3,7 +3,7 @@ drawn token by token, coloured by a rule's deferral or by its rejection probabil
 
 The numbers come from `tutorial_lib.stats.token_curves` (`summarise`, a `TokenAnalysis`) and
 `maths.token_analysis` (`nearest_alpha`, `position_means`); this module only draws: the figures from
-`widgets.Panel`s (`curves_panels`, `gap_panels`), as `*_figure` (matplotlib) or `*_view` (plotly).
+`panels.Panel`s (`curves_panels`, `gap_panels`), as `*_figure` (matplotlib) or `*_view` (plotly).
 `token_html` is the widget's callback, a plain function that returns HTML.
 """
 
@@ -18,7 +18,8 @@ import numpy as np
 from ..maths import rules
 from ..maths import token_analysis as ta
 from .static import static_bundle
-from .widgets import COLORS, LABEL_STYLE, LiveBox, Panel, Trace, to_matplotlib, to_plotly
+from .widgets import COLORS, LABEL_STYLE, LiveBox
+from .panels import Panel, Trace, to_matplotlib, to_plotly
 
 __all__ = [
     "curve_label",
@@ -31,7 +32,6 @@ __all__ = [
     "token_html",
     "colour_key",
     "token_view",
-    "nearest_alpha",
 ]
 
 _LOSSY_LABELS = {"lossy": "Lossy (β = 1)", "lossy*": "Lossy* (β normalised)"}

@@ -1,5 +1,5 @@
 """The engine on the toy world against the exact curves (notebook 05): `lessons.toycheck`'s numbers, drawn
-from one `widgets.Panel` (`engine_check_panels`): `engine_check_figure` (matplotlib), `engine_check_view`
+from one `panels.Panel` (`engine_check_panels`): `engine_check_figure` (matplotlib), `engine_check_view`
 (plotly)."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Dict, List
 
 from ..lessons.toycheck import engine_interval
-from .widgets import COLORS, Panel, Trace, to_matplotlib, to_plotly
+from .widgets import COLORS
+from .panels import Panel, Trace, to_matplotlib, to_plotly
 
 __all__ = ["engine_check_panels", "engine_check_figure", "engine_check_view"]
 

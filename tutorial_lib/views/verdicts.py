@@ -1,7 +1,7 @@
 """Figures of the reruns' verdicts (notebooks 06 and 07): batch-size-1 latency per task and pooled, and
 each latency claim against the drafter's relative cost c. Every number comes from
 `tutorial_lib.stats.analysis.latency_view` and `tutorial_lib.stats.hardware`; this module only draws, from a
-list of `widgets.Panel`s (`*_panels`): `*_figure` with matplotlib (for `tl.savefig`), `*_view` with plotly."""
+list of `panels.Panel`s (`*_panels`): `*_figure` with matplotlib (for `tl.savefig`), `*_view` with plotly."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats.analysis import POOLED
-from .widgets import Panel, Trace, to_matplotlib, to_plotly, wrap
+from .panels import Panel, Trace, to_matplotlib, to_plotly, wrap
 
 __all__ = [
     "latency_panels",

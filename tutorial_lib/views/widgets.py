@@ -22,21 +22,14 @@ import matplotlib.pyplot as plt
 
 from ..maths import rules
 from .figures import savefig
-from .panels import COLORBLIND, TITLE_WIDTH, Heatmap, Panel, Trace, to_matplotlib, to_plotly, wrap
+from .panels import COLORBLIND
 from .static import WIDGET_TEXT, plotly_to_png, static_bundle
 
 __all__ = [
     "COLORS",
     "LABEL_STYLE",
     "SLIDER_WIDTH",
-    "TITLE_WIDTH",
     "number",
-    "wrap",
-    "Trace",
-    "Heatmap",
-    "Panel",
-    "to_plotly",
-    "to_matplotlib",
     "save",
     "readable",
     "LiveBox",

@@ -9,7 +9,7 @@ from typing import Dict, List
 
 import torch
 
-from ...models.adapter import LanguageModel
+from ...models.language_model import LanguageModel
 from ..generation import TraceStep
 from ..shared_prefix import PAD, forward_rows
 

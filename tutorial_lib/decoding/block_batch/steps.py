@@ -14,8 +14,8 @@ from ...maths import targets
 from ...maths import laws
 from ...maths import accept_reject
 from ...maths.verification import block_targets, temperature_laws, verify_block
-from ...models.adapter import LanguageModel
-from ..generation import Generation, TraceStep
+from ...models.language_model import LanguageModel
+from ..generation import Generation, TraceStep, emit_verified_block
 from ..shared_prefix import PAD
 from .state import Ledger, Row, Side, agreement
 
@@ -110,37 +110,12 @@ def _block(sides: Dict[str, Side], rows: List[Row], *, rule, alpha, beta, gamma,
 
 
 def _emit_block(row: Row, drafts, verdict, g, q, p, pi, weight, p_n) -> None:
-    n_accepted, extra = int(verdict.n_accepted[g]), int(verdict.extra[g])
-    row.counts["n_drafted"] += len(drafts)
-    row.counts["n_accepted"] += n_accepted
-    for j, x in enumerate(drafts[:n_accepted]):
-        row.emit(
-            TraceStep(
-                x,
-                "draft",
-                True,
-                q=float(q[j, x]),
-                p=float(p[j, x]),
-                pi=float(pi[j, x]),
-                deferral=float(weight[j]),
-            )
-        )
-    if bool(verdict.rejected[g]):
-        row.counts["n_rejected"] += 1
-        j, y = n_accepted, extra
-        row.emit(
-            TraceStep(
-                y,
-                "residual",
-                False,
-                q=float(q[j, y]),
-                p=float(p[j, y]),
-                pi=float(pi[j, y]),
-                deferral=float(weight[j]),
-            )
-        )
-    elif extra >= 0:  # the bonus token, from p_{t + n}
-        row.emit(TraceStep(extra, "bonus", p=float(p_n[extra]), pi=float(p_n[extra])))
+    """`generation.emit_verified_block` for one row; the bonus token is drawn from $p_{t+n}$ (`p_n`)."""
+
+    def bonus_step(token: int) -> TraceStep:
+        return TraceStep(token, "bonus", p=float(p_n[token]), pi=float(p_n[token]))
+
+    emit_verified_block(row.emit, row.counts, drafts, verdict, g, q, p, pi, weight, bonus_step)
 
 
 def _plain(sides: Dict[str, Side], rows: List[Row], which: str, temperature, logs=None) -> None:

@@ -17,7 +17,7 @@ __all__ = ["calibrate", "interleaved_rounds"]
 
 
 def _pair(pair, verifier):
-    from ...models.adapter import LanguageModel, ModelPair
+    from ...models.language_model import LanguageModel, ModelPair
 
     if verifier is None and isinstance(pair, ModelPair):
         return pair.drafter, pair.verifier
@@ -156,7 +156,7 @@ def calibrate(
             "(which does), or pass overhead_tokens=0 to time the model calls only."
         )
     generate = decode
-    from ...models.adapter import check_compatible
+    from ...models.language_model import check_compatible
 
     check_compatible(drafter, verifier)
     context = _context_ids(verifier, context_tokens, seed)

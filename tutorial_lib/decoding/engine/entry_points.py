@@ -8,7 +8,8 @@ from typing import Callable, Iterable, List, Optional, Union
 
 from ...checks import check_seed
 from ...maths import laws
-from ...models.adapter import check_compatible, load_model
+from ...models.adapter import load_model
+from ...models.language_model import check_compatible
 from .. import calibration
 from ..calibration import Calibration
 from ..gamma_policy import AutoGamma, auto_policy

@@ -12,7 +12,7 @@ import torch
 from ...maths import targets
 from ...maths import accept_reject
 from ...maths.verification import block_targets, temperature_laws, verify_block
-from ..generation import TraceStep
+from ..generation import TraceStep, emit_verified_block
 
 __all__ = []  # what `generate` runs inside: the API is `entry_points` and `generation`
 
@@ -211,50 +211,18 @@ def _speculative_block(run: Run, rule: str, alpha: float, beta, gamma: int, bonu
         bonus=bonus_laws,
         stop_tokens=run.eos,
     )
-    n_accepted, extra = int(verdict.n_accepted[0]), int(verdict.extra[0])
-    run.counts["n_drafted"] += n
-    run.counts["n_accepted"] += n_accepted
-    for j, x in enumerate(drafts[:n_accepted]):
-        run.emit(
-            TraceStep(
-                x,
-                "draft",
-                True,
-                q=float(q[j, x]),
-                p=float(p[j, x]),
-                pi=float(pi[j, x]),
-                deferral=float(weight[j]),
-            )
-        )
-    # 4. The token after the accepted drafts: the residual's draw at a rejection, else the bonus token.
-    if bool(verdict.rejected[0]):
-        run.counts["n_rejected"] += 1
-        j, y = n_accepted, extra
-        run.emit(
-            TraceStep(
-                y,
-                "residual",
-                False,
-                q=float(q[j, y]),
-                p=float(p[j, y]),
-                pi=float(pi[j, y]),
-                deferral=float(weight[j]),
-            )
-        )
-    elif extra >= 0:
-        p_n = p_all[n]
+    # 4. Record the accepted drafts, then the token after them: the residual's draw at a rejection, else the
+    #    bonus token.
+    p_n = p_all[n] if n < len(p_all) else None
+
+    def bonus_step(token: int) -> TraceStep:
         if bonus == "verifier":  # the paper's Algorithm 4: after a full block, p_{t+gamma} is free
-            run.emit(TraceStep(extra, "bonus", p=float(p_n[extra]), pi=float(p_n[extra])))
-        else:
-            run.emit(
-                TraceStep(
-                    extra,
-                    "bonus",
-                    q=float(after["q"][extra]),
-                    p=float(p_n[extra]),
-                    pi=float(after["pi"][extra]),
-                )
-            )
+            return TraceStep(token, "bonus", p=float(p_n[token]), pi=float(p_n[token]))
+        return TraceStep(
+            token, "bonus", q=float(after["q"][token]), p=float(p_n[token]), pi=float(after["pi"][token])
+        )
+
+    emit_verified_block(run.emit, run.counts, drafts, verdict, 0, q, p, pi, weight, bonus_step)
     # 5. Crop both KV caches back to the emitted prefix (the rejected drafts leave them).
     run.sync()
 

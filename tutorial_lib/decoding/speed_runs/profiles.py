@@ -98,7 +98,8 @@ def speed_profile(name: str = "default", **overrides) -> dict:
 
 def load_speed_pair(settings: Mapping):
     """The profile's pair: named models, or a verifier with a perturbed copy of itself as drafter."""
-    from ...models.adapter import ModelPair, load_model, load_pair, perturbed
+    from ...models.adapter import load_model, load_pair, perturbed
+    from ...models.language_model import ModelPair
 
     drafter, verifier = settings["drafter"], settings["verifier"]
     paths, gamma = settings.get("kernel_paths"), max(settings.get("gammas") or [5])

@@ -17,7 +17,7 @@ from .. import intervals
 from ...maths.rules import LIVE_ALPHA_RANGES, has_spec_end
 
 if TYPE_CHECKING:  # annotations only: a view of the rows loads no sweep harness
-    from ...sweeps.evaluation import Task
+    from ...sweeps.configs import Task
 
 __all__ = [
     "NOT_REACHED",
@@ -49,7 +49,7 @@ def summarize(
     $(\#\text{verifier calls} + c\,\#\text{drafter calls})$ relative to the verifier alone: what the
     same runs would cost where a drafter step costs $c$ verifier calls (notebook 05's cost model).
 
-    With `tasks` (the sweep's `evaluation.Task`s), a task scored by BLEU gets **corpus BLEU** per
+    With `tasks` (the sweep's `configs.Task`s), a task scored by BLEU gets **corpus BLEU** per
     configuration (`paired.corpus_quality`: sacrebleu on the rows' texts and the tasks' references),
     not the mean of the rows' sentence BLEU, with `quality_ci` half the width of its 95% percentile
     bootstrap interval over items; `quality_metric` says which ("corpus" or "mean").

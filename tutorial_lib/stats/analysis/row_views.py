@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:  # annotations only: a view of the rows loads no sweep harness
-    from ...sweeps.evaluation import Task
+    from ...sweeps.configs import Task
 
 __all__ = [
     "POOLED",

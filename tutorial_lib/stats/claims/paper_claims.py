@@ -64,7 +64,7 @@ def t5_claims(
 ) -> pd.DataFrame:
     """The T5 claims (the docstring of `claims`) per (task, T, gamma) on a latency axis `cost` (a row column,
     relative to the verifier: `wall_time_s`, or the cost model's `modelled_latency_s`). `tasks`: the
-    sweep's `evaluation.Task` objects, so that BLEU is corpus BLEU."""
+    sweep's `configs.Task` objects, so that BLEU is corpus BLEU."""
     _check(n_resamples, confidence)
     out = []
     unit = "latency reduction (share of the verifier's latency)"
