@@ -3,7 +3,7 @@ r"""Speculative cascades inside transformers' `model.generate(..., custom_genera
 Every token the callable emits is Algorithm 4's (GenSpecSample) with the rule's target
 $$\pi_t = \mathbb{T}(q_t, p_t), \qquad x \sim q_t \text{ kept with probability } \min\{1, \pi_t(x)/q_t(x)\},
 \text{ else replaced by } x' \sim \mathrm{norm}(\max\{0, \pi_t - q_t\}),$$
-so it follows $\pi_t$ (`targets.output_distribution(pi, q)` for the lossy rule at `beta=1`): the drafter
+so it follows $\pi_t$ (`accept_reject.output_distribution(pi, q)` for the lossy rule at `beta=1`): the drafter
 is the `assistant_model` of the call, the verifier the model whose `generate` runs. The decoding itself is
 the package's: `engine.generate` for one prompt (streamed token by token), `batch.generate_batch` (the
 block batch) for several, so the tokens are `tl.generate`'s.
@@ -16,12 +16,16 @@ logits processors and stopping criteria, an empty cache), puts the prompt into t
 **extra, **model_kwargs)` and returns its result. `extra` holds `inputs_tensor` when the callable's signature
 names it (an encoder-decoder's encoder input ids) and every keyword argument of the call whose name the
 callable's signature has and `_sample`'s has not (here `seed`). In 5.23 that extraction replaces the dict that
-held `assistant_model` and `streamer`, so a callable never receives them: `SpeculativeCascade` reads them
-from the `generate` call on the stack that called it (`_call_arguments`).
+held `assistant_model` and `streamer`, so a callable never receives them, and no public route brings them:
+`SpeculativeCascade` reads them from the `generate` call that called it, in one named fallback
+(`generate_call_arguments`), which `tests/test_hub_folder.py` checks against transformers' contract. The EOS
+and pad ids come from the generation config's public `eos_token_id` / `pad_token_id` (`special_token_ids`).
 
 A folder in the Hub's layout (`<folder>/custom_generate/generate.py`, `requirements.txt` beside it) loads
 with `custom_generate="<folder>", trust_remote_code=True`: its `generate(model, **arguments)` receives every
-argument of the call and runs the same callable; the project's folder is `hub/speculative-cascades`.
+argument of the call, `assistant_model` and `streamer` among them. The project's folder,
+`hub/speculative-cascades`, is self-contained (torch and transformers only): it holds the rules and
+Algorithm 4 again, with this module's options and random draws, so its tokens are this callable's.
 
 What a call can set that the engine cannot honour (beam search, `top_k` / `top_p` and the other logits
 processors, stopping criteria besides the length and EOS, scores or hidden states in the output, several
@@ -33,11 +37,11 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass
-from typing import List, Optional, Union
+from typing import List, Optional, Tuple, Union
 
 import torch
 
-from ..models.adapter import LanguageModel, check_compatible
+from ..models.language_model import LanguageModel, check_compatible
 from .batch import generate_batch
 from .block_batch import BLOCK_BONUS, CASCADE_METHODS
 from .engine import generate
@@ -45,7 +49,14 @@ from .gamma_policy import AutoGamma
 from .lockstep import BATCH_METHODS
 from .options import check_generate_options
 
-__all__ = ["SpeculativeCascade", "speculative_cascade", "PASSED_THROUGH", "REFUSED_PROCESSORS"]
+__all__ = [
+    "SpeculativeCascade",
+    "speculative_cascade",
+    "PASSED_THROUGH",
+    "REFUSED_PROCESSORS",
+    "special_token_ids",
+    "generate_call_arguments",
+]
 
 #: The model inputs `generate` prepares that the engine replaces with its own (caches, masks, positions).
 PASSED_THROUGH = (
@@ -103,9 +114,17 @@ def _language_model(model) -> LanguageModel:
     return held
 
 
-def _call_arguments() -> dict:
-    """`assistant_model` and `streamer` of the `GenerationMixin.generate` call below on the stack (5.23 does
-    not hand them to a callable); empty when there is none (the callable called directly)."""
+def generate_call_arguments() -> dict:
+    """`assistant_model` and `streamer` of the `GenerationMixin.generate` call below on the stack; empty when
+    there is none (the callable called directly).
+
+    The one fallback of this module: transformers 5.23 hands a `custom_generate` *callable* neither argument
+    (`_extract_generation_mode_kwargs` keeps only the keys the callable's signature adds to `_sample`'s, taken
+    from `**kwargs`, where these two never are: they are named parameters of `generate`), and offers no public
+    route to them, so they are read from the locals of that `generate` call. A folder loaded by name gets them
+    as arguments (`hub/speculative-cascades`); `speculative_cascade(drafter=...)` is the public route for the
+    drafter. `tests/test_hub_folder.py::test_transformers_still_hides_assistant_and_streamer_from_a_callable`
+    fails when transformers starts passing them (then drop this function) or renames them."""
     from transformers.generation.utils import GenerationMixin
 
     code = inspect.unwrap(GenerationMixin.generate).__code__
@@ -115,6 +134,24 @@ def _call_arguments() -> dict:
             return {k: frame.f_locals.get(k) for k in ("assistant_model", "streamer")}
         frame = frame.f_back
     return {}
+
+
+def special_token_ids(config) -> Tuple[Tuple[int, ...], Optional[int]]:
+    """`(eos, pad)` from the generation config's public `eos_token_id` / `pad_token_id`: the EOS ids as a
+    tuple (empty for none) and the pad id (None for none); as transformers' `generate` does, the pad id
+    defaults to the first EOS id when only EOS ids are set."""
+
+    def ids(value) -> Tuple[int, ...]:
+        if value is None:
+            return ()
+        if isinstance(value, torch.Tensor):
+            return tuple(int(t) for t in value.reshape(-1).tolist())
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return tuple(int(t) for t in value)
+        return (int(value),)
+
+    eos, pad = ids(config.eos_token_id), ids(config.pad_token_id)
+    return eos, (pad[0] if pad else (eos[0] if eos else None))
 
 
 def _refuse_what_cannot_be_honoured(config, logits_processor, stopping_criteria, model_kwargs, synced_gpus):
@@ -273,7 +310,7 @@ class SpeculativeCascade:
         seed=None,
         **model_kwargs,
     ):
-        found = _call_arguments()
+        found = generate_call_arguments()
         assistant_model = assistant_model if assistant_model is not None else found.get("assistant_model")
         streamer = streamer if streamer is not None else found.get("streamer")
         config = generation_config if generation_config is not None else model.generation_config
@@ -301,8 +338,7 @@ class SpeculativeCascade:
         if config.do_sample:
             temperature = float(config.temperature if config.temperature is not None else 1.0)
         max_new_tokens = int(config.max_length) - input_ids.shape[1]
-        eos = config._eos_token_tensor
-        eos = () if eos is None else tuple(int(t) for t in eos.reshape(-1).tolist())
+        eos, _ = special_token_ids(config)
         seed = seed if seed is not None else self.seed
         if seed is None:  # greedy calls stay deterministic (mixtures and lossy targets still draw at T = 0)
             seed = 0 if temperature == 0.0 else int(torch.randint(0, 2**62, (1,)))
@@ -354,12 +390,12 @@ class SpeculativeCascade:
     @staticmethod
     def _output(model, input_ids, outputs, config):
         width = max(len(t) for t in outputs)
-        pad = config._pad_token_tensor
+        _, pad = special_token_ids(config)
         if pad is None and any(len(t) < width for t in outputs):
             raise ValueError(
                 "rows stopped at different lengths and there is no pad_token_id; pass pad_token_id=..."
             )
-        pad = 0 if pad is None else int(pad.reshape(-1)[0])
+        pad = 0 if pad is None else pad
         new = torch.full((len(outputs), width), pad, dtype=input_ids.dtype)
         for i, tokens in enumerate(outputs):
             new[i, : len(tokens)] = torch.tensor(tokens, dtype=input_ids.dtype)
