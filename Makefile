@@ -18,7 +18,7 @@ LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS
 RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
 
-.PHONY: book lessons reruns run-notebooks refresh-figures lint install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check
+.PHONY: book lessons reruns run-notebooks refresh-figures lint install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check wheel
 
 install: $(STAMP)
 	@# Generated code runs only under bubblewrap (tutorial_lib.tasks.sandbox); as root on Debian/Ubuntu, install it where missing.
@@ -51,6 +51,12 @@ models-qwen-1.5b: install
 
 test: lint
 	$(BIN)/python -m pytest
+
+# A wheel and an sdist of tutorial_lib in dist/ (python -m build), for a class to `pip install` without a
+# clone; the wheel carries the task sets and the T5 pair, not data/results/ (book/manual/setup.md).
+wheel: install
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
 
 # Lint (pyproject.toml's [tool.ruff]: pycodestyle, pyflakes) and the formatter's check (ruff format, 110 columns) on
 # every file but those [tool.ruff.format] excludes.
@@ -117,8 +123,13 @@ refresh-figures:
 # After editing a notebook's .py (or .ipynb) file, bring its pair up to date.
 sync: install
 	$(BIN)/jupytext --sync notebooks/*.ipynb
-	$(BIN)/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
+	@# outputs and what a run in JupyterLab leaves in a cell's metadata (jupyterlab-myst's user_expressions); tags stay
+	$(BIN)/jupyter nbconvert --clear-output --inplace --ClearMetadataPreprocessor.enabled=True \
+		--ClearMetadataPreprocessor.clear_notebook_metadata=False \
+		--ClearMetadataPreprocessor.preserve_cell_metadata_mask='["tags"]' notebooks/*.ipynb
 
+# JupyterLab on the notebooks, with jupyterlab-myst (the `book` extra): run a results page (06-10) and its prose
+# shows the numbers its cells computed, as the book does.
 lab: install
 	$(BIN)/jupyter lab notebooks/
 

@@ -203,6 +203,9 @@ class TokenAnalysis:
     @classmethod
     def load(cls, directory: Path) -> "TokenAnalysis":
         directory = Path(directory)
+        if directory.parent == RESULTS_DIR:  # a committed analysis: a wheel does not ship it
+            what = f"a committed analysis (data/results/{directory.name})"
+            paths.repository_only(directory / "meta.json", what)
         meta = json.loads((directory / "meta.json").read_text())
         arrays = np.load(directory / "statistics.npz")
         showcase = {
