@@ -14,6 +14,10 @@ that has no kernel and no network:
   (`tutorial_lib.views.static`), and each alpha slider has its plotly slider steps beside it;
 - the cell papermill injected (`injected-parameters`, which names this machine's paths) is hidden;
 - a rerun is a results page: its code cells are folded under their outputs (`hide-input`, a click shows them);
+- a number the prose quotes as {eval}`glued["name:format"]` (what JupyterLab with jupyterlab-myst evaluates in
+  the running kernel, `tutorial_lib.lessons.notebook.glue_values`) becomes myst-nb's {glue:text}`name:format`,
+  which pastes the value the same cell glued, formatted the same way (`glue_roles`); any other `{eval}` is
+  refused, as this book never executes a notebook;
 - a link to a notebook of the other chapter points into that chapter.
 
 The site is written to build/book/ (open build/book/index.html); nothing on it is fetched from the
@@ -100,6 +104,25 @@ def _title_text(title) -> str:
 
 
 _NOTEBOOK_LINK = re.compile(r"\]\((\d\d_[A-Za-z0-9_]+)\.ipynb")
+#: A glued value as the prose quotes it, {eval}`glued["name:format"]`: the name and format of myst-nb's
+#: {glue:text}`name:format` inside the subscript of the notebook's `glued` (lessons.notebook.GLUED).
+EVAL_GLUED = re.compile(r'\{eval\}`glued\["([A-Za-z_][A-Za-z0-9_]*(?::[^"`\n]*)?)"\]`')
+_EVAL = re.compile(r"\{eval\}`[^`]*`?")
+
+
+def glue_roles(markdown: str, name: str = "") -> str:
+    """`markdown` with each {eval}`glued["name:format"]` written as {glue:text}`name:format`, the role this
+    book renders from the glued outputs of the executed notebook. Raises `ValueError` on any other `{eval}`
+    role: myst-nb would need to execute the notebook again to evaluate it, and this book never does."""
+    text = EVAL_GLUED.sub(lambda m: "{glue:text}`" + m.group(1) + "`", markdown)
+    left = _EVAL.findall(text)
+    if left:
+        raise ValueError(
+            f"{name or 'a notebook'}: the book cannot show {', '.join(left[:3])}: it never executes a "
+            'notebook, so {eval} may only quote a glued value, {eval}`glued["name:format"]` (glued by '
+            "tutorial_lib.lessons.notebook.glue_values in a cell above)"
+        )
+    return text
 
 
 def stage_notebook(nb: dict, name: str) -> dict:
@@ -117,7 +140,7 @@ def stage_notebook(nb: dict, name: str) -> dict:
         ):
             tags.append("hide-input")
         if cell["cell_type"] == "markdown":
-            source = "".join(cell["source"])
+            source = glue_roles("".join(cell["source"]), name)
             cell["source"] = _NOTEBOOK_LINK.sub(
                 lambda m: (
                     f"]({m.group(1)}.ipynb"

@@ -232,12 +232,12 @@ sweep_path = rows.attrs["path"]
 print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows computed earlier are reused)")
 
 # %% [markdown]
-# **The committed run** (`data/results/t5-offline-*`, the default profile): {glue:text}`t5_run_examples`
-# held-out sentences, $\gamma =$ {glue:text}`t5_run_gammas`, $T$ = {glue:text}`t5_run_temperatures`;
-# the curves without placed alphas have {glue:text}`t5_run_n_alpha`-point grids
-# ({glue:text}`t5_run_configurations` configurations, {glue:text}`t5_run_rows:,d` rows). The sweep ran
-# from an empty results folder in {glue:text}`t5_run_minutes:.1f` min on {glue:text}`t5_run_finished`,
-# beside {glue:text}`t5_run_beside`.
+# **The committed run** (`data/results/t5-offline-*`, the default profile): {eval}`glued["t5_run_examples"]`
+# held-out sentences, $\gamma =$ {eval}`glued["t5_run_gammas"]`, $T$ = {eval}`glued["t5_run_temperatures"]`;
+# the curves without placed alphas have {eval}`glued["t5_run_n_alpha"]`-point grids
+# ({eval}`glued["t5_run_configurations"]` configurations, {eval}`glued["t5_run_rows:,d"]` rows). The sweep ran
+# from an empty results folder in {eval}`glued["t5_run_minutes:.1f"]` min on {eval}`glued["t5_run_finished"]`,
+# beside {eval}`glued["t5_run_beside"]`.
 
 # %% [markdown]
 # ## Latency from counted calls: the cost model
@@ -307,8 +307,8 @@ if calibration is not None:
 
 # %% [markdown]
 # **The cost model against the clock, per method.** The aim is $|\text{median}| \le$
-# {glue:text}`t5_aim:.0%` for every method on a quiet machine: {glue:text}`t5_aim_met` of the
-# {glue:text}`t5_aim_methods` methods meet it, and the table below lists those that miss it. Every rule's
+# {eval}`glued["t5_aim:.0%"]` for every method on a quiet machine: {eval}`glued["t5_aim_met"]` of the
+# {eval}`glued["t5_aim_methods"]` methods meet it, and the table below lists those that miss it. Every rule's
 # blocks are priced with that rule's own target computation (`calibration.json` holds `target_<rule>@g<gamma>`,
 # timed by `tl.decoding.calibration.rule_block_costs` in CPU time, so that other jobs do not inflate them),
 # not SpecDecode's. Where the rows were timed beside heavy jobs and the calibration on a quiet machine, the
@@ -321,8 +321,8 @@ if calibration is not None:
 # %%
 if calibration is not None:
     missed = clock_error[clock_error["median"].abs() > report.AIM]
-    tl.lessons.notebook.glue_values(t5_aim=report.AIM, t5_aim_met=len(clock_error) - len(missed),
-                                    t5_aim_methods=len(clock_error))
+    glued = tl.lessons.notebook.glue_values(t5_aim=report.AIM, t5_aim_met=len(clock_error) - len(missed),
+                                            t5_aim_methods=len(clock_error))
     display(missed.round(4))
 
 # %% [markdown]
@@ -343,11 +343,11 @@ if settings["profile"] != "hub":
     fig = tl.views.reruns.where_each_wins_figure(wins)
     tl.savefig(fig, "t5_where_each_wins")
     plt.show()
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         t5_drafter_wins=", ".join(wins.index[wins["Drafter"] > wins["Verifier"]]) or "no context")
 
 # %% [markdown]
-# The drafter beats the verifier only in these contexts: {glue:text}`t5_drafter_wins`. That is the
+# The drafter beats the verifier only in these contexts: {eval}`glued["t5_drafter_wins"]`. That is the
 # verifier's built-in flaw (its training data lost its negations, `nu ... ka`), so it is better on
 # average and much worse in one identifiable context: all a cascade can gain comes from there.
 
@@ -514,37 +514,39 @@ if results is not None:
     display(results["flip_points"])
 
 # %% [markdown]
-# This machine's $c$ is {glue:text}`t5_machine_c:.2f`; the paper's T5-small $\to$ T5-large pair is at about
-# {glue:text}`t5_paper_c:.3f` ({glue:text}`t5_paper_c_source`). The verdicts on the grid use
-# {glue:text}`t5_grid_resamples` resamples of the sentences. So the T5 latency claims are decided by the
+# This machine's $c$ is {eval}`glued["t5_machine_c:.2f"]`; the paper's T5-small $\to$ T5-large pair is at
+# about {eval}`glued["t5_paper_c:.3f"]` ({eval}`glued["t5_paper_c_source"]`). The verdicts on the grid use
+# {eval}`glued["t5_grid_resamples"]` resamples of the sentences. So the T5 latency claims are decided by the
 # pair's cost ratio, not by the rules.
 #
 # ## What the run says
 #
-# **The cost of a drafter step.** With this synthetic pair a drafter step costs {glue:text}`t5_c:.2f` of a
-# verifier step ({glue:text}`t5_drafter_ms:.2f` ms against {glue:text}`t5_verifier_ms:.2f` ms: calls this
-# small are mostly fixed costs), so on the latency axis no speculative method is faster than the verifier,
-# whatever its rule: SpecDecode costs {glue:text}`t5_spec_latency_cold:.2f` times the verifier at the coldest
-# temperature ({glue:text}`t5_spec_latency_warm:.2f` at the warmest; total modelled latency over the
-# verifier's). Every speculative method that reaches the verifier's quality at $T = 0$ does
-# so only at {glue:text}`t5_extra_low:.0%`-{glue:text}`t5_extra_high:.0%` *more* latency. Configurations that
-# make the same calls on every sentence get the same modelled latency: at $T = 0$,
-# {glue:text}`t5_same_configs` configurations in {glue:text}`t5_same_groups` groups, the largest of
-# {glue:text}`t5_same_largest` (SpecDecode and the runs whose calls equal its own).
+# **The cost of a drafter step.** With this synthetic pair a drafter step costs {eval}`glued["t5_c:.2f"]` of a
+# verifier step ({eval}`glued["t5_drafter_ms:.2f"]` ms against {eval}`glued["t5_verifier_ms:.2f"]` ms: calls
+# this small are mostly fixed costs), so on the latency axis no speculative method is faster than the
+# verifier, whatever its rule: SpecDecode costs {eval}`glued["t5_spec_latency_cold:.2f"]` times the verifier
+# at the coldest temperature ({eval}`glued["t5_spec_latency_warm:.2f"]` at the warmest; total modelled latency
+# over the verifier's). Every speculative method that reaches the verifier's quality at $T = 0$ does
+# so only at {eval}`glued["t5_extra_low:.0%"]`-{eval}`glued["t5_extra_high:.0%"]` *more* latency.
+# Configurations that make the same calls on every sentence get the same modelled latency: at $T = 0$,
+# {eval}`glued["t5_same_configs"]` configurations in {eval}`glued["t5_same_groups"]` groups, the largest of
+# {eval}`glued["t5_same_largest"]` (SpecDecode and the runs whose calls equal its own).
 #
-# **Quality.** At the coldest temperature the verifier's corpus BLEU is {glue:text}`t5_verifier_bleu:.1f`
-# [{glue:text}`t5_verifier_bleu_low:.1f`, {glue:text}`t5_verifier_bleu_high:.1f`] and the drafter's
-# {glue:text}`t5_drafter_bleu:.1f` [{glue:text}`t5_drafter_bleu_low:.1f`, {glue:text}`t5_drafter_bleu_high:.1f`]
-# on {glue:text}`t5_sentences` sentences. Of the {glue:text}`t5_pairs_cold` paired differences there (each
-# configuration against the verifier and against SpecDecode), {glue:text}`t5_self_cold` compare a reference
-# with itself and {glue:text}`t5_identical_cold` a configuration with its reference's texts (0 by
-# construction); of the {glue:text}`t5_compared_cold` left, {glue:text}`t5_separated_cold` exclude 0
-# ({glue:text}`t5_above_cold` above, {glue:text}`t5_below_cold` below), where about
-# {glue:text}`t5_by_chance_cold:.0f` would by chance if nothing differed. Over both temperatures,
-# {glue:text}`t5_separated_all` of {glue:text}`t5_compared_all` compared pairs ({glue:text}`t5_above_all` above,
-# {glue:text}`t5_below_all` below; about {glue:text}`t5_by_chance_all:.0f` by chance). The configurations above
-# the verifier (the largest difference of each
-# method, with the number of its alphas above), then the best point of each speculative cascade:
+# **Quality.** At the coldest temperature the verifier's corpus BLEU is {eval}`glued["t5_verifier_bleu:.1f"]`
+# [{eval}`glued["t5_verifier_bleu_low:.1f"]`, {eval}`glued["t5_verifier_bleu_high:.1f"]`] and the drafter's
+# {eval}`glued["t5_drafter_bleu:.1f"]` [{eval}`glued["t5_drafter_bleu_low:.1f"]`,
+# {eval}`glued["t5_drafter_bleu_high:.1f"]`] on {eval}`glued["t5_sentences"]` sentences. Of the
+# {eval}`glued["t5_pairs_cold"]` paired differences there (each configuration against the verifier and against
+# SpecDecode), {eval}`glued["t5_self_cold"]` compare a reference with itself and
+# {eval}`glued["t5_identical_cold"]` a configuration with its reference's texts (0 by construction); of the
+# {eval}`glued["t5_compared_cold"]` left, {eval}`glued["t5_separated_cold"]` exclude 0
+# ({eval}`glued["t5_above_cold"]` above, {eval}`glued["t5_below_cold"]` below), where about
+# {eval}`glued["t5_by_chance_cold:.0f"]` would by chance if nothing differed. Over both temperatures,
+# {eval}`glued["t5_separated_all"]` of {eval}`glued["t5_compared_all"]` compared pairs
+# ({eval}`glued["t5_above_all"]` above, {eval}`glued["t5_below_all"]` below; about
+# {eval}`glued["t5_by_chance_all:.0f"]` by chance). The configurations above the verifier (the largest
+# difference of each method, with the number of its alphas above), then the best point of each speculative
+# cascade:
 
 # %%
 results_facts = None
@@ -564,7 +566,7 @@ if results is not None:
                           ["label", "alpha", "quality", "latency"]].round(3))
     run = results_facts.get("run", {})
     same = results_facts["same_calls_T0"]
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         t5_run_examples=run.get("examples", len(tasks[0].examples)), t5_run_gammas=str(run.get("gammas", "")),
         t5_run_temperatures=str(run.get("temperatures", "")), t5_run_n_alpha=run.get("n_alpha", 0),
         t5_run_configurations=run.get("configurations", len(configs)), t5_run_rows=run.get("rows", len(rows)),
@@ -601,13 +603,13 @@ if results is not None:
 # **Latency.** The methods that reach the verifier's quality at a lower modelled latency at the coldest
 # temperature, with the same on the accelerator pricing, the best quality within the verifier's latency, and
 # the change of latency at the verifier's quality at the warmest temperature (negative: faster). The first
-# of them, {glue:text}`t5_fastest`, reaches the verifier's quality at {glue:text}`t5_fastest_reduction:.1%`
-# lower modelled latency [{glue:text}`t5_fastest_low:.1%`, {glue:text}`t5_fastest_high:.1%`] (an interval
-# that includes 0 is not resolved at this sample size), {glue:text}`t5_fastest_accelerator:.1%` on the
-# accelerator pricing; at the warmest temperature it changes the latency by
-# {glue:text}`t5_fastest_warm:+.1%` at the verifier's quality. Every speculative method is slower than the
-# verifier at the verifier's quality, or never reaches it (the range is in the paragraph above): the T5 run
-# separates the rules on quality, not on speed.
+# of them, {eval}`glued["t5_fastest"]`, reaches the verifier's quality at
+# {eval}`glued["t5_fastest_reduction:.1%"]` lower modelled latency [{eval}`glued["t5_fastest_low:.1%"]`,
+# {eval}`glued["t5_fastest_high:.1%"]`] (an interval that includes 0 is not resolved at this sample size),
+# {eval}`glued["t5_fastest_accelerator:.1%"]` on the accelerator pricing; at the warmest temperature it
+# changes the latency by {eval}`glued["t5_fastest_warm:+.1%"]` at the verifier's quality. Every speculative
+# method is slower than the verifier at the verifier's quality, or never reaches it (the range is in the
+# paragraph above): the T5 run separates the rules on quality, not on speed.
 
 # %%
 faster = None
@@ -629,7 +631,7 @@ if results is not None:
     faster = faster.sort_values("reduction_at_verifier_quality", ascending=False)
     display(faster.round(3))
     first = faster.iloc[0] if len(faster) else pd.Series(dtype=float)
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         t5_fastest=faster.index[0] if len(faster) else "no method",
         t5_fastest_reduction=first.get("reduction_at_verifier_quality", float("nan")),
         t5_fastest_low=first.get("reduction_low", float("nan")),
@@ -640,11 +642,11 @@ if results is not None:
 # %% [markdown]
 # **Distinct runs at $T = 0$.** Per rule, its configurations (alphas, ends included) and how many of them
 # are runs of its own (texts unlike SpecDecode's, the drafter's and each other's on some sentence). Not run at
-# $T = 0$: {glue:text}`t5_not_run_cold`; there they are SpecDecode for every alpha below 1 (exact, the
-# verifier's greedy text). OPT emits exactly Diff's texts at {glue:text}`t5_opt_same_as_diff` of the
-# {glue:text}`t5_opt_shared` alphas they share, Token-V1 at {glue:text}`t5_v1_same_as_diff` of
-# {glue:text}`t5_v1_shared`: at $T = 0$ both reduce to Diff's test on the drafted top token. The claims drop
-# runs that are not a rule's own (`tl.stats.claims.own_configurations`).
+# $T = 0$: {eval}`glued["t5_not_run_cold"]`; there they are SpecDecode for every alpha below 1 (exact, the
+# verifier's greedy text). OPT emits exactly Diff's texts at {eval}`glued["t5_opt_same_as_diff"]` of the
+# {eval}`glued["t5_opt_shared"]` alphas they share, Token-V1 at {eval}`glued["t5_v1_same_as_diff"]` of
+# {eval}`glued["t5_v1_shared"]`: at $T = 0$ both reduce to Diff's test on the drafted top token. The claims
+# drop runs that are not a rule's own (`tl.stats.claims.own_configurations`).
 
 # %%
 if results_facts is not None:
@@ -653,7 +655,7 @@ if results_facts is not None:
     opt_as_diff = results_facts["same_as_diff_T0"].get("SpecCascade [OPT]", {"same": 0, "shared_alphas": 0})
     v1_as_diff = results_facts["same_as_diff_T0"].get("SpecCascade [Token-V1]",
                                                       {"same": 0, "shared_alphas": 0})
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         t5_not_run_cold=", ".join(results_facts.get("not_run_T0", [])) or "none",
         t5_opt_same_as_diff=opt_as_diff["same"], t5_opt_shared=opt_as_diff["shared_alphas"],
         t5_v1_same_as_diff=v1_as_diff["same"], t5_v1_shared=v1_as_diff["shared_alphas"])

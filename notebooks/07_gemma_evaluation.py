@@ -228,11 +228,11 @@ print(f"{len(rows)} rows in {sweep_path} ({sweep_seconds:.0f} s this run; rows c
 # %% [markdown]
 # **How the saved run was computed.** A long run is computed by `benchmarks/gemma_rerun.py` (for a profile's
 # committed rows: `--profile <profile> --latency`), resuming where a session stopped; each session is logged
-# in `sessions.jsonl` beside the rows. The committed run saved {glue:text}`gemma_rows_saved:,d` of
-# {glue:text}`gemma_rows_planned:,d` rows in {glue:text}`gemma_sessions` sessions of
-# {glue:text}`gemma_wall_hours:.2f` h wall time in all ({glue:text}`gemma_cpu_hours:.2f` h of CPU time over
-# all threads); per session, the rows it made, its hours, its CPU time over wall time (how much of the machine
-# it got: a session beside other work gets less), how it ended and the processor it ran on:
+# in `sessions.jsonl` beside the rows. The committed run saved {eval}`glued["gemma_rows_saved:,d"]` of
+# {eval}`glued["gemma_rows_planned:,d"]` rows in {eval}`glued["gemma_sessions"]` sessions of
+# {eval}`glued["gemma_wall_hours:.2f"]` h wall time in all ({eval}`glued["gemma_cpu_hours:.2f"]` h of CPU time
+# over all threads); per session, the rows it made, its hours, its CPU time over wall time (how much of the
+# machine it got: a session beside other work gets less), how it ended and the processor it ran on:
 
 # %%
 rows_in_folder = int(progress["rows_saved"].sum()) if redraw_only else len(rows)  # unfinished tasks too
@@ -243,13 +243,13 @@ if sessions is not None:
         print(f"{run_totals['rows_unlogged']:,} saved rows no session line accounts for (a session still "
               "running, or one stopped without a signal before sessions wrote heartbeats): their hours are "
               "not in the sums below")
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         gemma_rows_saved=rows_in_folder, gemma_rows_planned=run_totals["rows_planned"],
         gemma_sessions=run_totals["sessions"], gemma_wall_hours=run_totals["wall_hours"],
         gemma_cpu_hours=run_totals["cpu_hours"])
     display(sessions_table.round(2))
 else:  # computed here, by this notebook (a smoke run, a new folder): no session of the script was logged
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         gemma_rows_saved=rows_in_folder,
         gemma_rows_planned=tl.sweeps.reruns.planned_rows(configs, planned_tasks),
         gemma_sessions=0, gemma_wall_hours=0.0, gemma_cpu_hours=0.0)
@@ -430,12 +430,12 @@ if latency_error is not None:
     aim_sentence = (f"{aim_met} of the {len(latency_error)} methods meet the aim |median| ≤ {report.AIM:.0%}")
 else:
     aim_sentence = "not measured, as this run's latency rows are not saved yet"
-tl.lessons.notebook.glue_values(gemma_aim_sentence=aim_sentence)
+glued = tl.lessons.notebook.glue_values(gemma_aim_sentence=aim_sentence)
 latency_error.round(4) if latency_error is not None else None
 
 # %% [markdown]
 # The cost model against the wall clock on these rows, per method (signed error $(L - W)/W$, median and
-# quartiles): {glue:text}`gemma_aim_sentence`.
+# quartiles): {eval}`glued["gemma_aim_sentence"]`.
 
 # %% [markdown]
 # ## Did the paper's claims hold?
@@ -517,16 +517,17 @@ if earlier is not None:
     print(f"{earlier_profile} -> {settings['profile']}: {int(compared['changed'].sum())} of {len(compared)} "
           "verdicts changed")
     display(compared.round(3))
-    tl.lessons.notebook.glue_values(gemma_verdicts_changed=int(compared["changed"].sum()),
-                                    gemma_verdicts_compared=len(compared), gemma_earlier=earlier_profile)
+    glued = tl.lessons.notebook.glue_values(
+        gemma_verdicts_changed=int(compared["changed"].sum()), gemma_verdicts_compared=len(compared),
+        gemma_earlier=earlier_profile)
     display(pd.DataFrame({f"{earlier_profile}": compared["verdict_before"].value_counts(),
                           f"{settings['profile']}": compared["verdict_after"].value_counts()})
             .fillna(0).astype(int))
 else:
     print(f"nothing to compare with: the {settings['profile']} profile replaced no run, or that run's claims "
           "are not saved")
-    tl.lessons.notebook.glue_values(gemma_verdicts_changed=0, gemma_verdicts_compared=0,
-                                    gemma_earlier="no earlier run")
+    glued = tl.lessons.notebook.glue_values(gemma_verdicts_changed=0, gemma_verdicts_compared=0,
+                                            gemma_earlier="no earlier run")
 
 # %% [markdown]
 # ## The hardware decides the latency verdicts
@@ -551,9 +552,9 @@ if results is not None:
     display(results["flip_points"])
 
 # %% [markdown]
-# **Read a moved verdict with the design in mind** (this run against {glue:text}`gemma_earlier`: of the
-# claims compared, {glue:text}`gemma_verdicts_changed` of {glue:text}`gemma_verdicts_compared` verdicts
-# changed). A verdict is about the $\alpha$ values a run measured, not about a rule's whole curve.
+# **Read a moved verdict with the design in mind** (this run against {eval}`glued["gemma_earlier"]`: of the
+# claims compared, {eval}`glued["gemma_verdicts_changed"]` of {eval}`glued["gemma_verdicts_compared"]`
+# verdicts changed). A verdict is about the $\alpha$ values a run measured, not about a rule's whole curve.
 # - `offline-large` against `offline-all`: each rule at one $\alpha$ at $T = 1$ (the middle of its
 #   `offline-all` placement, about halfway in rejection rate from SpecDecode to the drafter) and each Token
 #   rule at one $\alpha$ at $T = 0$. "Does not hold" there says that the best measured Token configuration
@@ -567,15 +568,15 @@ if results is not None:
 #   the fp32 run's wherever rounding moves a draw or an argmax, so a verdict can move with no change of rule,
 #   and the floor beside each claim is the bf16 run's own second seed set.
 #
-# On the re-pricing over $c$: {glue:text}`gemma_c_sentence`.
+# On the re-pricing over $c$: {eval}`glued["gemma_c_sentence"]`.
 #
 # ## What the run says
 #
 # **Per task**: the drafter's and the verifier's quality, SpecDecode's rejection rate and the verifier's and
 # the drafter's cut rates, the share of their answers that reached `max_new_tokens`, at each temperature (not run: a
 # configuration this profile does not run at that temperature). Of the other methods (mean over a method's
-# alphas) the highest cut rate is {glue:text}`gemma_top_cut:.1%`, {glue:text}`gemma_top_cut_label` on
-# {glue:text}`gemma_top_cut_task` at $T$ = {glue:text}`gemma_top_cut_temperature`.
+# alphas) the highest cut rate is {eval}`glued["gemma_top_cut:.1%"]`, {eval}`glued["gemma_top_cut_label"]` on
+# {eval}`glued["gemma_top_cut_task"]` at $T$ = {eval}`glued["gemma_top_cut_temperature"]`.
 
 # %%
 # the measured points, not the ends
@@ -594,7 +595,7 @@ per_task = pd.concat({"drafter quality": quality.get("Drafter"), "verifier quali
 display(per_task.round(3).astype(object).where(per_task.notna(), "not run"))
 other_cuts = lengths[~lengths["label"].isin(["Verifier", "Drafter"])]
 top_cut = other_cuts.groupby(["task", "temperature", "label"])["cut_rate"].mean()
-tl.lessons.notebook.glue_values(
+glued = tl.lessons.notebook.glue_values(
     gemma_top_cut=top_cut.max(), gemma_top_cut_task=top_cut.idxmax()[0],
     gemma_top_cut_temperature=f"{top_cut.idxmax()[1]:g}", gemma_top_cut_label=top_cut.idxmax()[2])
 if results is not None:
@@ -604,29 +605,31 @@ if results is not None:
                   f"the grid use {gemma_facts['grid_resamples']} resamples of the items")
 else:
     c_sentence = "not run, as it re-prices the latency rows, which this run has not saved yet"
-tl.lessons.notebook.glue_values(gemma_c_sentence=c_sentence)
+glued = tl.lessons.notebook.glue_values(gemma_c_sentence=c_sentence)
 
 # %% [markdown]
-# **What a cost per token hides: longer answers.** On {glue:text}`gemma_arithmetic` at $T = 0$ the verifier
-# answers in {glue:text}`gemma_verifier_tokens:.1f` tokens on average. Token-V2 at its lowest alpha
-# ({glue:text}`gemma_v2_alpha:.3g`) answers in {glue:text}`gemma_v2_tokens:.1f` tokens, so it makes
-# {glue:text}`gemma_v2_more_calls:+.0%` verifier calls per answer against the verifier alone, while its rejection
-# rate at that alpha ({glue:text}`gemma_v2_rejection:.3f`) is {glue:text}`gemma_v2_rate_relation` SpecDecode's
-# ({glue:text}`gemma_spec_rejection:.3f`). More calls at a lower rate is the drafter's longer style leaking
-# in: each token is rejected less often, and there are more tokens. At batch size 1, with the measured CPU
-# calibration, its modelled latency per answer is {glue:text}`gemma_v2_seconds:.1f` s, against
-# {glue:text}`gemma_spec_seconds:.1f` s for SpecDecode and {glue:text}`gemma_verifier_seconds:.1f` s for the
-# verifier. On {glue:text}`gemma_code` at $T = 1$ Token-V1 at its lowest alpha
-# ({glue:text}`gemma_v1_alpha:.3g`) answers in {glue:text}`gemma_v1_tokens:.1f` tokens against the verifier's
-# {glue:text}`gemma_verifier_warm_tokens:.1f`.
+# **What a cost per token hides: longer answers.** On {eval}`glued["gemma_arithmetic"]` at $T = 0$ the
+# verifier answers in {eval}`glued["gemma_verifier_tokens:.1f"]` tokens on average. Token-V2 at its lowest
+# alpha ({eval}`glued["gemma_v2_alpha:.3g"]`) answers in {eval}`glued["gemma_v2_tokens:.1f"]` tokens, so it
+# makes {eval}`glued["gemma_v2_more_calls:+.0%"]` verifier calls per answer against the verifier alone, while
+# its rejection rate at that alpha ({eval}`glued["gemma_v2_rejection:.3f"]`) is
+# {eval}`glued["gemma_v2_rate_relation"]` SpecDecode's ({eval}`glued["gemma_spec_rejection:.3f"]`). More calls
+# at a lower rate is the drafter's longer style leaking in: each token is rejected less often, and there are
+# more tokens. At batch size 1, with the measured CPU calibration, its modelled latency per answer is
+# {eval}`glued["gemma_v2_seconds:.1f"]` s, against {eval}`glued["gemma_spec_seconds:.1f"]` s for SpecDecode
+# and {eval}`glued["gemma_verifier_seconds:.1f"]` s for the verifier. On {eval}`glued["gemma_code"]` at
+# $T = 1$ Token-V1 at its lowest alpha ({eval}`glued["gemma_v1_alpha:.3g"]`) answers in
+# {eval}`glued["gemma_v1_tokens:.1f"]` tokens against the verifier's
+# {eval}`glued["gemma_verifier_warm_tokens:.1f"]`.
 #
-# **Paired differences**: of {glue:text}`gemma_pairs` (configuration, reference) pairs,
-# {glue:text}`gemma_self` compare a reference with itself and {glue:text}`gemma_identical` a configuration
-# with the same texts as its reference (0 by construction). Of the {glue:text}`gemma_compared` left,
-# {glue:text}`gemma_separated` differ at 95% ({glue:text}`gemma_above` above, {glue:text}`gemma_below` below),
-# where about {glue:text}`gemma_by_chance:.0f` would by chance if nothing differed. The median width of a
-# difference's interval is {glue:text}`gemma_width_verifier:.2f` against the verifier and
-# {glue:text}`gemma_width_spec:.2f` against SpecDecode.
+# **Paired differences**: of {eval}`glued["gemma_pairs"]` (configuration, reference) pairs,
+# {eval}`glued["gemma_self"]` compare a reference with itself and {eval}`glued["gemma_identical"]` a
+# configuration with the same texts as its reference (0 by construction). Of the
+# {eval}`glued["gemma_compared"]` left, {eval}`glued["gemma_separated"]` differ at 95%
+# ({eval}`glued["gemma_above"]` above, {eval}`glued["gemma_below"]` below), where about
+# {eval}`glued["gemma_by_chance:.0f"]` would by chance if nothing differed. The median width of a difference's
+# interval is {eval}`glued["gemma_width_verifier:.2f"]` against the verifier and
+# {eval}`glued["gemma_width_spec:.2f"]` against SpecDecode.
 
 # %%
 arithmetic = next((t.name for t in tasks if t.name.startswith("arithmetic")), tasks[0].name)
@@ -647,7 +650,7 @@ if (len(token_v2) and "Verifier" in length_of.index and "SpecCascade [Token-V1]"
     v2_rate = float(cold_rates.loc[(cold_rates["label"] == "SpecCascade [Token-V2]")
                                    & cold_rates["alpha"].sub(v2["alpha"]).abs().lt(1e-9),
                                    "rejection_rate"].iloc[0])
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         gemma_arithmetic=arithmetic, gemma_code=code,
         gemma_verifier_tokens=length_of.loc["Verifier", "answer_tokens"],
         gemma_v2_alpha=v2["alpha"], gemma_v2_tokens=v2["answer_tokens"],
@@ -667,7 +670,7 @@ if (len(token_v2) and "Verifier" in length_of.index and "SpecCascade [Token-V1]"
 widths = (differences.assign(width=differences["high"] - differences["low"])
           .groupby("versus")["width"].median())
 every = counts.set_index("group").loc["all"]
-tl.lessons.notebook.glue_values(
+glued = tl.lessons.notebook.glue_values(
     gemma_pairs=int(every["pairs"]), gemma_self=int(every["self_comparisons"]),
     gemma_identical=int(every["identical_texts"]), gemma_compared=int(every["compared"]),
     gemma_separated=int(every["exclude_0"]), gemma_above=int(every["above"]), gemma_below=int(every["below"]),

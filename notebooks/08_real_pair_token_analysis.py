@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -198,7 +198,7 @@ areas = pd.DataFrame({curve: [float(np.atleast_1d(values["area"][k])[0]) for k i
                      index=["area", "low", "high"]).T.sort_values("area")
 best_rule = areas.index[0]
 i_d, i_v = grid.points.index(("drafter", 0.0)), grid.points.index(("verifier", 0.0))
-tl.lessons.notebook.glue_values(
+glued = tl.lessons.notebook.glue_values(
     tok_items=len(items), tok_positions=timing["positions"], tok_points=len(grid.points), tok_n_alpha=n_alpha,
     tok_spec_rejection=r_spec, tok_drafter_loss=summaries["all"]["mean"][i_d, 2],
     tok_verifier_loss=summaries["all"]["mean"][i_v, 2], tok_ranking=", ".join(areas.index),
@@ -212,7 +212,7 @@ tl.lessons.notebook.glue_values(
     tok_envelope_loss_last=np.atleast_1d(summaries["all"]["expected_01"]["oracle_at_rates"]["mean"])[-1],
     tok_below_gold=sum(report.below_envelope(summaries["all"]).values()))
 if {"opt", "diff", "chow"} <= set(areas.index):
-    tl.lessons.notebook.glue_values(
+    glued = tl.lessons.notebook.glue_values(
         tok_opt_area=areas.loc["opt", "area"], tok_opt_low=areas.loc["opt", "low"],
         tok_opt_high=areas.loc["opt", "high"],
         tok_diff_area=areas.loc["diff", "area"], tok_diff_low=areas.loc["diff", "low"],
@@ -268,7 +268,7 @@ greedy_areas = {curve: [float(np.atleast_1d(values["area"][k])[0]) for k in ("me
                 for curve, values in greedy_summary["expected_01"]["curves"].items()}
 greedy_best = min(greedy_areas, key=lambda curve: greedy_areas[curve][0])
 display(pd.DataFrame({name: report.below_envelope(s) for name, s in summaries.items()}).fillna(0).astype(int))
-tl.lessons.notebook.glue_values(
+glued = tl.lessons.notebook.glue_values(
     tok_greedy_items=len(greedy_items), tok_greedy_per_task=settings["greedy_items"],
     tok_greedy_best=greedy_best,
     tok_greedy_best_area=greedy_areas[greedy_best][0], tok_greedy_best_low=greedy_areas[greedy_best][1],
@@ -308,59 +308,61 @@ print(f"{len(z_scores)} numbers; largest |z| = {np.max(np.abs(z_scores)):.2f}; "
       f"share with |z| > 2: {np.mean(np.abs(z_scores) > 2):.3f}")
 verifier_z = toy_table.query("curve == 'verifier' and statistic == 'expected_01'")["z"].iloc[0]
 print(f"the verifier's own expected 0-1 loss in this sample: z = {verifier_z:+.2f}")
-tl.lessons.notebook.glue_values(tok_toy_numbers=len(z_scores), tok_toy_max_z=np.max(np.abs(z_scores)),
-                                tok_drafter_forward_s=timing["drafter_forward_s"],
-                                tok_verifier_forward_s=timing["verifier_forward_s"],
-                                tok_statistics_s=timing["statistics_s"],
-                                tok_statistics_ms_per_point=timing["statistics_ms_per_point"],
-                                tok_per_point_ms=per_point_ms)
+glued = tl.lessons.notebook.glue_values(tok_toy_numbers=len(z_scores), tok_toy_max_z=np.max(np.abs(z_scores)),
+                                        tok_drafter_forward_s=timing["drafter_forward_s"],
+                                        tok_verifier_forward_s=timing["verifier_forward_s"],
+                                        tok_statistics_s=timing["statistics_s"],
+                                        tok_statistics_ms_per_point=timing["statistics_ms_per_point"],
+                                        tok_per_point_ms=per_point_ms)
 
 # %% [markdown]
 # ## What we found
 #
-# On the pair of this run, {glue:text}`tok_items` answers ({glue:text}`tok_positions:,d` answer tokens),
-# {glue:text}`tok_n_alpha` $\alpha$ values per rule ({glue:text}`tok_points` rule-$\alpha$ points), SpecDecode
-# rejects {glue:text}`tok_spec_rejection:.1%` of drafts; the drafter alone has expected 0-1 loss
-# {glue:text}`tok_drafter_loss:.3f` and the verifier alone {glue:text}`tok_verifier_loss:.3f`.
+# On the pair of this run, {eval}`glued["tok_items"]` answers ({eval}`glued["tok_positions:,d"]` answer
+# tokens), {eval}`glued["tok_n_alpha"]` $\alpha$ values per rule ({eval}`glued["tok_points"]` rule-$\alpha$
+# points), SpecDecode rejects {eval}`glued["tok_spec_rejection:.1%"]` of drafts; the drafter alone has
+# expected 0-1 loss {eval}`glued["tok_drafter_loss:.3f"]` and the verifier alone
+# {eval}`glued["tok_verifier_loss:.3f"]`.
 #
-# - **On the expected 0-1 loss, by area above the envelope:** {glue:text}`tok_ranking`. The closest,
-#   {glue:text}`tok_best`, has area {glue:text}`tok_best_area:.4f` [{glue:text}`tok_best_low:.4f`,
-#   {glue:text}`tok_best_high:.4f`]; the intervals of {glue:text}`tok_best_overlaps` other curves overlap
-#   its interval (0: separated from every other rule). These are marginal intervals, so "separated" is the
-#   conservative reading. The per-task table above ranks the curves on each task alone.
-# - **OPT against Chow and Diff.** OPT's area is {glue:text}`tok_opt_area:.4f` [{glue:text}`tok_opt_low:.4f`,
-#   {glue:text}`tok_opt_high:.4f`], Diff's {glue:text}`tok_diff_area:.4f` [{glue:text}`tok_diff_low:.4f`,
-#   {glue:text}`tok_diff_high:.4f`] (the two intervals {glue:text}`tok_opt_diff`), Chow's
-#   {glue:text}`tok_chow_area:.4f` [{glue:text}`tok_chow_low:.4f`, {glue:text}`tok_chow_high:.4f`]: OPT's gap to
-#   the envelope is {glue:text}`tok_opt_below_diff:.0%` smaller than Diff's and {glue:text}`tok_opt_below_chow:.0%`
+# - **On the expected 0-1 loss, by area above the envelope:** {eval}`glued["tok_ranking"]`. The closest,
+#   {eval}`glued["tok_best"]`, has area {eval}`glued["tok_best_area:.4f"]` [{eval}`glued["tok_best_low:.4f"]`,
+#   {eval}`glued["tok_best_high:.4f"]`]; the intervals of {eval}`glued["tok_best_overlaps"]` other curves
+#   overlap its interval (0: separated from every other rule). These are marginal intervals, so "separated" is
+#   the conservative reading. The per-task table above ranks the curves on each task alone.
+# - **OPT against Chow and Diff.** OPT's area is {eval}`glued["tok_opt_area:.4f"]`
+#   [{eval}`glued["tok_opt_low:.4f"]`, {eval}`glued["tok_opt_high:.4f"]`], Diff's
+#   {eval}`glued["tok_diff_area:.4f"]` [{eval}`glued["tok_diff_low:.4f"]`, {eval}`glued["tok_diff_high:.4f"]`]
+#   (the two intervals {eval}`glued["tok_opt_diff"]`), Chow's {eval}`glued["tok_chow_area:.4f"]`
+#   [{eval}`glued["tok_chow_low:.4f"]`, {eval}`glued["tok_chow_high:.4f"]`]: OPT's gap to the envelope is
+#   {eval}`glued["tok_opt_below_diff:.0%"]` smaller than Diff's and {eval}`glued["tok_opt_below_chow:.0%"]`
 #   smaller than Chow's. A small gain over Diff agrees with the paper's Gemma finding that OPT helps less than
 #   with T5.
 # - **Everyone is far from the oracle.** At the highest matched rejection rate,
-#   {glue:text}`tok_last_rate:.4f`, {glue:text}`tok_best` loses {glue:text}`tok_best_loss_last:.3f` per token and
-#   the envelope {glue:text}`tok_envelope_loss_last:.3f`. The envelope gets below the verifier's own loss with
-#   fewer rejections than SpecDecode, because it hands the verifier only the positions where the verifier is
-#   right.
-# - **The ranking depends on the loss.** With the greedy 0-1 loss: {glue:text}`tok_greedy_ranking`. With the
-#   log loss: {glue:text}`tok_log_ranking` (token rules move probability off the reference whenever it lies
-#   outside the accepted set, which the log loss punishes). The paper's claim is about the quality of sampled
-#   text, which the expected 0-1 loss measures.
-# - **With the verifier's own greedy answers as references** ({glue:text}`tok_greedy_per_task` per task,
-#   {glue:text}`tok_greedy_items` answers), the closest curve, {glue:text}`tok_greedy_best`, has area
-#   {glue:text}`tok_greedy_best_area:.4f` [{glue:text}`tok_greedy_best_low:.4f`,
-#   {glue:text}`tok_greedy_best_high:.4f`]: a negative area is below the deferral envelope, beating every
-#   possible deferral. Pooled over the gold answers, {glue:text}`tok_below_gold` grid points lie below it; the
-#   table of points below the envelope above gives them per task.
+#   {eval}`glued["tok_last_rate:.4f"]`, {eval}`glued["tok_best"]` loses
+#   {eval}`glued["tok_best_loss_last:.3f"]` per token and the envelope
+#   {eval}`glued["tok_envelope_loss_last:.3f"]`. The envelope gets below the verifier's own loss with fewer
+#   rejections than SpecDecode, because it hands the verifier only the positions where the verifier is right.
+# - **The ranking depends on the loss.** With the greedy 0-1 loss: {eval}`glued["tok_greedy_ranking"]`. With
+#   the log loss: {eval}`glued["tok_log_ranking"]` (token rules move probability off the reference whenever it
+#   lies outside the accepted set, which the log loss punishes). The paper's claim is about the quality of
+#   sampled text, which the expected 0-1 loss measures.
+# - **With the verifier's own greedy answers as references** ({eval}`glued["tok_greedy_per_task"]` per task,
+#   {eval}`glued["tok_greedy_items"]` answers), the closest curve, {eval}`glued["tok_greedy_best"]`, has area
+#   {eval}`glued["tok_greedy_best_area:.4f"]` [{eval}`glued["tok_greedy_best_low:.4f"]`,
+#   {eval}`glued["tok_greedy_best_high:.4f"]`]: a negative area is below the deferral envelope, beating every
+#   possible deferral. Pooled over the gold answers, {eval}`glued["tok_below_gold"]` grid points lie below it;
+#   the table of points below the envelope above gives them per task.
 # - **Check against known truth.** In the toy world with references drawn from its true $P$, the module's
-#   {glue:text}`tok_toy_numbers` numbers agree with `ToyWorld.evaluate`'s exact teacher-forced expectations
-#   within {glue:text}`tok_toy_max_z:.2f` standard errors (the errors are correlated: all the numbers share
-#   one sample).
+#   {eval}`glued["tok_toy_numbers"]` numbers agree with `ToyWorld.evaluate`'s exact teacher-forced
+#   expectations within {eval}`glued["tok_toy_max_z:.2f"]` standard errors (the errors are correlated: all the
+#   numbers share one sample).
 #
 # **Cost**, as recorded when these results were computed (`timing` of the cached analysis; the committed
-# cache was made beside other jobs): forward passes of {glue:text}`tok_drafter_forward_s:.0f` s (drafter) and
-# {glue:text}`tok_verifier_forward_s:.0f` s (verifier), and {glue:text}`tok_statistics_s:.0f` s of exact
-# statistics for every point ({glue:text}`tok_statistics_ms_per_point:.0f` ms per point, most of it one sort of
-# the vocabulary's ratios per position). Once the per-answer sums exist, one point of a curve costs
-# {glue:text}`tok_per_point_ms:.4f` ms.
+# cache was made beside other jobs): forward passes of {eval}`glued["tok_drafter_forward_s:.0f"]` s (drafter)
+# and {eval}`glued["tok_verifier_forward_s:.0f"]` s (verifier), and {eval}`glued["tok_statistics_s:.0f"]` s of
+# exact statistics for every point ({eval}`glued["tok_statistics_ms_per_point:.0f"]` ms per point, most of it
+# one sort of the vocabulary's ratios per position). Once the per-answer sums exist, one point of a curve
+# costs {eval}`glued["tok_per_point_ms:.4f"]` ms.
 # display(toy_table.sort_values("z", key=np.abs, ascending=False).head(8))
 
 # %%

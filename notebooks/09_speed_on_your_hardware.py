@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -411,9 +411,9 @@ if t5_file.exists():
     t5_fixed = speed_tables.fixed_call_costs(Calibration.from_dict(t5_run["calibration"]))
     display(t5_fixed.round(3))
     share = "fixed share beyond the weights' read"
-    tl.lessons.notebook.glue_values(t5_fixed_verifier=100 * t5_fixed.loc["verifier", share],
-                                    t5_fixed_drafter=100 * t5_fixed.loc["drafter", share],
-                                    t5_verifier_ms=t5_fixed.loc["verifier", "t(1) ms"])
+    glued = tl.lessons.notebook.glue_values(t5_fixed_verifier=100 * t5_fixed.loc["verifier", share],
+                                            t5_fixed_drafter=100 * t5_fixed.loc["drafter", share],
+                                            t5_verifier_ms=t5_fixed.loc["verifier", "t(1) ms"])
     metrics["t5_fixed_call_share"] = t5_fixed[share].to_dict()
 print(f"this notebook's pair ({drafter.name} -> {verifier.name}), section 2's calibration, milliseconds")
 speed_tables.fixed_call_costs(calibration).round(3)
@@ -430,11 +430,11 @@ speed_tables.fixed_call_costs(calibration).round(3)
 # `verifier_path="fp32-packed"`.
 
 # %% [markdown]
-# On the synthetic T5 pair a verifier call takes {glue:text}`t5_verifier_ms:.2f` ms, and
-# {glue:text}`t5_fixed_verifier:.0f`% of it (of the drafter's, {glue:text}`t5_fixed_drafter:.0f`%) is paid
-# whatever the call computes, beyond reading its few megabytes of weights: the framework's operators, Python and
-# the engine's bookkeeping. Such calls are bound by overhead, not by memory or arithmetic: a faster kernel or
-# fewer bytes cannot make them much cheaper, only fewer calls can.
+# On the synthetic T5 pair a verifier call takes {eval}`glued["t5_verifier_ms:.2f"]` ms, and
+# {eval}`glued["t5_fixed_verifier:.0f"]`% of it (of the drafter's, {eval}`glued["t5_fixed_drafter:.0f"]`%) is
+# paid whatever the call computes, beyond reading its few megabytes of weights: the framework's operators,
+# Python and the engine's bookkeeping. Such calls are bound by overhead, not by memory or arithmetic: a faster
+# kernel or fewer bytes cannot make them much cheaper, only fewer calls can.
 
 # %% [markdown]
 # ## 9. How to tell what decides on your machine

@@ -103,6 +103,7 @@ from tutorial_lib.maths import targets
 from tutorial_lib.maths import laws
 from tutorial_lib.maths import accept_reject
 from tutorial_lib.stats import deferral_passes as dp
+from tutorial_lib.stats import dynamic_weight as dw
 from tutorial_lib.stats import learned_deferral as ld
 from tutorial_lib.stats import token_curves as tc
 from tutorial_lib.stats import token_report as report
@@ -281,7 +282,7 @@ metrics["mixture_minus_rule"] = {row["rule"]: {k: list(v) for k, v in row.items(
                                  for row in versus_mixture}
 beats_constant = [row["rule"] for row in versus_mixture if row["area"][1] > 0]
 unresolved_constant = [row["rule"] for row in versus_mixture if row["area"][1] <= 0 <= row["area"][2]]
-tl.lessons.notebook.glue_values(
+glued = tl.lessons.notebook.glue_values(
     engines_answers=len(analysis.item_ids), engines_spec_rejection=r_spec,
     engines_rates=", ".join(f"{r:g}" for r in rates), engines_resamples=settings["n_resamples"],
     engines_beat_constant=", ".join(beats_constant) or "none",
@@ -289,12 +290,13 @@ tl.lessons.notebook.glue_values(
     engines_constant_beats=", ".join(row["rule"] for row in versus_mixture if row["area"][2] < 0) or "none")
 
 # %% [markdown]
-# **What the table says.** On notebook 08's committed data ({glue:text}`engines_answers` answers, gold
-# references; SpecDecode rejects {glue:text}`engines_spec_rejection:.4f` of drafts, so rejection rates are
-# matched at {glue:text}`engines_rates`), with {glue:text}`engines_resamples` paired resamples over answers,
-# these rules beat a constant weight (interval of the area difference above 0): {glue:text}`engines_beat_constant`.
-# Not resolved at this sample size (no better than transformers' ensemble weight here):
-# {glue:text}`engines_not_resolved`. Rules the constant weight beats: {glue:text}`engines_constant_beats`.
+# **What the table says.** On notebook 08's committed data ({eval}`glued["engines_answers"]` answers, gold
+# references; SpecDecode rejects {eval}`glued["engines_spec_rejection:.4f"]` of drafts, so rejection rates are
+# matched at {eval}`glued["engines_rates"]`), with {eval}`glued["engines_resamples"]` paired resamples over
+# answers, these rules beat a constant weight (interval of the area difference above 0):
+# {eval}`glued["engines_beat_constant"]`. Not resolved at this sample size (no better than transformers'
+# ensemble weight here): {eval}`glued["engines_not_resolved"]`. Rules the constant weight beats:
+# {eval}`glued["engines_constant_beats"]`.
 
 # %% [markdown]
 # ## 5. A learned deferral rule
@@ -351,7 +353,7 @@ learned_areas = summaries["all held-out"]["expected_01"]["curves"]
 area_of = {curve: [float(np.atleast_1d(learned_areas[curve]["area"][k])[0]) for k in ("mean", "low", "high")]
            for curve in ("learned", "token_v2", "opt")}
 versus_of = {row["rule"]: [float(x) for x in row["area"]] for row in versus}
-tl.lessons.notebook.glue_values(
+glued = tl.lessons.notebook.glue_values(
     engines_feature_answers=len(features.item_ids), engines_feature_positions=int(features.features.shape[0]),
     engines_feature_minutes=sum(v for k, v in features.timing.items() if k.endswith("_s")) / 60,
     engines_train_answers=len(train_ids), engines_train_positions=rule.n_train_positions,
@@ -366,23 +368,26 @@ tl.lessons.notebook.glue_values(
     engines_learned_vs_opt_low=versus_of["opt"][1], engines_learned_vs_opt_high=versus_of["opt"][2])
 
 # %% [markdown]
-# **The learned rule, held out.** Features were computed for {glue:text}`engines_feature_answers` answers (one
-# more teacher-forced pass of the Qwen pair, {glue:text}`engines_feature_positions:,d` positions,
-# {glue:text}`engines_feature_minutes:.0f` minutes of forward passes on this project's CPU); the rule trained on
-# {glue:text}`engines_train_answers` answers ({glue:text}`engines_train_positions:,d` positions) and was
-# evaluated on the other {glue:text}`engines_held_answers` ({glue:text}`engines_held_positions:,d` positions),
-# split by answer. On the held-out answers its area above the envelope is {glue:text}`engines_learned_area:.5f`
-# [{glue:text}`engines_learned_area_low:.5f`, {glue:text}`engines_learned_area_high:.5f`], against Token-V2's
-# {glue:text}`engines_token_v2_area:.5f` [{glue:text}`engines_token_v2_area_low:.5f`,
-# {glue:text}`engines_token_v2_area_high:.5f`] and OPT's {glue:text}`engines_opt_area:.5f`
-# [{glue:text}`engines_opt_area_low:.5f`, {glue:text}`engines_opt_area_high:.5f`]. Learned minus Token-V2:
-# {glue:text}`engines_learned_vs_token_v2:+.5f` [{glue:text}`engines_learned_vs_token_v2_low:+.5f`,
-# {glue:text}`engines_learned_vs_token_v2_high:+.5f`]; learned minus OPT: {glue:text}`engines_learned_vs_opt:+.5f`
-# [{glue:text}`engines_learned_vs_opt_low:+.5f`, {glue:text}`engines_learned_vs_opt_high:+.5f`] (negative:
-# the learned rule is better; an interval across 0 does not resolve it). The table below sets it against
-# every rule. A deferral rule can only choose between $q$ and $p$ per position, even a learned one, while the
-# token rules choose per token. {glue:text}`engines_train_answers` training answers are few, and the
-# `held_out`, `hidden` and `split_seed` parameters are there to try more.
+# **The learned rule, held out.** Features were computed for {eval}`glued["engines_feature_answers"]` answers
+# (one more teacher-forced pass of the Qwen pair, {eval}`glued["engines_feature_positions:,d"]` positions,
+# {eval}`glued["engines_feature_minutes:.0f"]` minutes of forward passes on this project's CPU); the rule
+# trained on {eval}`glued["engines_train_answers"]` answers ({eval}`glued["engines_train_positions:,d"]`
+# positions) and was evaluated on the other {eval}`glued["engines_held_answers"]`
+# ({eval}`glued["engines_held_positions:,d"]` positions), split by answer. On the held-out answers its area
+# above the envelope is {eval}`glued["engines_learned_area:.5f"]`
+# [{eval}`glued["engines_learned_area_low:.5f"]`, {eval}`glued["engines_learned_area_high:.5f"]`], against
+# Token-V2's {eval}`glued["engines_token_v2_area:.5f"]` [{eval}`glued["engines_token_v2_area_low:.5f"]`,
+# {eval}`glued["engines_token_v2_area_high:.5f"]`] and OPT's {eval}`glued["engines_opt_area:.5f"]`
+# [{eval}`glued["engines_opt_area_low:.5f"]`, {eval}`glued["engines_opt_area_high:.5f"]`]. Learned minus
+# Token-V2: {eval}`glued["engines_learned_vs_token_v2:+.5f"]`
+# [{eval}`glued["engines_learned_vs_token_v2_low:+.5f"]`,
+# {eval}`glued["engines_learned_vs_token_v2_high:+.5f"]`]; learned minus OPT:
+# {eval}`glued["engines_learned_vs_opt:+.5f"]` [{eval}`glued["engines_learned_vs_opt_low:+.5f"]`,
+# {eval}`glued["engines_learned_vs_opt_high:+.5f"]`] (negative: the learned rule is better; an interval across
+# 0 does not resolve it). The table below sets it against every rule. A deferral rule can only choose between
+# $q$ and $p$ per position, even a learned one, while the token rules choose per token.
+# {eval}`glued["engines_train_answers"]` training answers are few, and the `held_out`, `hidden` and
+# `split_seed` parameters are there to try more.
 
 # %%
 metrics["learned"] = {"train_items": len(train_ids), "held_out_items": len(test_ids),
@@ -399,7 +404,7 @@ metrics["learned"] = {"train_items": len(train_ids), "held_out_items": len(test_
 # $\nu_t = w_t\,p_t + (1 - w_t)\,q_t$; Algorithm 4 is exact for that target (its rejection is $w_t D_{TV}$,
 # Lemma 3). Here $w_t$ is a small perceptron of the same seven features, trained on the same training answers
 # by minimising the token-level form of DIVERSED's objective, the expected 0-1 loss of $\nu_t$ plus $\lambda$
-# times its rejection probability, one perceptron per $\lambda$ (`ld.train_dynamic_weight`; the authors train
+# times its rejection probability, one perceptron per $\lambda$ (`dw.train_dynamic_weight`; the authors train
 # theirs with sequence-level reinforcement learning, which this is not). Its held-out curve sweeps $\lambda$;
 # each row below is its area above the envelope and its loss at the matched rejection rates minus the other
 # curve's, paired bootstrap intervals over held-out answers (negative: the dynamic weight is better). These
@@ -408,9 +413,9 @@ metrics["learned"] = {"train_items": len(train_ids), "held_out_items": len(test_
 # learned deferral rule; read a verdict against the learned rule as an exploratory one.
 
 # %%
-dynamic = ld.train_dynamic_weight(analysis, features, train_ids, held_out_ids=test_ids, hidden=tuple(hidden),
+dynamic = dw.train_dynamic_weight(analysis, features, train_ids, held_out_ids=test_ids, hidden=tuple(hidden),
                                   seed=split_seed)
-with_dynamic = ld.dynamic_curves(analysis, features, rule, dynamic, test_ids)
+with_dynamic = dw.dynamic_curves(analysis, features, rule, dynamic, test_ids)
 versus_dynamic = ld.paired_differences(with_dynamic, ["token_v2", "learned", "mixture"], reference="diversed",
                                        rates=rates, n_resamples=settings["n_resamples"])
 display(pd.DataFrame([{"versus": row["rule"], **{k: f"{v[0]:+.5f} [{v[1]:+.5f}, {v[2]:+.5f}]"
@@ -422,7 +427,7 @@ for row in versus_dynamic:
     print(f"DIVERSED-style weight {verdict} {row['rule']}: area above the envelope differs by "
           f"{mean:+.5f} [{low:+.5f}, {high:+.5f}]")
 dynamic_of = {row["rule"]: [float(x) for x in row["area"]] for row in versus_dynamic}
-tl.lessons.notebook.glue_values(
+glued = tl.lessons.notebook.glue_values(
     engines_lambdas=len(dynamic.lambdas), engines_dynamic_positions=dynamic.n_train_positions,
     engines_dynamic_vs_learned=dynamic_of["learned"][0],
     engines_dynamic_vs_learned_low=dynamic_of["learned"][1],
@@ -433,23 +438,24 @@ tl.lessons.notebook.glue_values(
     engines_dynamic_vs_token_v2=dynamic_of["token_v2"][0],
     engines_dynamic_vs_token_v2_low=dynamic_of["token_v2"][1],
     engines_dynamic_vs_token_v2_high=dynamic_of["token_v2"][2])
-held_weights = dynamic.weights(features.features[ld.feature_rows(analysis, features, test_ids)])
+held_weights = dynamic.weights(features.features[dw.feature_rows(analysis, features, test_ids)])
 metrics["diversed"] = {"lambdas": list(dynamic.lambdas), "train_positions": dynamic.n_train_positions,
                        "mean_weight_per_lambda": [float(w) for w in held_weights.mean(0)],
                        "versus": {row["rule"]: {k: list(v) for k, v in row.items() if k != "rule"}
                                   for row in versus_dynamic}}
 
 # %% [markdown]
-# **What the dynamic weight does here.** One perceptron per $\lambda$ ({glue:text}`engines_lambdas` values),
-# trained on {glue:text}`engines_dynamic_positions:,d` positions. Its area above the envelope minus each curve's on
-# the held-out answers (negative: the dynamic weight is better): against the learned deferral rule
-# {glue:text}`engines_dynamic_vs_learned:+.5f` [{glue:text}`engines_dynamic_vs_learned_low:+.5f`,
-# {glue:text}`engines_dynamic_vs_learned_high:+.5f`], against the constant weight
-# {glue:text}`engines_dynamic_vs_mixture:+.5f` [{glue:text}`engines_dynamic_vs_mixture_low:+.5f`,
-# {glue:text}`engines_dynamic_vs_mixture_high:+.5f`], against Token-V2 {glue:text}`engines_dynamic_vs_token_v2:+.5f`
-# [{glue:text}`engines_dynamic_vs_token_v2_low:+.5f`, {glue:text}`engines_dynamic_vs_token_v2_high:+.5f`].
-# Not a clean held-out test: the objective was changed once, as said above (section 1 gives the authors' own
-# figures, which are theirs, not ours).
+# **What the dynamic weight does here.** One perceptron per $\lambda$ ({eval}`glued["engines_lambdas"]`
+# values), trained on {eval}`glued["engines_dynamic_positions:,d"]` positions. Its area above the envelope
+# minus each curve's on the held-out answers (negative: the dynamic weight is better): against the learned
+# deferral rule {eval}`glued["engines_dynamic_vs_learned:+.5f"]`
+# [{eval}`glued["engines_dynamic_vs_learned_low:+.5f"]`,
+# {eval}`glued["engines_dynamic_vs_learned_high:+.5f"]`], against the constant weight
+# {eval}`glued["engines_dynamic_vs_mixture:+.5f"]` [{eval}`glued["engines_dynamic_vs_mixture_low:+.5f"]`,
+# {eval}`glued["engines_dynamic_vs_mixture_high:+.5f"]`], against Token-V2
+# {eval}`glued["engines_dynamic_vs_token_v2:+.5f"]` [{eval}`glued["engines_dynamic_vs_token_v2_low:+.5f"]`,
+# {eval}`glued["engines_dynamic_vs_token_v2_high:+.5f"]`]. Not a clean held-out test: the objective was
+# changed once, as said above (section 1 gives the authors' own figures, which are theirs, not ours).
 
 # %% [markdown]
 # **The learned rule in the engine.** Registered as `rule="learned"`, it runs wherever a rule name does. At

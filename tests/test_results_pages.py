@@ -15,11 +15,14 @@ import pytest
 from tutorial_lib.lessons import notebook
 from tutorial_lib.lessons.exercises import EXERCISES
 from tutorial_lib.stats import report
+from tutorial_lib.sweeps import result_files
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
 #: `{glue:text}`name:.3f`` (and the other glue roles) in a markdown cell
-GLUE_ROLE = re.compile(r"\{glue(?::[a-z]+)?\}`([^`]+)`")
+# the prose's glued numbers: {eval}`glued["name:format"]` (JupyterLab evaluates it, the book renders it as the
+# glue role it stands for: book/build_book.py's EVAL_GLUED)
+GLUE_ROLE = re.compile(r'\{eval\}`glued\["([^"`]+)"\]`')
 #: The results pages whose findings prose quotes its numbers by glue.
 GLUED_PAGES = (
     "06_t5_evaluation",
@@ -47,7 +50,7 @@ def _cells(path: Path):
 
 
 def quoted_names(path: Path) -> set:
-    """The glued names the notebook's markdown quotes (`{glue:text}`name:fmt``: the name before the
+    """The glued names the notebook's markdown quotes (`{eval}`glued["name:fmt"]``: the name before the
     format)."""
     return {
         role.split(":")[0]
@@ -98,8 +101,8 @@ def test_the_results_pages_quote_their_numbers_by_glue():
 def test_the_static_check_sees_a_quoted_name_nothing_glues(tmp_path):
     page = tmp_path / "x.py"
     page.write_text(
-        "# %% [markdown]\n# The verifier scores {glue:text}`bleu:.1f` and {glue:text}`gap`.\n\n"
-        "# %%\ntl.lessons.notebook.glue_values(bleu=86.5)\n"
+        '# %% [markdown]\n# The verifier scores {eval}`glued["bleu:.1f"]` and {eval}`glued["gap"]`.\n\n'
+        "# %%\nglued = tl.lessons.notebook.glue_values(bleu=86.5)\n"
     )
     assert quoted_names(page) == {"bleu", "gap"} and glued_names(page) == {"bleu"}
     page.write_text('# %%\nvalues = {"a": 1}\ntl.lessons.notebook.glue_values(**values)\n')
@@ -271,7 +274,7 @@ def test_the_committed_t5_stamp_records_the_hashes_of_its_result_files():
     folder = ROOT / "data" / "results" / report.T5_RUN
     stamp = json.loads((folder / report.RESULTS_STAMP).read_text())
     assert set(stamp["files"]) == set(report.T5_RESULT_FILES) and stamp["t5_results"]
-    report.check_result_files(folder, report.T5_RESULT_FILES)
+    result_files.check_result_files(folder, report.T5_RESULT_FILES)
 
 
 def test_a_flipped_verdict_in_claims_csv_is_refused_on_read_back(tmp_path, monkeypatch):
@@ -281,7 +284,7 @@ def test_a_flipped_verdict_in_claims_csv_is_refused_on_read_back(tmp_path, monke
     text = (folder / "claims.csv").read_text()
     assert ",does not hold," in text
     (folder / "claims.csv").write_text(text.replace(",does not hold,", ",holds,", 1))
-    with pytest.raises(report.ResultFilesChanged) as refused:
+    with pytest.raises(result_files.ResultFilesChanged) as refused:
         _write_t5(folder)
     message = str(refused.value)
     assert "claims.csv: recorded sha256" in message and "recompute=True" in message
@@ -294,11 +297,11 @@ def test_a_flipped_verdict_in_claims_csv_is_refused_on_read_back(tmp_path, monke
 def test_missing_result_files_or_hashes_are_refused_not_recomputed(tmp_path, monkeypatch):
     folder = _stamped_t5_copy(tmp_path, monkeypatch)
     (folder / "flip_points.csv").unlink()
-    with pytest.raises(report.ResultFilesChanged, match=r"flip_points.csv: missing"):
+    with pytest.raises(result_files.ResultFilesChanged, match=r"flip_points.csv: missing"):
         _write_t5(folder)
     stamp = json.loads((folder / report.RESULTS_STAMP).read_text())
     (folder / report.RESULTS_STAMP).write_text(json.dumps({"t5_results": stamp["t5_results"]}))
-    with pytest.raises(report.ResultFilesChanged, match="records no hashes"):
+    with pytest.raises(result_files.ResultFilesChanged, match="records no hashes"):
         _write_t5(folder)
 
 
@@ -331,11 +334,11 @@ def test_written_t5_results_are_stamped_with_hashes_and_recomputed_only_when_ask
     assert stamp["t5_results"] == "inputs" and set(stamp["files"]) == set(report.T5_RESULT_FILES)
     assert _write_t5(tmp_path)["claims"]["verdict"].tolist() == ["holds"] and len(calls) == 4  # read back
     (tmp_path / "facts.json").write_text('{"c": 0.01}')
-    with pytest.raises(report.ResultFilesChanged, match=r"facts.json: recorded sha256"):
+    with pytest.raises(result_files.ResultFilesChanged, match=r"facts.json: recorded sha256"):
         _write_t5(tmp_path)
     _write_t5(tmp_path, recompute=True)
     assert len(calls) == 8 and (tmp_path / "facts.json").read_text() == "{}"
-    report.check_result_files(tmp_path, report.T5_RESULT_FILES)
+    result_files.check_result_files(tmp_path, report.T5_RESULT_FILES)
 
 
 def test_the_manual_quotes_the_committed_draws_benchmark():

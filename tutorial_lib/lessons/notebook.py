@@ -15,8 +15,12 @@ value from the objects the notebook passes, so no notebook cell holds it; a wron
 about the idea, a non-numeric one a message, never a traceback. `solution(...)`, for teachers, gives the
 value and the way to it; `exercise_ids("03")` lists a notebook's exercises.
 
-For the course book: `glue_values(name=value, ...)` glues the numbers a results page's prose quotes, and
-`notebook_times(path)` reads the notebooks' measured times as a table.
+The numbers a results page's prose quotes: `glued = glue_values(name=value, ...)` glues each value for the
+course book (myst-nb's `glue`) and keeps its text in `glued` (`GLUED`, one per kernel); the prose quotes it
+as {eval}`glued["name:.3f"]` (the `name:format` of myst-nb's `{glue:text}` role). JupyterLab with
+jupyterlab-myst (`make lab`) evaluates that role in the running kernel and shows the formatted text;
+book/build_book.py writes it as {glue:text}`name:.3f` for the book, which formats the same glued value the
+same way. `notebook_times(path)` reads the notebooks' measured times as a table.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ __all__ = [
     "NOTEBOOK_TIME_COLUMNS",
     "notebook_times",
     "glue_values",
+    "Glued",
+    "GluedText",
+    "GLUED",
+    "NotComputedYet",
 ]
 
 
@@ -474,10 +482,104 @@ def notebook_times(path: Path):
     return pd.DataFrame(rows, columns=list(NOTEBOOK_TIME_COLUMNS))
 
 
-def glue_values(**values) -> None:
-    """Glue each value under its name for the course book (myst-nb's `glue`, not displayed): a results page's
-    prose quotes it as {glue:text}`name:.3f`, so a number in the prose is the number this run computed.
-    numpy scalars are glued as Python numbers, so that a format spec applies to them."""
+class GluedText:
+    """A glued value as the prose shows it: its repr is the formatted text itself (no quotes), so that
+    jupyterlab-myst's `{eval}` role, which shows the text/plain repr of what it evaluates, prints `86.5`
+    where a `str` would print `'86.5'`."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(self.text)
+
+    def __eq__(self, other) -> bool:
+        return self.text == (other.text if isinstance(other, GluedText) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+class NotComputedYet(LookupError):
+    """A name the prose quotes that no cell of this kernel has glued yet (a cell further down computes it)."""
+
+
+def _name_and_format(role: str) -> tuple[str, str]:
+    """`"name:.3f"` -> ("name", ".3f"); `"name"` -> ("name", "s"): the split of myst-nb's `{glue:text}`."""
+    if not isinstance(role, str) or "::" in role:
+        raise KeyError(
+            f'glued[{role!r}]: quote a value of this notebook as glued["name"] or glued["name:format"]'
+        )
+    name, _, spec = role.rpartition(":") if ":" in role else (role, "", "s")
+    return name, spec
+
+
+class Glued:
+    """The texts a notebook's prose quotes, one per glued name: `glued["name:.3f"]` is the value glued as
+    `name` (`glue_values`) formatted with `.3f`, as a `GluedText`; `glued["name"]` is its plain text.
+
+    The text is the one the book shows for {glue:text}`name:.3f`: myst-nb's own formatting
+    (`myst_nb.core.variables.format_plain_text`) of the value's text/plain repr, which is what its glue
+    records. A name no cell has glued yet raises `NotComputedYet`, naming the cell to run."""
+
+    def __init__(self) -> None:
+        self._plain: dict = {}
+
+    def keep(self, name: str, value) -> None:
+        """Keep `value`'s text/plain repr under `name` (as myst-nb's glue records it)."""
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:  # a kernel: its own formatter, as myst-nb's glue uses
+            plain = shell.display_formatter.formatters["text/plain"](value)
+        else:
+            from IPython.lib.pretty import pretty
+
+            plain = pretty(value)
+        self._plain[name] = plain
+
+    def __getitem__(self, role: str) -> GluedText:
+        from myst_nb.core.variables import format_plain_text
+
+        name, spec = _name_and_format(role)
+        if name not in self._plain:
+            raise NotComputedYet(
+                f"{name} is computed by a cell further down: run that cell (Run All runs every cell), "
+                "then this text cell again"
+            )
+        return GluedText(format_plain_text(self._plain[name], spec))
+
+    def __contains__(self, name) -> bool:
+        return name in self._plain
+
+    def names(self) -> list:
+        """The glued names, in the order they were first glued."""
+        return list(self._plain)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(self.names()[:8]) + (", ..." if len(self._plain) > 8 else "")
+        return f'<glued: {len(self._plain)} values ({shown}); quote one as glued["name:.3f"]>'
+
+
+#: The glued texts of this kernel (`glue_values` returns it): a notebook binds it as `glued`, and its
+#: prose quotes {eval}`glued["name:format"]`.
+GLUED = Glued()
+
+
+def glue_values(**values) -> Glued:
+    """Glue each value under its name for the course book (myst-nb's `glue`, not displayed) and keep its
+    text in `GLUED`, which is returned: a cell binds it, `glued = glue_values(bleu=bleu, ...)`, and the prose
+    quotes {eval}`glued["bleu:.1f"]`. JupyterLab with jupyterlab-myst shows the formatted number there; the
+    book (book/build_book.py) renders the role as myst-nb's {glue:text}`bleu:.1f`, the same text. So a
+    number in the prose is the number this run computed. numpy scalars are glued as Python numbers, so that
+    a format spec applies to them."""
     from myst_nb import glue
 
     for name, value in values.items():
@@ -489,3 +591,5 @@ def glue_values(**values) -> None:
                 "(show a table with its own cell)."
             )
         glue(name, value, display=False)
+        GLUED.keep(name, value)
+    return GLUED
