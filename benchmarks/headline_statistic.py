@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from tutorial_lib import paths
-from tutorial_lib.stats.claims import headline
+from tutorial_lib.stats.claims import headline, headline_curves
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/headline.csv", help="where the tidy table goes (CSV)")
     parser.add_argument("--n-resamples", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--margin", type=float, default=headline.MARGIN)
+    parser.add_argument("--margin", type=float, default=headline_curves.MARGIN)
     parser.add_argument("--results-dir", default=None, help="default: the committed data/results")
     args = parser.parse_args()
     out = Path(args.out).resolve()

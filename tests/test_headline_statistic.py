@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tutorial_lib.stats import claims, intervals
+from tutorial_lib.stats import claims, intervals, report
 from tutorial_lib.stats.claims import headline
 from tutorial_lib.stats.paired import item_scores
 from sweep_rows import config_rows
@@ -237,6 +237,11 @@ def test_the_committed_headline_run_per_task_is_finite_and_reproduces_humaneval(
     assert row["token_curve"] == TOKEN_V2 and row["estimate"] == pytest.approx(0.116, abs=0.002)
     assert row["low"] > 0 and row["verdict"] == claims.HOLDS
     assert _row(humaneval, headline.VS_OTHERS, 0.5)["estimate"] == pytest.approx(0.116, abs=0.002)
+    quoted = headline.headline_cell(table, "humaneval", 1.0, headline.VS_VERIFIER, 0.5)
+    assert quoted.startswith("+0.11") and quoted.split("], ")[1].startswith(claims.HOLDS)
+    with pytest.raises(ValueError, match="cells of the headline table match"):
+        headline.headline_cell(table, "humaneval", 1.0, headline.VS_VERIFIER)  # three fractions
+    assert headline.HEADLINE_RUN == report.GEMMA_RUN  # the run notebook 07 redraws
     summary = headline.headline_summary(table)
     assert len(summary) == 3 * len(headline.SUMMARY_CLAIMS)
     assert set(summary["verdict"]) <= {claims.HOLDS, headline.PARTLY, claims.DOES_NOT_HOLD}

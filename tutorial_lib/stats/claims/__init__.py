@@ -68,7 +68,7 @@ two claims tables side by side), `selection` (the selection-aware statistics of 
 the row each claim becomes) and `paper_claims` (the T5 and Gemma-style claims).
 """
 
-from .headline import headline_rows, headline_summary, headline_table
+from .headline import headline_cell, headline_rows, headline_summary, headline_table
 from .headline_curves import HeadlineBootstrap, design_identities
 from .paper_claims import DEFERRAL_CURVES, SEQUENTIAL, TOKEN_CURVES, gemma_claims, t5_claims
 from .verdicts import (
@@ -108,6 +108,7 @@ __all__ = [
     "SEQUENTIAL",
     "headline_table",
     "headline_summary",
+    "headline_cell",
     "headline_rows",
     "design_identities",
     "HeadlineBootstrap",

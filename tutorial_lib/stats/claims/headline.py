@@ -88,6 +88,7 @@ __all__ = [
     "HEADLINE_SEED2_RUN",
     "headline_table",
     "headline_summary",
+    "headline_cell",
     "headline_rows",
 ]
 
@@ -491,6 +492,25 @@ def _cell_text(row) -> str:
     where = f"T={row['temperature']:g}" + (f" {row['fraction']:g}r" if np.isfinite(row["fraction"]) else "")
     interval = f"[{_signed(row['low'])}, {_signed(row['high'])}]"
     return f"{where}: {_signed(row['estimate'])} {interval} {row['verdict']}"
+
+
+def headline_cell(table: pd.DataFrame, task: str, temperature: float, statistic: str, fraction=None) -> str:
+    """One cell of `headline_table` as prose quotes it: "+0.116 [+0.055, +0.157], holds" (the estimate, its
+    95% interval and its verdict; the chosen curves of the two groups where a group's value is compared)."""
+    where = (table["task"] == task) & (table["temperature"] == float(temperature))
+    cells = table[where & (table["statistic"] == statistic)]
+    if fraction is not None:
+        cells = cells[np.isclose(cells["fraction"], float(fraction))]
+    if len(cells) != 1:
+        raise ValueError(
+            f"{len(cells)} cells of the headline table match task={task!r}, temperature={temperature}, "
+            f"statistic={statistic!r}, fraction={fraction}; pick one of its rows."
+        )
+    row = cells.iloc[0]
+    text = f"{_signed(row['estimate'])} [{_signed(row['low'])}, {_signed(row['high'])}], {row['verdict']}"
+    curves = [row.get("token_curve"), row.get("other_curve")]
+    named = [c for c in curves if isinstance(c, str) and c]
+    return text + (f" ({' against '.join(named)})" if named else "")
 
 
 def headline_summary(table: pd.DataFrame) -> pd.DataFrame:
