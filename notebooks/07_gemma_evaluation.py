@@ -15,7 +15,7 @@
 # ---
 
 # %% [markdown]
-# # Rerunning the Gemma evaluation: few-shot cascades, quality against rejection rate
+# # A Gemma-style rerun on the Qwen2.5-Coder stand-in pair: few-shot cascades, quality against rejection rate
 #
 # **Learning goals.** After this notebook you can
 # 1. run the paper's decoder-only experiments (the later version's Gemma 2 plots) with any
