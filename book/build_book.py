@@ -18,7 +18,12 @@ that has no kernel and no network:
   the running kernel, `tutorial_lib.lessons.notebook.glue_values`) becomes myst-nb's {glue:text}`name:format`,
   which pastes the value the same cell glued, formatted the same way (`glue_roles`); any other `{eval}` is
   refused, as this book never executes a notebook;
-- a link to a notebook of the other chapter points into that chapter;
+- a link to a notebook of the other chapter points into that chapter, and a link from a notebook to a page
+  of the book (`../book/teaching/exercises.md#...`, which works in a clone) points to that page in the site;
+- a value a page pastes from a notebook, myst-nb's cross-notebook {glue:text}`../lessons/name.ipynb::key`
+  (the exercises page's solutions: `tutorial_lib.lessons.notebook.check` glues each expected value), is
+  read from that executed notebook's outputs and written into the page (`paste_glued`); a value the
+  notebook did not glue stops the build, where myst-nb would only warn and leave the sentence empty;
 - under the title, a box says how to run the page as a notebook (`run_box`): its path in a clone, `make lab`,
   what it needs (`tutorial_lib.lessons.notebook.NOTEBOOK_NEEDS`), its time at its defaults (the newest run in
   data/benchmarks/notebook_times.jsonl) and what of the paper it is about (`PAPER_CITES`, a link to arXiv);
@@ -26,6 +31,10 @@ that has no kernel and no network:
 - nothing of the builder's machine is left (`builder_paths`): the injected `output_dir` becomes ".", so a
   downloaded copy writes beside itself, and the checkout, home and temporary folders in outputs and metadata
   become relative forms. The staged notebook is both the page and the page's download (`.ipynb`).
+
+The exercises page (book/teaching/exercises.md) is written from `tutorial_lib.lessons.exercises` by
+`python book/build_book.py --exercises-page` (`exercises_page`); tests/test_book_staging.py fails when the
+committed page differs.
 
 The site is written to build/book/ (open build/book/index.html); nothing on it is fetched from the
 network, which `check_offline` verifies after the build (MathJax comes from sphinx-mathjax-offline), and no
@@ -115,6 +124,9 @@ def _title_text(title) -> str:
 
 
 _NOTEBOOK_LINK = re.compile(r"\]\((\d\d_[A-Za-z0-9_]+)\.ipynb")
+#: A link from a notebook (notebooks/ in a clone) to a page of the book; staged, the notebook sits one folder
+#: below the book's root, as notebooks/ sits one below the clone's.
+_BOOK_LINK = re.compile(r"\]\(\.\./book/")
 #: A glued value as the prose quotes it, {eval}`glued["name:format"]`: the name and format of myst-nb's
 #: {glue:text}`name:format` inside the subscript of the notebook's `glued` (lessons.notebook.GLUED).
 EVAL_GLUED = re.compile(r'\{eval\}`glued\["([A-Za-z_][A-Za-z0-9_]*(?::[^"`\n]*)?)"\]`')
@@ -407,6 +419,7 @@ def stage_notebook(nb: dict, name: str, times: dict | None = None) -> dict:
                 ),
                 source,
             )
+            cell["source"] = _BOOK_LINK.sub("](../", cell["source"])
             continue
         if {"remove-output", "remove-cell"} & set(tags):
             continue  # outputs never shown: the figure that loads plotly.js must be one that is
@@ -429,6 +442,153 @@ def stage_notebook(nb: dict, name: str, times: dict | None = None) -> dict:
     return nb
 
 
+#: A value pasted from another notebook, myst-nb's {glue:text}`../chapter/name.ipynb::key` or with a format,
+#: {glue:text}`../chapter/name.ipynb::key:.3f`.
+GLUE_FROM_NOTEBOOK = re.compile(
+    r"\{glue:text\}`\.\./(lessons|reruns)/(\d\d_[A-Za-z0-9_]+)\.ipynb::([A-Za-z_][A-Za-z0-9_]*)(?::([^`]*))?`"
+)
+#: What Markdown (with MyST's dollar maths) would read as markup in a pasted text.
+_MARKUP = re.compile(r"([\\`*_\[\]<>$|])")
+
+
+def glued_texts(nb: dict) -> dict:
+    """{name: text/plain} of every value an executed notebook glued (myst-nb's `glue`, shown or not)."""
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    texts = {}
+    for cell in nb.get("cells", []):
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook")
+            if not record:
+                continue
+            data = output.get("data", {})
+            text = data.get(
+                record.get("mime_prefix", "") + "text/plain", data.get(GLUE_PREFIX + "text/plain")
+            )
+            if text is not None:
+                texts[record["name"]] = "".join(text)
+    return texts
+
+
+def paste_glued(markdown: str, notebooks: dict, page: str = "a page") -> str:
+    """`markdown` with each {glue:text}`../chapter/name.ipynb::key:format` replaced by the value notebook
+    `name` (`notebooks`: {name: executed notebook}) glued as `key`, formatted as myst-nb formats it. Raises
+    `ValueError` naming the notebook and the key when the notebook is not in the book or glued no such
+    value (its check cell did not run, or the notebook was executed before it glued)."""
+    from myst_nb.core.variables import format_plain_text
+
+    texts = {}
+
+    def value(match) -> str:
+        folder, name, key, spec = match.groups()
+        if name not in notebooks or folder != chapter(name):
+            raise ValueError(
+                f"{page} pastes {key!r} from {folder}/{name}.ipynb, which is not a page of the book"
+            )
+        if name not in texts:
+            texts[name] = glued_texts(notebooks[name])
+        if key not in texts[name]:
+            raise ValueError(
+                f"{page} pastes {key!r} from {name}.ipynb, and the executed notebook glued no such value: "
+                f"execute it again (`make tutorial`) with this library, whose check cell glues it"
+            )
+        return _MARKUP.sub(r"\\\1", format_plain_text(texts[name][key], spec or ""))
+
+    return GLUE_FROM_NOTEBOOK.sub(value, markdown)
+
+
+#: The exercises page of the teaching chapter, written by `exercises_page`.
+EXERCISES_PAGE = BOOK / "teaching" / "exercises.md"
+_ANSWER_KINDS = {
+    "number": "a number",
+    "integer": "a whole number",
+    "method_and_number": "a pair (method name, number)",
+}
+
+
+def exercises_heading(name: str) -> str:
+    """The exercises page's heading for notebook `name`'s exercises (a link to the notebook's page)."""
+    return f"Notebook {name[:2]}: [{name}](../{chapter(name)}/{name}.ipynb)"
+
+
+def exercises_anchor(name: str) -> str:
+    """The anchor of notebook `name`'s section on the exercises page: the slug myst-parser (with
+    `myst_heading_anchors`) and GitHub both give its heading, so the notebooks' link to it works in the
+    book and in a clone."""
+    from myst_parser.mdit_to_docutils.base import default_slugify
+
+    return default_slugify(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", exercises_heading(name)))
+
+
+def exercises_page() -> str:
+    """book/teaching/exercises.md: every checked exercise of `tutorial_lib.lessons.exercises`, by notebook,
+    each with a solution hidden until opened (sphinx-exercise) that gives the hint, how the value is
+    computed and the value its notebook computed when executed, pasted from the notebook's glue."""
+    from tutorial_lib.lessons.exercises import EXERCISES
+    from tutorial_lib.lessons.notebook import exercise_glue_name
+
+    names = {name[:2]: name for name in notebook_names()}
+    lines = [
+        "# Exercises and solutions",
+        "",
+        "Every checked exercise of the notebooks, with its solution hidden until you open it. In a",
+        "notebook, the cell under an exercise checks an answer",
+        '(`tl.lessons.notebook.check("03-2", answer_2, ...)`) against the value the library computes from',
+        "the notebook's own objects, so the number depends on the run. Each solution says how the value is",
+        "computed and gives the value its notebook computed when `make tutorial` executed it for this book,",
+        "at its default parameters: the check cell glues it (not shown in the notebook) and the book pastes",
+        'it here. In a running notebook, `tl.lessons.notebook.solution("03-2", ...)` (same objects) prints',
+        "it. The exercises for discussion are in the notebooks only.",
+        "",
+        "This page is written by `python book/build_book.py --exercises-page` from",
+        "`tutorial_lib/lessons/exercises.py`; each notebook's exercises section links to its part of it.",
+    ]
+    current = None
+    for spec in EXERCISES.values():
+        name = names[spec.id.split("-")[0]]
+        if name != current:
+            lines += ["", f"## {exercises_heading(name)}"]
+            current = name
+        if spec.kind == "choice":
+            kind = (
+                "one of " + ", ".join(f'"{choice}"' for choice in spec.choices)
+                if spec.choices
+                else "one of the method names of the table"
+            )
+        else:
+            kind = _ANSWER_KINDS[spec.kind]
+        passes = (
+            " The check cell passes the notebook's " + ", ".join(f"`{n}`" for n in spec.needs) + "."
+            if spec.needs
+            else ""
+        )
+        pasted = f"{{glue:text}}`../{chapter(name)}/{name}.ipynb::{exercise_glue_name(spec.id)}`"
+        value = (
+            f"**Value in the executed notebook**, for each method of its table: {pasted}"
+            if spec.kind == "method_and_number"
+            else f"**Value in the executed notebook.** {pasted}"
+        )
+        lines += [
+            "",
+            f"```{{exercise}} {spec.id}: {spec.question}",
+            f":label: exercise-{spec.id}",
+            "",
+            f"Asked in notebook {name}; the answer is {kind}.{passes}",
+            "```",
+            "",
+            f"```{{solution}} exercise-{spec.id}",
+            ":class: dropdown",
+            "",
+            f"**Hint.** {spec.hint}",
+            "",
+            f"**How it is computed.** {spec.explain}",
+            "",
+            value,
+            "```",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def stage(executed: Path, source: Path) -> None:
     """book/ copied to `source`, with the executed notebooks staged into their chapters and plotly.js."""
     import plotly
@@ -439,10 +599,16 @@ def stage(executed: Path, source: Path) -> None:
     (source / EXTRA / PLOTLY_JS).parent.mkdir(parents=True)
     shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", source / EXTRA / PLOTLY_JS)
     times = notebook_times()
+    staged = {}
     for name in notebook_names():
         nb = json.loads((executed / f"{name}.ipynb").read_text())
         target = source / chapter(name) / f"{name}.ipynb"
-        target.write_text(json.dumps(stage_notebook(nb, name, times), indent=1))
+        staged[name] = stage_notebook(nb, name, times)
+        target.write_text(json.dumps(staged[name], indent=1))
+    for page in sorted(source.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        if GLUE_FROM_NOTEBOOK.search(text):
+            page.write_text(paste_glued(text, staged, str(page.relative_to(source))), encoding="utf-8")
 
 
 def check_offline(site: Path) -> list[str]:
@@ -555,7 +721,16 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--executed", type=Path, default=EXECUTED, help="folder of the executed notebooks")
     parser.add_argument("--out", type=Path, default=OUT, help="folder the site is written to")
+    parser.add_argument(
+        "--exercises-page",
+        action="store_true",
+        help=f"write {EXERCISES_PAGE.relative_to(REPO)} from tutorial_lib/lessons/exercises.py and stop",
+    )
     args = parser.parse_args(argv)
+    if args.exercises_page:
+        EXERCISES_PAGE.write_text(exercises_page(), encoding="utf-8")
+        print(f"wrote {EXERCISES_PAGE.relative_to(REPO)}")
+        return
     start = time.monotonic()
     out = build(args.executed, args.out, quiet=True)
     pages = sum(1 for _ in out.rglob("*.html"))

@@ -164,6 +164,8 @@ tl.lessons.notebook.save_metrics("00_quickstart", {
 #    Compute that product for the blind-spot context (`q_c`, `p_c`, `alpha`) and store it in `answer_1`.
 # 2. Which `alpha` of Chow on the grid `tl.alpha_grid("chow", n_alpha)` gives the lowest loss?
 #    Store it in `answer_2`.
+#
+# **Solutions:** [notebook 00's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-00-00_quickstart), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

@@ -261,6 +261,8 @@ tl.lessons.notebook.save_metrics("01_target_distributions", {
 #    its rejection probability in `answer_2`, computed from Lemma 3 rather than from the view.
 # 3. A rule rejects each draft with probability 0.3, independently at every position. How many tokens
 #    does one verifier call emit on average with `gamma = 4`? Store it in `answer_3`.
+#
+# **Solutions:** [notebook 01's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-01-01_target_distributions), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

@@ -210,6 +210,8 @@ tl.lessons.notebook.save_metrics("02_rejection_rates", {
 #    `alpha = 0` exceed SpecDecode's? Store the difference in `answer_2` (use `curves`).
 # 3. How many simulated drafts make the standard error of $\hat\rho$ equal to 0.001 when the true
 #    rejection probability is 0.5? Store it in `answer_3`.
+#
+# **Solutions:** [notebook 02's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-02-02_rejection_rates), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

@@ -257,6 +257,8 @@ tl.lessons.notebook.save_metrics("03_lemma1_token_cascades", {
 #    with the loss of this run? Store the difference in `answer_2`.
 # 3. Which drafter sharpness in `sharpness_values` gives Chow the smallest mean excess risk? Store it in
 #    `answer_3`, then explain in one sentence why sharpening helps Chow.
+#
+# **Solutions:** [notebook 03's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-03-03_lemma1_token_cascades), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

@@ -200,6 +200,8 @@ tl.lessons.notebook.save_metrics("04_lemma2_lossy", {
 #    = (0.4, 0.3, 0.1)$; find $s = 1/\beta$ with $\sum_v \max\{\min\{q(v), 2p(v)\}, s\,p(v)\} = 1$. Store $\beta$ in `answer_2`.
 # 3. Compute $D_{TV}$ between the emitted law and $p$ for $\beta = 1$ and for your $\beta$ of exercise 2
 #    (use `tl.output_distribution`). They are equal; store the value in `answer_3`.
+#
+# **Solutions:** [notebook 04's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-04-04_lemma2_lossy), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

@@ -245,6 +245,8 @@ tl.lessons.notebook.save_metrics("05_lemma4_spec_cascades", metrics, output_dir)
 #    What is its expected latency per token with this run's `gamma` and `cost_ratio`? Store it in `answer_2`.
 # 3. What is the lowest loss any method reaches without being slower than the verifier alone? Store it in
 #    `answer_3`. Which method is it, and does it beat the verifier's quality?
+#
+# **Solutions:** [notebook 05's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-05-05_lemma4_spec_cascades), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

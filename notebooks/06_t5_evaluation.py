@@ -683,6 +683,8 @@ if results_facts is not None:
 # 5. At $T = 0$, compare the OPT and Diff rows of the paired-differences table at $\alpha = -1$ and
 #    $\alpha = 1$, the values both grids share. Why are they identical? Would they stay identical at
 #    $T = 1$?
+#
+# **Solutions:** [notebook 06's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-06-06_t5_evaluation), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # e.g. "SpecCascade [Token-V2]"

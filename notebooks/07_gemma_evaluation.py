@@ -777,6 +777,8 @@ tl.lessons.notebook.save_metrics("07_gemma_evaluation", metrics, output_dir)
 #    `(method, rejection rate)` in `answer_1`, or `(method, "not reached")`.
 # 2. In the answer-length table, compare a Token rule's answers with the verifier's at $T = 0$. Why can
 #    a rule with a lower rejection rate still make more verifier calls per answer?
+#
+# **Solutions:** [notebook 07's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-07-07_gemma_evaluation), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # e.g. ("SpecCascade [Token-V2]", your rejection rate)

@@ -397,6 +397,8 @@ tl.lessons.notebook.save_metrics("08_real_pair_token_analysis", {
 #    (`summaries["all"]["expected_01"]["curves"]["opt"]["at_rates"]["mean"][0]`) and the oracle's
 #    (`...["oracle_at_rates"]["mean"][0]`). How much loss per token would a perfect deferral save over
 #    OPT at that rate? Store the difference (OPT minus oracle) in `answer_2`.
+#
+# **Solutions:** [notebook 08's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-08-08_real_pair_token_analysis), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

@@ -464,6 +464,8 @@ tl.lessons.notebook.save_metrics("09_speed_on_your_hardware", metrics, output_di
 #    alone on this machine? Store it in `answer_2`. Compare it with $\gamma + 1 = 4$: can it ever pay here?
 # 3. Which $\gamma$ does the block-cost model pick on this machine at $a = 0.95$ (at most `calibration.max_k - 1`)?
 #    Store it in `answer_3`, then try the textbook twin `calibration.textbook()`.
+#
+# **Solutions:** [notebook 09's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-09-09_speed_on_your_hardware), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

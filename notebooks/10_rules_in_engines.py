@@ -486,6 +486,8 @@ metrics["learned_engine"] = exact.to_dict(orient="records")
 # 1. A vLLM deployment sets `relax_ratio = 0.6`. Which Token-V3 `alpha` is it? Store it in `answer_1`.
 # 2. transformers with `assistant_ensemble_weight = 0.3` on a context where $D_{TV}(p, q) = 0.4$: what fraction
 #    of drafts does it reject? Store it in `answer_2`.
+#
+# **Solutions:** [notebook 10's exercises on the course book's exercises page](../book/teaching/exercises.md#notebook-10-10_rules_in_engines), each with the value this notebook computed when it was executed.
 
 # %%
 answer_1 = None  # your code here

@@ -6,6 +6,7 @@ that leaves the site blocked.
 - Every plotly figure with a slider (the alpha sliders drawn in advance, `tutorial_lib.views.slider_steps`)
   moves when its rail is clicked, and shows another step: other traces and another title.
 - Every exercise's solution is hidden until its title is clicked, and shown after.
+- Every solution of the exercises page shows the value its executed notebook computed.
 - The site's own search finds "Lemma 3" (notebook 02's Lemma 3 by simulation among the results).
 
 The site is built (book/build_book.py) from executed notebooks, never executing them here: in a run of the
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -300,3 +302,49 @@ def test_search_finds_lemma_3(site, browser):
     assert any("02_rejection_rates" in href for href in results), results[:20]
     assert not problems, problems
     print(f"\nsearch for 'Lemma 3': {len(results)} results, first {json.dumps(results[:3])}")
+
+
+#: JavaScript: the text of every solution on the page, opened or not.
+_SOLUTION_TEXTS = "() => Array.from(document.querySelectorAll('.solution')).map(s => s.textContent)"
+_NUMBER = r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?"
+
+
+def test_each_solution_shows_the_value_its_notebook_computed(site, browser):
+    """The exercises page gives every solution's value as the executed notebook's check cell glued it: a
+    number, a verdict or a method's name, or for a (method, number) exercise each method's number."""
+    from tutorial_lib.lessons.exercises import EXERCISES
+
+    page, problems = _open(browser, site / "teaching" / "exercises.html")
+    try:
+        texts = page.evaluate(_SOLUTION_TEXTS)
+    finally:
+        page.close()
+    assert len(texts) == len(EXERCISES), f"{len(texts)} solutions for {len(EXERCISES)} exercises"
+    method_value = rf"[^:;]+: (?:{_NUMBER}|not reached)"
+    for spec, text in zip(EXERCISES.values(), texts):
+        found = re.search(
+            r"Value in the executed notebook(?:\.|, for each method of its table:)[ \t]*(.*)", text
+        )
+        assert found, f"{spec.id}: its solution gives no value: {text!r}"
+        value = found.group(1).strip()
+        if spec.kind in ("number", "integer"):
+            assert re.fullmatch(_NUMBER, value), f"{spec.id}: {value!r} is not a number"
+        elif spec.kind == "method_and_number":
+            assert re.fullmatch(rf"{method_value}(?:; {method_value})*", value), f"{spec.id}: {value!r}"
+        else:
+            assert value and (not spec.choices or value in spec.choices), f"{spec.id}: {value!r}"
+    assert not problems, problems
+    print(f"\n{len(texts)} solutions with the values of their executed notebooks")
+
+
+def test_each_notebook_page_links_to_its_part_of_the_exercises_page(site):
+    """The notebook's link (a heading anchor, `build_book.exercises_anchor`) leads to the section of the
+    exercises page whose heading names that notebook."""
+    exercises = (site / "teaching" / "exercises.html").read_text(encoding="utf-8")
+    for name in build_book.notebook_names():
+        page = (site / build_book.chapter(name) / f"{name}.html").read_text(encoding="utf-8")
+        targets = re.findall(r'href="\.\./teaching/exercises\.html#([^"]+)"', page)
+        assert targets, f"{name} does not link to its solutions"
+        for target in targets:
+            section = re.search(rf'<section id="{re.escape(target)}">\s*<h2>Notebook (\d\d): ', exercises)
+            assert section and section.group(1) == name[:2], f"{name} links to #{target}, not its section"

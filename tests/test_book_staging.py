@@ -15,6 +15,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "book"))
 import build_book  # noqa: E402
+from tutorial_lib.lessons import notebook  # noqa: E402
+from tutorial_lib.lessons.exercises import EXERCISES  # noqa: E402
 
 ARXIV_LINK = f"]({build_book.ARXIV})"
 
@@ -188,6 +190,9 @@ def test_staged_pages_and_downloads_hold_no_path_of_the_build_machine(tmp_path):
     executed.mkdir()
     nb = _executed_on_this_machine(tmp_path)
     assert _machine_paths(json.dumps(nb), tmp_path)  # the fake holds them, as a real run does
+    # the check cells' glued values, which the exercises page pastes
+    glued = [_glue_output(notebook.exercise_glue_name(exercise_id), "0.5") for exercise_id in EXERCISES]
+    nb["cells"].append({"cell_type": "code", "metadata": {}, "source": "check", "outputs": glued})
     for name in build_book.notebook_names():
         (executed / f"{name}.ipynb").write_text(json.dumps(nb))
     source = tmp_path / "book-source"
@@ -266,3 +271,197 @@ def test_an_executed_rerun_is_staged_without_this_checkouts_paths(tmp_path):
     staged = json.dumps(build_book.stage_notebook(nb, "07_gemma_evaluation"))
     assert str(REPO) not in staged
     assert _box(json.loads(staged)).count(ARXIV_LINK) == 1
+
+
+# ---- the exercises page: each solution gives the value its executed notebook computed -----------------
+
+#: A value as a solution shows it: a number, "not reached", a verdict or a method's name, or a (method,
+#: number) exercise's value for each method, "method: number; method: not reached".
+_SHOWN_VALUE = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?|not reached|[A-Za-z][^\n]*")
+#: Values that stand for a notebook's run, of each kind an exercise has.
+_RUN_VALUES = {
+    "number": 0.589636,
+    "integer": 4,
+    "choice": "not resolved",
+    "method_and_number": {"SpecCascade [OPT]": 0.731, "Drafter": "not reached"},
+}
+
+
+def _solutions(page: str) -> dict:
+    """{exercise id: its solution's text} of the exercises page."""
+    return dict(re.findall(r"```\{solution\} exercise-(\d\d-\d+)\n(.*?)```", page, flags=re.S))
+
+
+def _values_shown(page: str) -> dict:
+    """{exercise id: the value its solution shows}, "" where it shows none."""
+    line = re.compile(r"\*\*Value in the executed notebook(?:\*\*, [^:]*:|\.\*\*) (.*)")
+    shown = {}
+    for exercise_id, text in _solutions(page).items():
+        found = line.search(text)
+        shown[exercise_id] = found.group(1).strip() if found else ""
+    return shown
+
+
+def _check_cell_outputs(monkeypatch) -> dict:
+    """{notebook: the outputs of its check cell, run in a kernel}: `check` of an exercise that needs no
+    objects glues what the library computes; the others glue a value of their kind (`_RUN_VALUES`)."""
+    import myst_nb
+
+    outputs = {}
+    monkeypatch.setattr(notebook, "_in_kernel", lambda: True)
+    for exercise_id, spec in EXERCISES.items():
+        name = next(n for n in build_book.notebook_names() if n[:2] == exercise_id[:2])
+        glued = outputs.setdefault(name, [])
+        monkeypatch.setattr(
+            myst_nb,
+            "glue",
+            lambda key, value, display=True, into=glued: into.append(_glue_output(key, value)),
+        )
+        if spec.needs:
+            value = notebook.value_text(_RUN_VALUES[spec.kind])
+            notebook.glue_values(**{notebook.exercise_glue_name(exercise_id): value})
+        else:
+            assert notebook.check(exercise_id, None) is None
+    return outputs
+
+
+def _glue_output(key, value):
+    """An output as myst-nb's `glue(key, value, display=False)` leaves it in an executed notebook."""
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    return {
+        "output_type": "display_data",
+        "metadata": {"scrapbook": {"name": key, "mime_prefix": GLUE_PREFIX}},
+        "data": {GLUE_PREFIX + "text/plain": repr(value)},
+    }
+
+
+def _executed(outputs: dict) -> dict:
+    return {
+        name: {"cells": [{"cell_type": "code", "metadata": {}, "source": "check", "outputs": glued}]}
+        for name, glued in outputs.items()
+    }
+
+
+def test_the_exercises_page_is_the_one_build_book_writes():
+    assert build_book.EXERCISES_PAGE.read_text(encoding="utf-8") == build_book.exercises_page(), (
+        "the exercises page differs from tutorial_lib/lessons/exercises.py: run "
+        "`python book/build_book.py --exercises-page`"
+    )
+
+
+def test_every_solution_pastes_its_value_from_its_own_notebook():
+    page = build_book.EXERCISES_PAGE.read_text(encoding="utf-8")
+    solutions = _solutions(page)
+    assert list(solutions) == list(EXERCISES)
+    for exercise_id, text in solutions.items():
+        name = next(n for n in build_book.notebook_names() if n[:2] == exercise_id[:2])
+        pasted = build_book.GLUE_FROM_NOTEBOOK.findall(text)
+        key = notebook.exercise_glue_name(exercise_id)
+        assert pasted == [(build_book.chapter(name), name, key, "")], f"{exercise_id}: {pasted}"
+    assert not [i for i, value in _values_shown(page).items() if not value]
+
+
+def test_staged_solutions_show_the_values_the_check_cells_glued(monkeypatch):
+    page = build_book.EXERCISES_PAGE.read_text(encoding="utf-8")
+    staged = build_book.paste_glued(page, _executed(_check_cell_outputs(monkeypatch)))
+    shown = _values_shown(staged)
+    assert list(shown) == list(EXERCISES)
+    for exercise_id, value in shown.items():
+        spec = EXERCISES[exercise_id]
+        assert "{glue" not in value and _SHOWN_VALUE.fullmatch(value), f"{exercise_id}: {value!r}"
+        if not spec.needs:  # computed by the library in the check cell: the value check() compares with
+            assert value == notebook.value_text(spec.solve()), exercise_id
+        elif spec.kind == "method_and_number":
+            assert value == r"SpecCascade \[OPT\]: 0.731; Drafter: not reached"
+        else:
+            assert value == notebook.value_text(_RUN_VALUES[spec.kind]), exercise_id
+    assert shown["01-3"] == "2.7731" and shown["10-2"] == "0.12"
+
+
+def test_a_solution_without_its_value_fails(monkeypatch):
+    """A page whose solution lost its value, and a notebook whose check cell glued nothing, are caught."""
+    page = build_book.EXERCISES_PAGE.read_text(encoding="utf-8")
+    lost = re.sub(r"\n\*\*Value in the executed notebook\.\*\* \{glue:text\}`[^`]*exercise_03_2`", "", page)
+    assert lost != page and [i for i, value in _values_shown(lost).items() if not value] == ["03-2"]
+    outputs = _check_cell_outputs(monkeypatch)
+    outputs["03_lemma1_token_cascades"] = [
+        o for o in outputs["03_lemma1_token_cascades"] if "exercise_03_2" not in json.dumps(o)
+    ]
+    with pytest.raises(
+        ValueError, match="'exercise_03_2' from 03_lemma1_token_cascades.ipynb.*glued no such"
+    ):
+        build_book.paste_glued(page, _executed(outputs), "teaching/exercises.md")
+    with pytest.raises(ValueError, match="not a page of the book"):
+        build_book.paste_glued("{glue:text}`../reruns/03_lemma1_token_cascades.ipynb::x`", {}, "a page")
+
+
+# ---- every notebook links to its solutions; the chapters and the class paths link the notebooks ----
+
+
+def _solution_links(nb: dict, prefix: str) -> list:
+    """The anchors of the exercises page that `nb`'s exercises section links to, as `prefix` + page."""
+    found = []
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and re.search(r"^## Exercises", source, flags=re.M):
+            found += re.findall(rf"\]\({re.escape(prefix)}teaching/exercises\.md#([\w-]+)\)", source)
+    return found
+
+
+def _page_anchors(page: str) -> list:
+    from myst_parser.mdit_to_docutils.base import default_slugify
+
+    headings = re.findall(r"^## (.*)$", page, flags=re.M)
+    return [default_slugify(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", h)) for h in headings]
+
+
+@pytest.mark.parametrize("name", build_book.notebook_names())
+def test_each_notebook_links_to_its_solutions_in_a_clone_and_in_the_book(name):
+    assert notebook.exercise_ids(name[:2]), f"{name} has no checked exercise"
+    committed = _committed(name)
+    anchor = build_book.exercises_anchor(name)
+    assert anchor in _page_anchors(build_book.EXERCISES_PAGE.read_text(encoding="utf-8"))
+    assert _solution_links(committed, "../book/") == [anchor], (
+        f"{name}: its exercises section must link to ../book/teaching/exercises.md#{anchor}"
+    )
+    assert (REPO / "notebooks" / "../book/teaching/exercises.md").resolve() == build_book.EXERCISES_PAGE
+    staged = build_book.stage_notebook(_committed(name), name, {})
+    assert _solution_links(staged, "../") == [anchor]  # staged in lessons/ or reruns/, beside teaching/
+    assert "../book/" not in json.dumps(staged["cells"])
+
+
+def test_a_notebook_without_its_solutions_link_fails():
+    nb = _committed("03_lemma1_token_cascades")
+    for cell in nb["cells"]:
+        cell["source"] = re.sub(r"\*\*Solutions:\*\*.*", "", "".join(cell["source"]))
+    assert _solution_links(nb, "../book/") == []
+
+
+def _listed_notebooks(page: Path) -> list:
+    return re.findall(
+        r"^- Notebook \d\d: \[[^\]]+\]\((\d\d_[A-Za-z0-9_]+)\.ipynb\)$", page.read_text(), flags=re.M
+    )
+
+
+@pytest.mark.parametrize("folder", ["lessons", "reruns"])
+def test_each_chapter_page_lists_its_notebooks_with_links(folder):
+    toc = (REPO / "book" / "_toc.yml").read_text()
+    assert f"file: {folder}/index" in toc and f"glob: {folder}/[0-9]*" in toc
+    expected = [name for name in build_book.notebook_names() if build_book.chapter(name) == folder]
+    assert _listed_notebooks(REPO / "book" / folder / "index.md") == expected
+
+
+def test_the_class_paths_link_their_notebooks_and_give_every_lesson_a_class():
+    text = (REPO / "book" / "teaching" / "index.md").read_text(encoding="utf-8")
+    paths = text.split("## Suggested paths", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in paths.splitlines() if re.match(r"^\| (one|two|four|five|\w+) \|", line)]
+    assert len(rows) >= 3
+    linked = re.findall(r"\]\(\.\./(lessons|reruns)/(\d\d_[A-Za-z0-9_]+)\.ipynb\)", paths)
+    for folder, name in linked:
+        assert name in build_book.notebook_names() and build_book.chapter(name) == folder, name
+    for row in rows:  # every notebook a path names is a link
+        named = re.findall(r"(?<![\w/\[])(\d\d)(?![\w.])", re.sub(r"\[[^\]]*\]\([^)]*\)", "", row))
+        assert not named, f"a class path names notebooks {named} without a link: {row}"
+    lessons = {name for name in build_book.notebook_names() if build_book.chapter(name) == "lessons"}
+    assert lessons <= {name for _, name in linked}, f"no class for {sorted(lessons - {n for _, n in linked})}"

@@ -165,3 +165,40 @@ def test_solution_says_how(capsys):
     said = capsys.readouterr().out
     assert value == pytest.approx(250000.0) and "How:" in said and "rho (1 - rho)" in said
     assert notebook.exercise_ids("04") == ["04-1", "04-2", "04-3"]
+
+
+def test_check_glues_the_expected_value_in_a_kernel_and_never_prints_it(capsys, monkeypatch):
+    import myst_nb
+
+    glued = {}
+    monkeypatch.setattr(
+        myst_nb, "glue", lambda name, value, display=True: glued.update({name: (value, display)})
+    )
+    assert notebook.check("01-3", None) is None  # outside a kernel nothing is glued (display would print it)
+    assert glued == {}
+    monkeypatch.setattr(notebook, "_in_kernel", lambda: True)
+    assert notebook.check("01-3", None) is None  # unanswered: the book's solution still gets the value
+    assert notebook.check("04-1", 0.1) is False
+    assert glued == {"exercise_01_3": ("2.7731", False), "exercise_04_1": ("0.666667", False)}
+    said = capsys.readouterr().out
+    assert "2.7731" not in said and "0.666667" not in said
+    claims = pd.DataFrame({"low": [-0.1], "high": [0.3]})
+    notebook.check("06-2", None, claims_table=claims)
+    assert glued["exercise_06_2"] == ("not resolved", False)
+
+
+def test_a_method_exercise_glues_every_methods_value():
+    table = pd.DataFrame(
+        {
+            "task": ["code", "code", "facts"],
+            "temperature": [0.0, 0.0, 0.0],
+            "method": ["SpecCascade [OPT]", "Drafter", "Verifier"],
+            "reduction_at_verifier_quality": [0.75, "not reached", 0.5],
+        }
+    )
+    value = notebook.expected_value("07-1", table=table, task="code", temperature=0.0)
+    assert value == {"SpecCascade [OPT]": 0.25, "Drafter": "not reached"}  # Verifier has no row on code
+    assert notebook.value_text(value) == "SpecCascade [OPT]: 0.25; Drafter: not reached"
+    assert notebook.value_text(torch.tensor([0.125, 2.0])) == "[0.125, 2]"
+    assert notebook.value_text(250000.0) == "250000" and notebook.value_text(1 / 3) == "0.333333"
+    assert notebook.exercise_glue_name("10-2") == "exercise_10_2"

@@ -12,8 +12,12 @@ Where a run writes (a student's run writes only to the student's folders):
 
 Exercises (`exercises.EXERCISES`): `check("03-2", answer_2, world=world, ...)` computes the expected
 value from the objects the notebook passes, so no notebook cell holds it; a wrong answer gets a hint
-about the idea, a non-numeric one a message, never a traceback. `solution(...)`, for teachers, gives the
-value and the way to it; `exercise_ids("03")` lists a notebook's exercises.
+about the idea, a non-numeric one a message, never a traceback. In a kernel, `check` also glues the
+expected value, as text (`value_text`), under `exercise_glue_name("03-2")` ("exercise_03_2") without
+displaying it: the course book's exercises page pastes it into the solution, so each solution shows the
+value its executed notebook computed. `solution(...)`, for teachers, gives the value and the way to it;
+`expected_value(...)` returns it (for a (method, number) exercise, every method's); `exercise_ids("03")`
+lists a notebook's exercises.
 
 The numbers a results page's prose quotes: `glued = glue_values(name=value, ...)` glues each value for the
 course book (myst-nb's `glue`) and keeps its text in `glued` (`GLUED`, one per kernel); the prose quotes it
@@ -46,6 +50,9 @@ __all__ = [
     "check",
     "solution",
     "exercise_ids",
+    "exercise_glue_name",
+    "expected_value",
+    "value_text",
     "output_folder",
     "results_folder",
     "check_parameters",
@@ -354,6 +361,58 @@ def _close(answer: float, expected: float, tol: float) -> bool:
     return math.isclose(answer, float(expected), rel_tol=1e-9, abs_tol=tol)
 
 
+def exercise_glue_name(exercise_id: str) -> str:
+    """The name `check` glues exercise `exercise_id`'s expected value under: "03-2" -> "exercise_03_2"."""
+    return "exercise_" + exercise(exercise_id).id.replace("-", "_")
+
+
+def expected_value(exercise_id: str, **objects) -> Any:
+    """The expected answer of `exercise_id`, computed from the notebook's `objects` as `check` does. For a
+    (method, number) exercise, whose value depends on the method the student picks, {method: value} for
+    every method of `objects["table"]` that has a row where the exercise looks."""
+    spec = exercise(exercise_id)
+    given = _objects(spec, objects, "expected_value")
+    if spec.kind != "method_and_number":
+        return spec.solve(**given)
+    values = {}
+    for method in dict.fromkeys(given["table"]["method"]):
+        try:
+            values[str(method)] = spec.solve(**given, method=method)
+        except ValueError:  # no row of this method at the exercise's temperature, task or gamma
+            continue
+    return values
+
+
+def value_text(value: Any) -> str:
+    """`value` as a solution shows it: a number with six significant digits (a whole one as a whole
+    number), a list or array as `[a, b, c]`, a mapping as `key: value; key: value`, None as "none"."""
+    if isinstance(value, Mapping):
+        return "; ".join(f"{key}: {value_text(item)}" for key, item in value.items())
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    number = _number(value)
+    if number is not None:
+        return str(int(number)) if number.is_integer() and abs(number) < 1e12 else f"{number:.6g}"
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value_text(item) for item in value) + "]"
+    return "none" if value is None else str(value)
+
+
+def _in_kernel() -> bool:
+    """True in a Jupyter kernel (a notebook, papermill), where a glued value goes into the cell's outputs;
+    elsewhere IPython's `display` would print it, and give the answer away."""
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+def _glue_expected(spec: Exercise, given: Mapping[str, Any]) -> None:
+    if _in_kernel():
+        glue_values(**{exercise_glue_name(spec.id): value_text(expected_value(spec.id, **given))})
+
+
 def check(exercise_id: str, answer: Any, **objects) -> Optional[bool]:
     """Say whether `answer` to exercise `exercise_id` is right, without showing the expected value.
 
@@ -361,9 +420,11 @@ def check(exercise_id: str, answer: Any, **objects) -> Optional[bool]:
     notebook's check cell; the expected value is computed from them here. Prints one line: not answered
     yet (None), correct, not quite with a hint about the idea, or what kind of answer is expected when
     `answer` is not one (a word, a list, NaN). Returns True, False, or None when there is nothing to judge.
+    In a kernel the expected value is glued, not displayed, for the book's solution (`value_text`).
     """
     spec = exercise(exercise_id)
     given = _objects(spec, objects, "check")
+    _glue_expected(spec, given)
     label = f"exercise {spec.id}"
     if answer is None:
         print(f"{label}: not answered yet - replace None with your answer and run this cell again.")
