@@ -13,7 +13,8 @@ EXECUTED := build/notebooks
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 # The lessons (00-05, 09 "speed on your hardware" and 10 "rules in engines") and the paper's reruns (06 T5; 07 Gemma-style, from
 # its committed rows plus the Qwen pair's one-time install; 08 the Qwen pair's token-level analysis, from its shipped results).
-# The course book's time table (book/teaching/index.md) gives each one's measured time (data/benchmarks/notebook_times.jsonl).
+# The course book's time table (book/teaching/index.md) gives each one's measured time, written by `make book`
+# from the run's build/notebooks/notebook_times.jsonl (else the committed data/benchmarks/notebook_times.jsonl).
 LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
@@ -99,8 +100,8 @@ reruns: check-notebooks models-qwen
 # purpose. A notebook run anywhere else writes to build/ (in a checkout) or beside the notebook, never there.
 CELL_TIMEOUT ?= 600
 FIGURES ?= $(CURDIR)/build/figures
-# Each notebook's time is appended to $(EXECUTED)/notebook_times.jsonl; copy it to data/benchmarks/ and the
-# time table of book/teaching/index.md (tests/test_results_pages.py checks them against each other). BESIDE says what else ran.
+# Each notebook's time is appended to $(EXECUTED)/notebook_times.jsonl, which `make book` writes into the time
+# table of book/teaching/index.md; copy it to data/benchmarks/ to commit a run's times. BESIDE says what else ran.
 BESIDE ?=
 run-notebooks:
 	mkdir -p $(EXECUTED) $(FIGURES)

@@ -26,8 +26,11 @@ that has no kernel and no network:
   notebook did not glue stops the build, where myst-nb would only warn and leave the sentence empty;
 - under the title, a box says how to run the page as a notebook (`run_box`): its path in a clone, `make lab`,
   what it needs (`tutorial_lib.lessons.notebook.NOTEBOOK_NEEDS`), its time at its defaults (the newest run in
-  data/benchmarks/notebook_times.jsonl) and what of the paper it is about (`PAPER_CITES`, a link to arXiv);
-  where the page has live controls, a line under the box names their sections (`widget_note`);
+  the times file of the run that built the book, `run_times_file`) and what of the paper it is about
+  (`PAPER_CITES`, a link to arXiv); where the page has live controls, a line under the box names their
+  sections (`widget_note`);
+- the teaching page gets the time table of that same run and what `make tutorial` writes, read from the
+  Makefile (`teacher_sections`), and every notebook image its description as alt text (`image_alts`);
 - nothing of the builder's machine is left (`builder_paths`): the injected `output_dir` becomes ".", so a
   downloaded copy writes beside itself, and the checkout, home and temporary folders in outputs and metadata
   become relative forms. The staged notebook is both the page and the page's download (`.ipynb`).
@@ -96,7 +99,8 @@ def _sources_newest(executed: Path) -> float:
     paths = [executed / f"{name}.ipynb" for name in notebook_names()]
     paths += [p for p in BOOK.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     paths += list((REPO / "tutorial_lib").rglob("*.py"))
-    paths.append(TIMES)  # each notebook page prints its newest time
+    # each notebook page prints its newest time; the teaching page reads the Makefile
+    paths += [TIMES, executed / TIMES.name, MAKEFILE]
     return max(p.stat().st_mtime for p in paths if p.exists())
 
 
@@ -219,7 +223,7 @@ def run_box(name: str, times: dict | None = None) -> str:
         when = f", finished {run['finished']} UTC" if run.get("finished") else ""
         took = (
             f"{_seconds_text(run['seconds'])} at its default parameters: its newest run in "
-            f"`data/benchmarks/notebook_times.jsonl`{when}"
+            f"`{run.get('source', 'data/benchmarks/notebook_times.jsonl')}`{when}"
         )
     else:
         took = (
@@ -241,6 +245,133 @@ def run_box(name: str, times: dict | None = None) -> str:
             "[notation and glossary](../reference/glossary.md).",
             "```",
         ]
+    )
+
+
+#: Where the teaching page's time table and its note on what `make tutorial` writes go: each marker is
+#: replaced, when the book is built, by what the run that built it measured (`teacher_sections`).
+TIME_TABLE_MARKER = "<!-- time table: written by book/build_book.py from the run that built the book -->"
+ON_DISK_MARKER = "<!-- what make tutorial writes: written by book/build_book.py from the Makefile -->"
+MAKEFILE = REPO / "Makefile"
+
+
+def run_times_file(executed: Path) -> Path:
+    """The times of the run that executed the book's notebooks: `notebook_times.jsonl` beside them (the
+    Makefile appends each notebook's time there), else the committed `TIMES`."""
+    beside = Path(executed) / TIMES.name
+    return beside if beside.exists() else TIMES
+
+
+def _shown_path(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else f"{path.parent.name}/{path.name}"
+
+
+def time_table(path: Path) -> str:
+    """The teaching page's time table: the newest run of each notebook in `path`, each notebook's name
+    linked to its page, then what else the machine was doing; a notebook `path` lacks is taken from the
+    committed `TIMES` and named as such."""
+    from tutorial_lib.lessons.notebook import notebook_times as read
+
+    runs = read(path).to_dict("records") if Path(path).exists() else []
+    found = {row["notebook"] for row in runs}
+    committed = [] if Path(path) == TIMES or not TIMES.exists() else read(TIMES).to_dict("records")
+    borrowed = [
+        row for row in committed if row["notebook"] not in found and row["notebook"] in notebook_names()
+    ]
+    rows = sorted(runs + borrowed, key=lambda row: row["notebook"])
+    source = (
+        "the committed copy of that file, `data/benchmarks/notebook_times.jsonl` (the book was built from "
+        "notebooks without a times file beside them)"
+        if Path(path) == TIMES
+        else f"`{_shown_path(path)}`, the times file of the run that executed this book's notebooks"
+    )
+    lines = [
+        f"The table below is the newest run of each notebook in {source}, read when the book was built.",
+        "",
+        "| notebook | needs | seconds at defaults | slowest cell (s) "
+        "| load average at its end (1, 5, 15 min) | finished (UTC) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        slowest = (
+            ""
+            if row["slowest_cell_s"] is None or row["slowest_cell_s"] != row["slowest_cell_s"]
+            else (f"{row['slowest_cell_s']}")
+        )
+        name = row["notebook"]
+        lines.append(
+            f"| [{name}](../{chapter(name)}/{name}.ipynb) | {row['needs']} | {row['seconds']} | {slowest} "
+            f"| {row['load']} | {row['finished']} |"
+        )
+    if not rows:
+        lines.append("| (no notebook timed yet) | | | | | |")
+    beside = {}
+    for row in rows:
+        beside.setdefault(row.get("beside") or "not recorded", []).append(row["notebook"][:2])
+    lines += [
+        "",
+        "Beside each run: "
+        + "; ".join(f"{what}: {', '.join(numbers)}" for what, numbers in beside.items())
+        + ".",
+    ]
+    if borrowed:
+        lines.append(
+            f"Not timed in that run, so from `data/benchmarks/notebook_times.jsonl`: "
+            f"{', '.join(row['notebook'] for row in borrowed)}."
+        )
+    return "\n".join(lines)
+
+
+def _make_variable(name: str, makefile: Path = MAKEFILE) -> str:
+    """A variable's value as the Makefile assigns it (`NAME := value` or `NAME ?= value`), `$(CURDIR)/`
+    dropped: the folder relative to the checkout."""
+    found = re.search(rf"^{name}\s*[:?]?=\s*(.+)$", makefile.read_text(), re.M)
+    if found is None:
+        raise KeyError(f"the Makefile assigns no {name}; book/build_book.py reads it for the teaching page")
+    return found.group(1).strip().replace("$(CURDIR)/", "")
+
+
+def on_disk_note(makefile: Path = MAKEFILE) -> str:
+    """What a `make tutorial` at the defaults writes, as the Makefile sets it up: the untracked folders it
+    writes, and the tracked files it may rewrite (the reruns' result folders under data/results/)."""
+    executed, figures = _make_variable("EXECUTED", makefile), _make_variable("FIGURES", makefile)
+    results = re.search(r"TUTORIAL_LIB_RESULTS=\$\(CURDIR\)/(\S+)", makefile.read_text())
+    results_dir = results.group(1) if results else "data/results"
+    folders = (
+        sorted(p.name for p in (REPO / results_dir).iterdir() if p.is_dir())
+        if (REPO / results_dir).is_dir()
+        else []
+    )
+    return "\n".join(
+        [
+            "What a `make tutorial` at the defaults writes, as the Makefile runs the notebooks (read from it "
+            "when the book was built):",
+            "",
+            f"- **Untracked, git-ignored:** `{executed}/` (each executed notebook, its metrics JSON, "
+            "notebook 09's calibration and `notebook_times.jsonl`, which gets one line per notebook) and "
+            f"`{figures}/` (every figure; `make refresh-figures` writes the committed `figures/` instead, "
+            "on purpose). Models go to the model cache outside the checkout "
+            "(`tutorial_lib.models.files.cache_dir()`): notebook 06 copies the shipped T5 pair there.",
+            f"- **Tracked, may be rewritten:** the Makefile points `TUTORIAL_LIB_RESULTS` at "
+            f"`{results_dir}/`, so the notebooks read the saved runs there and write back into their run's "
+            "folder: notebook 06 its result tables when the folder's results stamp no longer matches the "
+            "rows and the code that computed them, notebook 07 each table whose values changed (the same "
+            "rows and code give the same files, so a run at the defaults on an unchanged checkout leaves "
+            "them as they are), notebook 08 an analysis its cache there lacks. The committed folders: "
+            f"{', '.join(f'`{name}`' for name in folders) or 'none'}. `git status` after a run shows what "
+            "changed.",
+            "- **Never:** the committed `figures/` (unless `make refresh-figures`) and the notebooks in "
+            "`notebooks/`, which papermill reads and copies.",
+        ]
+    )
+
+
+def teacher_sections(page: str, executed: Path) -> str:
+    """The teaching page's text with its two markers replaced: the time table of the run that built the
+    book (`time_table`) and what `make tutorial` writes (`on_disk_note`)."""
+    return page.replace(TIME_TABLE_MARKER, time_table(run_times_file(executed))).replace(
+        ON_DISK_MARKER, on_disk_note()
     )
 
 
@@ -589,6 +720,34 @@ def exercises_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Where the staged book keeps {output image's file name: its alt text} (book/_ext/offline_book.py reads it).
+IMAGE_ALT_FILE = "_image_alt.json"
+#: matplotlib's own text form of a figure, which says nothing of what it shows.
+_BARE_FIGURE_TEXT = re.compile(r"^<Figure size [^>]*>$")
+
+
+def image_alts(nb: dict) -> dict:
+    """{file name myst-nb gives an output's PNG (its sha256): the output's description} for every image
+    output of `nb` shown as an image (no HTML beside it) whose text form describes it: the text a kernel
+    gives a matplotlib figure after `tutorial_lib.views.static.describe_matplotlib_figures`, not
+    matplotlib's bare `<Figure size ...>`."""
+    import base64
+    import hashlib
+
+    alts = {}
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" not in data or "text/html" in data:
+                continue
+            text = " ".join("".join(data.get("text/plain", "")).split())
+            if not text or _BARE_FIGURE_TEXT.match(text):
+                continue
+            png = base64.b64decode("".join(data["image/png"]))
+            alts[f"{hashlib.sha256(png).hexdigest()}.png"] = text
+    return alts
+
+
 def stage(executed: Path, source: Path) -> None:
     """book/ copied to `source`, with the executed notebooks staged into their chapters and plotly.js."""
     import plotly
@@ -598,13 +757,22 @@ def stage(executed: Path, source: Path) -> None:
     shutil.copytree(BOOK, source, ignore=shutil.ignore_patterns("build_book.py", "__pycache__", "_build"))
     (source / EXTRA / PLOTLY_JS).parent.mkdir(parents=True)
     shutil.copy(Path(plotly.__file__).parent / "package_data" / "plotly.min.js", source / EXTRA / PLOTLY_JS)
-    times = notebook_times()
+    times_file = run_times_file(executed)
+    times = {
+        name: {**run, "source": _shown_path(times_file)} for name, run in notebook_times(times_file).items()
+    }
     staged = {}
     for name in notebook_names():
         nb = json.loads((executed / f"{name}.ipynb").read_text())
         target = source / chapter(name) / f"{name}.ipynb"
         staged[name] = stage_notebook(nb, name, times)
         target.write_text(json.dumps(staged[name], indent=1))
+    alts = {}
+    for staged_page in sorted(source.glob("*/[0-9][0-9]_*.ipynb")):
+        alts.update(image_alts(json.loads(staged_page.read_text())))
+    (source / IMAGE_ALT_FILE).write_text(json.dumps(alts, indent=1), encoding="utf-8")
+    teaching = source / "teaching" / "index.md"
+    teaching.write_text(teacher_sections(teaching.read_text(encoding="utf-8"), executed), encoding="utf-8")
     for page in sorted(source.rglob("*.md")):
         text = page.read_text(encoding="utf-8")
         if GLUE_FROM_NOTEBOOK.search(text):

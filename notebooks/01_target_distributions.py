@@ -294,7 +294,8 @@ threads_used = tl.decoding.speed_runs.use_free_cores()
 clock_pair = tuple(timing_pair or first_timing.DEFAULT_PAIR)
 timing = tl.load_pair(*clock_pair, dtype="float32")   # "<model>:layers=N": that model's first N layers
 clock = first_timing.time_decoding(timing, timing_prompt, max_new_tokens=timing_tokens, gamma=3, repeats=2)
-display(clock.round(4))
+display(tl.views.tables.page_table(clock.reset_index(), keys=[clock.index.name or "index"], digits=4,
+                                   blank={"acceptance": "no drafts"}))
 auto_reason = first_timing.auto_reason(timing, float(clock.loc["gamma=3", "acceptance"]))
 display(auto_reason.round(3))
 chosen = clock.loc["gamma=auto", "gammas_chosen"]

@@ -76,6 +76,7 @@ checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
 # %%
 import ipywidgets as widgets
 import pandas as pd
+from IPython.display import display
 import torch
 
 import tutorial_lib as tl
@@ -220,8 +221,9 @@ checked_alpha = {label: curve["alpha"][round(0.65 * (len(curve["alpha"]) - 1))]
                  for label, curve in tradeoff["curves"].items()}
 check = tl.lessons.toycheck.engine_check(world, tl.lessons.tradeoff.TRADEOFF_METHODS, checked_alpha,
                                          gamma=gamma, temperature=temperature, n=n_engine, seed=seed)
-print(pd.DataFrame({label: {f"z {k}": v for k, v in r["z"].items()}
-                    for label, r in check.items()}).T.round(2).to_string())
+z_table = pd.DataFrame({label: {f"z {k}": v for k, v in r["z"].items()} for label, r in check.items()}).T
+display(tl.views.tables.page_table(z_table.rename_axis("method").reset_index(), keys=["method"], digits=2,
+                                   blank={column: "undefined for this rule" for column in z_table.columns}))
 print("saved", views.widgets.save(tl.views.toy.engine_check_figure(check, tradeoff["curves"]),
                                   "lemma4_engine_check"))
 metrics["engine_check"] = {"n": n_engine, "results": check,

@@ -284,7 +284,9 @@ PRICING_NAMES = {pricing.LATENCY_COLUMN: "modelled latency, measured CPU calibra
 PRICING_SHORT = {pricing.LATENCY_COLUMN: "modelled, CPU calibration",
                  pricing.ACCELERATOR_COLUMN: "modelled, accelerator pricing", "wall_time_s": "wall time"}
 print("latency axis:", PRICING_NAMES[cost])
-calibration.table().round(5) if calibration is not None else None
+(tl.views.tables.page_table(calibration.table(), keys=["kind", "k"], digits=5,
+                            blank={"k": "one step", "vs_bound": "no bound: read bandwidth not measured"})
+ if calibration is not None else None)
 
 # %% [markdown]
 # **The check against the clock.** The measured wall time of each row stays in the rows; per
@@ -423,8 +425,8 @@ separated[["temperature", "label", "alpha", "gamma", "versus", "quality", "versu
 # curve on all sentences never does; a negative value means it gets there only by being slower);
 # (ii) `best_quality_within_verifier_cost`, the best quality at latency $\le 1$, and its difference
 # from the verifier's. Each number has a 95% bootstrap interval over sentences, recomputed with the
-# verifier's quality on the same resample; a bound of `-inf` says the curve does not reach in more
-# than 2.5% of the resamples (`reached_share`: how often it does).
+# verifier's quality on the same resample; a bound reads "not reached in over 2.5% of resamples" where
+# the curve does not reach in more than 2.5% of the resamples (`reached_share`: how often it does).
 #
 # The first table prices latency with the measured CPU calibration, the second with the accelerator
 # pricing.
@@ -437,7 +439,16 @@ TABLE_COLUMNS = ["temperature", "method", "reduction_at_verifier_quality", "redu
                  "reached_share", "best_quality_within_verifier_cost", "best_quality_low",
                  "best_quality_high", "best_minus_verifier", "best_minus_verifier_low",
                  "best_minus_verifier_high"]
-table.loc[table["gamma"] == main_gamma, TABLE_COLUMNS].round(3)
+not_reached_in_tail = "not reached in over 2.5% of resamples"
+no_point_in_tail = "no point within its cost in over 2.5% of resamples"
+curve_words = {
+    "unbounded": {"reduction_low": not_reached_in_tail, "reduction_high": not_reached_in_tail,
+                  **{column: no_point_in_tail
+                     for column in ("best_quality_low", "best_quality_high", "best_minus_verifier_low",
+                                    "best_minus_verifier_high")}},
+    "blank": {"best_minus_verifier": "no point within the verifier's cost", "reached_share": "no resamples"}}
+tl.views.tables.page_table(table.loc[table["gamma"] == main_gamma, TABLE_COLUMNS],
+                           keys=["temperature", "method"], **curve_words)
 
 # %%
 table_accelerator = None
@@ -445,7 +456,9 @@ if cost_accelerator is not None:
     table_accelerator = curve_bootstrap.curve_table(rows, tasks, cost=cost_accelerator,
                                                     n_resamples=n_resamples)
     write_table(table_accelerator, f"{sweep_path}/table_accelerator.csv")
-    display(table_accelerator.loc[table_accelerator["gamma"] == main_gamma, TABLE_COLUMNS].round(3))
+    display(tl.views.tables.page_table(table_accelerator.loc[table_accelerator["gamma"] == main_gamma,
+                                                             TABLE_COLUMNS],
+                                       keys=["temperature", "method"], **curve_words))
 
 # %% [markdown]
 # Spec-Bench-style numbers beside quality: tokens per verifier call and speed-up over the verifier
@@ -489,9 +502,20 @@ if cost == pricing.LATENCY_COLUMN:
 else:   # wall time: no calibration to re-price with
     claims_table = claims.t5_claims(rows, tasks, cost=cost, n_resamples=n_resamples)
     write_table(claims_table, f"{sweep_path}/claims.csv")
-claims_table[["claim", "temperature", "gamma", "measurement", "unit", "estimate", "low", "high", "verdict",
-              "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor",
-              "noise_floor_from", "detail", "reason"]].round(3)
+# An estimate without a finite value: one side does not reach what the claim measures on all sentences
+# (its detail says which); an interval end without one: a side does not in over 2.5% of the resamples.
+not_finite = "not finite: one side does not reach it (see detail)"
+unbounded_end = "unbounded: a side misses it in over 2.5% of resamples"
+claim_words = {"unbounded": {"estimate": not_finite, "low": unbounded_end, "high": unbounded_end},
+               "blank": {**{column: "none (see verdict)" for column in ("estimate", "low", "high")},
+                         "n_needed": "none: resolved, by design or unbounded",
+                         "noise_floor": "none (see noise_floor_from)", "noise_floor_low": "none",
+                         "noise_floor_high": "none", "against_floor": "no floor"}}
+tl.views.tables.page_table(
+    claims_table[["claim", "temperature", "gamma", "measurement", "unit", "estimate", "low", "high",
+                  "verdict", "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high",
+                  "against_floor", "noise_floor_from", "detail", "reason"]],
+    keys=["claim", "temperature", "gamma"], infinite_in_text="unbounded", **claim_words)
 
 # %% [markdown]
 # ## The hardware decides the latency verdicts
@@ -511,7 +535,11 @@ if results is not None:
     tl.savefig(fig, f"t5_{settings['profile']}_verdicts_by_c", size=fig.get_size_inches())
     figures.append(f"t5_{settings['profile']}_verdicts_by_c")
     plt.show()
-    display(results["flip_points"])
+    never_changes = "verdict never changes"
+    display(tl.views.tables.page_table(
+        results["flip_points"], keys=["claim", "temperature"],
+        blank={"c_below": never_changes, "c_above": never_changes},
+        unbounded={"estimate_below": not_finite, "estimate_above": not_finite}))
 
 # %% [markdown]
 # This machine's $c$ is {eval}`glued["t5_machine_c:.2f"]`; the paper's T5-small $\to$ T5-large pair is at

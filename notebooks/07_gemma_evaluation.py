@@ -213,8 +213,11 @@ headline_summary[["task", "claim", "verdict", "holds", "not_resolved", "does_not
 # floor from the second seed set and the design identities checked at $T = 0$:
 
 # %%
-headline_table[["task", "temperature", "statistic", "fraction", "estimate", "low", "high", "verdict",
-                "token_curve", "other_curve", "against_floor", "detail"]].round(3)
+tl.views.tables.page_table(
+    headline_table[["task", "temperature", "statistic", "fraction", "estimate", "low", "high", "verdict",
+                    "token_curve", "other_curve", "against_floor", "detail"]],
+    keys=["task", "temperature", "statistic"], blank={"fraction": "none: a margin, not a fraction"},
+    infinite_in_text="unbounded")
 
 # %% [markdown]
 # ## The models and the tasks
@@ -393,10 +396,12 @@ for temperature in settings["temperatures"]:
         plt.show()
 
 # %% [markdown]
-# Every point with its interval:
+# Every point with its interval (a lossy rule defers nothing: it never hands a token to the verifier on
+# its own, so its deferral rate reads "not a deferral rule"):
 
 # %%
-analysis.interval_points(summary)
+tl.views.tables.page_table(analysis.interval_points(summary), keys=["task", "temperature", "label"],
+                           blank={"deferral_rate": "not a deferral rule"})
 
 # %% [markdown]
 # ## Paired differences to the verifier and to SpecDecode
@@ -434,9 +439,16 @@ display(separated[["task", "temperature", "label", "alpha", "versus", "quality",
 
 # %%
 table = tables["table"]
-table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_verifier_quality",
-       "reduction_low", "reduction_high", "reached_share", "best_quality_within_verifier_cost",
-       "best_minus_verifier", "best_minus_verifier_low", "best_minus_verifier_high"]].round(3)
+not_reached_in_tail = "not reached in over 2.5% of resamples"
+tl.views.tables.page_table(
+    table[["task", "temperature", "method", "n", "verifier_quality", "reduction_at_verifier_quality",
+           "reduction_low", "reduction_high", "reached_share", "best_quality_within_verifier_cost",
+           "best_minus_verifier", "best_minus_verifier_low", "best_minus_verifier_high"]],
+    keys=["task", "temperature", "method"],
+    unbounded={column: not_reached_in_tail
+               for column in ("reduction_low", "reduction_high", "best_minus_verifier_low",
+                              "best_minus_verifier_high")},
+    blank={"best_minus_verifier": "not reached", "reached_share": "no resamples"})
 
 # %% [markdown]
 # ## Wall-clock latency at batch size 1
@@ -490,7 +502,9 @@ if latency_rows is not None:
     tl.savefig(fig, f"gemma_{settings['profile']}_latency", size=fig.get_size_inches())
     figures.append(f"gemma_{settings['profile']}_latency")
     plt.show()
-latency_view.round(3) if latency_view is not None else None
+(tl.views.tables.page_table(latency_view, keys=["task", "temperature", "label"],
+                            blank={"quality": "pooled: the tasks' metrics differ"})
+ if latency_view is not None else None)
 
 # %%
 if latency_error is not None:
@@ -551,9 +565,20 @@ else:   # no calibration: the claims alone
     claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks,
                                        n_resamples=n_resamples, second_seed=second_seed)
     write_table(claims_table, f"{sweep_path}/claims.csv")
-claims_table[["claim", "task", "temperature", "unit", "estimate", "low", "high", "n", "verdict", "n_needed",
-              "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor", "noise_floor_from",
-              "detail", "reason"]].round(3)
+# An estimate without a finite value: one side never reaches the verifier's quality on all items; an
+# interval end without one: in over 2.5% of the resamples a side never reaches it.
+never_reaches = "one side never reaches the verifier's quality"
+unbounded_end = "unbounded: a side misses it in over 2.5% of resamples"
+claim_words = {"unbounded": {"estimate": never_reaches, "low": unbounded_end, "high": unbounded_end},
+               "blank": {**{column: "none (see verdict)" for column in ("estimate", "low", "high")},
+                         "n_needed": "none: resolved, by design or unbounded",
+                         "noise_floor": "none (see noise_floor_from)", "noise_floor_low": "none",
+                         "noise_floor_high": "none", "against_floor": "no floor"}}
+tl.views.tables.page_table(
+    claims_table[["claim", "task", "temperature", "unit", "estimate", "low", "high", "n", "verdict",
+                  "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor",
+                  "noise_floor_from", "detail", "reason"]],
+    keys=["claim", "task", "temperature"], infinite_in_text="unbounded", **claim_words)
 
 # %% [markdown]
 # The noise floor per task and temperature, in both units (what each claim's floor column reads from):
@@ -561,7 +586,10 @@ claims_table[["claim", "task", "temperature", "unit", "estimate", "low", "high",
 # %%
 floors = (results["noise_floor"] if results is not None else
           paired.same_law_floor(rows, tasks, second_seed=second_seed, n_resamples=n_resamples))
-floors.round(3)
+floor_words = "none: see the reason beside it"
+tl.views.tables.page_table(floors, keys=["task", "temperature"],
+                           blank={column: floor_words for column in floors.columns
+                                  if column.endswith(("floor", "_low", "_high"))})
 
 # %% [markdown]
 # **Before and after.** `offline-large` and `headline` each replaced an earlier run
@@ -584,7 +612,13 @@ if earlier is not None:
     compared = claims.compare_claims(earlier_table, claims_table, report.GEMMA_RENAMED_TASKS)
     print(f"{earlier_profile} -> {settings['profile']}: {int(compared['changed'].sum())} of {len(compared)} "
           "verdicts changed")
-    display(compared.round(3))
+    display(tl.views.tables.page_table(
+        compared, keys=["claim", "task", "temperature"],
+        unbounded={f"{column}_{when}": claim_words["unbounded"][column]
+                   for column in ("estimate", "low", "high") for when in ("before", "after")},
+        blank={**{f"{column}_{when}": claim_words["blank"].get(column, "claim not in that run")
+                  for column in ("estimate", "low", "high", "n", "n_needed", "verdict")
+                  for when in ("before", "after")}}))
     glued = tl.lessons.notebook.glue_values(
         gemma_verdicts_changed=int(compared["changed"].sum()), gemma_verdicts_compared=len(compared),
         gemma_earlier=earlier_profile)
@@ -617,7 +651,9 @@ if results is not None:
     tl.savefig(fig, f"gemma_{settings['profile']}_verdicts_by_c", size=fig.get_size_inches())
     figures.append(f"gemma_{settings['profile']}_verdicts_by_c")
     plt.show()
-    display(results["flip_points"])
+    never_changes = "verdict never changes"
+    display(tl.views.tables.page_table(results["flip_points"], keys=["claim", "temperature"],
+                                       blank={"c_below": never_changes, "c_above": never_changes}))
 
 # %% [markdown]
 # **Read a moved verdict with the design in mind** (this run against {eval}`glued["gemma_earlier"]`: of the

@@ -217,7 +217,8 @@ metrics["calibration"] = {"t_q": calibration.t_q(),
                           "kernel_paths": calibration.kernel_paths,
                           "verifier_over_bound": calibration.call_over_bound("verifier"),
                           "kind": "full" if full_calibration else "quick (gamma='auto')"}
-table
+tl.views.tables.page_table(table, keys=["kind", "k"], digits=5,
+                           blank={"k": "one step", "vs_bound": "no bound for this kind of call"})
 
 # %% [markdown]
 # ## 3. Run the engine at a few $\gamma$, and with `gamma="auto"`
@@ -240,7 +241,11 @@ auto_runs = rows[rows["method"] == "gamma=auto"]
 auto_gammas = [g for gs in auto_runs["gammas"] for g in gs]
 auto_row = summary.set_index("method").loc["gamma=auto"]
 print(f"acceptance a = {acceptance:.3f} (accepted / judged drafts, every fixed gamma pooled)")
-summary.round(3)
+no_fixed_gamma = "no fixed gamma to model"
+tl.views.tables.page_table(summary, keys=["method"], blank={
+    "acceptance": "no drafts", "gamma": "chosen per block",
+    **{column: no_fixed_gamma for column in ("expected_speedup", "measured_over_expected", "model_speedup",
+                                             "textbook_speedup")}})
 
 # %% [markdown]
 # ## 4. Predicted against measured
@@ -288,7 +293,8 @@ print(f"the model's best gamma at the measured a = {acceptance:.2f}: {calibratio
       f"gamma='auto' ran at {auto_row['speedup']:.2f}x the verifier alone "
       f"(best fixed gamma: {fixed['speedup'].max():.2f}x), same tokens as the verifier in "
       f"{int(auto_row['same_tokens'])} of {int(auto_row['n_runs'])} runs")
-display(learned.round(4))
+display(tl.views.tables.page_table(learned.reset_index(), keys=["gamma"], digits=4,
+                                   blank={"measured_mean_s": "no block timed"}))
 metrics["auto"] = {"gammas": decisions.to_dict(), "speedup": float(auto_row["speedup"]),
                    "same_tokens": int(auto_row["same_tokens"]), "n_runs": int(auto_row["n_runs"]),
                    "best_gamma_at_measured_a": calibration.best_gamma(acceptance),
@@ -347,7 +353,8 @@ if batch_file.exists():
         f"{batch_speed['drafter']} -> {batch_speed['verifier']}: measured against the block-cost model"),
         "speed_batch_sizes")
     batch_table = speed_tables.by_batch_and_gamma(batch_runs).round(3)
-    display(batch_table)
+    display(tl.views.tables.page_table(batch_table, keys=["batch_size", "gamma"],
+                                       blank={"acceptance": "no drafts (gamma 0)"}))
     pays = speed_tables.where_speculation_pays(batch_runs)
     for row in pays.itertuples():
         print(f"gamma = {row.gamma} beats the verifier alone at B = {row.measured or 'none'} "
@@ -388,9 +395,16 @@ for name in ("engine_speed_cpu", "engine_speed_cpu_busy", "engine_speed_cpu_bf16
     print(f"{path.name}: {run['device']}; beside it: {run['beside']}; "
           f"{run['args']['prompts']} prompts x {run['args']['rounds']} rounds x "
           f"{run['args']['max_new_tokens']} tokens")
-    display(speed_tables.engine_speed_methods(run).round(3))
+    not_counted = "not counted for this method"
+    no_model = "no model for this method"
+    modelled = ("expected_speedup", "textbook_speedup", "measured_over_expected")
+    display(tl.views.tables.page_table(
+        speed_tables.engine_speed_methods(run), keys=["dtype", "method"],
+        blank={"tokens_per_call": not_counted, "acceptance": "no drafts, or not counted",
+               **{column: no_model for column in modelled}}))
     aims = speed_tables.engine_speed_aims(run)
-    display(aims.round(3))
+    display(tl.views.tables.page_table(aims, keys=["dtype", "aim"],
+                                       blank={column: "not run" for column in ("median", "q25", "q75")}))
     metrics.setdefault("committed_benchmark", {})[name] = aims.to_dict(orient="records")
 for kernel_file in (benchmarks / "kernel_paths_cpu.json", benchmarks / "kernel_paths_cpu_bf16_units.json"):
     if not kernel_file.exists():
@@ -403,20 +417,24 @@ for kernel_file in (benchmarks / "kernel_paths_cpu.json", benchmarks / "kernel_p
         for name, r in kernel_run["paths"].items()]).set_index("model path")
     print(f"{kernel_file.name}: read bandwidth {kernel_run['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s; "
           f"{kernel_run['machine'].split('|')[0]}; bf16 units: {kernel_run['bf16_units']}")
-    display(whole_model.round(2))
+    display(tl.views.tables.page_table(whole_model.reset_index(), keys=["model path"], digits=2,
+                                       blank={column: "not measured" for column in whole_model.columns}))
 t5_file = benchmarks / "t5_call_overhead_cpu.json"
 if t5_file.exists():
     t5_run = json.loads(t5_file.read_text())
     print(f"{t5_file.name}: {' -> '.join(t5_run['pair'])}, {t5_run['threads']} thread, milliseconds")
     t5_fixed = speed_tables.fixed_call_costs(Calibration.from_dict(t5_run["calibration"]))
-    display(t5_fixed.round(3))
+    display(tl.views.tables.page_table(t5_fixed.reset_index(), keys=[t5_fixed.index.name or "index"],
+                                       blank={column: "not measured" for column in t5_fixed.columns}))
     share = "fixed share beyond the weights' read"
     glued = tl.lessons.notebook.glue_values(t5_fixed_verifier=100 * t5_fixed.loc["verifier", share],
                                             t5_fixed_drafter=100 * t5_fixed.loc["drafter", share],
                                             t5_verifier_ms=t5_fixed.loc["verifier", "t(1) ms"])
     metrics["t5_fixed_call_share"] = t5_fixed[share].to_dict()
 print(f"this notebook's pair ({drafter.name} -> {verifier.name}), section 2's calibration, milliseconds")
-speed_tables.fixed_call_costs(calibration).round(3)
+fixed_costs = speed_tables.fixed_call_costs(calibration)
+tl.views.tables.page_table(fixed_costs.reset_index(), keys=[fixed_costs.index.name or "index"],
+                           blank={column: "not measured" for column in fixed_costs.columns})
 
 # %% [markdown]
 # `same_tokens` counts the runs whose tokens equal our verifier-only run's on the same prompt (greedy, so

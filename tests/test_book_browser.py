@@ -8,6 +8,10 @@ that leaves the site blocked.
 - Every exercise's solution is hidden until its title is clicked, and shown after.
 - Every solution of the exercises page shows the value its executed notebook computed.
 - The site's own search finds "Lemma 3" (notebook 02's Lemma 3 by simulation among the results).
+- Every image says what it shows: its alt text is neither empty, nor a file name, nor the generic "static
+  copy of the figure" (`alt_problem`).
+- No page shows a bare `inf`, `-inf` or `NaN`: every such word of a page's visible text stands in a
+  sentence that explains it (`unexplained_tokens` gives the rule).
 
 The site is built (book/build_book.py) from executed notebooks, never executing them here: in a run of the
 whole suite, from the copies tests/test_notebooks_run.py leaves (it executes every notebook, at small
@@ -283,6 +287,114 @@ def test_each_solution_is_hidden_until_clicked(site, browser):
             page.close()
         assert not problems, f"{path.name}: {problems}"
     print(f"\n{opened} solutions opened on {len(pages)} pages")
+
+
+#: JavaScript: the page's visible text, without the code a reader reads as code (a notebook's input cells,
+#: the API reference's signatures), and every image but Sphinx's expand/collapse icons of the module index
+#: (a control whose alt text is its sign, "+" or "-").
+_TEXT_AND_IMAGES = """() => {
+    const style = document.createElement('style');
+    style.textContent = '.cell_input, dt.sig {display: none !important}';
+    document.head.appendChild(style);
+    const text = (document.querySelector('main') || document.body || document.documentElement).innerText;
+    style.remove();
+    const images = Array.from(document.images).filter(i => !i.classList.contains('toggler'))
+        .map(i => ({alt: i.getAttribute('alt'), src: i.getAttribute('src') || ''}));
+    return {text: text, images: images};
+}"""
+
+#: A value that is not one: `inf`, `-inf`, `+inf`, `Inf`, `nan` or `NaN` as a word of its own (not part of a
+#: longer name such as `allow_nan` or `np.inf`, nor of a word such as "info").
+BARE_TOKEN = re.compile(r"(?<![\w.])[-+]?(?:inf|Inf|nan|NaN)(?![\w(])")
+#: Words that make a sentence explain such a value: what it means, or when it occurs.
+EXPLAINING = re.compile(
+    r"\b(?:where|when|if|without|unless|means|infinite|infinitely|infinity|unbounded|not a number|undefined|"
+    r"missing|never|not reached|no value|none|fails|allowed)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[\n\t]+|(?<=[.;!?])\s+")
+GENERIC_ALT = "static copy of the figure"
+_IMAGE_FILE = re.compile(r"\.(?:png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
+
+
+_WORD = re.compile(r"\b[A-Za-z][A-Za-z'-]+\b")
+_NUMBER_TOKEN = re.compile(r"(?<![\w.])[-+]?\d[\d.,eE+-]*")
+#: A sentence of prose, which says something of the words in it, has at least this many words.
+PROSE_WORDS = 6
+
+
+def _explains(sentence: str) -> bool:
+    """An `EXPLAINING` word, or a sentence of prose: at least `PROSE_WORDS` words and more words than
+    numbers (a table row printed as text, `facts 1.0 SpecDecode 0.36 49 NaN`, has more numbers)."""
+    if EXPLAINING.search(sentence):
+        return True
+    words = len(_WORD.findall(sentence))
+    return words >= PROSE_WORDS and words > len(_NUMBER_TOKEN.findall(sentence))
+
+
+def unexplained_tokens(text: str) -> list:
+    """The sentences of `text` that show a `BARE_TOKEN` and do not explain it. The rule: split the visible
+    text into sentences at every line break and tab (so a table cell or an output line is a sentence of
+    its own) and after `.`, `;`, `!` or `?`; a sentence with such a token explains it when it holds one of
+    the `EXPLAINING` words or is a sentence of prose (`_explains`). A cell that reads just `NaN`, or a
+    printed table's row, never does."""
+    return [
+        sentence.strip()
+        for sentence in _SENTENCE_END.split(text)
+        if BARE_TOKEN.search(sentence) and not _explains(sentence)
+    ]
+
+
+def alt_problem(alt, src: str) -> str:
+    """Why an image's alt text does not describe it ("" when it does): missing or empty, a file name (what
+    myst-nb writes by default), or the generic phrase of a static copy."""
+    alt = (alt or "").strip()
+    if not alt:
+        return "no alt text"
+    if alt.lower() == GENERIC_ALT or alt.lower().startswith(GENERIC_ALT):
+        return f"the generic alt {alt!r}"
+    if _IMAGE_FILE.search(alt) or alt == src.rsplit("/", 1)[-1]:
+        return f"a file name as alt text: {alt!r}"
+    return ""
+
+
+def test_unexplained_tokens_rule():
+    assert unexplained_tokens("facts\t1.0\tNaN\t0.3\nrate\t-inf") == ["NaN", "-inf"]
+    assert unexplained_tokens("NaN where no item ran. The value is inf without calls.") == []
+    assert unexplained_tokens("allow_nan and np.inf and information") == []
+    assert unexplained_tokens("3  facts  1.0  SpecDecode [Lossy]  0.360  49  0.347  NaN") != []
+    assert unexplained_tokens("The lossy target is not a mixture: NaN.") == []
+    assert alt_problem("../_images/ab12.png", "../_images/ab12.png")
+    assert alt_problem("static copy of the figure", "data:image/png;base64,x")
+    assert not alt_problem("Figure: Lemma 3; rejection rate against alpha.", "x.png")
+
+
+def test_every_image_is_described_and_no_page_shows_a_bare_inf_or_nan(site, browser):
+    pages = _pages(site)
+    images = described = 0
+    bad_images, bare = [], {}
+    for path in pages:
+        page, _ = _open(browser, path)
+        try:
+            found = page.evaluate(_TEXT_AND_IMAGES)
+        finally:
+            page.close()
+        name = str(path.relative_to(site))
+        for image in found["images"]:
+            images += 1
+            why = alt_problem(image["alt"], image["src"])
+            if why:
+                bad_images.append(f"{name}: {why}")
+            else:
+                described += 1
+        left = unexplained_tokens(found["text"])
+        if left:
+            bare[name] = left
+    print(f"\n{described} of {images} images described; bare inf/NaN on {len(bare)} pages")
+    assert not bad_images, "\n".join(bad_images[:30])
+    assert not bare, "\n".join(
+        f"{name} ({len(left)}): {' | '.join(s[:80] for s in left[:4])}" for name, left in bare.items()
+    )
 
 
 def test_search_finds_lemma_3(site, browser):

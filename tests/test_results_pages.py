@@ -209,30 +209,6 @@ def test_the_exercises_page_lists_every_exercise_with_a_solution_hidden_until_op
         assert spec.hint in solution.group(1) and spec.explain in solution.group(1)
 
 
-def test_the_teaching_time_table_is_the_committed_times():
-    times = notebook.notebook_times(ROOT / "data" / "benchmarks" / "notebook_times.jsonl")
-    text = (ROOT / "book" / "teaching" / "index.md").read_text(encoding="utf-8")
-    rows = [
-        [cell.strip() for cell in line.strip("|").split("|")]
-        for line in text.splitlines()
-        if re.match(r"^\| \[\d\d_", line)
-    ]
-    # each notebook's name links to its page: a lesson's in lessons/, a rerun's (06-08) in reruns/
-    chapters = {name: "reruns" if name[:2] in ("06", "07", "08") else "lessons" for name in times["notebook"]}
-    linked = [f"[{name}](../{chapters[name]}/{name}.ipynb)" for name in times["notebook"]]
-    assert [row[0] for row in rows] == linked
-    for row, link, (_, entry) in zip(rows, linked, times.iterrows()):
-        slowest = "" if pd.isna(entry["slowest_cell_s"]) else f"{entry['slowest_cell_s']}"
-        assert row == [
-            link,
-            entry["needs"],
-            str(entry["seconds"]),
-            slowest,
-            entry["load"],
-            entry["finished"],
-        ], f"the time table's row of {entry['notebook']} differs from the file"
-
-
 def test_the_readme_is_one_screen_and_links_into_the_book():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 150

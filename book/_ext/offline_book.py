@@ -9,13 +9,21 @@
   described twice and no cross-reference has two targets.
 - Every `{solution}` of sphinx-exercise is a closed dropdown (sphinx-togglebutton opens it on a click),
   whether or not its page asks for `:class: dropdown`: a reader sees the exercise first.
+- Every image of a notebook's output gets the words that describe it as its alt text, where myst-nb would
+  write the image's file name: book/build_book.py stages `IMAGE_ALT_FILE`, {image file: description}, the
+  description being the figure's text form (`tutorial_lib.views.static.figure_description`).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import sys
+from pathlib import Path
+
+#: {an output image's file name (myst-nb names it by its sha256): its alt text}, in the source folder.
+IMAGE_ALT_FILE = "_image_alt.json"
 
 _CODE_OR_MATH = re.compile(r"(``.+?``|`[^`]+`|\$\$.+?\$\$|\$[^$\s](?:[^$]*?[^$\s])?\$)")
 
@@ -123,6 +131,19 @@ def _close_solutions(app, doctree):
             node["classes"].append("dropdown")
 
 
+def _describe_images(app, doctree):
+    path = Path(app.srcdir) / IMAGE_ALT_FILE
+    if not path.exists():
+        return
+    alts = json.loads(path.read_text(encoding="utf-8"))
+    from docutils import nodes
+
+    for node in doctree.findall(nodes.image):
+        alt = alts.get(Path(node["uri"]).name)
+        if alt and not node.get("alt"):
+            node["alt"] = alt
+
+
 def _described_where_defined(app, what, name, obj, skip, options):
     """Skip a class or function of the library on a module's page that only imports it from the module
     whose page describes it."""
@@ -140,4 +161,5 @@ def setup(app):
     app.connect("autodoc-process-docstring", _docstring_maths)
     app.connect("autodoc-skip-member", _described_where_defined)
     app.connect("doctree-read", _close_solutions)
+    app.connect("doctree-read", _describe_images)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

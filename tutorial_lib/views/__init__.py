@@ -14,14 +14,16 @@ notebook 00 keep their first names, `figures.plot_distributions` and `figures.pl
 
 - `panels`  - `Trace` / `Heatmap` / `Panel` (a figure as data: lines, curves, points, bars, reference lines,
   interval bands and asymmetric error bars, notes) and the two renderers `to_plotly` / `to_matplotlib`.
-- `figures` - `savefig` (where figures go: `$TUTORIAL_LIB_FIGURES` or the checkout's `figures/`), the figure
-  size, and the lessons' static distribution and trade-off figures.
+- `figures` - `savefig` (where figures go: `$TUTORIAL_LIB_FIGURES`, else the checkout's `build/figures/`),
+  the figure size, and the lessons' static distribution and trade-off figures.
 - `reruns`  - the figures of the T5 and Gemma-style reruns (one panel per family of methods, curves with
   bands).
 - `toy`     - the engine on the toy world against the exact curves (notebook 05).
 
 - `static`  - static copies of the live views (a PNG drawn from the plotly figure, or the view's HTML, and a
   hint), so a saved or reopened notebook shows each figure, not a broken widget.
+- `tables`  - tables as a page shows them (`page_table`): a missing or infinite cell in words, a wide table
+  split into parts that fit the page.
 - `slider_steps` - a live view's slider drawn in advance as plotly slider steps (`steps_figure`), so it moves
   on a static page (the course book) without a kernel; the notebooks keep the ipywidget beside it.
 - `widgets` - the shared helper: `live_view`, `interactive`, `link_alpha_slider`, label style, rule labels,
@@ -49,6 +51,7 @@ __all__ = [
     "slider_steps",
     "speed",
     "static",
+    "tables",
     "targets",
     "token_analysis",
     "toy",

@@ -11,6 +11,12 @@ follows a rendered widget, and a broken widget output that precedes a copy), so 
 shows each figure once. The PNG is drawn by `plotly_to_png` with matplotlib from the plotly figure
 itself (Scatter, Bar and Heatmap traces, reference lines, annotations, subplot titles: everything the views
 draw), so it shows the very numbers of the live figure, with no browser engine such as kaleido.
+
+Every picture of a figure says in words what it shows (`figure_description`: its title, each panel's
+title and axes, the names of its lines): the copy's `<img alt=...>`, and the text form of each matplotlib
+figure a notebook shows (`panels.matplotlib_drawing.DescribedFigure`, whose text the course book makes
+the image's alt text), read from the figure itself, so a reader who cannot see the picture still learns
+what it is about.
 """
 
 from __future__ import annotations
@@ -23,7 +29,15 @@ from typing import Dict, List, Optional
 
 from matplotlib.figure import Figure
 
-__all__ = ["HINT", "WIDGET_TEXT", "STATIC_CLASS", "plain_text", "plotly_to_png", "static_bundle"]
+__all__ = [
+    "HINT",
+    "WIDGET_TEXT",
+    "STATIC_CLASS",
+    "plain_text",
+    "plotly_to_png",
+    "static_bundle",
+    "figure_description",
+]
 
 #: The line above every static copy.
 HINT = "Static copy of the figure at its last setting: run this cell to move the controls again."
@@ -53,6 +67,103 @@ def plain_text(text: Optional[str]) -> str:
     if not text:
         return ""
     return html.unescape(_TAG.sub("", re.sub(r"<br\s*/?>", "\n", str(text))))
+
+
+#: How many line or bar names a description lists before it says how many more there are.
+DESCRIBED_NAMES = 8
+
+
+def _one_line(text) -> str:
+    return " ".join(plain_text(text).split())
+
+
+def _panel_words(title: str, x_label: str, y_label: str, names: List[str]) -> str:
+    axes = (
+        f"{y_label} against {x_label}"
+        if x_label and y_label
+        else y_label or (f"along {x_label}" if x_label else "")
+    )
+    words = "; ".join(part for part in (title, axes) if part)
+    if names:
+        listed = ", ".join(names[:DESCRIBED_NAMES])
+        more = len(names) - DESCRIBED_NAMES
+        words += ("; " if words else "") + "showing " + listed + (f" and {more} more" if more > 0 else "")
+    return words
+
+
+def _description(title: str, panels: List[str]) -> str:
+    panels = [panel for panel in panels if panel]
+    if len(panels) > 1:
+        body = " ".join(f"Panel {k}: {panel}." for k, panel in enumerate(panels, 1))
+    else:
+        body = f"{panels[0]}." if panels else ""
+    title = title.rstrip(".")
+    if title and body:
+        return f"Figure: {title}. {body}"
+    return f"Figure: {title or body.rstrip('.')}."
+
+
+def _plotly_description(fig) -> str:
+    layout = fig.layout
+    by_axis: Dict[str, List[str]] = {}
+    for trace in fig.data:
+        names = by_axis.setdefault(_axis_name(getattr(trace, "xaxis", None) or "x", "x"), [])
+        name = _one_line(trace.name)
+        if name and trace.showlegend is not False and name not in names:
+            names.append(name)
+    subplot_titles = [
+        _one_line(note.text)
+        for note in layout.annotations or ()
+        if str(note.xref) == "paper" and str(note.yref) == "paper" and note.text
+    ]
+    axes = sorted(
+        by_axis or {"xaxis": []}, key=lambda name: layout[name].domain[0] if layout[name].domain else 0
+    )
+    panels = []
+    for k, name in enumerate(axes):
+        titled = subplot_titles[k] if len(subplot_titles) == len(axes) else ""
+        panels.append(
+            _panel_words(
+                titled,
+                _one_line(layout[name].title.text),
+                _one_line(layout["y" + name[1:]].title.text),
+                by_axis.get(name, []),
+            )
+        )
+    return _description(_one_line(layout.title.text), panels)
+
+
+def _matplotlib_description(fig) -> str:
+    suptitle = getattr(fig, "_suptitle", None)
+    panels = []
+    for ax in fig.axes:
+        if ax.get_label() == "<colorbar>":
+            continue
+        names = [
+            _one_line(label)
+            for label in ax.get_legend_handles_labels()[1]
+            if label and not label.startswith("_")
+        ]
+        panels.append(
+            _panel_words(
+                _one_line(ax.get_title()), _one_line(ax.get_xlabel()), _one_line(ax.get_ylabel()), names
+            )
+        )
+    if len(fig.axes) and not any(names for names in panels) and fig.legends:
+        panels.append(_panel_words("", "", "", [_one_line(t.get_text()) for t in fig.legends[0].get_texts()]))
+    return _description(_one_line(suptitle.get_text()) if suptitle is not None else "", panels)
+
+
+def figure_description(fig) -> str:
+    """What a figure shows, in words, for a reader who cannot see it (an image's alt text): "Figure:
+    <title>. <y label> against <x label>; showing <line names>.", with "Panel k:" before each panel of a
+    figure of several. Read from the figure itself: a plotly figure's title, axis titles, subplot titles
+    and trace names, or a matplotlib figure's suptitle, axes titles and labels and legend entries."""
+    if hasattr(fig, "layout") and hasattr(fig, "data"):
+        return _plotly_description(fig)
+    if isinstance(fig, Figure):
+        return _matplotlib_description(fig)
+    raise TypeError(f"figure_description takes a plotly or matplotlib figure, not {type(fig).__name__}")
 
 
 def _axis_name(ref: str, letter: str) -> str:
@@ -213,13 +324,19 @@ def plotly_to_png(fig, *, width: float = 8.0, dpi: int = 80) -> bytes:
     return buffer.getvalue()
 
 
-def static_bundle(*, png: Optional[bytes] = None, html_body: Optional[str] = None, text: str = "") -> dict:
-    """The display bundle of a static copy: the hint, then a PNG (`png`) or the view's HTML (`html_body`),
-    then `text` (a read-out); `text/plain` for places that draw no HTML."""
+def static_bundle(
+    *, png: Optional[bytes] = None, html_body: Optional[str] = None, text: str = "", alt: str = ""
+) -> dict:
+    """The display bundle of a static copy: the hint, then a PNG (`png`, described by `alt`: its
+    `figure_description`) or the view's HTML (`html_body`), then `text` (a read-out); `text/plain` for
+    places that draw no HTML."""
     if (png is None) == (html_body is None):
         raise ValueError("static_bundle needs exactly one of png= (a figure) or html_body= (an HTML view).")
+    if png is not None and not alt.strip():
+        raise ValueError("static_bundle(png=...) needs alt=, what the figure shows: figure_description(fig).")
     body = (
-        f'<img alt="static copy of the figure" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        f'<img alt="{html.escape(alt, quote=True)}" '
+        f'src="data:image/png;base64,{base64.b64encode(png).decode()}">'
         if png is not None
         else html_body
     )

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 from ..maths import rules
 from .figures import savefig
 from .panels import COLORBLIND
-from .static import WIDGET_TEXT, plotly_to_png, static_bundle
+from .static import WIDGET_TEXT, figure_description, plotly_to_png, static_bundle
 
 __all__ = [
     "COLORS",
@@ -154,7 +154,9 @@ def live_view(
     def static():
         if shown["fig"] is None:
             return static_bundle(html_body="", text=shown["error"])
-        return static_bundle(png=plotly_to_png(shown["fig"]), text=shown["text"])
+        return static_bundle(
+            png=plotly_to_png(shown["fig"]), text=shown["text"], alt=figure_description(shown["fig"])
+        )
 
     def redraw(change=None):
         try:

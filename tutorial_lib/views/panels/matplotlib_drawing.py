@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from .figure_data import (
@@ -24,7 +25,23 @@ from .figure_data import (
     wrap,
 )
 
+# DescribedFigure stays out of `__all__`: matplotlib writes a `set` method into every subclass of `Figure`,
+# whose docstring the book's API pages cannot typeset.
 __all__ = ["to_matplotlib"]
+
+
+class DescribedFigure(Figure):
+    """The figure `to_matplotlib` draws: a matplotlib `Figure` whose text form in a notebook says what it
+    shows (`views.static.figure_description`: title, axes, line names) instead of `<Figure size 800x450
+    with 2 Axes>`; the course book makes that text the image's alt text. (A method of the class, not a
+    printer registered with IPython: activating the inline backend drops every printer registered for
+    `Figure`.)"""
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        from ..static import figure_description  # at use: this package loads nothing else of the views
+
+        printer.text(figure_description(self))
+
 
 _MPL_DASH = {"solid": "-", "dash": "--", "dot": ":", "dashdot": "-."}
 _MPL_MARKER = {
@@ -185,7 +202,13 @@ def to_matplotlib(
         fig, axes = ax.figure, np.array([[ax]], dtype=object)
     else:
         fig, axes = plt.subplots(
-            n_rows, n_cols, figsize=size or FIGURE_SIZE, squeeze=False, sharey=shared_y, sharex=shared_x
+            n_rows,
+            n_cols,
+            figsize=size or FIGURE_SIZE,
+            squeeze=False,
+            sharey=shared_y,
+            sharex=shared_x,
+            FigureClass=DescribedFigure,
         )
     small = n_rows > 1 or n_cols > 2  # a grid: smaller type
     handles: Dict[str, object] = {}
