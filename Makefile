@@ -51,7 +51,7 @@ models-qwen-1.5b: install
 	$(BIN)/python -c "import tutorial_lib.models.files as m; m.offline_model_dir('qwen2.5-coder-1.5b')"
 
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile --no-loadscope-reorder
 
 # A wheel and an sdist of tutorial_lib in dist/ (python -m build), for a class to `pip install` without a
 # clone; the wheel carries the task sets and the T5 pair, not data/results/ (book/manual/setup.md).

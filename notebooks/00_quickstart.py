@@ -1,12 +1,13 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python (tutorial_lib)
 #     language: python
@@ -45,7 +46,7 @@ output_dir = "."       # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.parameters.check_parameters(globals(), {
     "seed": "int>=0",
     "n_words": "int>=1",
     "n_alpha": "int>=2",

@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -62,7 +63,7 @@ output_dir = "."            # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.parameters.check_parameters(globals(), {
     "seed": "int>=0",
     "n_words": "int>=1",
     "loss": "str",

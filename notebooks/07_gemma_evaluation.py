@@ -114,7 +114,7 @@ output_dir = "."          # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.parameters.check_parameters(globals(), {
     "profile": "str",
     "n_items": "int>=1<=20000|None",
     "temperatures": "list[float]|None",

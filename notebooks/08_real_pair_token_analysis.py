@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -77,7 +78,7 @@ output_dir = "."          # where the metrics JSON is written
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.parameters.check_parameters(globals(), {
     "profile": "str",
     "n_items": "int>=1<=20000|None",
     "n_alpha": "int>=2",

@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -user_expressions
 #     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
@@ -86,7 +87,7 @@ output_dir = "."           # where the metrics JSON and the calibration are writ
 # as a literal where that gives the right kind, else refused with the `-y` form to use.
 import tutorial_lib as tl
 
-checked_parameters = tl.lessons.notebook.check_parameters(globals(), {
+checked_parameters = tl.lessons.parameters.check_parameters(globals(), {
     "profile": "str",
     "device": "str|None",
     "dtype": "str|None",

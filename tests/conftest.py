@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 
@@ -7,9 +9,44 @@ import torch
 EXECUTED_FOR_BOOK = "executed-notebooks"
 
 
+#: Test files that must run in the process of another, after it: the book's browser test builds the book
+#: from the notebooks test_notebooks_run.py executed (left under that process's base temporary folder).
+RUNS_AFTER = {"test_book_browser.py": "test_notebooks_run.py"}
+
+
 def pytest_collection_modifyitems(config, items):
-    """The book's browser test runs last: it builds the book from the notebooks the suite executed."""
-    items.sort(key=lambda item: item.path.name == "test_book_browser.py")
+    """The book's browser test runs last, after the notebooks it is built from."""
+    items.sort(key=lambda item: item.path.name in RUNS_AFTER)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs pytest-xdist with `--dist loadfile`: each test file is one unit of work for one
+    process, so a module's fixtures (a fresh virtual environment, a loaded model pair) are built once; here
+    the book's browser test joins the unit of the notebooks it is built from. (`--dist loadgroup` would be
+    the usual way, but pytest-xdist 3.8 renames node ids in a way pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileWithFollowers(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            folder, slash, name = scope.rpartition("/")
+            return folder + slash + RUNS_AFTER.get(name, name)
+
+    return LoadFileWithFollowers(config, log)
+
+
+def _share_the_cores_between_workers():
+    """Each pytest-xdist worker takes its share of the cores for torch, so two workers on two cores do not
+    run four threads that wait for one another."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+_share_the_cores_between_workers()
 
 
 @pytest.fixture(autouse=True)
@@ -35,8 +72,6 @@ def world():
 
 
 # CI explores the same hypothesis examples every run; locally each run explores new ones.
-import os  # noqa: E402
-
 from hypothesis import settings  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, print_blob=True)

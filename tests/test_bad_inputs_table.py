@@ -325,7 +325,7 @@ def test_alpha_given_to_a_method_without_a_rule_is_a_no_op_with_a_warning():
 
 
 def test_the_text_none_of_an_optional_parameter_is_none():
-    from tutorial_lib.lessons.notebook import check_parameters
+    from tutorial_lib.lessons.parameters import check_parameters
 
     namespace = {"results_dir": "None"}  # papermill -p results_dir None
     assert check_parameters(namespace, {"results_dir": "str|None"}) == {"results_dir": None}

@@ -460,3 +460,16 @@ def test_each_notebook_page_links_to_its_part_of_the_exercises_page(site):
         for target in targets:
             section = re.search(rf'<section id="{re.escape(target)}">\s*<h2>Notebook (\d\d): ', exercises)
             assert section and section.group(1) == name[:2], f"{name} links to #{target}, not its section"
+
+
+def test_executed_reruns_are_staged_without_this_checkouts_paths(tmp_path_factory):
+    """The real thing: papermill's injected `output_dir` and the result folders notebooks 06-08 print, as
+    the notebooks the book is built from ran here (the suite's own runs, or `make tutorial`'s)."""
+    executed, _ = _executed_notebooks(tmp_path_factory)
+    for name in ("06_t5_evaluation", "07_gemma_evaluation", "08_real_pair_token_analysis"):
+        raw = (executed / f"{name}.ipynb").read_text()
+        folders = [folder for folder, _ in build_book.builder_paths()]  # the checkout, home, temporary folder
+        assert any(folder in raw for folder in folders), f"{name}: its run printed no path to remove"
+        staged = json.dumps(build_book.stage_notebook(json.loads(raw), name))
+        assert not [folder for folder in folders if folder in staged], name
+        assert staged.count(f"]({build_book.ARXIV})") == 1, name

@@ -260,19 +260,6 @@ def test_relative_paths_leave_other_folders_alone():
     assert build_book.relative_paths("'/work/main' /rooted /tmp/a", paths) == "'.' /rooted $TMPDIR/a"
 
 
-@pytest.mark.skipif(
-    not (REPO / "build" / "notebooks" / "07_gemma_evaluation.ipynb").exists(),
-    reason="no executed copy of notebook 07 in build/notebooks/",
-)
-def test_an_executed_rerun_is_staged_without_this_checkouts_paths(tmp_path):
-    """The real thing where this checkout has it: papermill's injected `output_dir` and the printed
-    result folders of notebook 07 as `make reruns` executed it."""
-    nb = json.loads((REPO / "build" / "notebooks" / "07_gemma_evaluation.ipynb").read_text())
-    staged = json.dumps(build_book.stage_notebook(nb, "07_gemma_evaluation"))
-    assert str(REPO) not in staged
-    assert _box(json.loads(staged)).count(ARXIV_LINK) == 1
-
-
 # ---- the exercises page: each solution gives the value its executed notebook computed -----------------
 
 #: A value as a solution shows it: a number, "not reached", a verdict or a method's name, or a (method,

@@ -2,7 +2,7 @@
 string from papermill's `-p` is parsed, or refused with a message that shows the `-y` form.
 
 Every notebook is checked from its paired `.py` file: the cell right after `parameters` calls
-`tl.lessons.notebook.check_parameters` with every parameter the `parameters` cell sets, and running those two
+`tl.lessons.parameters.check_parameters` with every parameter the `parameters` cell sets, and running those two
 cells with a wrong-kind value for any checked parameter raises (it never passes silently)."""
 
 import ast
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tutorial_lib.lessons.notebook import NotebookParameterError, check_parameters
+from tutorial_lib.lessons.parameters import NotebookParameterError, check_parameters
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.py"))
 WRONG_TEXT = {

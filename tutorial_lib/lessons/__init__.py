@@ -9,6 +9,7 @@ r"""The maths behind lessons 01-05, on the examples and toy worlds, and the note
 - `toycheck`       - the engine on the toy world, scored against the truth.
 - `notebook`       - where a notebook run writes (the student's folders), recording the numbers it shows, and
   `check` / `solution` of the exercises.
+- `parameters`     - a notebook's parameters checked, right after its `parameters` cell, before anything runs.
 - `exercises`      - every notebook's exercises: what each needs, how its answer is computed, a hint about the
   idea.
 - `engines`        - the paper's rules behind engines' knobs: transformers' ensemble weight, relaxed
@@ -26,6 +27,7 @@ __all__ = [
     "first_timing",
     "lossy",
     "notebook",
+    "parameters",
     "rejection",
     "toycheck",
     "tradeoff",
