@@ -157,11 +157,42 @@ def _counts(row: Mapping, model: str):
     )
 
 
+class _Costs:
+    """One calibration's costs, each asked of it once: a run's rows ask the same few numbers (a step at k,
+    a prefill at a prompt length, a rule's block cost) thousands of times, and each answer is a median or
+    a least-squares fit over the calibration's samples. The calibration must not change while priced."""
+
+    def __init__(self, calibration: Calibration):
+        self.calibration = calibration
+        self.overhead_s = calibration.overhead_s
+        self._answers: dict = {}
+
+    def _once(self, key, compute):
+        if key not in self._answers:
+            self._answers[key] = compute()
+        return self._answers[key]
+
+    def fixed(self, kind: str, model: str, n_tokens: Optional[int]) -> float:
+        return self._once((kind, model, n_tokens), lambda: _fixed(self.calibration, kind, model, n_tokens))
+
+    def step(self, model: str, k: int) -> float:
+        return self._once(("step", model, k), lambda: _step(self.calibration, model, k))
+
+    def block(self, rule: str, gamma: int, beta) -> float:
+        return self._once(
+            ("block", rule, gamma, beta), lambda: self.calibration.block_overhead_for(rule, gamma, beta)
+        )
+
+
 def row_latency(row: Mapping, calibration: Calibration) -> float:
     """$L$ of one row (a dict, or a row of a table): its counted calls at the calibration's median
     costs, plus the per-call overhead for every decoder call and, for a speculative row, the
     per-block overhead for every verifier call (see the module docstring)."""
-    overhead = calibration.overhead_s
+    return _row_latency(row, _Costs(calibration))
+
+
+def _row_latency(row: Mapping, costs: _Costs) -> float:
+    overhead = costs.overhead_s
     n_prompt = row.get("prompt_tokens")
     n_prompt = (
         None if n_prompt is None or isinstance(n_prompt, float) and math.isnan(n_prompt) else int(n_prompt)
@@ -170,14 +201,12 @@ def row_latency(row: Mapping, calibration: Calibration) -> float:
     for model in MODELS:
         by_k, prefills, encoder_passes = _counts(row, model)
         if prefills:
-            total += prefills * (_fixed(calibration, "prefill", model, n_prompt) + overhead)
+            total += prefills * (costs.fixed("prefill", model, n_prompt) + overhead)
         if encoder_passes:
-            total += encoder_passes * _fixed(calibration, "encoder", model, n_prompt)
-        total += sum(c * (_step(calibration, model, k) + overhead) for k, c in enumerate(by_k, start=1) if c)
+            total += encoder_passes * costs.fixed("encoder", model, n_prompt)
+        total += sum(c * (costs.step(model, k) + overhead) for k, c in enumerate(by_k, start=1) if c)
         if model == "verifier" and row.get("method") == "speculative":
-            block = calibration.block_overhead_for(
-                str(row.get("rule")), int(row.get("gamma", 1)), row.get("beta", 1.0)
-            )
+            block = costs.block(str(row.get("rule")), int(row.get("gamma", 1)), row.get("beta", 1.0))
             total += (sum(by_k) + prefills) * block
     return total
 
@@ -210,10 +239,11 @@ def price_rows(
             "tokens fed, so their latency cannot be priced. Rerun the sweep into an empty results folder."
         )
     records = table.to_dict("records")
-    table[LATENCY_COLUMN] = [row_latency(r, calibration) for r in records]
+    costs = _Costs(calibration)
+    table[LATENCY_COLUMN] = [_row_latency(r, costs) for r in records]
     if accelerator:
-        flat = accelerator_calibration(calibration)
-        table[ACCELERATOR_COLUMN] = [row_latency(r, flat) for r in records]
+        flat = _Costs(accelerator_calibration(calibration))
+        table[ACCELERATOR_COLUMN] = [_row_latency(r, flat) for r in records]
     return table
 
 
