@@ -2,8 +2,8 @@
 string from papermill's `-p` is parsed, or refused with a message that shows the `-y` form.
 
 Every notebook is checked from its paired `.py` file: the cell right after `parameters` calls
-`tl.lessons.parameters.check_parameters` with every parameter the `parameters` cell sets, and running those two
-cells with a wrong-kind value for any checked parameter raises (it never passes silently)."""
+`tl.lessons.parameters.check_parameters` with every parameter the `parameters` cell sets, and running
+those two cells with a wrong-kind value for any checked parameter raises (it never passes silently)."""
 
 import ast
 import re
