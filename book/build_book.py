@@ -128,6 +128,47 @@ def _title_text(title) -> str:
 
 
 _NOTEBOOK_LINK = re.compile(r"\]\((\d\d_[A-Za-z0-9_]+)\.ipynb")
+
+#: An inline code span that names a piece of the library: `tl.maths.rules`, `tutorial_lib.stats.pricing`,
+#: `tl.maths.verification.verify_draft`, `tutorial_lib/maths/rules.py` (not a role's text: no `}` before it).
+_LIBRARY_NAME = re.compile(
+    r"(?<![}`])`((?:tl|tutorial_lib)(?:\.[A-Za-z_]\w*)+|tutorial_lib(?:/\w+)+\.py)`(?!`)"
+)
+_FENCE = re.compile(r"^(```|~~~)", re.M)
+
+
+def library_module(name: str) -> str | None:
+    """The module of `tutorial_lib` that `name` (a dotted name or a file path) names or is inside: the
+    longest prefix that is a module of this checkout, or None."""
+    parts = name.removesuffix(".py").replace("/", ".").split(".")
+    parts[0] = "tutorial_lib"
+    for end in range(len(parts), 0, -1):
+        folder = REPO.joinpath(*parts[:end])
+        if folder.with_suffix(".py").is_file() or (folder / "__init__.py").is_file():
+            return ".".join(parts[:end])
+    return None
+
+
+def link_library_names(markdown: str) -> str:
+    """Each inline code span of `markdown` that names the library becomes a link to its module's page of
+    the API reference (whose `[source]` links show the code, `sphinx.ext.viewcode`), outside fenced
+    code blocks. A name inside a module (`tl.generate`, a function) links to that module's page."""
+
+    def link(match: re.Match) -> str:
+        module = library_module(match.group(1))
+        return f"{{py:mod}}`{match.group(1)} <{module}>`" if module else match.group(0)
+
+    pieces = _FENCE.split(markdown)
+    out, inside = [], False
+    for piece in pieces:
+        if piece in ("```", "~~~"):
+            inside = not inside
+            out.append(piece)
+            continue
+        out.append(piece if inside else _LIBRARY_NAME.sub(link, piece))
+    return "".join(out)
+
+
 #: A link from a notebook (notebooks/ in a clone) to a page of the book; staged, the notebook sits one folder
 #: below the book's root, as notebooks/ sits one below the clone's.
 _BOOK_LINK = re.compile(r"\]\(\.\./book/")
@@ -541,7 +582,7 @@ def stage_notebook(nb: dict, name: str, times: dict | None = None) -> dict:
         ):
             tags.append("hide-input")
         if cell["cell_type"] == "markdown":
-            source = glue_roles("".join(cell["source"]), name)
+            source = link_library_names(glue_roles("".join(cell["source"]), name))
             cell["source"] = _NOTEBOOK_LINK.sub(
                 lambda m: (
                     f"]({m.group(1)}.ipynb"
@@ -776,7 +817,8 @@ def stage(executed: Path, source: Path) -> None:
     for page in sorted(source.rglob("*.md")):
         text = page.read_text(encoding="utf-8")
         if GLUE_FROM_NOTEBOOK.search(text):
-            page.write_text(paste_glued(text, staged, str(page.relative_to(source))), encoding="utf-8")
+            text = paste_glued(text, staged, str(page.relative_to(source)))
+        page.write_text(link_library_names(text), encoding="utf-8")
 
 
 def check_offline(site: Path) -> list[str]:

@@ -473,3 +473,27 @@ def test_executed_reruns_are_staged_without_this_checkouts_paths(tmp_path_factor
         staged = json.dumps(build_book.stage_notebook(json.loads(raw), name))
         assert not [folder for folder in folders if folder in staged], name
         assert staged.count(f"]({build_book.ARXIV})") == 1, name
+
+
+def test_pages_link_the_modules_they_name_to_api_pages_with_their_source(site):
+    """A module a notebook page names links to its page of the API reference, which links to the
+    module's code (`sphinx.ext.viewcode`)."""
+    linked = set()
+    for page in _pages(site):
+        if not re.match(r"\d\d_", page.name):
+            continue
+        for href in re.findall(r'href="([^"#]*_autosummary/tutorial_lib[^"#]*)', page.read_text()):
+            target = (page.parent / unquote(href)).resolve()
+            assert target.is_file(), f"{page.name}: a link to {href}, which the site does not have"
+            linked.add(target)
+    assert len(linked) >= 10, f"only {len(linked)} module pages are linked from the notebook pages"
+
+    def is_package(page: Path) -> bool:
+        return (REPO.joinpath(*page.stem.split(".")) / "__init__.py").is_file()
+
+    # a module's page links its code; a package's page (a wing's index) lists its modules, whose pages do
+    without_source = [p.name for p in linked if not is_package(p) and "viewcode-link" not in p.read_text()]
+    assert not without_source, f"API pages without a [source] link: {without_source}"
+    packages = [p for p in linked if is_package(p)]
+    unlisted = [p.name for p in packages if f'href="{p.stem}.' not in p.read_text()]
+    assert not unlisted, f"package pages that list none of their modules: {unlisted}"

@@ -452,3 +452,31 @@ def test_the_class_paths_link_their_notebooks_and_give_every_lesson_a_class():
         assert not named, f"a class path names notebooks {named} without a link: {row}"
     lessons = {name for name in build_book.notebook_names() if build_book.chapter(name) == "lessons"}
     assert lessons <= {name for _, name in linked}, f"no class for {sorted(lessons - {n for _, n in linked})}"
+
+
+# ---- from a page to the code it names ------------------------------------------------------------------
+
+
+def test_library_names_link_to_their_module_pages_outside_code_blocks():
+    text = (
+        "Use `tl.maths.verification.verify_draft`, `tutorial_lib/stats/pricing.py` and `tl.generate`; "
+        'quoted {eval}`glued["x:.1f"]`, code ``tl.maths`` and `numpy.mean` stay.\n'
+        "```python\n`tl.maths.rules`\n```\nthen `tutorial_lib.maths.rules`."
+    )
+    assert build_book.link_library_names(text) == (
+        "Use {py:mod}`tl.maths.verification.verify_draft <tutorial_lib.maths.verification>`, "
+        "{py:mod}`tutorial_lib/stats/pricing.py <tutorial_lib.stats.pricing>` and "
+        "{py:mod}`tl.generate <tutorial_lib>`; "
+        'quoted {eval}`glued["x:.1f"]`, code ``tl.maths`` and `numpy.mean` stay.\n'
+        "```python\n`tl.maths.rules`\n```\n"
+        "then {py:mod}`tutorial_lib.maths.rules <tutorial_lib.maths.rules>`."
+    )
+
+
+def test_every_module_a_notebook_names_is_linked_on_its_page():
+    for name in build_book.notebook_names():
+        staged = build_book.stage_notebook(_committed(name), name)
+        prose = "\n".join("".join(c["source"]) for c in staged["cells"] if c["cell_type"] == "markdown")
+        unlinked = [m.group(1) for m in build_book._LIBRARY_NAME.finditer(prose)]
+        assert not unlinked, f"{name}: names the library without a link: {unlinked[:5]}"
+        assert build_book.library_module("tl.maths.rules") == "tutorial_lib.maths.rules"
