@@ -171,7 +171,10 @@ def _open(browser, path: Path):
 
 
 def _pages(site: Path) -> list[Path]:
-    return sorted(p for p in site.rglob("*.html") if "_sources" not in p.parts and "_static" not in p.parts)
+    """The site's pages, without its copies of sources: `_sources`, and `_modules`, the library's code
+    as `sphinx.ext.viewcode` shows it (code, like a notebook's code cells, may print `inf` and `nan`)."""
+    copies = {"_sources", "_static", "_modules"}
+    return sorted(p for p in site.rglob("*.html") if not copies & set(p.parts))
 
 
 def test_every_page_loads_and_renders_its_equations(site, browser):

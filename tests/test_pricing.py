@@ -404,7 +404,7 @@ def test_prefills_are_priced_at_the_rows_prompt_length():
     row = counted_row(verifier_prefills=1, prompt_tokens=75)
     assert pricing.row_latency(row, cal) == pytest.approx(1.875)
     assert pricing.row_latency({**row, "prompt_tokens": float("nan")}, cal) == pytest.approx(1.25)
-    flat = pricing.accelerator_calibration(cal)
+    flat = cal.accelerator()
     assert flat.prefill_time("prefill_verifier", 75) == pytest.approx(0.1)
 
 

@@ -7,7 +7,7 @@ Two numbers of a machine matter most:
 - the drafter's **relative cost** $c = t_q / t_p(1)$ (a drafter step against a verifier step);
 - the verifier's **block-scoring cost** $t_p(k)$: as measured here (a CPU, where scoring $k$ tokens
   costs several steps), or **one step per block** ($t_p(k) = t_p(1)$, every call one step of its
-  model, prefills included: the regime of an accelerator, `pricing.accelerator_calibration`).
+  model, prefills included: the regime of an accelerator, `Calibration.accelerator`).
 
 `calibration_at(calibration, c, verifier)` scales every drafter kind of a calibration (steps,
 prefills, encoder passes) by one factor so that $t_q / t_p(1) = c$, keeping the verifier's costs,
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..decoding.calibration import Calibration
-from .pricing import LATENCY_COLUMN, accelerator_calibration, price_rows
+from .pricing import LATENCY_COLUMN, price_rows
 
 __all__ = [
     "MEASURED",
@@ -77,7 +77,7 @@ def calibration_at(calibration: Calibration, c: float, verifier: str = MEASURED)
         )
     if verifier not in VERIFIER_COSTS:
         raise ValueError(f"verifier={verifier!r}: choose {MEASURED!r} or {ONE_STEP!r}.")
-    base = accelerator_calibration(calibration) if verifier == ONE_STEP else calibration
+    base = calibration.accelerator() if verifier == ONE_STEP else calibration
     factor = c / machine_c(base)
     samples = {
         kind: ([v * factor for v in values] if kind.startswith(_DRAFTER_KINDS) else list(values))

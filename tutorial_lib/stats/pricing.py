@@ -28,7 +28,7 @@ Two pricings (columns of `price_rows`):
 - `modelled_latency_s`: the calibration as measured (here a CPU, where scoring $k$ tokens costs
   about $k$ one-token steps of the verifier);
 - `modelled_latency_accelerator_s`: the same calls if every call cost its model's one-token step,
-  $t_m(k) = t_m(1)$ for every $k$, prefills and encoder passes included (`accelerator_calibration`):
+  $t_m(k) = t_m(1)$ for every $k$, prefills and encoder passes included (`Calibration.accelerator`):
   the regime of an accelerator, where a call is bound by reading the weights, not by arithmetic.
 
 Prefills and encoder passes are priced at the row's prompt length (`prompt_tokens`) by a
@@ -62,7 +62,6 @@ __all__ = [
     "ACCELERATOR_COLUMN",
     "PRICINGS",
     "CALL_COLUMNS",
-    "accelerator_calibration",
     "row_latency",
     "price_rows",
     "latency_intervals",
@@ -115,30 +114,6 @@ def _fixed(calibration: Calibration, kind: str, model: str, n_tokens: Optional[i
     return calibration.prefill_time(key, n_tokens)
 
 
-def accelerator_calibration(calibration: Calibration) -> Calibration:
-    """The same machine if every call cost its model's one-token step: $t_p(k) = t_p(1)$,
-    $t_q(k) = t_q(1)$, prefills and encoder passes one step of their model; the overhead unchanged."""
-    samples = {kind: list(values) for kind, values in calibration.samples.items()}
-    one = {
-        "drafter": list(calibration.samples["drafter_step"]),
-        "verifier": list(calibration.samples["verifier_k1"]),
-    }
-    for kind in samples:
-        if kind.startswith("verifier_k"):
-            samples[kind] = one["verifier"]
-        elif kind == "drafter_k2":
-            samples[kind] = one["drafter"]
-        elif kind.startswith(("prefill_", "encoder_")):
-            samples[kind] = one[kind.split("_", 1)[1].partition("@")[0]]
-    return Calibration(
-        **{
-            **calibration.to_dict(),
-            "samples": samples,
-            "note": "accelerator pricing: every call costs one step of its model",
-        }
-    )
-
-
 # ---- pricing rows -------------------------------------------------------------------------------
 
 
@@ -188,10 +163,7 @@ def row_latency(row: Mapping, calibration: Calibration) -> float:
     """$L$ of one row (a dict, or a row of a table): its counted calls at the calibration's median
     costs, plus the per-call overhead for every decoder call and, for a speculative row, the
     per-block overhead for every verifier call (see the module docstring)."""
-    return _row_latency(row, _Costs(calibration))
-
-
-def _row_latency(row: Mapping, costs: _Costs) -> float:
+    costs = calibration if isinstance(calibration, _Costs) else _Costs(calibration)
     overhead = costs.overhead_s
     n_prompt = row.get("prompt_tokens")
     n_prompt = (
@@ -221,7 +193,7 @@ def price_rows(
     rows: Union[pd.DataFrame, Iterable[Mapping]], calibration: Calibration, *, accelerator: bool = True
 ) -> pd.DataFrame:
     """A copy of `rows` with `modelled_latency_s` (the calibration as measured) and, unless told not
-    to, `modelled_latency_accelerator_s` (`accelerator_calibration`). Rows without per-call counts
+    to, `modelled_latency_accelerator_s` (`Calibration.accelerator`). Rows without per-call counts
     are refused with the reason (see `row_latency`)."""
     if not isinstance(calibration, Calibration):
         raise TypeError(
@@ -240,10 +212,10 @@ def price_rows(
         )
     records = table.to_dict("records")
     costs = _Costs(calibration)
-    table[LATENCY_COLUMN] = [_row_latency(r, costs) for r in records]
+    table[LATENCY_COLUMN] = [row_latency(r, costs) for r in records]
     if accelerator:
-        flat = _Costs(accelerator_calibration(calibration))
-        table[ACCELERATOR_COLUMN] = [_row_latency(r, flat) for r in records]
+        flat = _Costs(calibration.accelerator())
+        table[ACCELERATOR_COLUMN] = [row_latency(r, flat) for r in records]
     return table
 
 

@@ -227,6 +227,27 @@ class Calibration:
         intercept, slope = self.prefill_fit(kind)
         return max(intercept + slope * n_tokens, 0.0)
 
+    def accelerator(self) -> "Calibration":
+        """The same machine if every call cost its model's one-token step: $t_p(k) = t_p(1)$,
+        $t_q(k) = t_q(1)$, prefills and encoder passes one step of their model; the overhead unchanged
+        (the regime of an accelerator, where a call is bound by reading the weights)."""
+        samples = {kind: list(values) for kind, values in self.samples.items()}
+        one = {"drafter": list(self.samples["drafter_step"]), "verifier": list(self.samples["verifier_k1"])}
+        for kind in samples:
+            if kind.startswith("verifier_k"):
+                samples[kind] = one["verifier"]
+            elif kind == "drafter_k2":
+                samples[kind] = one["drafter"]
+            elif kind.startswith(("prefill_", "encoder_")):
+                samples[kind] = one[kind.split("_", 1)[1].partition("@")[0]]
+        return Calibration(
+            **{
+                **self.to_dict(),
+                "samples": samples,
+                "note": "accelerator pricing: every call costs one step of its model",
+            }
+        )
+
     def textbook(self) -> "Calibration":
         """The same machine if scoring k tokens cost one step: $t_p(k) = t_p(1)$ for every measured k
         (and the drafter fed two tokens costs one step)."""
