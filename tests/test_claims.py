@@ -518,3 +518,185 @@ def test_a_configuration_equal_to_specdecode_on_one_task_is_dropped_on_that_task
     assert list(dropped["task"]) == ["a"] and list(dropped["label"]) == ["SpecCascade [Token-V2]"]
     token = kept[kept["label"] == "SpecCascade [Token-V2]"]
     assert set(token["task"]) == {"b"} and len(token) == N
+
+
+# ---- what the clock timed: per task, then pooled, beside the quality rows ---------------------------
+
+
+def _timed_rows(label, method, rule, alpha, *, task, gamma, wall, modelled=None, quality=None, texts=None):
+    """One configuration's rows of `task` at T = 0 (10 items), each with its wall and modelled time."""
+    quality = np.ones(10) if quality is None else quality
+    rows = config_rows(
+        label,
+        method,
+        rule,
+        alpha,
+        quality,
+        time=wall,
+        gamma=gamma,
+        temperature=0.0,
+        texts=texts,
+        rejected=2 if texts else 0,
+        accepted=8 if texts else 10,
+    )
+    modelled = wall if modelled is None else modelled
+    return [{**r, "task": task, "modelled_latency_s": modelled} for r in rows]
+
+
+def _timed_and_swept():
+    """Latency rows (SpecDecode at gamma 5, slower on facts and faster on humaneval; Token-V2 at gamma 1)
+    and quality rows at gamma 1 only, whose Token-V2 texts differ from the timed ones on 3 facts items and
+    whose drafter's on 5 humaneval items."""
+    timed, swept = [], []
+    for task, slow in (("facts", True), ("humaneval", False)):
+        timed += _timed_rows("Verifier", "verifier", None, 0.0, task=task, gamma=5, wall=1.0)
+        timed += _timed_rows(
+            "SpecDecode",
+            "speculative",
+            "spec",
+            0.0,
+            task=task,
+            gamma=5,
+            wall=2.0 if slow else 0.5,
+            modelled=1.8 if slow else 0.4,
+        )
+        differ = 3 if slow else 0
+        timed += _timed_rows(
+            "SpecCascade [Token-V2]",
+            "speculative",
+            "token_v2",
+            0.5,
+            task=task,
+            gamma=1,
+            wall=0.9,
+            quality=np.r_[np.zeros(differ), np.ones(10 - differ)],
+            texts=[f"timed {i}" if i < differ else f"same {i}" for i in range(10)],
+        )
+        drafter_texts = [f"int8 {i}" if (not slow and i < 5) else f"drafter {i}" for i in range(10)]
+        timed += _timed_rows(
+            "Drafter", "drafter", None, 0.0, task=task, gamma=5, wall=0.3, texts=drafter_texts
+        )
+        swept += _timed_rows("Verifier", "verifier", None, 0.0, task=task, gamma=1, wall=1.0)
+        swept += _timed_rows("SpecDecode", "speculative", "spec", 0.0, task=task, gamma=1, wall=1.0)
+        swept += [
+            {**r, "n_rejected": 1, "n_accepted": 9}
+            for r in _timed_rows(
+                "SpecCascade [Token-V2]",
+                "speculative",
+                "token_v2",
+                0.5,
+                task=task,
+                gamma=1,
+                wall=1.0,
+                texts=[f"same {i}" for i in range(10)],
+            )
+        ]
+        swept += _timed_rows(
+            "Drafter",
+            "drafter",
+            None,
+            0.0,
+            task=task,
+            gamma=1,
+            wall=1.0,
+            texts=[f"drafter {i}" for i in range(10)],
+        )
+    return pd.DataFrame(timed), pd.DataFrame(swept)
+
+
+def test_timed_verdicts_come_per_task_then_pooled_with_the_clock_beside_the_model():
+    from tutorial_lib.stats import hardware
+    from tutorial_lib.stats.analysis import POOLED
+
+    timed, swept = _timed_and_swept()
+    table = hardware.timed_verdicts(timed, swept, paths=("int8-dynamic", "bf16"), n_resamples=200)
+    assert list(dict.fromkeys(table["task"])) == ["facts", "humaneval", POOLED]
+    assert (table["task"] == POOLED).to_numpy().argmax() == 4 and (table["task"] == POOLED).sum() == 2
+    spec = table[table["label"] == "SpecDecode"].set_index("task")
+    # facts reverses what the pooled verdict says, on the model and on the clock, each beside the other
+    assert spec.loc["facts", "modelled"] == pytest.approx(1.8) and spec.loc[
+        "facts", "clock"
+    ] == pytest.approx(2.0)
+    assert spec.loc["facts", ["modelled_verdict", "clock_verdict"]].tolist() == [claims.DOES_NOT_HOLD] * 2
+    assert spec.loc["humaneval", ["modelled_verdict", "clock_verdict"]].tolist() == [claims.HOLDS] * 2
+    assert spec.loc[POOLED, "modelled"] == pytest.approx(2.2 / 2) and spec.loc[
+        POOLED, "clock"
+    ] == pytest.approx(1.25)
+    assert spec.loc[POOLED, "modelled_low"] <= 1.1 <= spec.loc[POOLED, "modelled_high"]
+    assert spec.loc["facts", "claim"] == (
+        "SpecDecode (gamma 5, T = 0, int8-dynamic drafter, bf16 verifier) is faster than the verifier at "
+        "batch size 1 on facts"
+    )
+    # no quality configuration at gamma 5: said so, no numbers made up
+    assert not spec["same_configuration"].any() and spec["n_differ"].isna().all()
+    assert "no configuration at gamma 5" in spec.loc["facts", "agreement"]
+    token = table[table["label"] == "SpecCascade [Token-V2]"].set_index("task")
+    assert "alpha 0.5" in token.loc["facts", "claim"] and token["same_configuration"].all()
+    assert token["n_differ"].tolist() == [3, 0, 3] and token["n_compared"].tolist() == [10, 10, 20]
+    assert (
+        token.loc[POOLED, "quality_timed_differing"] == 0
+        and token.loc[POOLED, "quality_swept_differing"] == 1
+    )
+    assert (
+        token.loc[POOLED, "quality_timed"] == pytest.approx(17 / 20)
+        and token.loc[POOLED, "quality_swept"] == 1
+    )
+    assert token.loc[POOLED, ["rejection_timed", "rejection_swept"]].tolist() == pytest.approx([0.2, 0.1])
+    assert table.set_index(["task", "label"])["drafter_n_differ"].xs("SpecDecode", level=1).tolist() == [
+        0,
+        5,
+        5,
+    ]
+    assert (table["verifier_n_differ"] == 0).all()
+    # compared with the quality rows' gamma 1 only when asked, and named as such
+    other = hardware.timed_verdicts(timed, swept, other_gamma=True, n_resamples=200)
+    spec = other[other["label"] == "SpecDecode"].set_index("task")
+    assert spec["n_compared"].tolist() == [10, 10, 20] and not spec["same_configuration"].any()
+    assert (
+        spec.loc["facts", "agreement"].endswith("compared with gamma 1")
+        and "gamma 5, T = 0)" in spec.loc["facts", "claim"]
+    )
+
+
+def test_timed_verdicts_on_the_committed_headline_run_recompute_the_issues_figures():
+    """The headline run's latency rows (int8 drafter) against its quality rows (bf16), at T = 0."""
+    from tutorial_lib.stats import hardware, pricing, report
+    from tutorial_lib.stats.analysis import POOLED
+
+    results = Path(__file__).resolve().parents[1] / "data" / "results"
+    quality = pd.DataFrame(rows_file.read_folder_rows(results / report.GEMMA_RUN))
+    timed = pricing.price_rows(
+        pd.DataFrame(rows_file.read_folder_rows(results / report.GEMMA_LATENCY_RUN)),
+        pricing.load_sweep_calibration(results / report.GEMMA_RUN),
+    )
+    table = hardware.timed_verdicts(timed, quality, paths=("int8-dynamic", "bf16"), other_gamma=True)
+    assert list(dict.fromkeys(table["task"])) == ["facts", "humaneval", "arithmetic-300", POOLED]
+    # the modelled ratios are those of latency_by_task.csv
+    committed = pd.read_csv(results / report.GEMMA_RUN / "latency_by_task.csv").set_index(
+        ["task", "label", "gamma"]
+    )
+    for _, row in table.iterrows():
+        kept = committed.loc[(row["task"], row["label"], row["gamma"])]
+        assert [row["modelled"], row["modelled_low"], row["modelled_high"]] == pytest.approx(
+            [kept["latency"], kept["latency_low"], kept["latency_high"]]
+        )
+    at = table.set_index(["task", "label", "gamma"])
+    facts = at.loc[("facts", "SpecDecode", 5)]
+    assert [facts["modelled"], facts["modelled_low"], facts["modelled_high"]] == pytest.approx(
+        [1.92, 1.74, 2.09], abs=0.005
+    )
+    assert (
+        facts["clock"] == pytest.approx(2.14, abs=0.005) and facts["modelled_verdict"] == claims.DOES_NOT_HOLD
+    )
+    pooled = at.loc[(POOLED, "SpecDecode", 5)]
+    assert pooled["modelled"] == pytest.approx(0.565, abs=5e-4) and pooled["clock"] == pytest.approx(
+        0.605, abs=5e-4
+    )
+    token = at.loc[(POOLED, "SpecCascade [Token-V2]", 5)]
+    assert (token["n_differ"], token["n_compared"], token["drafter_n_differ"]) == (36, 48, 41)
+    assert [token["quality_timed"], token["quality_swept"]] == pytest.approx([0.5625, 0.6875])
+    assert [token["rejection_timed"], token["rejection_swept"]] == pytest.approx([0.035, 0.020], abs=5e-4)
+    assert (
+        not token["same_configuration"]
+        and at.loc[(POOLED, "SpecCascade [Token-V2]", 1), "same_configuration"]
+    )

@@ -5,7 +5,8 @@ r"""What the rows say, with intervals.
 - `pricing`         - a sweep's rows priced from their counted calls with its stored calibration, per rule;
   the model's signed error against wall time.
 - `analysis`        - a sweep's curves, the paper's table and answer lengths, latency per task and pooled.
-- `hardware`        - every latency claim re-priced over the drafter's relative cost c; where verdicts flip.
+- `hardware`        - every latency claim re-priced over the drafter's relative cost c; where verdicts flip;
+  what each latency verdict timed, per task then pooled, beside the quality rows' texts.
 - `report`          - the reruns' result files and the README regions rendered from them
   (`python -m tutorial_lib.stats.report`).
 - `paired`          - paired bootstrap differences to the verifier and SpecDecode (corpus BLEU from
