@@ -71,7 +71,7 @@ book: install
 	$(BIN)/python book/build_book.py --executed $(EXECUTED) --out build/book
 
 # The engine (fixed gamma, gamma="auto", verifier alone) against transformers' greedy and assisted generation,
-# Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: data/benchmarks/engine_speed_cpu.md gives a run's size).
+# Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: data/benchmarks/engine_speed_cpu_<class>.md gives a run's size).
 benchmark: models-qwen
 	$(BIN)/python benchmarks/engine_speed.py
 

@@ -1,11 +1,13 @@
 r"""How fast is the engine? Fixed gamma, gamma="auto", the verifier alone, and transformers' own, on the
-kernel paths this machine measures fastest, against the bandwidth bound.
+kernel paths this machine measures fastest, against the bandwidth bound, one result per processor class.
 
 Runs Qwen2.5-Coder-0.5B-Instruct drafting for Qwen2.5-Coder-1.5B-Instruct (the offline pair; run
 `make models-qwen` once) on three chat prompts, greedy (T = 0), batch size 1, 48 new tokens. The pair is
-loaded on `--kernel-paths` (default: the drafter int8-dynamic, the verifier on the path the probe of
-`tutorial_lib.models.kernel_paths` finds cheapest for a block here; bf16 only where the processor has
-bf16 units, so on a machine without them this run is that machine's path). Methods:
+loaded on `--kernel-paths` (default `auto`: as `load_pair(..., dtype="auto")` loads it, so what a user
+following the README gets is what this measures: the verifier on the fp32 path the probe of
+`tutorial_lib.models.kernel_paths` finds cheapest for a block of 6 rows, bf16 only where the processor has
+bf16 units; the drafter on the path whose generation costs least, `tutorial_lib.models.drafter_paths`,
+every drafter path a candidate). Methods:
 
 - ours: the verifier alone, speculative decoding at each fixed gamma, and `gamma="auto"`;
 - transformers on the same weights and paths: greedy `generate`, and assisted generation with its default
@@ -25,15 +27,21 @@ $$\hat S(\gamma) = \frac{t_p(1)}{\bigl(\gamma t_q + t_p(\gamma+1)\bigr) (1 - a)/
   \quad (\text{plus the prompt's prefill calls}),$$
 
 beside the textbook $(1 - a^{\gamma+1}) / ((1 - a)(\gamma c + 1))$. The aims (`decoding.speed_tables.AIMS`)
-are judged from the numbers in the JSON. Lossless: at T = 0 every speculative run must give our
-verifier's tokens. `--beside-heavy-job` runs the whole measurement while another process keeps one core
-busy with matrix products (a laptop that is doing something else).
+are judged from the numbers in the JSON; where one is missed, the text says what stops it, in the run's
+numbers (`speed_tables.aim_limits`, with the peak FLOP/s measured here). Lossless: at T = 0 every speculative
+run must give our verifier's tokens. `--beside-heavy-job` runs the whole measurement while another process
+keeps one core busy with matrix products (a laptop that is doing something else).
+
+**One result per processor class.** The run records its processor's class (`models.processor_class`: vector
+units avx2 / avx512 / amx, bf16 units, model name) and the read bandwidth it measured, and writes
+`data/benchmarks/engine_speed_cpu_<class>.json` and `.md` (`_busy` beside a heavy job), so each class keeps
+its own table and notebook 09 shows them side by side.
 
     python benchmarks/engine_speed.py          # Qwen pair, 3 prompts x 3 rounds x 48 tokens
     python benchmarks/engine_speed.py --kernel-paths none --output /tmp/as_loaded   # the models as loaded
     python benchmarks/engine_speed.py --quick  # SmolLM2 verifying a perturbed copy, 2 prompts x 2 rounds
     python benchmarks/engine_speed.py --device cuda --dtypes bfloat16,float32 --kernel-paths none   # on a GPU
-    python benchmarks/engine_speed.py --beside-heavy-job --output data/benchmarks/engine_speed_cpu_busy
+    python benchmarks/engine_speed.py --beside-heavy-job   # data/benchmarks/engine_speed_cpu_<class>_busy
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from tutorial_lib.decoding.calibration import Calibration
 from tutorial_lib.decoding.engine import calibrate, generate
 from tutorial_lib.models import kernel_paths
 from tutorial_lib.models.adapter import load_model
+from tutorial_lib.models.processor_class import processor_class
 
 REPO = Path(__file__).resolve().parent.parent
 VERIFIER_ONLY, AUTO = "ours verifier-only", "ours gamma=auto"
@@ -150,17 +159,23 @@ def first_auto_block(pair, prompt, *, keep: bool) -> dict:
 pairwise = speed_tables.pairwise_ratio
 
 
-def benchmark_dtype(args, dtype):
+def pair_settings(args, dtype) -> dict:
+    """The speed profile this run loads its pair with (`speed_runs.load_speed_pair`): `--kernel-paths auto`
+    loads it as `load_pair(..., dtype="auto")` does."""
     paths = None if args.kernel_paths == "none" else tuple(args.kernel_paths.split(","))
     if paths is not None and len(paths) == 1:
-        paths = paths * 2
-    settings = speed_runs.speed_profile(
+        paths = paths[0] if paths[0] == "auto" else paths * 2
+    return speed_runs.speed_profile(
         "default" if args.quick else "qwen",
         dtype=dtype,
         device=args.device,
         kernel_paths=paths,
         gammas=args.gammas,
     )
+
+
+def benchmark_dtype(args, dtype):
+    settings = pair_settings(args, dtype)
     pair = speed_runs.load_speed_pair(settings)
     drafter, verifier = pair
     on_paths = {
@@ -240,6 +255,12 @@ def benchmark_dtype(args, dtype):
         },
     }
     checks["first_auto_block"] = first_block
+    checks["peak_flops"] = kernel_paths.measure_peak_flops() if args.device == "cpu" else None
+    checks["kernel_probes"] = {
+        role: {"chosen": probe.chosen, "note": probe.note or probe.describe(), "seconds": probe.seconds}
+        for role, lm in (("drafter", drafter), ("verifier", verifier))
+        if (probe := getattr(lm, "kernel_probe", None)) is not None
+    }
     last_auto = rows.loc[rows["method"] == AUTO].iloc[-1]
     checks["auto_learned_costs"] = last_auto["auto_costs"]
     for name in (
@@ -257,7 +278,8 @@ def markdown(result: dict) -> str:
     lines = [
         f"# Engine speed: {pair[0]} drafting for {pair[1]}",
         "",
-        f"Device: {result['device']}; beside it: {result['beside']}. T = 0, {args['prompts']} prompts x "
+        f"Device: {result['device']}; processor class: {_class_words(result)}; beside it: "
+        f"{result['beside']}. T = 0, {args['prompts']} prompts x "
         f"{args['rounds']} rounds in a shuffled order, {args['max_new_tokens']} new tokens, torch "
         f"{result['torch']}, {result['elapsed_s']:.0f} s in all. Kernel paths: "
         + "; ".join(f"{d}: {c['kernel_paths']}" for d, c in result["checks"].items())
@@ -266,6 +288,9 @@ def markdown(result: dict) -> str:
     ]
     lines += [speed_tables.engine_speed_methods(result).to_markdown(index=False, floatfmt=".3g"), ""]
     lines += [speed_tables.engine_speed_aims(result).to_markdown(index=False, floatfmt=".3g"), ""]
+    limits = speed_tables.aim_limits(result)
+    if limits:
+        lines += ["What stops each aim missed here:", ""] + [f"- {sentence}" for sentence in limits] + [""]
     for dtype, c in result["checks"].items():
         cal = Calibration.from_dict(result["calibration"][dtype])
         lines.append(
@@ -281,16 +306,29 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
-def main():
+def _class_words(result: dict) -> str:
+    machine = result.get("processor_class")
+    if not machine:
+        return "not recorded"
+    bandwidth = machine.get("read_bandwidth_gb_s")
+    return (
+        f"{machine['class']} (bf16 units: {'yes' if machine['bf16_units'] else 'no'}; {machine['model']}"
+        + (f"; read bandwidth {bandwidth:.1f} GB/s" if bandwidth else "")
+        + ")"
+    )
+
+
+def parse_args(argv=None):
+    """The command line (`argv`, default `sys.argv[1:]`), checked and with its lists parsed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds over all prompts and methods (>= 2)")
     parser.add_argument("--prompts", type=int, default=3, help="how many of the four chat prompts")
     parser.add_argument("--max-new-tokens", type=int, default=48)
     parser.add_argument(
         "--kernel-paths",
-        default="int8-dynamic,auto",
-        help="drafter,verifier kernel paths (models.kernel_paths; 'auto': the probe's choice; "
-        "'none': as loaded)",
+        default="auto",
+        help="drafter,verifier kernel paths (models.kernel_paths), or 'auto' alone: as load_pair(..., "
+        "dtype='auto') loads the pair; 'none': as loaded",
     )
     parser.add_argument(
         "--no-plain-reference",
@@ -333,17 +371,25 @@ def main():
         "or the heavy job of --beside-heavy-job)",
     )
     parser.add_argument(
-        "--output", default=None, help="path stem (default data/benchmarks/engine_speed[_quick]_<device>)"
+        "--output",
+        default=None,
+        help="path stem (default data/benchmarks/engine_speed[_quick]_<device>, on a CPU "
+        "engine_speed_cpu_<class>[_busy])",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.rounds < 2:
         parser.error("--rounds must be at least 2: the spread over rounds is part of the result.")
-    if args.threads:
-        torch.set_num_threads(args.threads)
     args.gammas = [int(g) for g in args.gammas.split(",") if g]
     args.hf_constant = [int(g) for g in args.hf_constant.split(",") if g]
     if args.quick:
         args.prompts, args.max_new_tokens = min(args.prompts, 2), min(args.max_new_tokens, 48)
+    return args
+
+
+def main():
+    args = parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     busy = speed_runs.start_heavy_job(1) if args.beside_heavy_job else None
     started = time.perf_counter()
     all_rows, summaries, checks, calibrations = [], [], {}, {}
@@ -360,8 +406,13 @@ def main():
 
     summary, rows = pd.concat(summaries, ignore_index=True), pd.concat(all_rows, ignore_index=True)
     machine = device_name(device)
+    kind = device.split(":")[0]
+    machine_class = None
+    if kind == "cpu":
+        machine_class = {**processor_class(), "read_bandwidth_gb_s": calibration.read_bandwidth / 1e9}
+        kind = f"cpu_{machine_class['class']}{'_busy' if args.beside_heavy_job else ''}"
     stem = args.output or str(
-        REPO / "data" / "benchmarks" / f"engine_speed{'_quick' if args.quick else ''}_{device.split(':')[0]}"
+        REPO / "data" / "benchmarks" / f"engine_speed{'_quick' if args.quick else ''}_{kind}"
     )
     pair = (calibration.drafter, calibration.verifier)
     beside = args.beside or (
@@ -370,6 +421,7 @@ def main():
     result = {
         "pair": pair,
         "device": machine,
+        "processor_class": machine_class,
         "beside": beside,
         "args": vars(args),
         "threads": torch.get_num_threads(),

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from tutorial_lib import models
 from tutorial_lib.decoding.engine import generate
 from tutorial_lib.models import kernel_paths as kp
+from tutorial_lib.models.processor_class import class_name
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = {"qwen": ("qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"), "smollm2": ("smollm2-135m", "smollm2-135m")}
@@ -60,7 +61,11 @@ def main() -> None:
     parser.add_argument("--pair", choices=sorted(PAIRS), default="qwen")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--context", type=int, default=64)
-    parser.add_argument("--output", default=str(REPO / "data" / "benchmarks" / "kernel_paths_cpu"))
+    parser.add_argument(
+        "--output",
+        default=str(REPO / "data" / "benchmarks" / f"kernel_paths_cpu_{class_name()}"),
+        help="path stem (default: data/benchmarks/kernel_paths_cpu_<processor class>)",
+    )
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument(
         "--bf16",

@@ -10,6 +10,9 @@
 - `kernel_paths` - which kernel computes a model's calls here (fp32, fp32-gemv, fp32-packed, bf16, int8 for a
   drafter), chosen by a probe, and the bound it is measured against (bytes of weights over the read
   bandwidth).
+- `drafter_paths` - the drafter's kernel path, chosen by a generation's cost (a prompt's prefill and one-row
+  steps), every drafter path a candidate.
+- `processor_class` - the class of processor a CPU measurement belongs to (avx2, avx512, amx; bf16 units).
 - `layer_skip`   - `<model>:layers=N`: a drafter made of a decoder-only model's first N layers
   (self-speculation).
 - `offline`      - those offline aliases (`smollm2-135m`, `qwen2.5-coder-0.5b`, `qwen2.5-coder-1.5b`) as
@@ -23,7 +26,18 @@ Importing this package registers every backend, so `load_model("toy-drafter")` w
 re-exported here: `tl.models.load_pair(...)`.
 """
 
-from . import adapter, files, kernel_paths, language_model, layer_skip, offline, synthetic_t5, toy
+from . import (
+    adapter,
+    drafter_paths,
+    files,
+    kernel_paths,
+    language_model,
+    layer_skip,
+    offline,
+    processor_class,
+    synthetic_t5,
+    toy,
+)
 from .adapter import *  # noqa: F401,F403  (the interface, re-exported)
 from .adapter import __all__ as _adapter_names
 from .language_model import LanguageModel, ModelPair, Session, check_compatible
@@ -38,11 +52,13 @@ __all__ = [
     "ToyModel",
     "toy_pair",
     "adapter",
+    "drafter_paths",
     "files",
     "kernel_paths",
     "language_model",
     "layer_skip",
     "offline",
+    "processor_class",
     "synthetic_t5",
     "toy",
 ]

@@ -382,8 +382,11 @@ def load_pair(
     max_memory=(None, {0: "30GiB", 1: "80GiB"}))` keeps the drafter on GPU 0 and spreads the verifier.
 
     `kernel_paths` (one for both, or a pair): each model's kernel (`models.kernel_paths.DRAFTER_PATHS`;
-    "int8-dynamic" for a drafter only), or "auto": the cheapest a probe finds here for the verifier's block of
-    `gamma + 1` rows and the drafter's one row (kept, reused). `dtype="auto"` is that on float32 weights.
+    "int8-dynamic" for a drafter only), or "auto": the cheapest a probe finds here, for the verifier a
+    block of `gamma + 1` rows on a path that keeps its fp32 law (bf16 only with bf16 units), for the
+    drafter a generation, a prompt's prefill and one-row steps, on any drafter path
+    (`models.drafter_paths`: the drafter's law may change, the output's may not); kept and reused.
+    `dtype="auto"` is that on float32 weights, the pair `benchmarks/engine_speed.py` measures.
     """
     if dtype == "auto":
         dtype, kernel_paths = torch.float32, "auto" if kernel_paths is None else kernel_paths

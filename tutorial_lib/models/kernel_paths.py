@@ -29,7 +29,8 @@ A path changes the model's law at most as its dtype does; speculative decoding t
 verifier *as computed on its path* (at `T = 0` token for token, its greedy output). `probe_paths`
 times every candidate on copies of a sample of the model's own linear layers (two decoder layers'
 and the output head), block sizes interleaved, and `choose_path` takes the one whose block of
-`gamma + 1` rows costs least; `apply_path` puts the model on it.
+`gamma + 1` rows costs least for a verifier; a drafter's is chosen by a generation's prefill and one-row steps
+(`drafter_paths`). `apply_path` puts the model on it.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import time
 import types
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -313,6 +314,7 @@ class PathProbe:
     bf16_units: bool = False
     note: str = ""
     samples: Dict[str, Dict[int, List[float]]] = field(default_factory=dict)
+    role: str = "verifier"
 
     def ratio(self, path: str, k: int) -> float:
         """t(k) / t(1) on `path`: 1 where a block costs what a token costs."""
@@ -329,6 +331,9 @@ class PathProbe:
         ]
 
     def describe(self) -> str:
+        if self.role == "drafter":
+            bf16 = "bf16 units" if self.bf16_units else "no bf16 units"
+            return f"kernel path {self.chosen!r} (least cost of a generation; {bf16}): {self.note}"
         block = self.gamma + 1
         parts = [
             f"{path}: t(1) {1000 * costs[1]:.1f} ms, t({block}) {1000 * costs[block]:.1f} ms"
@@ -355,8 +360,9 @@ class PathProbe:
         return cls(**data)
 
 
-def _sample_layers(model: nn.Module, decoder_layers: int = 2) -> nn.ModuleList:
-    """Copies of the linear layers of the model's first `decoder_layers` blocks and its output head."""
+def _sample_layers(model: nn.Module, decoder_layers: int = 2) -> Tuple[nn.ModuleList, int, float]:
+    """Copies of the linear layers of the model's first `decoder_layers` blocks and its output head, how many
+    of them are the blocks', and the model's count of blocks over the sample's."""
     linears, blocks = [], None
     for module in model.modules():
         if isinstance(module, nn.ModuleList) and len(module) > 1:
@@ -365,12 +371,14 @@ def _sample_layers(model: nn.Module, decoder_layers: int = 2) -> nn.ModuleList:
     sources = list(blocks[:decoder_layers]) if blocks is not None else [model]
     for source in sources:
         linears += [m for m in source.modules() if isinstance(m, nn.Linear)]
+    in_blocks = len(linears)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if isinstance(head, nn.Linear):
         linears.append(head)
     if not linears:
         raise ValueError("the model has no torch.nn.Linear layers to probe; pass path= explicitly")
-    return nn.ModuleList(_plain_copy(m) for m in linears)
+    scale = len(blocks) / len(sources) if blocks is not None else 1.0
+    return nn.ModuleList(_plain_copy(m) for m in linears), in_blocks, scale
 
 
 def _plain_copy(linear: nn.Linear) -> nn.Linear:
@@ -397,16 +405,19 @@ def probe_paths(
     ks: Sequence[int] = (1, 2, 4, 6, 8),
     rounds: int = 5,
     seed: int = 0,
+    whole_model: bool = False,
 ) -> PathProbe:
     """Time each path in `candidates` on copies of a sample of `model`'s linear layers, for calls of k rows
     (k in `ks`); one round runs every (path, k) once in a shuffled order, medians over `rounds` after a
-    warm-up round."""
+    warm-up round. `whole_model` scales the sampled blocks' time to all of the model's blocks (the output
+    head counted once), so that a prefill's rows and a step's are weighed as in the model."""
     for path in candidates:
         if path not in DRAFTER_PATHS:
             raise ValueError(f"candidate {path!r}: choose from {DRAFTER_PATHS}")
     ks = sorted({int(k) for k in (1, *ks)})
     candidates = available_paths(candidates)
-    sample = _sample_layers(model)
+    sample, in_blocks, scale = _sample_layers(model)
+    scale = scale if whole_model else 1.0
     layers = {path: apply_path(copy.deepcopy(sample), path) for path in candidates}
     width = {
         path: [m.in_features if isinstance(m, nn.Linear) else m.weight().shape[1] for m in layers[path]]
@@ -424,10 +435,13 @@ def probe_paths(
                 dtype = torch.bfloat16 if path == "bf16" else torch.float32
                 xs = [x.to(dtype) for x in inputs[k]]
                 start = time.perf_counter()
-                for layer, x in zip(layers[path], xs):
+                for layer, x in zip(layers[path][:in_blocks], xs):
+                    layer(x)
+                middle = time.perf_counter()
+                for layer, x in zip(layers[path][in_blocks:], xs[in_blocks:]):
                     layer(x)
                 if round_index:
-                    samples[path][k].append(time.perf_counter() - start)
+                    samples[path][k].append(scale * (middle - start) + time.perf_counter() - middle)
     seconds = {path: {k: statistics.median(v) for k, v in costs.items()} for path, costs in samples.items()}
     return PathProbe(
         seconds=seconds,
@@ -525,15 +539,20 @@ def put_on_path(
     path: str = "auto",
     *,
     gamma: int = 5,
-    candidates: Sequence[str] = VERIFIER_PATHS,
+    candidates: Optional[Sequence[str]] = None,
     allow_bf16: Optional[bool] = None,
     reprobe: bool = False,
     verbose: bool = True,
+    role: str = "verifier",
 ) -> Optional[PathProbe]:
-    """Put a loaded `LanguageModel` on `path`: a name from `DRAFTER_PATHS` (forced), or "auto": the path a
-    probe finds cheapest for a block of `gamma + 1` rows among `candidates` (kept in the cache per model,
-    gamma and machine, and reused unless `reprobe`). Prints the choice with its measured costs when
-    `verbose`. Returns the probe (None for a forced path)."""
+    """Put a loaded `LanguageModel` on `path`: a name from `DRAFTER_PATHS` (forced), or "auto": for
+    `role="verifier"` the path a probe finds cheapest for a block of `gamma + 1` rows among `candidates`
+    (default `VERIFIER_PATHS`); for `role="drafter"` the one whose generation costs least among
+    `DRAFTER_PATHS` (`drafter_paths.choose_drafter_path`: a prompt's prefill and one-row steps). The probe
+    is kept in the cache per model, role, gamma and machine, and reused unless `reprobe`. Prints the choice
+    with its measured costs when `verbose`. Returns the probe (None for a forced path)."""
+    if role not in ("verifier", "drafter"):
+        raise ValueError(f"role={role!r}: a model is put on a path as the 'verifier' or the 'drafter'")
     if getattr(lm, "is_toy", False) or not isinstance(getattr(lm, "model", None), nn.Module):
         raise ValueError(
             f"{getattr(lm, 'name', lm)!r} is not a torch model (a toy model has no kernels to choose); "
@@ -541,23 +560,37 @@ def put_on_path(
         )
     probe = None
     if path == "auto":
-        candidates = available_paths(candidates)
-        probe = None if reprobe else stored_probe(lm.name, gamma)
-        if probe is None or set(probe.seconds) != set(candidates):
-            probe = choose_path(probe_paths(lm.model, candidates=candidates), gamma, allow_bf16=allow_bf16)
-            store_probe(lm.name, probe)
+        drafter = role == "drafter"
+        candidates = available_paths(candidates or (DRAFTER_PATHS if drafter else VERIFIER_PATHS))
+        key, gamma = (f"{lm.name} as drafter", 0) if drafter else (lm.name, gamma)
+        probe = None if reprobe else stored_probe(key, gamma)
+        if probe is None or set(probe.seconds) != set(candidates) or probe.role != role:
+            probe = _probe_and_choose(lm.model, candidates, gamma, allow_bf16, role)
+            store_probe(key, probe)
         path = probe.chosen
         if verbose:
             print(f"{lm.name}: {probe.describe()}")
     lm.model = apply_path(lm.model, path)
-    lm.kernel_path = path
+    lm.kernel_path, lm.kernel_probe = path, probe
     return probe
+
+
+def _probe_and_choose(model, candidates, gamma, allow_bf16, role) -> PathProbe:
+    if role == "verifier":
+        return choose_path(probe_paths(model, candidates=candidates), gamma, allow_bf16=allow_bf16)
+    from .drafter_paths import DRAFTER_PREFILL_ROWS, choose_drafter_path
+
+    probe = probe_paths(
+        model, candidates=candidates, ks=(1, DRAFTER_PREFILL_ROWS), rounds=3, whole_model=True
+    )
+    probe.role = "drafter"
+    return choose_drafter_path(probe)
 
 
 def put_pair_on_paths(pair, paths: Sequence[Optional[str]], *, gamma: int = 5) -> None:
     """Put a loaded pair's drafter and verifier on `paths` (one each; None leaves that model as loaded), in
-    place: the drafter for its calls of one row, the verifier for blocks of `gamma + 1` rows
-    (`put_on_path`)."""
-    for lm, path, rows in zip(pair, paths, (0, gamma)):
+    place: the drafter for a generation's prefill and one-row steps, the verifier for blocks of `gamma + 1`
+    rows (`put_on_path`)."""
+    for lm, path, role in zip(pair, paths, ("drafter", "verifier")):
         if path is not None:
-            put_on_path(lm, path, gamma=rows)
+            put_on_path(lm, path, gamma=gamma, role=role)

@@ -97,7 +97,8 @@ def speed_profile(name: str = "default", **overrides) -> dict:
 
 
 def load_speed_pair(settings: Mapping):
-    """The profile's pair: named models, or a verifier with a perturbed copy of itself as drafter."""
+    """The profile's pair: named models, or a verifier with a perturbed copy of itself as drafter. Named
+    models on `kernel_paths="auto"` in fp32 are loaded as `load_pair(..., dtype="auto")` loads them."""
     from ...models.adapter import load_model, load_pair, perturbed
     from ...models.language_model import ModelPair
 
@@ -110,10 +111,13 @@ def load_speed_pair(settings: Mapping):
             from ...models.kernel_paths import put_on_path
 
             both = paths if isinstance(paths, (tuple, list)) else (paths, paths)
-            for lm, path, rows in zip(pair, both, (0, gamma)):
+            for lm, path, role in zip(pair, both, ("drafter", "verifier")):
                 if path is not None:
-                    put_on_path(lm, path, gamma=rows)
+                    put_on_path(lm, path, gamma=gamma, role=role)
         return pair
+    if paths == "auto" and settings["dtype"] in ("float32", "auto"):
+        # what a user following the README loads: `dtype="auto"`, its block size and its drafter's rule
+        return load_pair(drafter, verifier, dtype="auto", device=settings["device"])
     return load_pair(
         drafter, verifier, dtype=settings["dtype"], device=settings["device"], kernel_paths=paths, gamma=gamma
     )
