@@ -372,28 +372,30 @@ else:
 # `benchmarks/engine_speed.py` runs the Qwen pair (0.5B drafting for 1.5B) on the paths this machine measures
 # fastest, interleaved and repeated, against transformers' greedy and assisted generation on the same weights
 # and paths, and against transformers' greedy on the verifier as `from_pretrained` loads it (what a user runs
-# first). Its JSON is committed in `data/benchmarks/`, quiet and beside a heavy job; the tables below are read
-# from it: the methods (speed-ups over our verifier alone, medians [quartiles] over prompt and round), and each
-# aim of `tl.decoding.speed_tables.AIMS` with its verdict computed here from the numbers.
-# `benchmarks/kernel_paths.py` times the whole verifier on every path against its bound, on two processors:
-# one without bf16 units (AVX-512 only: bf16 is emulated, so slower than fp32) and one with them (AVX-512 bf16
-# and AMX: bf16 reads half the bytes and its block stays flat). Last, what share of a call is fixed whatever
+# first). Which path wins depends on the processor's class (`tl.models.processor_class`: AVX2 only, AVX-512
+# without bf16 units, AMX with them), so `data/benchmarks/` keeps one run per class,
+# `engine_speed_cpu_<class>.json` (`_busy`: beside a heavy job). The first table lists the committed classes
+# with this machine's class, detected now, marked (`speed_tables.processor_classes`); then each run: the methods
+# (speed-ups over our verifier alone, medians [quartiles] over prompt and round), each aim of
+# `tl.decoding.speed_tables.AIMS` with its verdict computed here from the numbers, and for each aim missed what
+# stops it (`speed_tables.aim_limits`). `benchmarks/kernel_paths.py` times the whole verifier on every path
+# against its bound, per class: without bf16 units (AVX-512 only: bf16 is emulated, so slower than fp32) and
+# with them (AVX-512 bf16 and AMX: bf16 reads half the bytes and its block stays flat). Last, what share of a call is fixed whatever
 # the call computes (`speed_tables.fixed_call_costs`): for the synthetic T5 pair of notebook 06, whose calls
 # last a millisecond (`benchmarks/t5_call_overhead.py`), and for this notebook's pair (section 2's calibration).
 
 # %%
 benchmarks = tutorial_lib.paths.DATA_DIR / "benchmarks"
-# each run says its processor, its kernel paths and what ran beside it: engine_speed_cpu on a Xeon
-# without bf16 units, engine_speed_cpu_busy an earlier run on an AMD EPYC, the _bf16_units runs on a
-# Xeon with bf16 units and AMX
-for name in ("engine_speed_cpu", "engine_speed_cpu_busy", "engine_speed_cpu_bf16_units",
-             "engine_speed_cpu_bf16_units_busy"):
-    path = benchmarks / f"{name}.json"
-    if not path.exists():
-        print(f"no {path.name}: run `python benchmarks/engine_speed.py` to measure it")
-        continue
-    run = json.loads(path.read_text())
-    print(f"{path.name}: {run['device']}; beside it: {run['beside']}; "
+this_class = tl.models.processor_class.processor_class()
+print(f"this machine: {this_class['model']}, class {this_class['class']} "
+      f"(bf16 units: {'yes' if this_class['bf16_units'] else 'no'})")
+classes = speed_tables.processor_classes(benchmarks, this_class["class"])
+display(tl.views.tables.page_table(classes, keys=["class"],
+                                   blank={column: "not run" for column in classes.columns}))
+metrics["processor_classes"] = {"this_class": this_class, "committed": classes.to_dict(orient="records")}
+for name in classes["file"].dropna():
+    run = json.loads((benchmarks / name).read_text())
+    print(f"{name}: {run['device']}; beside it: {run['beside']}; "
           f"{run['args']['prompts']} prompts x {run['args']['rounds']} rounds x "
           f"{run['args']['max_new_tokens']} tokens")
     not_counted = "not counted for this method"
@@ -406,11 +408,10 @@ for name in ("engine_speed_cpu", "engine_speed_cpu_busy", "engine_speed_cpu_bf16
     aims = speed_tables.engine_speed_aims(run)
     display(tl.views.tables.page_table(aims, keys=["dtype", "aim"],
                                        blank={column: "not run" for column in ("median", "q25", "q75")}))
+    for sentence in speed_tables.aim_limits(run):
+        print(f"  missed: {sentence}")
     metrics.setdefault("committed_benchmark", {})[name] = aims.to_dict(orient="records")
-for kernel_file in (benchmarks / "kernel_paths_cpu.json", benchmarks / "kernel_paths_cpu_bf16_units.json"):
-    if not kernel_file.exists():
-        print(f"no {kernel_file.name}: run `python benchmarks/kernel_paths.py --output ...` to measure it")
-        continue
+for kernel_file in sorted(benchmarks.glob("kernel_paths_cpu_*.json")):
     kernel_run = json.loads(kernel_file.read_text())
     whole_model = pd.DataFrame([
         {"model path": name, "t(1) ms": 1e3 * r["t_s"]["1"], "t(1) / bound": r["t1_over_bound"],

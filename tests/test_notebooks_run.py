@@ -420,6 +420,11 @@ def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
     auto = metrics["auto"]
     assert auto["same_tokens"] == auto["n_runs"] and sum(auto["gammas"].values()) > 0
     assert metrics["what_if_a0.8_c0.1"]["best_gamma_textbook"] >= 1
+    # one committed benchmark per processor class, the reader's class (detected at run time) marked
+    classes = metrics["processor_classes"]
+    committed = {row["class"]: row for row in classes["committed"]}
+    assert {"avx2", "avx512", "amx"} <= set(committed)
+    assert committed[classes["this_class"]["class"]]["yours"].startswith("<- yours")
 
 
 def test_rules_in_engines_smoke(tmp_path, monkeypatch):
