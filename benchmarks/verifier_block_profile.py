@@ -1,0 +1,145 @@
+r"""Where a verifier call of k rows spends its time as k grows: its linear layers, its output head, its
+attention beyond those layers (rotary, the cache's append, the product with the cache), and the rest (norms,
+activations, masks, Python), on the kernel path `load_pair(..., dtype="auto")` gives the verifier here.
+
+A block of k drafted tokens should cost what one token costs (the weights are read once either way); where
+$t_p(k)/t_p(1)$ grows, this says which part grows. Each part is timed inside the real call by forward hooks
+(`time.perf_counter` before and after each module), on top of a context of `--context` tokens, every k once
+per round in a shuffled order, medians over rounds; a call is cropped back after it, as the calibration does.
+
+    python benchmarks/verifier_block_profile.py            # Qwen2.5-Coder-1.5B, context 75, k = 1..8
+    python benchmarks/verifier_block_profile.py --model smollm2-135m --rounds 3 --output /tmp/profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from tutorial_lib.models import kernel_paths
+from tutorial_lib.models.adapter import load_model
+from tutorial_lib.models.processor_class import processor_class
+
+REPO = Path(__file__).resolve().parent.parent
+PARTS = ("linear layers", "output head", "attention beyond its linears", "rest")
+
+
+def hooked_timers(model: nn.Module) -> dict:
+    """Seconds spent in each part during the calls since the last reset (`timers["reset"]()`)."""
+    head = model.get_output_embeddings()
+    spent = dict.fromkeys(("linear", "head", "attention", "attention's linears"), 0.0)
+    started, inside = {}, []
+
+    def before(module, *_):
+        started[id(module)] = time.perf_counter()
+
+    def after_as(part):
+        def after(module, *_):
+            seconds = time.perf_counter() - started[id(module)]
+            spent[part] += seconds
+            if part == "linear" and inside:
+                spent["attention's linears"] += seconds
+
+        return after
+
+    def enter(module, *_):
+        inside.append(module)
+        before(module)
+
+    def leave(module, *_):
+        inside.pop()
+        after_as("attention")(module)
+
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            module.register_forward_pre_hook(before)
+            module.register_forward_hook(after_as("head" if module is head else "linear"))
+        elif name.endswith("self_attn"):
+            module.register_forward_pre_hook(enter)
+            module.register_forward_hook(leave)
+    return spent
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--path", default=None, help="kernel path (default: the probe's choice for gamma 5)")
+    parser.add_argument("--context", type=int, default=75, help="tokens in the cache before each call")
+    parser.add_argument("--ks", default="1,2,3,4,6,8")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--beside", default="nothing else", help="what else the machine ran meanwhile")
+    parser.add_argument("--output", default=None, help="path stem (default data/benchmarks/...)")
+    args = parser.parse_args()
+    ks = [int(k) for k in args.ks.split(",")]
+    lm = load_model(args.model, dtype="float32")
+    kernel_paths.put_on_path(lm, args.path or "auto", gamma=5, role="verifier")
+    spent = hooked_timers(lm.model)
+    context = [(1000 + 7 * i) % lm.vocab_size for i in range(args.context)]
+    session = lm.start(context)
+    session.feed(context, keep=1)
+    length = session.length
+    samples = {k: {part: [] for part in ("total", *PARTS)} for k in ks}
+    order = list(ks)
+    for round_index in range(args.rounds + 1):  # the first round warms up
+        random.Random(round_index).shuffle(order)
+        for k in order:
+            for part in spent:
+                spent[part] = 0.0
+            start = time.perf_counter()
+            session.feed([(2000 + 11 * i) % lm.vocab_size for i in range(k)], keep=k)
+            total = time.perf_counter() - start
+            session.crop(length)
+            if not round_index:
+                continue
+            parts = {  # q, k, v and o ran inside self_attn: counted once, as linear layers
+                "linear layers": spent["linear"],
+                "output head": spent["head"],
+                "attention beyond its linears": spent["attention"] - spent["attention's linears"],
+            }
+            parts["rest"] = total - sum(parts.values())
+            samples[k]["total"].append(total)
+            for part, seconds in parts.items():
+                samples[k][part].append(seconds)
+    medians = {
+        k: {part: statistics.median(v) for part, v in by_part.items()} for k, by_part in samples.items()
+    }
+    rows = []
+    for k in ks:
+        row = {"k": k, **{f"{part} ms": 1e3 * medians[k][part] for part in ("total", *PARTS)}}
+        row["t(k)/t(1)"] = medians[k]["total"] / medians[ks[0]]["total"]
+        row["growth over k=1, ms"] = 1e3 * (medians[k]["total"] - medians[ks[0]]["total"])
+        for part in PARTS:
+            row[f"{part}: growth ms"] = 1e3 * (medians[k][part] - medians[ks[0]][part])
+        rows.append(row)
+    machine = processor_class()
+    result = {
+        "model": args.model,
+        "kernel_path": lm.kernel_path,
+        "context": args.context,
+        "rounds": args.rounds,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "processor_class": machine,
+        "beside": args.beside,
+        "note": "linear layers: every torch.nn.Linear but the output head, q/k/v/o included; the hooks' own "
+        "time (about 200 per call) falls in the parts they bracket",
+        "rows": rows,
+        "samples": {str(k): v for k, v in samples.items()},
+    }
+    stem = args.output or str(REPO / "data" / "benchmarks" / f"verifier_block_profile_cpu_{machine['class']}")
+    Path(stem + ".json").write_text(json.dumps(result, indent=1))
+    import pandas as pd
+
+    print(pd.DataFrame(rows).round(3).to_string(index=False))
+    print(f"wrote {stem}.json")
+
+
+if __name__ == "__main__":
+    main()
