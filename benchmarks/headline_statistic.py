@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from tutorial_lib import paths
-from tutorial_lib.stats.claims import headline, headline_curves
+from tutorial_lib.stats.claims import headline, headline_curves, headline_reading
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
         parser.error(f"--out {out}: write outside data/ (the committed results are not rewritten here)")
 
     started = time.perf_counter()
-    rows, second = headline.headline_rows(args.results_dir)
+    rows, second = headline_reading.headline_rows(args.results_dir)
     loaded = time.perf_counter()
     table = headline.headline_table(
         rows, second_seed=second, margin=args.margin, n_resamples=args.n_resamples, seed=args.seed
@@ -47,7 +47,7 @@ def main() -> None:
 
     pd.set_option("display.width", 200)
     pd.set_option("display.max_colwidth", None)
-    summary = headline.headline_summary(table)
+    summary = headline_reading.headline_summary(table)
     print(f"# per-task summary ({args.n_resamples} resamples, seed {args.seed}, margin {args.margin:g})\n")
     for task, part in summary.groupby("task", sort=False):
         print(f"## {task} (n = {int(table.loc[table['task'] == task, 'n_items'].iloc[0])})")
@@ -60,7 +60,7 @@ def main() -> None:
                 print(f"    {cell}")
         print()
 
-    folder = Path(args.results_dir or paths.RESULTS_DIR) / headline.HEADLINE_RUN / "claims.csv"
+    folder = Path(args.results_dir or paths.RESULTS_DIR) / headline_reading.HEADLINE_RUN / "claims.csv"
     if folder.exists():
         current = pd.read_csv(folder)
         current = current[current["claim"].str.startswith("[Token]")]

@@ -172,7 +172,9 @@ headline_summary = claims.headline_summary(headline_table)
 headline = claims.headline
 quote = functools.partial(claims.headline_cell, headline_table, fraction=0.5)  # at half SpecDecode's rate
 VS_OTHERS, VS_VERIFIER = headline.VS_OTHERS, headline.VS_VERIFIER
-verdict_of = headline_summary[headline_summary["claim"] == headline.SUMMARY_CLAIMS[0][0]].set_index("task")
+headline_reading = claims.headline_reading
+the_headline = headline_reading.SUMMARY_CLAIMS[0][0]
+verdict_of = headline_summary[headline_summary["claim"] == the_headline].set_index("task")
 half = headline_table[(headline_table["statistic"] == VS_VERIFIER) & (headline_table["fraction"] == 0.5)]
 greedy = half.set_index(["task", "temperature"]).loc[("humaneval", 1.0)]
 glued = tl.lessons.notebook.glue_values(
@@ -192,7 +194,18 @@ glued = tl.lessons.notebook.glue_values(
     headline_margin=claims.headline_curves.MARGIN,
     headline_resamples=n_resamples,
 )
-headline_summary[["task", "claim", "verdict", "holds", "not_resolved", "does_not_hold", "cells"]]
+# the same statistics on the committed T5 run (notebook 06 writes them beside its rows)
+t5_headline = headline_reading.saved_headline(headline_reading.T5_RUN)
+t5_summary = claims.headline_summary(t5_headline)
+t5_verdict = t5_summary.set_index("claim")["verdict"]
+t5_quote = functools.partial(claims.headline_cell, t5_headline, t5_headline["task"].iloc[0], fraction=0.5)
+glued = tl.lessons.notebook.glue_values(
+    headline_t5=t5_verdict.loc[the_headline],
+    headline_t5_t1_others=t5_quote(1.0, VS_OTHERS),
+    headline_t5_t0_others=t5_quote(0.0, VS_OTHERS),
+)
+pd.concat([headline_summary, t5_summary])[["task", "claim", "verdict", "holds", "not_resolved",
+                                           "does_not_hold", "cells"]]
 
 # %% [markdown]
 # **The answer, per task** (for this pair, at $\gamma = 1$; the table above counts each claim's cells: three
@@ -204,6 +217,7 @@ headline_summary[["task", "claim", "verdict", "holds", "not_resolved", "does_not
 # | HumanEval | {eval}`glued["headline_humaneval"]` | $T = 1$: Token minus the best other rule {eval}`glued["headline_humaneval_t1_others"]`; minus the verifier sampled at $T = 1$ {eval}`glued["headline_humaneval_t1_verifier"]` |
 # | arithmetic-300 | {eval}`glued["headline_arithmetic"]` | $T = 0$: {eval}`glued["headline_arithmetic_t0_others"]` above the best other rule but {eval}`glued["headline_arithmetic_t0_verifier"]` against the verifier; $T = 1$: {eval}`glued["headline_arithmetic_t1_others"]` |
 # | facts | {eval}`glued["headline_facts"]` | $T = 1$: Token minus the verifier {eval}`glued["headline_facts_t1_verifier"]` |
+# | synthetic MT (the T5 rerun of notebook 06, at its own block size) | {eval}`glued["headline_t5"]` | Token minus the best other rule: $T = 1$ {eval}`glued["headline_t5_t1_others"]`; $T = 0$ {eval}`glued["headline_t5_t0_others"]` |
 #
 # "Holds" means every cell's interval lies above 0, "partly" some but not all, "does not hold" none. **Which
 # verifier is beaten** matters: on HumanEval the Token rules beat the verifier *sampled at* $T = 1$ (quality
@@ -520,30 +534,91 @@ latency_error.round(4) if latency_error is not None else None
 # quartiles): {eval}`glued["gemma_aim_sentence"]`.
 
 # %% [markdown]
+# ### Faster than the verifier: per task first, and on what was timed
+#
+# A latency verdict is about the configuration the clock timed, which is not always the one whose quality the
+# tables above report: the latency rows run on the profile's `latency_paths` (their own kernels, so their own
+# drafter law) at batch size 1, and at $\gamma = 5$ with the bonus token where the quality rows ran
+# $\gamma = 1$ without it. `tl.stats.hardware.timed_verdicts` names each verdict for what it timed (gamma,
+# alpha, $T$, kernel paths), gives it **per task first and pooled after**, the modelled ratio to the verifier
+# beside the **wall-clock** one (each a total over the verifier's total on the same items, with its 95% interval
+# over items), and sets beside it how far the timed texts are from the quality rows' texts of the nearest
+# configuration (the same one where the quality rows ran it, else the same rule and alpha at the quality rows'
+# gamma: `same_configuration` says which): items whose texts differ, each side's quality and rejection rate.
+
+# %%
+timed = None
+if latency_rows is not None:
+    timed = tl.stats.hardware.timed_verdicts(latency_rows, rows, paths=settings.get("latency_paths"),
+                                             column=latency_column, other_gamma=True, n_resamples=n_resamples)
+    pooled = timed[timed["task"] == analysis.POOLED]
+    per_task = timed[timed["task"] != analysis.POOLED]
+    reversed_tasks = per_task.merge(pooled[["label", "gamma", "temperature", "modelled_verdict"]],
+                                    on=["label", "gamma", "temperature"], suffixes=("", "_pooled"))
+    reversed_tasks = reversed_tasks[
+        reversed_tasks["modelled_verdict"] != reversed_tasks["modelled_verdict_pooled"]]
+    glued = tl.lessons.notebook.glue_values(
+        timed_reversals="; ".join(
+            f"{r.label} (gamma {r.gamma}) on {r.task}: {r.modelled:.2f}x the verifier modelled, {r.clock:.2f}x "
+            f"on the clock, {r.modelled_verdict} (pooled: {r.modelled_verdict_pooled})"
+            for r in reversed_tasks.itertuples()) or "none",
+        timed_differ="; ".join(
+            f"{r.label} (gamma {r.gamma}): {r.n_differ:.0f} of {r.n_compared:.0f} items"
+            for r in pooled.itertuples() if r.n_compared > 0) or "no comparable quality rows",
+    )
+    display(tl.views.tables.page_table(
+        timed[["task", "temperature", "label", "gamma", "alpha", "modelled", "modelled_low", "modelled_high",
+               "modelled_verdict", "clock", "clock_low", "clock_high", "clock_verdict", "same_configuration",
+               "n_compared", "n_differ", "quality_timed", "quality_swept", "rejection_timed",
+               "rejection_swept", "agreement"]],
+        keys=["task", "temperature", "label", "gamma"],
+        blank={column: "no comparable quality rows" for column in
+               ("n_compared", "n_differ", "quality_timed", "quality_swept", "rejection_timed",
+                "rejection_swept")}))
+else:
+    glued = tl.lessons.notebook.glue_values(timed_reversals="not measured: no latency rows saved",
+                                            timed_differ="not measured: no latency rows saved")
+
+# %% [markdown]
+# Where a task's verdict differs from the pooled one: {eval}`glued["timed_reversals"]`. Pooling weighs each task
+# by its verifier time, so a task of long answers decides the pooled verdict. How far the timed texts are from
+# the quality rows' (items whose texts differ, pooled): {eval}`glued["timed_differ"]`; a verdict on a
+# configuration whose texts differ this much is a verdict on the timed configuration, not on the quality
+# table's.
+
+# %% [markdown]
 # ## Did the paper's claims hold?
 #
 # The paper's Gemma claims, each measured as a difference that is positive when the claim holds, with a 95%
 # bootstrap interval over items (`tl.stats.claims.gemma_claims`, on the rejection-rate axis): **holds** when
 # the interval lies above 0, **does not hold** when it lies at or below 0, otherwise **not resolved at this
 # sample size**, with `n_needed`, the number of items per task at which a difference of the measured size
-# would be detected (5% test, 80% power; empty where the measured spread gives no such size). A claim about a
-# rule is measured on **that rule's own configurations** (never SpecDecode's or the drafter's runs at the ends
-# of its curve, nor a configuration with SpecDecode's texts); where it takes the best of several, its interval
-# holds for all of them at once, so the selection is inside it. Two labels say why a claim has no number, each
-# with its reason: **by construction** (the difference is fixed by the design whatever the items: a rule with
-# no configuration of its own, or no compared curve reaching the verifier's quality on its own runs, so both
-# sides read "not reached") and **not run** (a compared method was not run at that temperature: the profile's
-# design). Beside each claim, the **noise floor in the claim's own unit** (`tl.stats.paired.same_law_floor`):
-# two runs of one law on the same items. Where this profile has a second seed set (the verifier and SpecDecode
-# at $T = 1$ again, item $i$ drawn with seed $1000 + i$: `offline-large-seed2`, `headline-seed2`), a quality
-# claim gets the verifier's second run minus its first, and a rejection-rate claim SpecDecode's second rate
-# over its first, minus 1; else a quality claim gets SpecDecode minus the verifier (one law), which at $T = 0$
-# is 0 by construction and is not given as a floor. `noise_floor_from` says which, and `against_floor` whether
-# the estimate lies within the floor. Rejection rates are reported as rates, and a difference between them
-# relative to SpecDecode's own rate. "OPT helps less with Gemma than with T5" compares OPT's rejection-rate
-# advantage over Chow and Diff here with the same, on the same axis, in the saved T5 run of notebook 06
-# (`t5_profile`), when that run is saved. `report.write_gemma_results` writes the claims, the latency table
-# and the run's other result files beside its rows.
+# would be detected (5% test, 80% power). No estimate or bound is infinite:
+#
+# - "[Token] comes within the margin of the verifier at a lower rate than the other rules" is the paper's
+#   "matches the large model's quality at a lower rejection rate", measured with the headline statistic above:
+#   the rejection rate each group's best curve (with both ends) needs to come within the margin of the
+#   verifier's quality, over SpecDecode's rate and capped at 1 (SpecDecode's own end), the best other rule's
+#   minus the best Token rule's; the best curve chosen again in every paired resample.
+# - "[Token] beats the verifier sampled at the same temperature" takes the best of the Token rules' **own**
+#   configurations (never SpecDecode's or the drafter's runs at the ends of a curve, nor a configuration with
+#   SpecDecode's texts, nor Token-V1 at $T = 0$, which is Diff's run there), with bounds that hold for all of
+#   them at once, so the selection is inside the interval; at $T = 1$ "[Token] beats the greedy verifier"
+#   sets the same configurations against the verifier decoded greedily on the same items.
+# - "OPT helps less with Gemma than with T5" compares OPT's advantage over the better of Chow and Diff (the
+#   same capped rate) here with the same in the saved T5 run of notebook 06 (`t5_profile`), when that run is
+#   saved.
+#
+# Two labels say why a claim has no number, each with its reason: **by construction**, only for an identity
+# of the design checked on the texts (at $T = 0$ OPT emits Diff's tokens on both runs, so OPT helps neither),
+# and **not run** (a compared method was not run at that temperature: the profile's design). Beside each
+# claim, its **noise floor**: for the rate claim, the statistic itself recomputed with the verifier's and
+# SpecDecode's runs of the second seed set (`offline-large-seed2`, `headline-seed2`: item $i$ drawn with seed
+# $1000 + i$); for "beats the verifier sampled", the verifier's second run minus its first (or, without a second
+# seed set, SpecDecode minus the verifier, one law); the greedy verifier is not drawn, so it has none.
+# `noise_floor_from` says which, and `against_floor` whether the estimate lies within the floor's interval
+# reflected about 0. `report.write_gemma_results` writes the claims, the latency table and the run's other
+# result files beside its rows.
 
 # %%
 t5_rows = t5_tasks = None
@@ -565,20 +640,11 @@ else:   # no calibration: the claims alone
     claims_table = claims.gemma_claims(rows, tasks, t5_rows=t5_rows, t5_tasks=t5_tasks,
                                        n_resamples=n_resamples, second_seed=second_seed)
     write_table(claims_table, f"{sweep_path}/claims.csv")
-# An estimate without a finite value: one side never reaches the verifier's quality on all items; an
-# interval end without one: in over 2.5% of the resamples a side never reaches it.
-never_reaches = "one side never reaches the verifier's quality"
-unbounded_end = "unbounded: a side misses it in over 2.5% of resamples"
-claim_words = {"unbounded": {"estimate": never_reaches, "low": unbounded_end, "high": unbounded_end},
-               "blank": {**{column: "none (see verdict)" for column in ("estimate", "low", "high")},
-                         "n_needed": "none: resolved, by design or unbounded",
-                         "noise_floor": "none (see noise_floor_from)", "noise_floor_low": "none",
-                         "noise_floor_high": "none", "against_floor": "no floor"}}
-tl.views.tables.page_table(
+tl.views.tables.claims_page(
     claims_table[["claim", "task", "temperature", "unit", "estimate", "low", "high", "n", "verdict",
                   "n_needed", "noise_floor", "noise_floor_low", "noise_floor_high", "against_floor",
                   "noise_floor_from", "detail", "reason"]],
-    keys=["claim", "task", "temperature"], infinite_in_text="unbounded", **claim_words)
+    keys=["claim", "task", "temperature"])
 
 # %% [markdown]
 # The noise floor per task and temperature, in both units (what each claim's floor column reads from):
@@ -612,13 +678,8 @@ if earlier is not None:
     compared = claims.compare_claims(earlier_table, claims_table, report.GEMMA_RENAMED_TASKS)
     print(f"{earlier_profile} -> {settings['profile']}: {int(compared['changed'].sum())} of {len(compared)} "
           "verdicts changed")
-    display(tl.views.tables.page_table(
-        compared, keys=["claim", "task", "temperature"],
-        unbounded={f"{column}_{when}": claim_words["unbounded"][column]
-                   for column in ("estimate", "low", "high") for when in ("before", "after")},
-        blank={**{f"{column}_{when}": claim_words["blank"].get(column, "claim not in that run")
-                  for column in ("estimate", "low", "high", "n", "n_needed", "verdict")
-                  for when in ("before", "after")}}))
+    display(tl.views.tables.claims_page(compared, keys=["claim", "task", "temperature"],
+                                        suffixes=("before", "after")))
     glued = tl.lessons.notebook.glue_values(
         gemma_verdicts_changed=int(compared["changed"].sum()), gemma_verdicts_compared=len(compared),
         gemma_earlier=earlier_profile)

@@ -198,3 +198,22 @@ def test_a_t5_folder_holds_what_its_rows_give_today(folder):
         "today's (tutorial_lib/stats, maths or decoding/calibration changed since): run notebook 06 and "
         "commit them"
     )
+
+
+def test_the_manuals_forward_pass_shares_are_the_headline_runs():
+    """book/manual/reruns.md quotes the forward passes' share of each HumanEval chunk's wall time."""
+    rows = rows_file.read_folder_rows(RESULTS / "gemma-headline-e2cc8ff38748")
+    code = [r for r in rows if r["task"] == "humaneval"]
+    chunk = 6 * 49  # 6 items under 49 configurations, in the file's order
+    shares = [
+        sum(r["drafter_time_s"] + r["verifier_time_s"] for r in code[i : i + chunk])
+        / sum(r["wall_time_s"] for r in code[i : i + chunk])
+        for i in range(0, len(code), chunk)
+    ]
+    assert code[17 * chunk - 1]["example_id"] == "humaneval-101"
+    before, after = shares[:17], shares[17:]
+    quoted = f"{min(before):.0%}-{max(before):.0%}".replace("%-", "-")
+    later = f"{min(after):.0%}-{max(after):.0%}".replace("%-", "-")
+    text = " ".join((Path(__file__).resolve().parents[1] / "book/manual/reruns.md").read_text().split())
+    assert f"took {quoted} of each chunk's wall time" in text and f"in the 11 chunks after, {later}" in text
+    assert len(after) == 11

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tutorial_lib.stats import claims, intervals, report
-from tutorial_lib.stats.claims import headline
+from tutorial_lib.stats.claims import headline, headline_reading
 from tutorial_lib.stats.paired import item_scores
 from sweep_rows import config_rows
 
@@ -217,15 +217,15 @@ def test_the_summary_verdicts():
 
     for verdicts, expected in (
         ((claims.HOLDS, claims.HOLDS), claims.HOLDS),
-        ((claims.HOLDS, claims.NOT_RESOLVED), headline.PARTLY),
+        ((claims.HOLDS, claims.NOT_RESOLVED), headline_reading.PARTLY),
         ((claims.NOT_RESOLVED, claims.DOES_NOT_HOLD), claims.DOES_NOT_HOLD),
     ):
-        summary = headline.headline_summary(pd.DataFrame(cells(*verdicts)))
+        summary = headline_reading.headline_summary(pd.DataFrame(cells(*verdicts)))
         assert (summary["verdict"] == expected).all()
 
 
 def test_the_committed_headline_run_per_task_is_finite_and_reproduces_humaneval():
-    rows, second = headline.headline_rows()
+    rows, second = headline_reading.headline_rows()
     table = headline.headline_table(rows, second_seed=second, n_resamples=200)
     measured = table[table["statistic"] != headline.IDENTITY]
     assert len(measured) == 3 * 2 * 8
@@ -237,11 +237,11 @@ def test_the_committed_headline_run_per_task_is_finite_and_reproduces_humaneval(
     assert row["token_curve"] == TOKEN_V2 and row["estimate"] == pytest.approx(0.116, abs=0.002)
     assert row["low"] > 0 and row["verdict"] == claims.HOLDS
     assert _row(humaneval, headline.VS_OTHERS, 0.5)["estimate"] == pytest.approx(0.116, abs=0.002)
-    quoted = headline.headline_cell(table, "humaneval", 1.0, headline.VS_VERIFIER, 0.5)
+    quoted = headline_reading.headline_cell(table, "humaneval", 1.0, headline.VS_VERIFIER, 0.5)
     assert quoted.startswith("+0.11") and quoted.split("], ")[1].startswith(claims.HOLDS)
     with pytest.raises(ValueError, match="cells of the headline table match"):
-        headline.headline_cell(table, "humaneval", 1.0, headline.VS_VERIFIER)  # three fractions
-    assert headline.HEADLINE_RUN == report.GEMMA_RUN  # the run notebook 07 redraws
-    summary = headline.headline_summary(table)
-    assert len(summary) == 3 * len(headline.SUMMARY_CLAIMS)
-    assert set(summary["verdict"]) <= {claims.HOLDS, headline.PARTLY, claims.DOES_NOT_HOLD}
+        headline_reading.headline_cell(table, "humaneval", 1.0, headline.VS_VERIFIER)  # three fractions
+    assert headline_reading.HEADLINE_RUN == report.GEMMA_RUN  # the run notebook 07 redraws
+    summary = headline_reading.headline_summary(table)
+    assert len(summary) == 3 * len(headline_reading.SUMMARY_CLAIMS)
+    assert set(summary["verdict"]) <= {claims.HOLDS, headline_reading.PARTLY, claims.DOES_NOT_HOLD}

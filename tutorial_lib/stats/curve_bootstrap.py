@@ -22,7 +22,8 @@ costs more than the verifier), so a bound of $-\infty$ says "not reached in more
 `reached_share` is the share of resamples in which it was reached. The point estimate alone decides "reached":
 `NOT_REACHED` where the full-sample curve does not reach $Q_p$, whatever the interval.
 
-**Curve ends** (`ends=True`): at `gamma = 1`, as `analysis.with_rule_ends`, each speculative rule's
+**Curve ends** (`ends=True`): at `gamma = 1` (at any gamma on the rejection-rate axis), as
+`analysis.with_rule_ends`, each speculative rule's
 curve gets the drafter's quality at its drafter end (rejection rate 0; on a time axis SpecDecode's
 cost per emitted token times the drafter's tokens, on the full sample) and SpecDecode's point at its
 SpecDecode end (not Token-V3's), unless the rule measured that alpha itself.
@@ -81,7 +82,9 @@ class CurveBootstrap:
         configs, out = self.scores.configs, []
         drafter = self.scores.index("Drafter")
         for gamma in sorted(set(configs["gamma"])):
-            if gamma != 1:
+            # on the rejection-rate axis both ends hold at any block size; on a time axis the drafter end's
+            # cost is SpecDecode's per token only where one drafted token is judged per call
+            if gamma != 1 and self.cost != REJECTION:
                 continue
             spec = self.scores.index("SpecDecode", gamma)
             speculative = configs[

@@ -4,6 +4,8 @@ Notebooks 06 and 07 write their result files with the functions here (`write_t5_
 `write_gemma_results`), into the sweep's folder beside `rows.jsonl`:
 
 - `claims.csv` - the claims (`stats.claims`).
+- `headline.csv` - (T5) the headline claim's statistics on this run, as on the Gemma-style headline run
+  (`claims.headline_table` at the Token rules' block size), so both reruns answer it in the same terms.
 - `signed_error.csv` - per method, the modelled latency's signed error against the wall time: median and
   quartiles (`pricing.signed_error`).
 - `latency_by_task.csv` - (Gemma-style) batch-size-1 latency per task and pooled, total over total
@@ -87,7 +89,7 @@ def _relative_total(rows: pd.DataFrame, label: str, temperature: float, column: 
     return float(part.loc[part["label"] == label, column].sum() / verifier)
 
 
-_T5_TABLES = ("claims", "signed_error", "verdicts_by_c", "flip_points")
+_T5_TABLES = ("claims", "headline", "signed_error", "verdicts_by_c", "flip_points")
 #: what `write_t5_results` writes, so what its stamp (`sweeps.result_files`) hashes
 T5_RESULT_FILES = (*(f"{name}.csv" for name in _T5_TABLES), "facts.json")
 
@@ -146,6 +148,10 @@ def write_t5_results(
     column = pricing.LATENCY_COLUMN
     claims_table = claims.t5_claims(rows, tasks, cost=column, n_resamples=n_resamples)
     write_table(claims_table, folder / "claims.csv")
+    headline = claims.headline_table(
+        rows, tasks, n_resamples=n_resamples, gamma=claims.headline.run_gamma(rows)
+    )
+    write_table(headline, folder / "headline.csv")
     errors = pricing.signed_error(rows if clock_rows is None else clock_rows, by=["label", "temperature"])
     write_table(errors, folder / "signed_error.csv")
     machine = hardware.machine_c(calibration)

@@ -22,7 +22,7 @@ import math
 import re
 from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["MISSING", "NO_FINITE_VALUE", "PageTable", "page_table"]
+__all__ = ["MISSING", "NO_FINITE_VALUE", "PageTable", "page_table", "CLAIM_BLANKS", "claims_page"]
 
 #: What a missing cell reads where its column has no words of its own.
 MISSING = "no value"
@@ -176,3 +176,25 @@ def page_table(
         "\n".join(" | ".join(line) for line in [header] + rows) for header, rows, _ in parts
     ) + (f"\n{note}" if note else "")
     return PageTable(parts, note, plain)
+
+
+#: What an empty cell of a claims table (`stats.claims`) means, by column: a claim with no estimate is by
+#: construction or not run (its verdict and reason say which), a resolved claim needs no more items.
+CLAIM_BLANKS = {
+    **{column: "none (see verdict)" for column in ("estimate", "low", "high", "n")},
+    "verdict": "claim not in that run",
+    "n_needed": "none: resolved, or by design",
+    "noise_floor": "none (see noise_floor_from)",
+    "noise_floor_low": "none",
+    "noise_floor_high": "none",
+    "against_floor": "no floor",
+}
+
+
+def claims_page(frame, keys: Sequence[str], *, suffixes: Sequence[str] = ()) -> PageTable:
+    """A claims table (`stats.claims`; every estimate and bound finite) as a `PageTable` whose empty cells say
+    why (`CLAIM_BLANKS`). `suffixes`: a table of claims side by side (`claims.compare_claims`), whose columns
+    are named `{column}_{suffix}` ("before", "after")."""
+    blank = dict(CLAIM_BLANKS)
+    blank.update({f"{c}_{suffix}": words for c, words in CLAIM_BLANKS.items() for suffix in suffixes})
+    return page_table(frame, keys=keys, blank=blank)

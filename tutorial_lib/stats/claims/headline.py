@@ -57,24 +57,28 @@ estimate lies inside the floor's interval reflected about 0, else *beyond*. At $
 so a second seed set repeats the run: no floor is given, and `noise_floor_from` says why.
 
 `headline_table` gives the tidy table (one row per task, temperature, statistic and fraction or margin);
-`headline_summary` the per-task verdicts on the headline claim; `headline_rows` reads the committed run.
+`headline_reading` its per-task verdicts, a cell as prose quotes it and the committed runs.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 
-from ... import paths
-from ...sweeps import rows_file
 from .. import intervals
 from ..paired import ItemScores, item_scores
-from .headline_curves import FRACTIONS, MARGIN, OTHER_CURVES, HeadlineBootstrap, design_identities
+from .headline_curves import (
+    FRACTIONS,
+    MARGIN,
+    OTHER_CURVES,
+    HeadlineBootstrap,
+    design_identities,
+    margin_for,
+)
 from .paper_claims import TOKEN_CURVES
-from .verdicts import BY_CONSTRUCTION, DOES_NOT_HOLD, HOLDS, NOT_RESOLVED, NOT_RUN, against_floor, verdict
+from .verdicts import BY_CONSTRUCTION, NOT_RESOLVED, NOT_RUN, against_floor, verdict
 
 __all__ = [
     "VS_VERIFIER",
@@ -82,19 +86,13 @@ __all__ = [
     "RATE_VS_OTHERS",
     "RATE_VS_SPEC",
     "IDENTITY",
-    "PARTLY",
     "NEVER_WITHIN",
-    "HEADLINE_RUN",
-    "HEADLINE_SEED2_RUN",
+    "run_gamma",
+    "HeadlinePair",
+    "headline_pairs",
     "headline_table",
-    "headline_summary",
-    "headline_cell",
-    "headline_rows",
 ]
 
-#: The committed headline run and its second seed set (folders of `paths.RESULTS_DIR`).
-HEADLINE_RUN = "gemma-headline-e2cc8ff38748"
-HEADLINE_SEED2_RUN = "gemma-headline-seed2-0bd0a43005da"
 
 VS_VERIFIER = "quality at a matched rejection rate: Token - verifier"
 VS_OTHERS = "quality at a matched rejection rate: Token - best other rule"
@@ -102,8 +100,6 @@ RATE_VS_OTHERS = "rate to come within the margin of the verifier (over SpecDecod
 RATE_VS_SPEC = "rate to come within the margin of the verifier (over SpecDecode's): SpecDecode - Token"
 IDENTITY = "design identity (texts equal on every item)"
 STATISTICS = (VS_VERIFIER, VS_OTHERS, RATE_VS_OTHERS, RATE_VS_SPEC)
-#: `headline_summary`'s verdict where some but not all of a claim's cells hold.
-PARTLY = "partly"
 NEVER_WITHIN = "never within the margin below SpecDecode's rate"
 
 
@@ -125,10 +121,6 @@ def _interval(values: np.ndarray, confidence: float) -> Tuple[float, float]:
         return np.nan, np.nan
     low, high = intervals.percentile_interval(values, confidence)
     return float(low), float(high)
-
-
-def _signed(value: float) -> str:
-    return "nan" if not np.isfinite(value) else f"{value:+.3f}"
 
 
 def _greedy_quality(rows: pd.DataFrame, task: str, items: Sequence[str]) -> Optional[np.ndarray]:
@@ -170,14 +162,16 @@ def _scores(part: pd.DataFrame, tasks) -> ItemScores:
     return scores
 
 
-class _Pair:
+class HeadlinePair:
     """One (task, temperature): the bootstrap of its first run (and of the second-seed swap), the groups
-    and the rows of the table."""
+    and the rows of the table (`headline_pairs` builds them). `margin` None: `headline_curves.margin_for`
+    the task's metric."""
 
     def __init__(self, rows, part, second_seed, tasks, margin, n_resamples, seed, confidence):
         self.task, self.temperature = part["task"].iloc[0], float(part["temperature"].iloc[0])
         self.confidence = confidence
         self.scores = _scores(part, tasks)
+        margin = margin_for(self.scores.metric) if margin is None else margin
         self.identities = design_identities(part)
         greedy = _greedy_quality(rows, self.task, self.scores.items)
         self.main = HeadlineBootstrap(self.scores, margin=margin, greedy=greedy)
@@ -379,6 +373,27 @@ class _Pair:
             parts.append(left_out)
         return "; ".join(parts)
 
+    def identity_holds(self, copy: str) -> bool:
+        """Whether the design identity of `copy` (`T0_IDENTITIES`) was checked on the rows and holds."""
+        held = self.identities[self.identities["copy"] == copy] if len(self.identities) else self.identities
+        return bool(len(held)) and bool(held["holds"].all())
+
+    def rate_gap(self, mine: Sequence[str], theirs: Sequence[str]):
+        """Statistic (b) for any two groups of curves: the best (lowest) capped relative rate to come within
+        the margin of `theirs` minus that of `mine`, each group's best chosen again in every resample.
+        `(estimate, resampled (B,), mine's value, theirs' value, mine's curve, theirs' curve)`, or None
+        where a group has no curve here."""
+        mine = [c for c in mine if c in self.main.curves]
+        theirs = [c for c in theirs if c in self.main.curves]
+        if not mine or not theirs:
+            return None
+        field = len(FRACTIONS)
+        a, a_at = _group_values(self.main, self.point, mine, field, np.argmin)
+        b, b_at = _group_values(self.main, self.point, theirs, field, np.argmin)
+        a_d = _group_values(self.main, self.distribution, mine, field, np.argmin)[0]
+        b_d = _group_values(self.main, self.distribution, theirs, field, np.argmin)[0]
+        return float(b - a), b_d - a_d, float(a), float(b), mine[int(a_at)], theirs[int(b_at)]
+
     def identity_rows(self) -> List[dict]:
         out = []
         for record in self.identities.itertuples():
@@ -438,6 +453,8 @@ class _Pair:
 
 
 def _check(n_resamples, confidence, margin) -> None:
+    if margin is None:
+        return _check(n_resamples, confidence, MARGIN)
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 10:
         raise ValueError(f"n_resamples={n_resamples!r}: pass a whole number of resamples (2000 for tables).")
     if not 0 < confidence < 1:
@@ -451,24 +468,33 @@ def headline_table(
     tasks=None,
     *,
     second_seed: Optional[pd.DataFrame] = None,
-    margin: float = MARGIN,
+    margin: Optional[float] = None,
     n_resamples: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    gamma: int = 1,
 ) -> pd.DataFrame:
-    """The headline statistics (module docstring) per (task, temperature) of a Gemma-style run's `rows`, at
-    gamma 1: one row per (task, temperature, statistic, fraction or margin), and one per design identity
-    checked. Columns: `estimate`, `low`, `high` (95% percentile interval over `n_resamples` paired
+    """The headline statistics (module docstring) per (task, temperature) of a run's `rows` (Gemma-style at
+    gamma 1; the T5 run at its gamma 5): one row per (task, temperature, statistic, fraction or margin),
+    and one per design identity checked.
+    Columns: `estimate`, `low`, `high` (95% percentile interval over `n_resamples` paired
     resamples of the items, seed `seed`), `verdict`, the noise floor (`noise_floor`, `_low`, `_high`,
     `_from`, `against_floor`) from `second_seed` (the verifier's and SpecDecode's rows with a second seed
     set), `detail`, `n_items`; each group's value and interval (`token_*`, `other_*`) with the curve chosen
     on all items and the share of resamples that chose it; and, on the rows against the verifier, the
-    difference against the greedy verifier (`vs_greedy_*`). `tasks`: the sweep's tasks (corpus BLEU)."""
-    _check(n_resamples, confidence, margin)
-    rows = rows[rows["gamma"] == 1] if "gamma" in rows else rows
+    difference against the greedy verifier (`vs_greedy_*`). `tasks`: the sweep's tasks (corpus BLEU).
+    `margin`: quality units (None: `headline_curves.margin_for` each task's metric)."""
     out = []
-    for (task, temperature), part in rows.groupby(["task", "temperature"], sort=False):
-        pair = _Pair(rows, part, second_seed, tasks, margin, n_resamples, seed, confidence)
+    for pair in headline_pairs(
+        rows,
+        tasks,
+        second_seed=second_seed,
+        margin=margin,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        gamma=gamma,
+    ):
         out += pair.rows()
     table = pd.DataFrame(out)
     order = {s: i for i, s in enumerate(STATISTICS + (IDENTITY,))}
@@ -479,78 +505,35 @@ def headline_table(
     return table.drop(columns="_order").reset_index(drop=True)
 
 
-#: `headline_summary`'s claims: (claim, statistic of its cells).
-SUMMARY_CLAIMS = (
-    ("[Token] gives the best quality at a matched rejection rate (the headline)", VS_OTHERS),
-    ("[Token] beats the verifier at a matched rejection rate", VS_VERIFIER),
-    ("[Token] comes within the margin of the verifier at a lower rate than the other rules", RATE_VS_OTHERS),
-    ("[Token] comes within the margin of the verifier at a lower rate than SpecDecode", RATE_VS_SPEC),
-)
+def headline_pairs(
+    rows: pd.DataFrame,
+    tasks=None,
+    *,
+    second_seed: Optional[pd.DataFrame] = None,
+    margin: Optional[float] = None,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    gamma: int = 1,
+) -> List[HeadlinePair]:
+    """One `HeadlinePair` per (task, temperature) of `rows` at block size `gamma` (`headline_table`'s
+    arguments), resampled once: the table's rows and any other group comparison (`HeadlinePair.rate_gap`)
+    share its resamples."""
+    _check(n_resamples, confidence, margin)
+    if "gamma" in rows:
+        rows = rows[rows["gamma"] == gamma]
+    if not len(rows):
+        raise ValueError(f"no rows at gamma={gamma}: pass the block size the run's rules ran at.")
+    return [
+        HeadlinePair(rows, part, second_seed, tasks, margin, n_resamples, seed, confidence)
+        for _, part in rows.groupby(["task", "temperature"], sort=False)
+    ]
 
 
-def _cell_text(row) -> str:
-    where = f"T={row['temperature']:g}" + (f" {row['fraction']:g}r" if np.isfinite(row["fraction"]) else "")
-    interval = f"[{_signed(row['low'])}, {_signed(row['high'])}]"
-    return f"{where}: {_signed(row['estimate'])} {interval} {row['verdict']}"
-
-
-def headline_cell(table: pd.DataFrame, task: str, temperature: float, statistic: str, fraction=None) -> str:
-    """One cell of `headline_table` as prose quotes it: "+0.116 [+0.055, +0.157], holds" (the estimate, its
-    95% interval and its verdict; the chosen curves of the two groups where a group's value is compared)."""
-    where = (table["task"] == task) & (table["temperature"] == float(temperature))
-    cells = table[where & (table["statistic"] == statistic)]
-    if fraction is not None:
-        cells = cells[np.isclose(cells["fraction"], float(fraction))]
-    if len(cells) != 1:
-        raise ValueError(
-            f"{len(cells)} cells of the headline table match task={task!r}, temperature={temperature}, "
-            f"statistic={statistic!r}, fraction={fraction}; pick one of its rows."
-        )
-    row = cells.iloc[0]
-    text = f"{_signed(row['estimate'])} [{_signed(row['low'])}, {_signed(row['high'])}], {row['verdict']}"
-    curves = [row.get("token_curve"), row.get("other_curve")]
-    named = [c for c in curves if isinstance(c, str) and c]
-    return text + (f" ({' against '.join(named)})" if named else "")
-
-
-def headline_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per task, the verdict on the paper's headline claim and its parts (`SUMMARY_CLAIMS`), from
-    `headline_table`'s rows: a claim's **cells** are its statistic's rows at every temperature and fraction
-    (1/4, 1/2, 3/4 of SpecDecode's rate; one cell per temperature for the rate statistics). Its verdict is
-    **holds** when every cell holds; **partly** when at least one cell holds and at least one does not
-    (does not hold, or not resolved at this sample size); **does not hold** when no cell holds (the counts
-    say how many of them are measured misses, `does_not_hold`, and how many unresolved). `numbers` lists
-    each cell's estimate, 95% interval and verdict (`1/2r`: at half of SpecDecode's rate)."""
-    out = []
-    for task, part in table.groupby("task", sort=False):
-        for claim, statistic in SUMMARY_CLAIMS:
-            cells = part[part["statistic"] == statistic]
-            holds = int((cells["verdict"] == HOLDS).sum())
-            misses = int((cells["verdict"] == DOES_NOT_HOLD).sum())
-            decided = HOLDS if holds == len(cells) and holds else PARTLY if holds else DOES_NOT_HOLD
-            out.append(
-                {
-                    "task": task,
-                    "claim": claim,
-                    "verdict": decided,
-                    "cells": len(cells),
-                    "holds": holds,
-                    "does_not_hold": misses,
-                    "not_resolved": len(cells) - holds - misses,
-                    "numbers": "; ".join(_cell_text(r) for _, r in cells.iterrows()),
-                }
-            )
-    return pd.DataFrame(out)
-
-
-def headline_rows(
-    results_dir=None, *, run: str = HEADLINE_RUN, seed2_run: Optional[str] = HEADLINE_SEED2_RUN
-):
-    """`(rows, second_seed)`: the committed headline run's rows and its second seed set's rows (None where
-    `seed2_run` is None), read from their folders under `results_dir` (default `paths.RESULTS_DIR`) with
-    `rows_file.read_folder_rows` (`report.saved_gemma_run("headline")` gives the same rows, priced, in
-    minutes)."""
-    root = Path(results_dir) if results_dir is not None else paths.RESULTS_DIR
-    rows = pd.DataFrame(rows_file.read_folder_rows(root / run))
-    second = pd.DataFrame(rows_file.read_folder_rows(root / seed2_run)) if seed2_run else None
-    return rows, second
+def run_gamma(rows: pd.DataFrame) -> int:
+    """The block size a run's Token rules ran at (the smallest, where several): the gamma of its headline
+    table (1 on the Gemma-style runs, 5 on the T5 run)."""
+    token = rows[rows["label"].isin(TOKEN_CURVES)] if "gamma" in rows else rows.iloc[:0]
+    if not len(token):
+        raise ValueError("no Token-rule rows: the headline statistic compares the Token rules; run them.")
+    return int(token["gamma"].min())

@@ -16,10 +16,29 @@ from ..curve_bootstrap import REJECTION, CurveBootstrap
 from ..paired import ItemScores
 from .paper_claims import DEFERRAL_CURVES
 
-__all__ = ["MARGIN", "FRACTIONS", "OTHER_CURVES", "T0_IDENTITIES", "design_identities", "HeadlineBootstrap"]
+__all__ = [
+    "MARGIN",
+    "PERCENT_METRICS",
+    "margin_for",
+    "FRACTIONS",
+    "OTHER_CURVES",
+    "T0_IDENTITIES",
+    "design_identities",
+    "HeadlineBootstrap",
+]
 
 #: Quality units within which a curve counts as matching the verifier's quality (statistic (b)).
 MARGIN = 0.02
+#: Metrics on a 0-100 scale: the margin is `MARGIN` of that scale (2 BLEU points).
+PERCENT_METRICS = ("bleu",)
+
+
+def margin_for(metric: str) -> float:
+    """The margin of statistic (b) in `metric`'s units: `MARGIN` of the metric's scale (0.02 on a score in
+    [0, 1], 2 points of BLEU's 0-100), so every run states the same margin."""
+    return MARGIN * (100.0 if str(metric).lower() in PERCENT_METRICS else 1.0)
+
+
 #: The matched rejection rates of statistic (a), as fractions of SpecDecode's rate.
 FRACTIONS = (0.25, 0.5, 0.75)
 

@@ -16,6 +16,20 @@ from .verdicts import BY_CONSTRUCTION, NOT_RESOLVED, NOT_RUN, against_floor, n_n
 
 __all__ = []
 
+
+def _value(
+    boot: CurveBootstrap, name: str, curve: tuple, budget: float, with_verifier: bool = False
+) -> tuple:
+    """`boot.value`; `with_verifier`: the better of the curve's value and the verifier's quality, on the items
+    and in each resample (the verifier alone is open to either side within a budget of its own latency or
+    more: `TaskClaims.compare`)."""
+    point, resampled = boot.value(name, curve, budget)
+    if not with_verifier:
+        return point, resampled
+    verifier, verifier_resampled = boot.value("verifier_quality")
+    return max(point, verifier), np.maximum(resampled, verifier_resampled)
+
+
 #: The units of a noise floor (`paired.same_law_floor`'s columns): a claim's `floor`.
 QUALITY_FLOOR, RATE_FLOOR = "quality", "rate"
 
@@ -23,10 +37,21 @@ QUALITY_FLOOR, RATE_FLOOR = "quality", "rate"
 class _Group:
     """The best of some curves for one statistic: point, resampled values and simultaneous bounds."""
 
-    def __init__(self, boot: CurveBootstrap, curves: Sequence[tuple], name: str, budget: float, bounds: dict):
+    def __init__(
+        self,
+        boot: CurveBootstrap,
+        curves: Sequence[tuple],
+        name: str,
+        budget: float,
+        bounds: dict,
+        with_verifier,
+    ):
         self.curves = list(curves)
-        values = [boot.value(name, c, budget) for c in self.curves]
+        values = [_value(boot, name, c, budget, with_verifier) for c in self.curves]
         self.points = np.array([v[0] for v in values]) if values else np.zeros(0)
+        # where the verifier alone is the better choice, the group's best is the verifier's, so say so
+        own = [boot.value(name, c, budget)[0] for c in self.curves]
+        self.verifier_chosen = bool(with_verifier and own and max(own) < self.points.max())
         self.low = np.array([bounds[(name, budget, c)][0] for c in self.curves])
         self.high = np.array([bounds[(name, budget, c)][1] for c in self.curves])
 
@@ -40,16 +65,18 @@ class _Group:
 
     @property
     def label(self) -> str:
+        if self.verifier_chosen:
+            return "the verifier (no configuration of this side better within the budget)"
         return self.curves[int(np.argmax(self.points))][0]
 
 
 def _bounds(
-    boot: CurveBootstrap, curves: Sequence[tuple], name: str, budget: float, confidence: float
+    boot: CurveBootstrap, curves: Sequence[tuple], name: str, budget: float, confidence: float, with_verifier
 ) -> dict:
     """Simultaneous bounds over every curve of the claim (one family per claim)."""
     if not curves:
         return {}
-    values = [boot.value(name, c, budget) for c in curves]
+    values = [_value(boot, name, c, budget, with_verifier) for c in curves]
     points = np.array([v[0] for v in values])
     distribution = np.vstack([v[1] for v in values])
     low, high = intervals.simultaneous_bounds(points, distribution, confidence)
@@ -201,9 +228,18 @@ class TaskClaims:
         scale: float = 1.0,
         extra_detail: str = "",
         floor: Optional[str] = QUALITY_FLOOR,
+        with_verifier: bool = False,
     ) -> dict:
-        """best of `mine` - best of `theirs` for statistic `name`, divided by `scale`."""
+        """best of `mine` - best of `theirs` for statistic `name`, divided by `scale`. `with_verifier`
+        ("best_quality" within a `budget` >= 1, the verifier's own latency or more): the verifier alone is
+        open to both sides (what a user on that budget can always run), so a side with no configuration within
+        the budget is worth the verifier's quality, never minus infinity, and a side is never worth less."""
         a_curves, b_curves = self.curves(mine, gamma), self.curves(theirs, gamma)
+        if with_verifier and (name != "best_quality" or not budget >= 1.0):
+            raise ValueError(
+                f"with_verifier with name={name!r}, budget={budget}: the verifier is open to a side only for "
+                "best_quality within a budget of at least its own latency (1)."
+            )
         missing = [
             (group, *self.why_none(group))
             for group, found in ((mine, a_curves), (theirs, b_curves))
@@ -225,8 +261,8 @@ class TaskClaims:
                 reason="; ".join(f"{', '.join(group)}: {why}" for group, _, why in missing),
                 unmeasured=unmeasured,
             )
-        bounds = _bounds(self.boot, a_curves + b_curves, name, budget, self.confidence)
-        a, b = (_Group(self.boot, c, name, budget, bounds) for c in (a_curves, b_curves))
+        bounds = _bounds(self.boot, a_curves + b_curves, name, budget, self.confidence, with_verifier)
+        a, b = (_Group(self.boot, c, name, budget, bounds, with_verifier) for c in (a_curves, b_curves))
         if np.isneginf(a.best) and np.isneginf(b.best) and name == "reduction":
             return self.row(
                 claim,
