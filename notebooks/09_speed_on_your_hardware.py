@@ -457,6 +457,47 @@ tl.views.tables.page_table(fixed_costs.reset_index(), keys=[fixed_costs.index.na
 # kernel or fewer bytes cannot make them much cheaper, only fewer calls can.
 
 # %% [markdown]
+# ### llama.cpp on the same weights
+# What does a production engine reach on the same pair? `benchmarks/llama_cpp_peer.py` (`make bench-llama-cpp`)
+# builds llama.cpp from source for this processor's vector units and runs its greedy decoding and its speculative
+# decoding (the 0.5B drafting for the 1.5B, its default draft of 3 tokens) on the very GGUF files our engine
+# converts from, at their own precision, on the engine benchmark's prompts, interleaved and repeated on a quiet
+# machine. The table is read from the committed `data/benchmarks/llama_cpp_<class>.json`
+# (`tl.decoding.peer_tables.llama_cpp_table`): tokens per second include the prefill, as ours do, and the
+# bound reads the verifier's GGUF bytes once per token at the bandwidth measured in the same run.
+
+# %%
+# the quiet run first; each file names its processor and the load around its runs
+peer_files = sorted(benchmarks.glob("llama_cpp_*.json"))
+peer_files = [path for path in peer_files if not path.stem.endswith("_busy")] or peer_files
+if peer_files:
+    peer_run = json.loads(peer_files[0].read_text())
+    peer_numbers = tl.decoding.peer_tables.llama_cpp_glue(peer_run)
+    print(f"{peer_files[0].name}: {peer_run['machine']['model']} (class {peer_run['machine']['class']}), "
+          f"{peer_run['args']['threads']} threads; verifier {peer_run['models']['verifier']['file_type']}; "
+          f"1-minute load {peer_run['load']['before'][0]:.2f} before, "
+          f"{peer_run['load']['after'][0]:.2f} after")
+    peer_table = tl.decoding.peer_tables.llama_cpp_table(peer_run)
+    display(tl.views.tables.page_table(peer_table, keys=["engine", "method"],
+                                       blank={column: "not measured" for column in peer_table.columns}))
+    glued = tl.lessons.notebook.glue_values(**peer_numbers)
+    metrics["llama_cpp"] = peer_numbers
+else:
+    print("no data/benchmarks/llama_cpp_*.json: run `make bench-llama-cpp` to measure it")
+
+# %% [markdown]
+# llama.cpp decodes the 1.5B greedily at {eval}`glued["llama_greedy_tok_s:.1f"]` tokens per second, where our
+# verifier alone reaches {eval}`glued["ours_alone_tok_s:.2f"]`. Most of the gap is bytes per weight: it reads the
+# GGUF file's {eval}`glued["verifier_bits_per_weight:.1f"]` bits per weight as they are, while our verifier's path
+# reads the converted weights at {eval}`glued["ours_verifier_bits_per_weight:.0f"]` bits; its AVX-512 kernels
+# unpack the 4-bit blocks on the fly, with no Python between tokens, and its greedy decode runs at
+# {eval}`glued["llama_greedy_of_bound:.2f"]` of the bound's rate. The same kernels are why its speculative
+# decoding does not pay here (a speed-up of {eval}`glued["llama_speedup:.2f"]` at an acceptance of
+# {eval}`glued["llama_acceptance:.2f"]`): unpacking is arithmetic, so on two cores one call verifying a block
+# costs {eval}`glued["llama_verify_call_ratio:.1f"]` one-token calls, where speculation needs it to cost little
+# more than one.
+
+# %% [markdown]
 # ## 9. How to tell what decides on your machine
 # Read three numbers off sections 1 and 2, in this order.
 # 1. **The verifier's one-token call against its bound** (`vs_bound` of `verifier` at $k = 1$). Near 1, the
