@@ -559,8 +559,8 @@ if latency_rows is not None:
         reversed_tasks["modelled_verdict"] != reversed_tasks["modelled_verdict_pooled"]]
     glued = tl.lessons.notebook.glue_values(
         timed_reversals="; ".join(
-            f"{r.label} (gamma {r.gamma}) on {r.task}: {r.modelled:.2f}x the verifier modelled, {r.clock:.2f}x "
-            f"on the clock, {r.modelled_verdict} (pooled: {r.modelled_verdict_pooled})"
+            f"{r.label} (gamma {r.gamma}) on {r.task}: {r.modelled:.2f}x the verifier modelled, "
+            f"{r.clock:.2f}x on the clock, {r.modelled_verdict} (pooled: {r.modelled_verdict_pooled})"
             for r in reversed_tasks.itertuples()) or "none",
         timed_differ="; ".join(
             f"{r.label} (gamma {r.gamma}): {r.n_differ:.0f} of {r.n_compared:.0f} items"
