@@ -480,7 +480,16 @@ if peer_files:
     peer_table = tl.decoding.peer_tables.llama_cpp_table(peer_run)
     display(tl.views.tables.page_table(peer_table, keys=["engine", "method"],
                                        blank={column: "not measured" for column in peer_table.columns}))
-    glued = tl.lessons.notebook.glue_values(**peer_numbers)
+    glued = tl.lessons.notebook.glue_values(
+        llama_greedy_tok_s=peer_numbers["llama_greedy_tok_s"],
+        llama_speedup=peer_numbers["llama_speedup"],
+        llama_acceptance=peer_numbers["llama_acceptance"],
+        ours_alone_tok_s=peer_numbers["ours_alone_tok_s"],
+        verifier_bits_per_weight=peer_numbers["verifier_bits_per_weight"],
+        llama_greedy_of_bound=peer_numbers["llama_greedy_of_bound"],
+        llama_verify_call_ratio=peer_numbers["llama_verify_call_ratio"],
+        ours_verifier_bits_per_weight=peer_numbers["ours_verifier_bits_per_weight"],
+    )
     metrics["llama_cpp"] = peer_numbers
 else:
     print("no data/benchmarks/llama_cpp_*.json: run `make bench-llama-cpp` to measure it")

@@ -297,6 +297,7 @@ def test_written_t5_results_are_stamped_with_hashes_and_recomputed_only_when_ask
         return computed
 
     monkeypatch.setattr(claims, "t5_claims", table("claims"))
+    monkeypatch.setattr(claims, "headline_table", table("headline"))
     monkeypatch.setattr(pricing, "signed_error", table("signed_error"))
     monkeypatch.setattr(hardware, "machine_c", lambda calibration: 0.5)
     monkeypatch.setattr(hardware, "verdict_grid", table("grid"))
@@ -308,15 +309,15 @@ def test_written_t5_results_are_stamped_with_hashes_and_recomputed_only_when_ask
     )
     monkeypatch.setattr(report, "results_stamp", lambda *args, **kwargs: "inputs")
     _write_t5(tmp_path)
-    assert calls == ["claims", "signed_error", "grid", "flips"]
+    assert calls == ["claims", "headline", "signed_error", "grid", "flips"]
     stamp = json.loads((tmp_path / report.RESULTS_STAMP).read_text())
     assert stamp["t5_results"] == "inputs" and set(stamp["files"]) == set(report.T5_RESULT_FILES)
-    assert _write_t5(tmp_path)["claims"]["verdict"].tolist() == ["holds"] and len(calls) == 4  # read back
+    assert _write_t5(tmp_path)["claims"]["verdict"].tolist() == ["holds"] and len(calls) == 5  # read back
     (tmp_path / "facts.json").write_text('{"c": 0.01}')
     with pytest.raises(result_files.ResultFilesChanged, match=r"facts.json: recorded sha256"):
         _write_t5(tmp_path)
     _write_t5(tmp_path, recompute=True)
-    assert len(calls) == 8 and (tmp_path / "facts.json").read_text() == "{}"
+    assert len(calls) == 10 and (tmp_path / "facts.json").read_text() == "{}"
     result_files.check_result_files(tmp_path, report.T5_RESULT_FILES)
 
 
