@@ -48,6 +48,11 @@ _RATE_UNIT = "share of SpecDecode's rejection rate"
 _RESAMPLED = "percentile over paired resamples of the items, each group's best chosen again in every resample"
 
 
+def _without_number(run: TaskClaims, claim: str, measurement: str, **reasons) -> dict:
+    """A claim row with no estimate: `reason` says why, `unmeasured` which label (`TaskClaims.row`)."""
+    return run.row(claim, 1, measurement, np.nan, np.nan, np.nan, "", **reasons)
+
+
 def _matches(run: TaskClaims, pair: HeadlinePair) -> dict:
     """The headline table's statistic (b) row (`RATE_VS_OTHERS`) as a claim row, with its own floor."""
     cell = next(r for r in pair.rows() if r["statistic"] == RATE_VS_OTHERS)
@@ -57,14 +62,10 @@ def _matches(run: TaskClaims, pair: HeadlinePair) -> dict:
     )
     if cell["verdict"] == NOT_RUN:
         reason = cell["detail"].removeprefix("not run: ")
-        return run.row(
+        return _without_number(
+            run,
             MATCHES,
-            1,
             measurement,
-            np.nan,
-            np.nan,
-            np.nan,
-            "",
             unit=_RATE_UNIT,
             reason=reason,
             unmeasured=NOT_RUN,
@@ -104,14 +105,10 @@ def _beats(run: TaskClaims, pair: HeadlinePair, greedy: bool) -> Optional[dict]:
     candidates = [j for label in token for j in scores.index(label, 1)]
     if not candidates:
         unmeasured, why = run.why_none(TOKEN_CURVES)
-        return run.row(
+        return _without_number(
+            run,
             claim,
-            1,
             measurement,
-            np.nan,
-            np.nan,
-            np.nan,
-            "",
             unit=scores.metric,
             reason=why,
             unmeasured=unmeasured,
@@ -119,14 +116,10 @@ def _beats(run: TaskClaims, pair: HeadlinePair, greedy: bool) -> Optional[dict]:
     point, distribution = scores.resampled(run.n_resamples, run.seed)
     if greedy:
         if pair.main.greedy is None:
-            return run.row(
+            return _without_number(
+                run,
                 claim,
-                1,
                 measurement,
-                np.nan,
-                np.nan,
-                np.nan,
-                "",
                 unit=scores.metric,
                 reason="the greedy verifier did not run on these items",
                 unmeasured=NOT_RUN,
@@ -170,14 +163,10 @@ def _opt_less(run: TaskClaims, pair: HeadlinePair, t5: HeadlinePair) -> dict:
         f"over SpecDecode's, minus OPT's): T5 ({t5.task}) - Gemma-style"
     )
     if run.scores.temperature == 0 and pair.identity_holds(_OPT[0]) and t5.identity_holds(_OPT[0]):
-        return run.row(
+        return _without_number(
+            run,
             OPT_LESS,
-            1,
             measurement,
-            np.nan,
-            np.nan,
-            np.nan,
-            "",
             unit=_RATE_UNIT,
             floor=None,
             reason="at T = 0 OPT emits Diff's tokens on both runs (texts equal on every item): "
@@ -186,14 +175,10 @@ def _opt_less(run: TaskClaims, pair: HeadlinePair, t5: HeadlinePair) -> dict:
     sides = {"T5": t5.rate_gap(_OPT, _CHOW_DIFF), "Gemma-style": pair.rate_gap(_OPT, _CHOW_DIFF)}
     missing = [name for name, side in sides.items() if side is None]
     if missing:
-        return run.row(
+        return _without_number(
+            run,
             OPT_LESS,
-            1,
             measurement,
-            np.nan,
-            np.nan,
-            np.nan,
-            "",
             unit=_RATE_UNIT,
             floor=None,
             reason=f"OPT, or both Chow and Diff, did not run on the {' and '.join(missing)} run",
