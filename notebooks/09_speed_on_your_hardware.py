@@ -70,8 +70,9 @@ device = None              # None: a GPU if there is one, else the profile's dev
 dtype = None               # None: the profile's dtype ("float32" on a CPU, "bfloat16" for "hub")
 verifier_path = "auto"     # the verifier's kernel path: "auto" (the probe's choice), "fp32",
                            # "fp32-packed", ...; None: as loaded
-drafter_path = "int8-dynamic"  # the drafter's kernel path (int8-dynamic: a quarter of the bytes);
-                               # None: as loaded
+drafter_path = "auto"      # the drafter's kernel path: "auto" (the one whose generation costs least
+                           # here, as load_pair(..., dtype="auto") chooses), "int8-dynamic", "bf16", ...;
+                           # None: as loaded
 gammas = None              # block sizes to run, e.g. [1, 3, 5]; None: the profile's
 n_prompts = None           # how many of the four chat prompts; None: the profile's
 max_new_tokens = None      # tokens per run; None: the profile's
@@ -188,9 +189,11 @@ else:
 # %% [markdown]
 # ## 2. What does each call cost here, on the chosen paths? The calibration `gamma="auto"` starts from
 # The pair runs on the paths printed below: the verifier on the one section 1's probe found cheapest for its
-# block (or the one you named), the drafter as `drafter_path` says (`int8-dynamic` quantises its linear
-# layers to int8: a quarter of the bytes, so a quarter of the reading; the drafter only proposes, and the
-# verifier's law decides every token, so the output stays the verifier's). The first time `gamma="auto"`
+# block (or the one you named), the drafter as `drafter_path` says: for `"auto"` the path whose whole
+# generation (a prompt's prefill and one-row steps) measured cheapest on a sample of the drafter's layers
+# (`tl.models.drafter_paths`; `int8-dynamic`, for one, quantises its linear layers to int8: a quarter of the
+# bytes, so a quarter of the reading). A drafter's path may change the drafter's law; the drafter only
+# proposes, and the verifier's law decides every token, so the output stays the verifier's. The first time `gamma="auto"`
 # meets a pair it measures a **quick calibration** (one drafter step; one verifier call scoring $k = 1..6$
 # tokens; a fresh prompt's prefill; each on top of the same cached context, twice, in a shuffled order:
 # seconds) and stores it in the cache, keyed by the two models, their paths, the device and the thread

@@ -177,18 +177,28 @@ def _pages(site: Path) -> list[Path]:
     return sorted(p for p in site.rglob("*.html") if not copies & set(p.parts))
 
 
-def test_every_page_loads_and_renders_its_equations(site, browser):
-    pages = _pages(site)
-    assert len(pages) > 20, f"the site has only {len(pages)} pages"
-    failures, with_maths = [], 0
-    for path in pages:
+@pytest.fixture(scope="module")
+def page_reports(site, browser) -> dict:
+    """Every page opened once: its equations, text and images as the browser shows them, and the console
+    errors, page errors and failed requests it collected (the page tests below read these)."""
+    reports = {}
+    for path in _pages(site):
         page, problems = _open(browser, path)
         try:
+            found = page.evaluate(_TEXT_AND_IMAGES)  # as the page loaded, before MathJax typesets
             maths = page.evaluate(_MATHS)
             page.wait_for_timeout(100)  # a late script error still counts
         finally:
             page.close()
-        name = str(path.relative_to(site))
+        reports[str(path.relative_to(site))] = dict(maths=maths, problems=problems, **found)
+    return reports
+
+
+def test_every_page_loads_and_renders_its_equations(page_reports, browser):
+    assert len(page_reports) > 20, f"the site has only {len(page_reports)} pages"
+    failures, with_maths = [], 0
+    for name, report in page_reports.items():
+        maths, problems = report["maths"], list(report["problems"])
         if maths["maths"]:
             with_maths += 1
             if not maths["mathjax"] or maths["rendered"] < maths["maths"] or maths["errors"]:
@@ -200,7 +210,7 @@ def test_every_page_loads_and_renders_its_equations(site, browser):
     assert not failures, "\n".join(failures[:30])
     # the lessons, the reruns and the API reference write maths
     assert with_maths >= 10, f"only {with_maths} pages have equations"
-    print(f"\n{len(pages)} pages loaded, {with_maths} with equations typeset")
+    print(f"\n{len(page_reports)} pages loaded, {with_maths} with equations typeset")
 
 
 def _slider_pages(site: Path) -> list[Path]:
@@ -372,17 +382,10 @@ def test_unexplained_tokens_rule():
     assert not alt_problem("Figure: Lemma 3; rejection rate against alpha.", "x.png")
 
 
-def test_every_image_is_described_and_no_page_shows_a_bare_inf_or_nan(site, browser):
-    pages = _pages(site)
+def test_every_image_is_described_and_no_page_shows_a_bare_inf_or_nan(page_reports):
     images = described = 0
     bad_images, bare = [], {}
-    for path in pages:
-        page, _ = _open(browser, path)
-        try:
-            found = page.evaluate(_TEXT_AND_IMAGES)
-        finally:
-            page.close()
-        name = str(path.relative_to(site))
+    for name, found in page_reports.items():
         for image in found["images"]:
             images += 1
             why = alt_problem(image["alt"], image["src"])

@@ -1,9 +1,11 @@
 """gamma="auto": the policy's decisions on fake calibrations, and exactness through the engine."""
 
+import statistics
+
 import pytest
 
 from tutorial_lib.decoding.calibration import Calibration
-from tutorial_lib.decoding.gamma_policy import AutoGamma
+from tutorial_lib.decoding.gamma_policy import AutoGamma, simulated_answer
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thread costs more than it gives
 
@@ -64,6 +66,42 @@ def test_a_pessimistic_prior_does_not_stop_the_policy_from_learning():
     doubtful = AutoGamma(QWEN_CPU, prior_acceptance=0.7)
     doubtful.observe(10, 40)  # kept a quarter of the time: not worth a block
     assert doubtful.next_gamma() == 0
+
+
+def test_the_shape_probe_runs_once_two_sizes_away():
+    policy = AutoGamma(QWEN_CPU, prior_acceptance=0.9, max_gamma=5)
+    for _ in range(3):
+        gamma = policy.next_gamma()
+        policy.observe(gamma, gamma, gamma=gamma, seconds=0.5)
+    sizes = set(policy.gammas)
+    assert max(sizes) - min(sizes) <= 1  # the calibration's choice so far: neighbouring sizes
+    probe = policy.next_gamma()
+    assert probe == max(sizes) + 2 or probe == max(1, min(sizes) - 2)
+    policy.observe(probe, probe, gamma=probe, seconds=0.5)
+    assert policy.shape_probed and policy.cost_line() is not None
+    assert policy.fresh().shape_probed is False  # once per answer
+
+
+def test_a_wrong_calibration_is_corrected_as_it_decodes():
+    """A calibration that says the drafter costs twice a verifier step and blocks grow 30% a row, on a machine
+    whose drafter costs 0.3 of a step and whose blocks are flat: the policy starts on plain steps, then its
+    probes time blocks, and it ends up drafting long blocks, close to the best fixed block size."""
+    disturbed = Calibration.synthetic(0.2, lambda k: 0.1 * (1 + 0.3 * (k - 1)), max_k=6)
+    right = Calibration.synthetic(0.03, lambda k: 0.1, max_k=6)
+    answers = {
+        name: [simulated_answer(AutoGamma(c), 0.03, lambda k: 0.1, 0.9, seed=s) for s in range(10)]
+        for name, c in (("disturbed", disturbed), ("right", right))
+    }
+    fixed = [
+        simulated_answer(AutoGamma(disturbed, learn_costs=False), 0.03, lambda k: 0.1, 0.9, seed=s)
+        for s in range(10)
+    ]
+    plain = [g == 0 for gammas, _ in fixed for g in gammas]
+    assert sum(plain) > 0.8 * len(plain)  # trusting the calibration: plain steps but for the probes
+    seconds = {name: sum(t for _, t in runs) for name, runs in answers.items()}
+    assert seconds["disturbed"] < 1.15 * seconds["right"] < 0.8 * sum(t for _, t in fixed)
+    # after the probes (plain steps to the first probe, its block, the shape probe): long blocks
+    assert all(statistics.median(gammas[10:]) >= 4 for gammas, _ in answers["disturbed"])
 
 
 def test_optimism_must_be_a_quantile():

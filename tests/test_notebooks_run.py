@@ -1,17 +1,37 @@
-"""Every notebook executes under papermill with small parameters, and the numbers it records hold."""
+"""Every notebook executes under papermill with small parameters, as a student runs it from a shared,
+read-only install, and the numbers it records hold.
+
+Each notebook runs once here (the book's browser test builds the book from these runs). The package and its
+data are copied into a temporary "site" folder and made read-only (as a shared install on a teaching server
+would be); each notebook is executed with `PYTHONPATH` pointing at that copy, from a fresh student folder
+outside any checkout, with no `TUTORIAL_LIB_*` folder set. The run must succeed (a write into the install
+would fail on the read-only files), leave its metrics, figures and caches in the student's folder, and leave
+this repository's `git status` as it found it (no figures/, data/results/ or notebooks/*.metrics.json
+written). Run as root, the permission bits stop nothing, so the site's file listing is compared before and
+after as well.
+"""
 
 import json
+import os
 import shutil
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import papermill
+import pytest
 from jupyter_client.kernelspec import find_kernel_specs
 import tutorial_lib as tl
 from conftest import EXECUTED_FOR_BOOK
 from test_results_pages import GLUE_ROLE  # the static check's reading of a glue role
 from tutorial_lib.sweeps.configs import CURVES, GEMMA_CURVES
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = REPO / "notebooks"
+FOLDER_SETTINGS = ("TUTORIAL_LIB_FIGURES", "TUTORIAL_LIB_RESULTS", "TUTORIAL_LIB_OUTPUT")
+#: Where a notebook run from the student's folder may write (besides its own executed copy).
+STUDENT_FOLDERS = ("out/", "figures/", "results/", "data/results/")
 
 # Small overrides per notebook: CI runs these; `make tutorial` runs the defaults.
 SMALL_PARAMETERS = {
@@ -77,47 +97,100 @@ def unglued_references(executed: Path) -> list:
     return sorted(quoted - glued)
 
 
-def run(name, tmp_path, monkeypatch, **extra):
-    monkeypatch.setenv("TUTORIAL_LIB_FIGURES", str(tmp_path / "figures"))
-    params = dict(SMALL_PARAMETERS[name], output_dir=str(tmp_path), **extra)
+def _git_status() -> str:
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def _listing(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def readonly_site(tmp_path_factory):
+    """`<tmp>/site` holding a read-only copy of `tutorial_lib/` and `data/` (no pyproject: not a checkout)."""
+    site = tmp_path_factory.mktemp("site")
+    shutil.copytree(
+        REPO / "tutorial_lib", site / "tutorial_lib", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    shutil.copytree(REPO / "data", site / "data", ignore=shutil.ignore_patterns("cache"))
+    for path in [site, *site.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    imported = subprocess.run(
+        [sys.executable, "-c", "import tutorial_lib; print(tutorial_lib.__file__)"],
+        cwd=tmp_path_factory.getbasetemp(),
+        env=dict(os.environ, PYTHONPATH=str(site)),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert imported.strip() == str(site / "tutorial_lib" / "__init__.py")
+    before = _listing(site)
+    yield site
+    assert _listing(site) == before, "a notebook changed the read-only install"
+    for path in [site, *site.rglob("*")]:  # let pytest clean it up
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+@pytest.fixture
+def student(readonly_site, tmp_path, monkeypatch):
+    """A student's folder (`tmp_path`) whose notebooks import the read-only install and set no folders."""
+    for setting in FOLDER_SETTINGS:
+        monkeypatch.delenv(setting, raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(readonly_site))
+    return tmp_path
+
+
+def run(name, folder, **extra):
+    """Execute notebook `name` in the student's `folder` (its outputs in `out/`); return its metrics."""
+    params = dict(SMALL_PARAMETERS[name], output_dir=str(folder / "out"), **extra)
+    status_before = _git_status()
     papermill.execute_notebook(
         str(NOTEBOOK_DIR / f"{name}.ipynb"),
-        str(tmp_path / f"{name}.ipynb"),
+        str(folder / f"{name}.ipynb"),
         parameters=params,
         kernel_name=kernel_name(),
-        cwd=str(NOTEBOOK_DIR),
+        cwd=str(folder),
         progress_bar=False,
         execution_timeout=600,
     )  # a hung cell fails, not CI
-    missing = unglued_references(tmp_path / f"{name}.ipynb")
-    assert not missing, f"{name}: its prose quotes values no cell glued at these parameters: {missing}"
-    if set(extra) <= {
-        "results_dir"
-    }:  # a notebook's plain run (not a redraw or another runner): the book's copy
-        book_copies = tmp_path.parent / EXECUTED_FOR_BOOK  # tmp_path is a folder of the session's base folder
+    if set(extra) <= {"results_dir"}:  # a plain run (not a redraw or another runner): the book's copy
+        book_copies = folder.parent / EXECUTED_FOR_BOOK  # the folder is one of the session's base folder
         book_copies.mkdir(exist_ok=True)
-        shutil.copy(tmp_path / f"{name}.ipynb", book_copies / f"{name}.ipynb")
-    return json.loads((tmp_path / f"{name}.metrics.json").read_text())
+        shutil.copy(folder / f"{name}.ipynb", book_copies / f"{name}.ipynb")
+    # (a checkout edited while the suite runs changes its status too: run the suite on a clean clone)
+    assert _git_status() == status_before, f"{name} wrote into the repository"
+    outside = [p for p in _listing(folder) if not p.startswith(STUDENT_FOLDERS) and p != f"{name}.ipynb"]
+    assert not outside, f"{name} wrote outside its output folders: {outside}"
+    missing = unglued_references(folder / f"{name}.ipynb")
+    assert not missing, f"{name}: its prose quotes values no cell glued at these parameters: {missing}"
+    return json.loads((folder / "out" / f"{name}.metrics.json").read_text())
 
 
 def test_every_notebook_has_small_parameters():
     assert {p.stem for p in NOTEBOOK_DIR.glob("*.ipynb")} == set(SMALL_PARAMETERS)
 
 
-def test_quickstart(tmp_path, monkeypatch):
-    metrics = run("00_quickstart", tmp_path, monkeypatch)
-    assert (tmp_path / "figures" / "quickstart_tradeoff.png").stat().st_size > 10_000
-    assert (tmp_path / "figures" / "quickstart_distributions.png").exists()
+def test_quickstart(student):
+    metrics = run("00_quickstart", student)
+    assert (student / "figures" / "quickstart_tradeoff.png").stat().st_size > 10_000
+    assert (student / "figures" / "quickstart_distributions.png").exists()
     assert metrics["verifier_zero_one_loss"] < metrics["drafter_zero_one_loss"]
     # The blind spots let a cascade beat the verifier.
     assert min(metrics["best_zero_one_loss"].values()) < metrics["verifier_zero_one_loss"]
     assert all(abs(z) < 4 for z in metrics["monte_carlo_z"].values())
 
 
-def test_target_distributions(tmp_path, monkeypatch):
-    metrics = run("01_target_distributions", tmp_path, monkeypatch)
+def test_target_distributions(student):
+    metrics = run("01_target_distributions", student)
     for figure in ("targets_examples", "targets_view", "targets_every_rule"):
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     assert "real pair" in metrics["examples"]
     # Lemma 3 on every mixture rule, every example, a grid over each alpha range.
     assert metrics["lemma3_max_gap"] < 1e-9
@@ -131,11 +204,8 @@ def test_target_distributions(tmp_path, monkeypatch):
             a = 1.0 - rho
             expected = 4.0 if a >= 1.0 else (1 - a**4) / (1 - a)  # gamma = 3
             assert abs(metrics["tokens_per_call_table"][name][label] - expected) < 1e-9, (name, label)
-
-
-def test_target_distributions_timing_cell(tmp_path, monkeypatch):
-    run("01_target_distributions", tmp_path, monkeypatch)
-    timing = json.loads((tmp_path / "01_target_distributions_timing.metrics.json").read_text())
+    # The timing cell: the verifier alone, a fixed gamma and gamma="auto" on the tiny pair.
+    timing = json.loads((student / "out" / "01_target_distributions_timing.metrics.json").read_text())
     rows = {row["way"]: row for row in timing["table"]}
     assert set(rows) == {"verifier", "gamma=3", "gamma=auto"}
     assert all(row["same_tokens_as_verifier"] for row in rows.values())  # lossless at T = 0
@@ -145,10 +215,10 @@ def test_target_distributions_timing_cell(tmp_path, monkeypatch):
     assert timing["predicted"]["0"] == 1.0 and timing["costs"]["t_q_ms"] > 0
 
 
-def test_rejection_rates(tmp_path, monkeypatch):
-    metrics = run("02_rejection_rates", tmp_path, monkeypatch)
+def test_rejection_rates(student):
+    metrics = run("02_rejection_rates", student)
     for figure in ("rejection_vs_alpha", "rejection_vs_alpha_example", "rejection_lemma3"):
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     # Lemma 3 by simulation: 6 examples x 3 mixture weights, each within 4 standard errors.
     assert len(metrics["lemma3_z"]) == 18
     assert all(abs(float(z)) < 4 for z in metrics["lemma3_z"])
@@ -163,10 +233,10 @@ def test_rejection_rates(tmp_path, monkeypatch):
     assert at["Chow"] <= spec + 1e-12
 
 
-def test_lemma1_token_cascades(tmp_path, monkeypatch):
-    metrics = run("03_lemma1_token_cascades", tmp_path, monkeypatch)
+def test_lemma1_token_cascades(student):
+    metrics = run("03_lemma1_token_cascades", student)
     for figure in ("lemma1_context_risk", "lemma1_total_risk", "lemma1_miscalibration", "lemma1_figure1"):
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     # Lemma 1: brute force equals the closed form on every context, alpha and loss.
     assert metrics["brute_force"]["points_checked"] > 0
     assert metrics["brute_force"]["mismatches"] == 0
@@ -187,10 +257,10 @@ def test_lemma1_token_cascades(tmp_path, monkeypatch):
     )  # the oracle beats the large model
 
 
-def test_lemma2_lossy(tmp_path, monkeypatch):
-    metrics = run("04_lemma2_lossy", tmp_path, monkeypatch)
+def test_lemma2_lossy(student):
+    metrics = run("04_lemma2_lossy", student)
     for figure in ("lemma2_token_by_token", "lemma2_beta"):
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     # Lemma 2: same acceptance for every token, same residual wherever a draft can be rejected.
     lemma2 = metrics["lemma2"]
     assert lemma2["tokens_compared"] > 0 and lemma2["positions_compared"] > 0
@@ -206,10 +276,10 @@ def test_lemma2_lossy(tmp_path, monkeypatch):
     assert all(m >= 1 - 1e-12 for m in sweep["beta = 1"]["target_mass"])
 
 
-def test_lemma4_spec_cascades(tmp_path, monkeypatch):
-    metrics = run("05_lemma4_spec_cascades", tmp_path, monkeypatch)
+def test_lemma4_spec_cascades(student):
+    metrics = run("05_lemma4_spec_cascades", student)
     for figure in ("lemma4_context_risk", "lemma4_total_risk", "lemma4_tradeoff"):
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     # Lemma 4: brute force equals the closed form on every context, alpha, loss and temperature.
     lemma4 = metrics["lemma4"]
     assert lemma4["points_checked"] > 0 and lemma4["mismatches"] == 0
@@ -246,20 +316,20 @@ def test_lemma4_spec_cascades(tmp_path, monkeypatch):
     for label, result in check.items():
         finite = [z for z in result["z"].values() if isinstance(z, float) and z == z]  # NaN is "nan" in JSON
         assert len(finite) >= 3 and all(abs(z) < 4 for z in finite), (label, result["z"])
-    assert (tmp_path / "figures" / "lemma4_engine_check.png").stat().st_size > 10_000
+    assert (student / "figures" / "lemma4_engine_check.png").stat().st_size > 10_000
 
 
-def test_t5_evaluation_smoke(tmp_path, monkeypatch):
+def test_t5_evaluation_smoke(student):
     from test_model_files import use_shared_model_cache
 
     use_shared_model_cache()
-    results = tmp_path / "results"
-    metrics = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results))
+    results = student / "results"
+    metrics = run("06_t5_evaluation", student, results_dir=str(results))
 
     assert set(metrics["labels"]) == set(CURVES)  # every method of the paper on the curves
     assert metrics["n_rows"] == metrics["n_configs"] * 3  # every configuration on every sentence
     for figure in metrics["figures"] + ["t5_where_each_wins"]:
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     sweep = results / metrics["sweep_path"].split("/")[-1]
     assert (
         (sweep / "rows.jsonl").exists()
@@ -287,7 +357,7 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
     # the result files read back, not computed again (their stamp says what they were computed from).
     assert json.loads((sweep / "results_stamp.json").read_text())["t5_results"]
     computed = {name: (sweep / name).stat().st_mtime_ns for name in ("claims.csv", "verdicts_by_c.csv")}
-    redrawn = run("06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
+    redrawn = run("06_t5_evaluation", student, results_dir=str(results), redraw_only=True)
     assert {name: (sweep / name).stat().st_mtime_ns for name in computed} == computed
     for key in (
         "n_rows",
@@ -302,16 +372,14 @@ def test_t5_evaluation_smoke(tmp_path, monkeypatch):
         assert json.dumps(redrawn[key], sort_keys=True) == json.dumps(metrics[key], sort_keys=True), key
 
 
-def test_t5_evaluation_smoke_batched(tmp_path, monkeypatch):
+def test_t5_evaluation_smoke_batched(student):
     """runner="batch": the same rows as at batch size 1 (quality, counted calls), latency priced from the
     calls, the check against the clock on sentences decoded alone."""
     from test_model_files import use_shared_model_cache
 
     use_shared_model_cache()
-    results = tmp_path / "results"
-    metrics = run(
-        "06_t5_evaluation", tmp_path, monkeypatch, results_dir=str(results), runner="batch", clock_examples=2
-    )
+    results = student / "results"
+    metrics = run("06_t5_evaluation", student, results_dir=str(results), runner="batch", clock_examples=2)
     assert metrics["n_rows"] == metrics["n_configs"] * 3 and metrics["latency_column"] == "modelled_latency_s"
     assert {row["config"] for row in metrics["model_error"]} == {
         row["config"] for row in metrics["paired_differences"]
@@ -323,18 +391,18 @@ def test_t5_evaluation_smoke_batched(tmp_path, monkeypatch):
     )
 
 
-def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
+def test_gemma_evaluation_smoke(student):
     from test_model_files import use_shared_model_cache
 
     use_shared_model_cache()
-    results = tmp_path / "results"
-    metrics = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results))
+    results = student / "results"
+    metrics = run("07_gemma_evaluation", student, results_dir=str(results))
 
     assert set(metrics["labels"]) == set(GEMMA_CURVES)
     assert set(metrics["tasks"]) == {"code", "arithmetic", "facts"}
     assert metrics["n_rows"] == metrics["n_configs"] * 2 * 3
     for figure in metrics["figures"]:
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     # one figure per task and temperature, the latency figure and the verdicts over the drafter's cost c
     assert len(metrics["figures"]) == 3 * len({row["temperature"] for row in metrics["table"]}) + 2
     from tutorial_lib.stats.claims import VERDICTS
@@ -356,7 +424,7 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     }
     assert metrics["latency_column"] == "modelled_latency_s" and metrics["latency_model_error"]
     # Redrawn from the saved rows without loading a model (as without the Qwen pair): the same tables.
-    redrawn = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
+    redrawn = run("07_gemma_evaluation", student, results_dir=str(results), redraw_only=True)
     for key in (
         "n_rows",
         "table",
@@ -378,7 +446,7 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     rows_path.write_text("\n".join([line for line in lines if line not in last] + last[:1]) + "\n")
     for folder in results.glob("gemma-smoke-latency-*"):
         shutil.rmtree(folder)
-    partial = run("07_gemma_evaluation", tmp_path, monkeypatch, results_dir=str(results), redraw_only=True)
+    partial = run("07_gemma_evaluation", student, results_dir=str(results), redraw_only=True)
     assert partial["tasks"] == ["code", "arithmetic"] and partial["latency"] is None
     assert partial["n_rows"] == metrics["n_configs"] * 2 * 2
     assert {row["task"] for row in partial["claims"]} == {"code", "arithmetic"}
@@ -386,13 +454,13 @@ def test_gemma_evaluation_smoke(tmp_path, monkeypatch):
     assert all(json.dumps(row, sort_keys=True) in before for row in partial["claims"])
 
 
-def test_real_pair_token_analysis_smoke(tmp_path, monkeypatch):
+def test_real_pair_token_analysis_smoke(student):
     from test_model_files import use_shared_model_cache
 
     use_shared_model_cache()
-    metrics = run("08_real_pair_token_analysis", tmp_path, monkeypatch, results_dir=str(tmp_path / "results"))
+    metrics = run("08_real_pair_token_analysis", student)  # its cache: the default ./results
     for figure in ("token_analysis_curves", "token_analysis_gaps", "token_analysis_greedy_references"):
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
     assert metrics["items"] == 6 and metrics["points"] == 9 * 11 + 3
     # the deferral rules never beat the oracle envelope; the drafter and verifier are the curves' ends
     for curve in ("bild", "chow", "diff", "opt"):
@@ -403,11 +471,11 @@ def test_real_pair_token_analysis_smoke(tmp_path, monkeypatch):
     assert metrics["timing"]["positions"] > 0 and metrics["per_point_ms_from_sums"] < 5
 
 
-def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
-    metrics = run("09_speed_on_your_hardware", tmp_path, monkeypatch)
+def test_speed_on_your_hardware_smoke(student):
+    metrics = run("09_speed_on_your_hardware", student)
     for figure in ("speed_block_cost", "speed_what_if"):
-        assert (tmp_path / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
-    assert (tmp_path / "09_calibration.json").exists()
+        assert (student / "figures" / f"{figure}.png").stat().st_size > 10_000, figure
+    assert (student / "out" / "09_calibration.json").exists()
     calibration = metrics["calibration"]
     # the quick calibration gamma="auto" starts from times blocks of 1..QUICK_CALIBRATION["max_k"] tokens
     max_k = tl.decoding.gamma_policy.QUICK_CALIBRATION["max_k"]
@@ -427,12 +495,12 @@ def test_speed_on_your_hardware_smoke(tmp_path, monkeypatch):
     assert committed[classes["this_class"]["class"]]["yours"].startswith("<- yours")
 
 
-def test_rules_in_engines_smoke(tmp_path, monkeypatch):
+def test_rules_in_engines_smoke(student):
     from test_model_files import use_shared_model_cache
 
     use_shared_model_cache()
-    metrics = run("10_rules_in_engines", tmp_path, monkeypatch)
-    assert (tmp_path / "figures" / "learned_rule_curves.png").stat().st_size > 10_000
+    metrics = run("10_rules_in_engines", student)
+    assert (student / "figures" / "learned_rule_curves.png").stat().st_size > 10_000
     for row in metrics["ensemble"]:
         assert abs(row["z"]) < 4.5, row  # acceptance 1 - w D_TV within sampling error
         assert row["chi2 p vs mixture"] > 1e-4, row  # both engines follow w p + (1 - w) q

@@ -41,11 +41,17 @@ $$\hat B(\gamma) = \frac{w_0\,\hat\rho\,B_0(\gamma) + \sum_{i:\gamma_i = \gamma}
 
 a block size never run scaled by $\hat\rho$, one run often by its own mean ($w_0$ = `cost_prior_blocks`). Once
 blocks of two sizes were timed, the shape $\hat\rho B_0(\gamma)$ gives way to a line
-$\hat\alpha + \hat\beta\gamma$ fitted through them (`cost_line`), so a calibration that got the *shape* wrong
-(blocks that cost k steps on a machine where they cost one) is corrected too. Decisions minimise
+$\hat\alpha + \hat\beta\gamma$ fitted through their mean seconds alone (`cost_line`), so a calibration that
+got the *shape* wrong (blocks that cost k steps on a machine where they cost one; a drafter step timed while
+another process held the cores) is corrected too: the calibration's own points stay out of the fit, since a
+wrong far end would pull any line toward it. Decisions minimise
 $\hat B(\gamma) / E[\text{tokens} \mid \hat a, \gamma]$.
 
-**It keeps measuring what it does not choose.** It takes a plain step ($\gamma = 0$) only after
+**It keeps measuring what it does not choose.** A slope read off two neighbouring sizes is mostly noise, so
+once `shape_probe_after` blocks (plain steps included, one block of drafts at least) were timed at sizes
+within one of each other, it runs one block two sizes away (the *shape probe*, once per answer) and the
+line's slope is measured, not taken from the calibration (`benchmarks/gamma_auto_wrong_calibration.py`
+simulates answers on machines the calibration got wrong). It takes a plain step ($\gamma = 0$) only after
 `min_judged` drafts were judged (evidence about drafting), unless no acceptance at all could make a
 block pay by the current estimates. While it takes plain steps it re-decides only at probes,
 after 8, 16, 32, ... plain steps, where it runs one block at the best $\gamma \ge 1$ to measure its
@@ -80,7 +86,14 @@ from ..maths import latency
 from ..models.files import cache_dir
 from .calibration import Calibration, calibrate
 
-__all__ = ["AutoGamma", "auto_policy", "calibration_for", "QUICK_CALIBRATION", "stored_calibration_path"]
+__all__ = [
+    "AutoGamma",
+    "auto_policy",
+    "calibration_for",
+    "QUICK_CALIBRATION",
+    "simulated_answer",
+    "stored_calibration_path",
+]
 
 #: The quick calibration `gamma="auto"` measures once per pair and machine (seconds on a CPU).
 QUICK_CALIBRATION = dict(max_k=6, repeats=2, context_tokens=32, overhead_tokens=0)
@@ -105,6 +118,8 @@ class AutoGamma:
     #: keep measuring what it does not choose: draft before settling on plain steps, and probe while on them
     explore: bool = True
     min_judged: int = 16  # drafts judged before a plain step is allowed
+    shape_probe_after: int = 3  # blocks timed at neighbouring sizes before one block two sizes away
+    shape_probed: bool = False
     accepted: int = 0
     judged: int = 0
     #: `(gamma, acceptance estimate)` of every decision, in order.
@@ -180,17 +195,13 @@ class AutoGamma:
         n = sum(count for _, count in self.timed.values())
         return (self.cost_prior_blocks + self.ratio_sum) / (self.cost_prior_blocks + n)
 
-    def cost_line(self, acceptance: Optional[float] = None) -> Optional[Tuple[float, float]]:
+    def cost_line(self) -> Optional[Tuple[float, float]]:
         r"""$(\hat\alpha, \hat\beta)$ of $\hat B(\gamma) \approx \hat\alpha + \hat\beta\gamma$ once blocks of
         two sizes were timed: weighted least squares through the timed sizes' mean seconds (weights: blocks
-        timed) and the calibration's two ends scaled by $\hat\rho$ (weight $w_0$ / 2 each). None before
-        that."""
+        timed). None before that."""
         if len(self.timed) < 2:
             return None
-        a = self.acceptance if acceptance is None else acceptance
-        rho, w0 = self.load_factor, self.cost_prior_blocks
         points = [(g, total / n, n) for g, (total, n) in self.timed.items()]
-        points += [(g, rho * self.prior_block_seconds(g, a), w0 / 2) for g in (0, self.max_gamma)]
         sw = sum(w for _, _, w in points)
         mx = sum(w * g for g, _, w in points) / sw
         my = sum(w * y for _, y, w in points) / sw
@@ -205,7 +216,7 @@ class AutoGamma:
         prior = self.prior_block_seconds(gamma, a)
         if not self.learn_costs:
             return prior
-        line = self.cost_line(a)
+        line = self.cost_line()
         shape = self.load_factor * prior if line is None else max(line[0] + line[1] * gamma, 0.0)
         seconds, count = self.timed.get(gamma, (0.0, 0))
         w0 = self.cost_prior_blocks
@@ -224,10 +235,26 @@ class AutoGamma:
         """Whether some block beats a plain step at all, even if every draft were kept."""
         return min(self.time_per_token(g, 1.0) for g in range(1, top + 1)) < self.time_per_token(0, 1.0)
 
+    def _shape_probe(self, top: int) -> Optional[int]:
+        """The size two away from the sizes timed so far, once, when they lie within one of each other."""
+        if self.shape_probed or not (self.explore and self.learn_costs) or top < 2:
+            return None
+        if sum(count for _, count in self.timed.values()) < self.shape_probe_after:
+            return None
+        low, high = min(self.timed), max(self.timed)
+        if high == 0 or high - low >= 2:  # plain steps alone: the probes after 8, 16, ... steps come first
+            return None
+        self.shape_probed = True
+        return high + 2 if high + 2 <= top else max(1, low - 2)
+
     def next_gamma(self, remaining: Optional[int] = None) -> int:
         """The block size for the next block (0: one plain verifier step), at most `remaining` drafts."""
         top = self.max_gamma if remaining is None else max(1, min(self.max_gamma, int(remaining)))
         last = self.decisions[-1][0] if self.decisions else None
+        probe = self._shape_probe(top)
+        if probe is not None:
+            self.decisions.append((probe, self.decision_acceptance))
+            return probe
         if last == 0 and self.plain_run < self.next_probe:  # between probes: a counter, nothing more
             self.decisions.append((0, self.decisions[-1][1]))
             return 0
@@ -295,8 +322,38 @@ class AutoGamma:
             ratio_sum=0.0,
             plain_run=0,
             next_probe=FIRST_PROBE,
+            shape_probed=False,
             **changes,
         )
+
+
+def simulated_answer(
+    policy: "AutoGamma",
+    t_q: float,
+    t_p,
+    acceptance: float,
+    *,
+    tokens: int = 48,
+    seed: int = 0,
+) -> Tuple[List[int], float]:
+    r"""One answer of `tokens` tokens decoded by `policy` (a fresh copy) on a machine whose true costs are
+    `t_q` seconds a draft and `t_p(k)` seconds a verifier call of k rows, every draft kept with probability
+    `acceptance` (Bernoulli, `seed`); a block of $\gamma$ drafts takes $\gamma t_q + t_p(\gamma + 1)$.
+    Returns the block sizes chosen and the seconds the answer took: how the policy fares when its
+    calibration is not the machine's (`benchmarks/gamma_auto_wrong_calibration.py`)."""
+    import random
+
+    rng, policy = random.Random(seed), policy.fresh()
+    emitted, seconds = 0, 0.0
+    while emitted < tokens:
+        gamma = policy.next_gamma(remaining=tokens - emitted)
+        kept = 0
+        while kept < gamma and rng.random() < acceptance:
+            kept += 1
+        block = gamma * t_q + t_p(gamma + 1)
+        policy.observe(kept, min(kept + 1, gamma), gamma=gamma, seconds=block)
+        emitted, seconds = emitted + kept + 1, seconds + block
+    return policy.gammas, seconds
 
 
 # One calibration per loaded pair (and its devices and dtypes), measured the first time gamma="auto" meets it.
