@@ -12,6 +12,8 @@
   bandwidth).
 - `drafter_paths` - the drafter's kernel path, chosen by a generation's cost (a prompt's prefill and one-row
   steps), every drafter path a candidate.
+- `grouped_attention` - a block's attention over grouped key/value heads without copying the cache (the
+  query heads of a group folded into its rows), put on every model `kernel_paths` puts on a CPU path.
 - `processor_class` - the class of processor a CPU measurement belongs to (avx2, avx512, amx; bf16 units).
 - `layer_skip`   - `<model>:layers=N`: a drafter made of a decoder-only model's first N layers
   (self-speculation).
@@ -30,6 +32,7 @@ from . import (
     adapter,
     drafter_paths,
     files,
+    grouped_attention,
     kernel_paths,
     language_model,
     layer_skip,
@@ -54,6 +57,7 @@ __all__ = [
     "adapter",
     "drafter_paths",
     "files",
+    "grouped_attention",
     "kernel_paths",
     "language_model",
     "layer_skip",

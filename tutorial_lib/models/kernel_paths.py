@@ -572,6 +572,10 @@ def put_on_path(
             print(f"{lm.name}: {probe.describe()}")
     lm.model = apply_path(lm.model, path)
     lm.kernel_path, lm.kernel_probe = path, probe
+    if lm.device.type == "cpu":  # a block's attention without copying the cache (`grouped_attention`)
+        from .grouped_attention import use_grouped_attention
+
+        use_grouped_attention(lm.model)
     return probe
 
 
