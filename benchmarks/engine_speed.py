@@ -35,7 +35,9 @@ keeps one core busy with matrix products (a laptop that is doing something else)
 **One result per processor class.** The run records its processor's class (`models.processor_class`: vector
 units avx2 / avx512 / amx, bf16 units, model name) and the read bandwidth it measured, and writes
 `data/benchmarks/engine_speed_cpu_<class>.json` and `.md` (`_busy` beside a heavy job), so each class keeps
-its own table and notebook 09 shows them side by side.
+its own table and notebook 09 shows them side by side. With torch's kernels capped to a narrower class
+(`ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2`: `models.processor_class.isa_cap`) the file is
+`engine_speed_cpu_avx2_capped`: that class's kernels at this machine's bandwidth.
 
     python benchmarks/engine_speed.py          # Qwen pair, 3 prompts x 3 rounds x 48 tokens
     python benchmarks/engine_speed.py --kernel-paths none --output /tmp/as_loaded   # the models as loaded
@@ -410,7 +412,9 @@ def main():
     machine_class = None
     if kind == "cpu":
         machine_class = {**processor_class(), "read_bandwidth_gb_s": calibration.read_bandwidth / 1e9}
-        kind = f"cpu_{machine_class['class']}{'_busy' if args.beside_heavy_job else ''}"
+        capped = machine_class["isa_capped_to"]  # another class's kernels on this machine
+        kind = f"cpu_{f'{capped}_capped' if capped else machine_class['class']}"
+        kind += "_busy" if args.beside_heavy_job else ""
     stem = args.output or str(
         REPO / "data" / "benchmarks" / f"engine_speed{'_quick' if args.quick else ''}_{kind}"
     )

@@ -377,7 +377,8 @@ else:
 # and paths, and against transformers' greedy on the verifier as `from_pretrained` loads it (what a user runs
 # first). Which path wins depends on the processor's class (`tl.models.processor_class`: AVX2 only, AVX-512
 # without bf16 units, AMX with them), so `data/benchmarks/` keeps one run per class,
-# `engine_speed_cpu_<class>.json` (`_busy`: beside a heavy job). The first table lists the committed classes
+# `engine_speed_cpu_<class>.json` (`_busy`: beside a heavy job; `_capped`: a wider processor with torch's
+# kernels held to that class, `tl.models.processor_class.isa_cap`). The first table lists the committed runs
 # with this machine's class, detected now, marked (`speed_tables.processor_classes`); then each run: the methods
 # (speed-ups over our verifier alone, medians [quartiles] over prompt and round), each aim of
 # `tl.decoding.speed_tables.AIMS` with its verdict computed here from the numbers, and for each aim missed what
@@ -393,7 +394,7 @@ this_class = tl.models.processor_class.processor_class()
 print(f"this machine: {this_class['model']}, class {this_class['class']} "
       f"(bf16 units: {'yes' if this_class['bf16_units'] else 'no'})")
 classes = speed_tables.processor_classes(benchmarks, this_class["class"])
-display(tl.views.tables.page_table(classes, keys=["class"],
+display(tl.views.tables.page_table(classes, keys=["class", "file"],
                                    blank={column: "not run" for column in classes.columns}))
 metrics["processor_classes"] = {"this_class": this_class, "committed": classes.to_dict(orient="records")}
 for name in classes["file"].dropna():

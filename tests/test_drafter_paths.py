@@ -100,3 +100,22 @@ def test_the_processor_class_is_read_from_cpuinfo(flags, name, bf16):
     machine = pc.processor_class(info)
     assert (machine["class"], machine["bf16_units"], machine["model"]) == (name, bf16, "Some CPU")
     assert pc.processor_class("Features\t: fp asimd bf16\n")["class"] == "arm"
+
+
+@pytest.mark.parametrize(
+    "settings, cap",
+    [
+        ({}, None),
+        ({"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}, "avx2"),
+        ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"}, "avx512"),
+        ({"ATEN_CPU_CAPABILITY": "default"}, "default"),
+    ],
+)
+def test_a_kernel_cap_is_recorded_beside_the_class(monkeypatch, settings, cap):
+    for name in pc.ISA_CAP_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    info = "model name\t: Some CPU\nflags\t\t: avx2 avx512f\n"
+    assert pc.isa_cap() == cap
+    assert pc.processor_class(info) == {**pc.processor_class(info), "class": "avx512", "isa_capped_to": cap}

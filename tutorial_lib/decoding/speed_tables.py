@@ -259,16 +259,17 @@ def aim_limits(result: dict) -> List[str]:
 
 
 def processor_classes(folder, this_class: str = "") -> pd.DataFrame:
-    """One row per processor class with a committed `engine_speed_cpu_<class>.json` in `folder` (quiet runs
-    before `_busy` ones of the same class): its processor, bf16 units, read bandwidth, kernel paths, and the
-    medians of the headline aims; `yours` marks `this_class` (e.g. `models.processor_class.class_name()`)."""
+    """One row per committed run of a processor class in `folder`: `engine_speed_cpu_<class>.json`, then its
+    `_capped` run (another machine's processor with torch's kernels held to this class) and its `_busy` run
+    (beside a heavy job): its processor, bf16 units, read bandwidth, kernel paths, and the medians of the
+    headline aims; `yours` marks `this_class` (e.g. `models.processor_class.class_name()`)."""
     from pathlib import Path
 
     from ..models.processor_class import CLASSES
 
     rows = []
     for name in CLASSES:
-        for suffix in ("", "_busy"):
+        for suffix in ("", "_capped", "_busy"):
             path = Path(folder) / f"engine_speed_cpu_{name}{suffix}.json"
             if not path.exists():
                 continue
@@ -289,9 +290,10 @@ def processor_classes(folder, this_class: str = "") -> pd.DataFrame:
                 "verifier path": (checks.get("kernel_paths") or {}).get("verifier", "as loaded"),
                 "beside": run["beside"],
             }
+            if suffix == "_capped":
+                row["processor"] = f"{row['processor']}, kernels held to {name}"
             row.update({aim: aims.loc[aim, "median"] for aim in AIMS if aim in aims.index})
             rows.append(row)
-            break
     if this_class and this_class not in {row["class"] for row in rows}:
         rows.append({"yours": "<- yours (no committed run)", "class": this_class})
     return pd.DataFrame(rows)

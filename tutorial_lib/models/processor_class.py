@@ -8,20 +8,39 @@ fp32 and int8 faster and still converts bf16; one with AMX multiplies bf16 tiles
 therefore keeps one result per class (`data/benchmarks/engine_speed_cpu_<class>.json`), and `class_name`
 names its file.
 
+A wider processor can run the kernels of a narrower class: `ATEN_CPU_CAPABILITY=avx2` caps torch's own
+kernels and `ONEDNN_MAX_CPU_ISA=AVX2` oneDNN's (the packed linear layers). A measurement under such a cap
+(`isa_cap`) is the narrower class's kernels at this machine's memory bandwidth, not that class's machine:
+its files say so (`<cap>_capped`, e.g. `engine_speed_cpu_avx2_capped.json`).
+
 - `processor_class` - the class of this machine (or of a given cpuinfo text) as a dict
 - `class_name`      - the class's short name, the suffix of its benchmark files
+- `isa_cap`         - the vector units torch's kernels are capped to by those variables, or None
 - `CLASSES`         - the classes' names, from the widest units down
 """
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 from typing import Optional
 
-__all__ = ["CLASSES", "processor_class", "class_name"]
+__all__ = ["CLASSES", "ISA_CAP_VARIABLES", "processor_class", "class_name", "isa_cap"]
 
 CLASSES = ("amx", "avx512", "avx2", "arm", "other")
+#: The variables that cap the vector units of torch's kernels: ATen's, then oneDNN's.
+ISA_CAP_VARIABLES = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+
+
+def isa_cap() -> Optional[str]:
+    """The class torch's kernels are capped to (`avx2`, `avx512`, ...; lower case) by `ATEN_CPU_CAPABILITY`
+    or else `ONEDNN_MAX_CPU_ISA`, or None where neither is set."""
+    for name in ISA_CAP_VARIABLES:
+        value = os.environ.get(name, "").strip().lower()
+        if value:
+            return "avx512" if value.startswith("avx512") else value
+    return None
 
 
 def _flags(cpuinfo: str) -> set:
@@ -49,7 +68,8 @@ def class_name(cpuinfo: Optional[str] = None) -> str:
 
 def processor_class(cpuinfo: Optional[str] = None) -> dict:
     """This machine's class (or that of a `/proc/cpuinfo` text): `class` (`class_name`), `bf16_units` (x86
-    `avx512_bf16` or `amx_bf16`, Arm `bf16`), `vector_units` (the avx/amx flags, sorted) and `model`."""
+    `avx512_bf16` or `amx_bf16`, Arm `bf16`), `vector_units` (the avx/amx flags, sorted), `model`, and
+    `isa_capped_to` (`isa_cap`: the class torch's kernels are held to here, or None)."""
     cpuinfo = _read_cpuinfo() if cpuinfo is None else cpuinfo
     flags = _flags(cpuinfo)
     model = next(
@@ -61,6 +81,7 @@ def processor_class(cpuinfo: Optional[str] = None) -> dict:
         "bf16_units": bool(flags & {"avx512_bf16", "amx_bf16", "bf16"}),
         "vector_units": sorted(flag for flag in flags if flag.startswith(("avx", "amx"))),
         "model": model,
+        "isa_capped_to": isa_cap(),
     }
 
 
