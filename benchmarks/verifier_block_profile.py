@@ -34,11 +34,10 @@ from torch import nn
 
 from tutorial_lib.models import grouped_attention, kernel_paths
 from tutorial_lib.models.adapter import load_model
-from tutorial_lib.models.processor_class import processor_class
+from tutorial_lib.models.processor_class import ISA_CAP_VARIABLES, isa_cap, processor_class
 
 REPO = Path(__file__).resolve().parent.parent
 PARTS = ("linear layers", "output head", "attention beyond its linears", "rest")
-ISA_CAPS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
 ATTENTIONS = {"sdpa": "sdpa", "grouped": grouped_attention.GROUPED_SDPA}
 
 
@@ -139,8 +138,8 @@ def main():
                 row[f"{part}: growth ms"] = 1e3 * (m[part] - first[part])
             rows.append(row)
     machine = processor_class()
-    caps = {name: os.environ.get(name) for name in ISA_CAPS}
-    capped = next((value.lower() for value in caps.values() if value), None)
+    caps = {name: os.environ.get(name) for name in ISA_CAP_VARIABLES}
+    capped = isa_cap()
     result = {
         "model": args.model,
         "kernel_path": lm.kernel_path,
