@@ -65,8 +65,8 @@ machine where a block costs much more than one step).
 **Stored once.** `calibration_for` measures a quick calibration (a few seconds: $t_q$, $t_p(k)$ for
 $k \le 6$, no engine overheads, which the online estimate absorbs) the first time a pair meets
 `gamma="auto"`, and stores it in the cache (`calibrations/<key>.json` under `models.files.cache_dir()`),
-keyed by both models, their dtypes, the device, the thread count, torch's version and the machine, so
-the next process reuses it.
+keyed by both models, their dtypes, the device, the thread count, torch's version, the machine and the
+vector units its kernels use, so the next process reuses it.
 """
 
 from __future__ import annotations
@@ -384,6 +384,8 @@ def stored_calibration_path(drafter, verifier) -> Optional[Path]:
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "machine": f"{platform.machine()} {platform.processor()}".strip(),
+        # the vector units torch's kernels use (ATEN_CPU_CAPABILITY can hold them to a narrower class)
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "options": QUICK_CALIBRATION,
     }
     paths = [getattr(drafter, "kernel_path", None), getattr(verifier, "kernel_path", None)]
