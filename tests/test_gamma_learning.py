@@ -6,6 +6,7 @@ The calls' costs are charged to a fake clock (`time.perf_counter` patched), so t
 the costs injected, whatever else the machine is doing: the decisions are deterministic."""
 
 import dataclasses
+import statistics
 import time
 
 import pytest
@@ -106,10 +107,12 @@ def test_online_block_costs_converge_from_a_wrong_calibration(fake_clock):
         )  # (+ the drafter's catch-up call)
         assert row["estimate_s"] == pytest.approx(true, rel=0.1)
         assert abs(row["estimate_s"] - true) < abs(row["calibration_s"] - true) / 10
-    # Blocks were cheap, so it kept drafting (the calibration alone would have said: never draft).
+    # Blocks were cheap, so once it had timed one (the first block also fed the drafter its prompt, so it
+    # was not timed) it kept drafting, in long blocks (the calibration alone would have said: never draft).
     assert wrong.best_gamma(0.9) == 0
-    after_first_probe = g.gammas[9:]
-    assert sum(1 for gamma in after_first_probe if gamma > 0) > len(after_first_probe) / 2, g.gammas
+    second_block = [i for i, gamma in enumerate(g.gammas) if gamma > 0][1]
+    assert all(gamma > 0 for gamma in g.gammas[second_block:]), g.gammas
+    assert statistics.median(g.gammas[second_block:]) >= 3, g.gammas
 
 
 def test_auto_stops_drafting_where_drafting_does_not_pay(fake_clock):
