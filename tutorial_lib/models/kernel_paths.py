@@ -478,8 +478,8 @@ PROBES_FILE = "kernel_paths.json"
 
 
 def machine_key() -> str:
-    """What a stored choice depends on besides the model: the processor, its vector units, torch and the
-    thread count."""
+    """What a stored choice depends on besides the model: the processor, its vector units, those torch's
+    kernels use (`processor_class.isa_cap` can hold them lower), torch and the thread count."""
     import platform
 
     try:
@@ -496,9 +496,8 @@ def machine_key() -> str:
         )
     except OSError:
         name, units = platform.processor(), []
-    return (
-        f"{name}|{','.join(dict.fromkeys(units))}|torch {torch.__version__}|threads {torch.get_num_threads()}"
-    )
+    kernels, threads = torch.backends.cpu.get_cpu_capability(), torch.get_num_threads()
+    return f"{name}|{','.join(dict.fromkeys(units))}|{kernels}|torch {torch.__version__}|threads {threads}"
 
 
 def _probes_path() -> Path:
